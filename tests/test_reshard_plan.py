@@ -1,0 +1,130 @@
+"""The reshard planner, with no MPI: step choice, volumes, and a whole-mesh numpy
+simulation of every plan checked against the global array."""
+
+import numpy as np
+import pytest
+
+from meshrt import AbstractMesh, Sharding, ShardingError
+from meshrt.reshard import (
+    _local_slice, exchange_recvs, explain_reshard, lower_bound, partial_keeper, plan_reshard,
+)
+from meshrt.sharding import split_offsets
+from reshard_cases import check_result, identity, owned_input, random_sharding, reduce_blocks
+
+
+def simulate(plan, blocks):
+    """Run ``plan`` for every device of an AbstractMesh at once, on numpy blocks."""
+    mesh, shape = plan.src.mesh, plan.global_shape
+    for step in plan.steps:
+        attrs = dict(step.attrs)
+        new = []
+        for d in range(mesh.size):
+            if step.op in ("all_reduce", "reduce_scatter"):
+                group = mesh.group_devices(step.mesh_axes, d)
+                red = reduce_blocks(attrs["reduction"], [blocks[g] for g in group])
+                if step.op == "all_reduce":
+                    new.append(red)
+                    continue
+                ax = attrs["scatter_axis"]
+                k = mesh.in_group_index(d, step.mesh_axes)
+                offs = split_offsets(red.shape[ax], len(group))
+                new.append(np.take(red, range(offs[k], offs[k + 1]), axis=ax))
+            elif step.op == "all_gather":
+                group = mesh.group_devices(step.mesh_axes, d)
+                new.append(np.concatenate([blocks[g] for g in group], axis=attrs["gather_axis"]))
+            elif step.op == "all_slice":
+                new.append(_local_slice(step, blocks[d], shape, d))
+            elif step.op in ("all_to_all", "permute", "exchange"):
+                out = np.full(step.after.shard_shape(shape, d), -999, blocks[d].dtype)
+                need = step.after.shard_slices(shape, d)
+                for src, box in exchange_recvs(step.before, step.after, shape, d):
+                    have = step.before.shard_slices(shape, src)
+                    out[tuple(slice(b0 - n.start, b1 - n.start) for (b0, b1), n in zip(box, need))] = blocks[src][
+                        tuple(slice(b0 - h.start, b1 - h.start) for (b0, b1), h in zip(box, have))]
+                new.append(out)
+            elif step.op == "make_partial":
+                keep = partial_keeper(attrs["kind"], mesh.multi_index(d), step.mesh_axes)
+                new.append(blocks[d] if keep else np.full_like(blocks[d], identity(attrs["kind"], blocks[d].dtype)))
+            elif step.op == "update_halo":
+                new.append(blocks[d])
+            else:
+                raise AssertionError(step.op)
+        blocks = new
+    return blocks
+
+
+MESHES = [(1,), (3,), (4,), (2, 2), (2, 3), (3, 1, 2), (2, 2, 2)]
+
+
+@pytest.mark.parametrize("mshape", MESHES)
+def test_random_pairs_simulated(mshape):
+    rng = np.random.default_rng(sum(mshape) * 31 + len(mshape))
+    mesh = AbstractMesh(mshape)
+    for _ in range(60):
+        ndim = int(rng.integers(1, 4))
+        shape = tuple(int(x) for x in rng.integers(1, 9, ndim))
+        src = random_sharding(rng, mesh, shape)
+        dst = random_sharding(rng, mesh, shape)
+        g = np.random.default_rng(1).integers(10, 100, shape).astype(np.int64)
+        blocks = [owned_input(g, src, d) for d in range(mesh.size)]
+        plan = plan_reshard(src, dst, shape)
+        out = simulate(plan, blocks)
+        check_result(g, dst, out)
+        if not src.is_partial:
+            assert plan.elements_moved == plan.lower_bound == lower_bound(src, dst, shape), str(plan)
+
+
+@pytest.mark.parametrize(
+    "src, dst, ops, moved",
+    [
+        (([[0]],), ([],), ["all_gather"], 8 * 48),
+        (([],), ([[0], [1]],), ["all_slice"], 0),
+        (([[0]],), ([[], [0]],), ["all_to_all"], 8 * 12),
+        (([[0], [1]],), ([[1], [0]],), ["exchange"], None),  # axes of unequal size: not a permutation
+        (([[0]], dict(partial_axes=[1])), ([[0, 1]],), ["reduce_scatter"], None),
+        (([[0]], dict(partial_axes=[1], partial_type="max")), ([[0]],), ["all_reduce"], None),
+        (([[0]],), ([[0]], dict(sharded_dims_offsets=[0, 1, 3, 8, 8])), ["exchange"], None),
+        (([[0]],), ([[0]], dict(halo_sizes=[1, 1])), ["update_halo"], 0),
+        (([[0]],), ([[0]], dict(partial_axes=[1])), ["make_partial"], 0),
+        (([[0]],), ([[0]],), [], 0),
+    ],
+)
+def test_step_choice(src, dst, ops, moved):
+    mesh = AbstractMesh((4, 2))
+
+    def make(spec):
+        return Sharding(mesh, spec[0], **(spec[1] if len(spec) > 1 else {}))
+
+    plan = plan_reshard(make(src), make(dst), (8, 8))
+    assert [s.op for s in plan.steps] == ops, str(plan)
+    if moved is not None:
+        assert plan.elements_moved == moved
+
+
+def test_permutation_swaps_equal_axes_without_gather():
+    mesh = AbstractMesh((2, 2))
+    plan = plan_reshard(Sharding(mesh, [[0], [1]]), Sharding(mesh, [[1], [0]]), (6, 6))
+    assert [s.op for s in plan.steps] == ["permute"]
+    assert plan.elements_moved == 2 * 9 == plan.lower_bound  # the two off-diagonal devices swap
+
+
+def test_explain_prints_groups_and_volume_on_abstract_mesh():
+    mesh = AbstractMesh((2, 2), ("x", "y"))
+    text = str(explain_reshard(Sharding(mesh, [["x"]], partial_axes=["y"]), Sharding(mesh, [["x", "y"]]), (8, 2)))
+    assert "reduce_scatter(mesh_axes=[1], reduction=sum, scatter_axis=0)" in text
+    assert "elements moved between processes" in text
+
+
+def test_plans_are_cached_and_pure():
+    mesh = AbstractMesh((3,))
+    a, b = Sharding(mesh, [[0]]), Sharding(mesh, [[], [0]])
+    assert plan_reshard(a, b, (5, 7)) is plan_reshard(a, b, [5, 7])
+
+
+def test_reshard_errors():
+    with pytest.raises(ShardingError, match="source mesh .* and destination mesh .* differ"):
+        plan_reshard(Sharding(AbstractMesh((2,)), [[0]]), Sharding(AbstractMesh((3,)), [[0]]), (6,))
+    with pytest.raises(ShardingError, match="splits 2 dims, but the tensor has only 1"):
+        plan_reshard(Sharding(AbstractMesh((2, 1)), [[0]]), Sharding(AbstractMesh((2, 1)), [[0], [1]]), (6,))
+    with pytest.raises(ShardingError, match="expected two Shardings"):
+        plan_reshard("x", Sharding(AbstractMesh((2,)), [[0]]), (6,))
