@@ -1,0 +1,35 @@
+"""meshrt.kernels local reductions against numpy."""
+
+import numpy as np
+import pytest
+
+from meshrt.kernels import local_max, local_min, local_prod, local_sum
+
+DTYPES = [np.int8, np.int32, np.int64, np.uint8, np.uint64, np.float32,
+          np.float64, np.complex128, np.bool_]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 4), (2, 3, 5)])
+def test_match_numpy(dtype, shape):
+    rng = np.random.default_rng(3)
+    a = (rng.random(shape) * 4).astype(dtype)
+    assert local_sum(a) == pytest.approx(np.sum(a, dtype=None if dtype != np.bool_ else np.int64))
+    assert local_prod(a) == pytest.approx(np.prod(a))
+    if dtype != np.complex128:
+        assert local_max(a) == np.max(a)
+        assert local_min(a) == np.min(a)
+
+
+def test_nan_and_empty():
+    a = np.array([1.0, np.nan, 3.0])
+    assert np.isnan(local_max(a)) and np.isnan(local_min(a))
+    assert local_sum(np.zeros(0)) == 0.0
+    assert local_prod(np.zeros(0, np.int32)) == 1
+    with pytest.raises(ValueError, match="local_max: array is empty"):
+        local_max(np.zeros(0))
+
+
+def test_rejects_non_contiguous():
+    with pytest.raises(ValueError, match="C-contiguous"):
+        local_sum(np.zeros((4, 4))[:, ::2])
