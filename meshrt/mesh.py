@@ -343,12 +343,18 @@ def _check_axis_names(axis_names, ndim):
 _LIVE_MESHES: "weakref.WeakSet[Mesh]" = weakref.WeakSet()
 
 
-@atexit.register
 def _free_all_groups():
-    # Runs before mpi4py finalizes MPI (atexit is LIFO and mpi4py registered first),
-    # so communicators are freed while MPI is still up and MPICH reports no leak.
     for mesh in list(_LIVE_MESHES):
         mesh.free()
+
+
+def _track(mesh: "Mesh") -> None:
+    # Registered on the first Mesh, after mpi4py.MPI is imported: atexit runs hooks
+    # last-in first-out, so the groups are freed before mpi4py finalizes MPI.
+    if not _LIVE_MESHES:
+        atexit.unregister(_free_all_groups)
+        atexit.register(_free_all_groups)
+    _LIVE_MESHES.add(mesh)
 
 
 class Mesh(AbstractMesh):
@@ -374,7 +380,7 @@ class Mesh(AbstractMesh):
         self._groups = {}
         self._rank = comm.Get_rank()
         self._coords = self.multi_index(self._rank)
-        _LIVE_MESHES.add(self)
+        _track(self)
 
     @classmethod
     def parse(cls, text: str, comm=None) -> "Mesh":
