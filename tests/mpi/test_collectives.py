@@ -1,0 +1,402 @@
+"""Collectives against a numpy reference model of the global picture; any process count.
+
+Every rank generates every device's local input from a seed, computes what its
+own device must get with plain numpy, and compares with the collective.
+"""
+
+import functools
+import itertools
+import math
+import zlib
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from meshrt import CollectiveError, Mesh
+from meshrt import collectives as C
+from meshrt.sharding import split_offsets
+
+MPI_NPROCS = (1, 2, 3, 4, 8)
+
+comm = MPI.COMM_WORLD
+DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64", "complex64", "complex128", "bool"]
+KINDS = ["sum", "max", "min", "product", "average", "bitwise_and", "bitwise_or", "bitwise_xor"]
+
+
+def meshes():
+    """1-D, 2-D and 3-D meshes over all processes, plus one with a fixed axis when possible."""
+    out = [Mesh((-1,)), Mesh((-1, -1)), Mesh((-1, -1, -1))]
+    if comm.size % 2 == 0:
+        out.append(Mesh((2, -1), ("x", "y")))
+    return out
+
+
+def axes_choices(mesh, rng, k=4):
+    """Random subsets in random orders, plus all axes and the empty group."""
+    out = [None, ()]
+    for _ in range(k):
+        r = rng.randint(1, mesh.ndim + 1)
+        out.append(tuple(int(a) for a in rng.permutation(mesh.ndim)[:r]))
+    return out
+
+
+def group_of(mesh, axes):
+    return mesh.group_devices(axes, mesh.rank)
+
+
+def valid(kind, dt):
+    k = np.dtype(dt).kind
+    if kind.startswith("bitwise") and k in "fc":
+        return False
+    if kind in ("max", "min") and k == "c":
+        return False
+    return not (kind == "average" and k == "b")
+
+
+def local_input(seed, device, shape, dtype, kind="sum"):
+    rng = np.random.RandomState(seed * 1009 + device)
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.randint(0, 2, shape).astype(bool)
+    lo, hi = (1, 3) if kind == "product" else (0, 9)
+    if dt.kind in "iu":
+        hi = 100
+    a = rng.randint(lo, hi, shape)
+    if dt.kind == "c":
+        a = a + 1j * rng.randint(lo, hi, shape)
+    return a.astype(dt)
+
+
+def np_reduce(kind, arrays, dt):
+    dt = np.dtype(dt)
+    arrays = [a.astype(dt) for a in arrays]
+    with np.errstate(over="ignore"):
+        if dt.kind == "b":
+            uf = {"sum": np.logical_or, "max": np.logical_or, "product": np.logical_and, "min": np.logical_and,
+                  "bitwise_and": np.logical_and, "bitwise_or": np.logical_or, "bitwise_xor": np.logical_xor}[kind]
+        else:
+            uf = {"sum": np.add, "average": np.add, "max": np.maximum, "min": np.minimum, "product": np.multiply,
+                  "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}[kind]
+        r = functools.reduce(lambda a, b: uf(a, b).astype(dt), arrays)
+        if kind == "average":
+            r = r // len(arrays) if dt.kind in "iu" else (r / len(arrays)).astype(dt)
+    return r
+
+
+def assert_same(got, want):
+    assert isinstance(got, np.ndarray)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
+_SUBS = {}
+
+
+def sub_mesh(shape):
+    """A Mesh of ``shape`` over the first prod(shape) ranks (None on the others and when too few)."""
+    n = math.prod(shape)
+    if comm.size < n:
+        return None
+    if n not in _SUBS:
+        _SUBS[n] = comm.Split(0 if comm.rank < n else MPI.UNDEFINED, comm.rank)
+    sub = _SUBS[n]
+    if sub == MPI.COMM_NULL:
+        return None
+    return Mesh(shape, comm=sub)
+
+
+# -- reductions --------------------------------------------------------------------------
+def check_reductions(mesh, axes, combos, rng, tag):
+    grp = group_of(mesh, axes)
+    shape = (3, 2)
+    for dt, kind in combos:
+        seed = zlib.crc32(repr((tag, axes, dt, kind)).encode()) % 10000
+        x = local_input(seed, mesh.rank, shape, dt, kind)
+        if not valid(kind, dt):
+            with pytest.raises(CollectiveError, match="reduction"):
+                C.all_reduce(x, mesh, axes, kind)
+            continue
+        want = np_reduce(kind, [local_input(seed, d, shape, dt, kind) for d in grp], dt)
+        assert_same(C.all_reduce(x, mesh, axes, kind), want)
+        root = int(rng.randint(len(grp)))
+        got = C.reduce(x, mesh, axes, kind, root)
+        if grp[root] == mesh.rank:
+            assert_same(got, want)
+        else:
+            assert got is None
+
+
+ALL_COMBOS = list(itertools.product(DTYPES, KINDS))
+
+
+def test_all_reduce_reduce_every_dtype_and_kind():
+    rng = np.random.RandomState(1)
+    check_reductions(Mesh((-1,)), None, ALL_COMBOS, rng, "all")
+
+
+def test_all_reduce_reduce_random_groups():
+    rng = np.random.RandomState(11)
+    for mi, mesh in enumerate(meshes()):
+        for axes in axes_choices(mesh, rng, 3):
+            pick = rng.choice(len(ALL_COMBOS), 8, replace=False)
+            check_reductions(mesh, axes, [ALL_COMBOS[i] for i in pick], rng, mi)
+
+
+def test_reduction_dtype_casts_before_reducing():
+    mesh = Mesh((-1,))
+    x = np.full(4, 200, np.uint8)
+    got = C.all_reduce(x, mesh, None, "sum", dtype=np.int64)
+    assert_same(got, np.full(4, 200 * comm.size, np.int64))
+    got = C.all_reduce(np.full(3, comm.rank % 2 == 0), mesh, None, "average", dtype="float64")
+    assert_same(got, np.full(3, ((comm.size + 1) // 2) / comm.size))
+    got = C.all_reduce(np.full(2, 1000.0), mesh, None, "sum", dtype=np.float16)
+    assert_same(got, np.full(2, 1000 * comm.size, np.float16))
+
+
+def absmax(a, b):
+    return max(abs(a), abs(b))
+
+
+def test_generic_reduction_native():
+    mesh = Mesh((-1, -1))
+    # one dtype here: each (function, dtype) costs a Numba compile; tests/test_collectives_serial.py
+    # runs the compiled bodies for the other dtypes without MPI
+    for dt in ["float64"]:
+        for axes in [None, (1,), (1, 0)]:
+            grp = group_of(mesh, axes)
+            xs = [(local_input(7, d, (5,), dt) - 4).astype(dt) for d in grp]
+            want = functools.reduce(lambda a, b: np.maximum(np.abs(a), np.abs(b)), xs).astype(dt)
+            me = grp.index(mesh.rank)
+            assert_same(C.all_reduce(xs[me], mesh, axes, absmax), want)
+            assert_same(C.all_reduce(xs[me], mesh, axes, C.Generic(absmax), wait=False).wait(), want)
+            got = C.reduce(xs[me], mesh, axes, absmax, 0)
+            assert (got is None) if me else np.array_equal(got, want)
+
+
+def test_reduce_scatter_uneven():
+    rng = np.random.RandomState(2)
+    for mi, mesh in enumerate(meshes()):
+        for axes in axes_choices(mesh, rng):
+            grp = group_of(mesh, axes)
+            n, k = len(grp), grp.index(mesh.rank)
+            for dt, kind in [("int32", "sum"), ("float16", "max"), ("float64", "average"), ("complex64", "product")]:
+                shape = tuple(int(s) for s in rng.randint(1, 7, size=rng.randint(1, 4)))
+                axis = int(rng.randint(len(shape)))
+                xs = [local_input(mi, d, shape, dt, kind) for d in grp]
+                full = np_reduce(kind, xs, dt)
+                off = split_offsets(shape[axis], n)
+                want = np.take(full, range(off[k], off[k + 1]), axis=axis)
+                assert_same(C.reduce_scatter(xs[k], mesh, axes, kind, axis), want)
+                assert_same(C.reduce_scatter(xs[k], mesh, axes, kind, axis, wait=False).wait(), want)
+
+
+# -- data movement -----------------------------------------------------------------------
+def test_all_gather_and_gather_unequal_pieces():
+    rng = np.random.RandomState(3)
+    for mi, mesh in enumerate(meshes()):
+        for axes in axes_choices(mesh, rng):
+            grp = group_of(mesh, axes)
+            me = grp.index(mesh.rank)
+            ndim = int(rng.randint(1, 4))
+            base = [int(s) for s in rng.randint(1, 4, ndim)]
+            axis = int(rng.randint(ndim))
+            dt = DTYPES[int(rng.randint(len(DTYPES)))]
+            sizes = [int(s) for s in rng.randint(0, 4, mesh.size)]  # per device, 0 included
+
+            def piece(d):
+                shape = list(base)
+                shape[axis] = sizes[d]
+                return local_input(mi, d, tuple(shape), dt)
+
+            want = np.concatenate([piece(d) for d in grp], axis=axis)
+            x = piece(mesh.rank)
+            assert_same(C.all_gather(x, mesh, axes, axis), want)
+            assert_same(C.all_gather(x, mesh, axes, axis, sizes=[sizes[d] for d in grp], wait=False).wait(), want)
+            root = tuple(int(rng.randint(mesh.shape[a])) for a in mesh.axes(axes))
+            root_k = mesh.in_group_from_multi(axes, root)
+            got = C.gather(x, mesh, axes, axis, root)
+            if me == root_k:
+                assert_same(got, want)
+            else:
+                assert got is None
+            got = C.gather(x, mesh, axes, axis, root_k, wait=False).wait()
+            assert (got is None) == (me != root_k)
+            # equal pieces along a non-leading axis of a non-contiguous input
+            y = np.asfortranarray(local_input(mi, mesh.rank, (2, 3, 2), dt))
+            want = np.concatenate([local_input(mi, d, (2, 3, 2), dt) for d in grp], axis=1)
+            assert_same(C.all_gather(y, mesh, axes, 1, sizes=3), want)
+
+
+def test_broadcast_scatter_with_in_group_roots():
+    rng = np.random.RandomState(4)
+    for mi, mesh in enumerate(meshes()):
+        for axes in axes_choices(mesh, rng):
+            grp = group_of(mesh, axes)
+            n, me = len(grp), grp.index(mesh.rank)
+            root = tuple(int(rng.randint(mesh.shape[a])) for a in mesh.axes(axes))
+            rk = mesh.in_group_from_multi(axes, root)
+            shape = tuple(int(s) for s in rng.randint(1, 6, 3))
+            dt = DTYPES[int(rng.randint(len(DTYPES)))]
+            x = local_input(mi, mesh.rank, shape, dt)
+            rootx = local_input(mi, grp[rk], shape, dt)
+            assert_same(C.broadcast(x, mesh, axes, root), rootx)
+            assert_same(C.broadcast(x, mesh, axes, rk, wait=False).wait(), rootx)
+            axis = int(rng.randint(3))
+            off = split_offsets(shape[axis], n)
+            want = np.take(rootx, range(off[me], off[me + 1]), axis=axis)
+            assert_same(C.scatter(x, mesh, axes, axis, root), want)
+            assert_same(C.scatter(x, mesh, axes, axis, rk, wait=False).wait(), want)
+            # all_slice is scatter without communication for replicated data
+            assert_same(np.ascontiguousarray(C.all_slice(rootx, mesh, axes, axis)), want)
+
+
+def test_all_to_all_uneven_any_axes():
+    rng = np.random.RandomState(5)
+    for mi, mesh in enumerate(meshes()):
+        for axes in axes_choices(mesh, rng, 2):
+            grp = group_of(mesh, axes)
+            n, me = len(grp), grp.index(mesh.rank)
+            for sa, ca in [(0, 0), (1, 0), (0, 2), (2, 2), (1, 2)]:
+                shape = tuple(int(s) for s in rng.randint(1, 6, 3))
+                xs = [local_input(mi, d, shape, "float32") for d in grp]
+                off = split_offsets(shape[sa], n)
+                want = np.concatenate([np.take(xs[i], range(off[me], off[me + 1]), axis=sa) for i in range(n)], axis=ca)
+                assert_same(C.all_to_all(xs[me], mesh, axes, sa, ca), want)
+                assert_same(C.all_to_all(xs[me], mesh, axes, sa, ca, wait=False).wait(), want)
+
+
+def test_shift_any_offset_rotate_or_not():
+    rng = np.random.RandomState(6)
+    for mi, mesh in enumerate(meshes()):
+        for axes in axes_choices(mesh, rng):
+            axes_n = mesh.axes(axes)
+            if not axes_n:
+                continue
+            grp = group_of(mesh, axes)
+            for shift_axis in axes_n:
+                size = mesh.shape[shift_axis]
+                for offset in sorted({-size - 1, -1, 0, 1, 2, size}):
+                    for rotate in (False, True):
+                        c = list(mesh.coords)
+                        src = c[shift_axis] - offset
+                        if rotate:
+                            src %= mesh.shape[shift_axis]
+                        x = local_input(mi, mesh.rank, (2, 3), "int16")
+                        if 0 <= src < mesh.shape[shift_axis]:
+                            c[shift_axis] = src
+                            want = local_input(mi, mesh.linear_index(c), (2, 3), "int16")
+                            assert mesh.linear_index(c) in grp
+                        else:
+                            want = x
+                        assert_same(C.shift(x, mesh, axes, shift_axis, offset, rotate), want)
+                        if offset == 1:
+                            assert_same(C.shift(x, mesh, axes, shift_axis, offset, rotate, wait=False).wait(), want)
+
+
+def test_send_recv_ring():
+    mesh = Mesh((-1, -1))
+    for axes in [None, (1,), (1, 0)]:
+        grp = group_of(mesh, axes)
+        n, me = len(grp), grp.index(mesh.rank)
+        x = local_input(8, mesh.rank, (4,), "float64")
+        h = C.send(x, mesh, axes, (me + 1) % n, wait=False)
+        got = C.recv(x, mesh, axes, (me - 1) % n)
+        assert h.wait() is None
+        assert_same(got, local_input(8, grp[(me - 1) % n], (4,), "float64"))
+
+
+def test_index_ops():
+    mesh = Mesh((-1, -1))
+    assert C.process_linear_index(mesh) == comm.rank
+    assert C.process_multi_index(mesh) == mesh.coords
+    assert C.process_multi_index(mesh, [1]) == (mesh.coords[1],)
+    assert C.mesh_shape(mesh) == mesh.shape
+    assert C.mesh_shape(mesh, (1, 0)) == mesh.shape[::-1]
+    assert C.neighbors_linear_indices(mesh, mesh.rank, [1]) == mesh.neighbors([1])
+
+
+# -- agreement checks --------------------------------------------------------------------
+def test_mismatched_gather_shapes_raise_everywhere():
+    mesh = Mesh((-1,))
+    if comm.size == 1:
+        return
+    x = np.zeros((2, 3 + comm.rank % 2))  # disagree outside the gather axis
+    with pytest.raises(CollectiveError, match="all_gather.*rank 1"):
+        C.all_gather(x, mesh, None, 0)
+    with pytest.raises(CollectiveError, match="gather"):
+        C.gather(x.astype(np.float32) if comm.rank == 0 else x, mesh, None, 1, 0)
+
+
+def test_meshrt_check_names_op_and_ranks():
+    mesh = Mesh((-1,))
+    old = C.set_check(True)
+    try:
+        x = np.zeros(3)
+        assert_same(C.all_reduce(x, mesh), x)
+        if comm.size == 1:
+            return
+        y = np.zeros(3 + (comm.rank == comm.size - 1))
+        with pytest.raises(CollectiveError, match=f"all_reduce.*rank {comm.size - 1}"):
+            C.all_reduce(y, mesh)
+        with pytest.raises(CollectiveError, match="broadcast"):
+            C.broadcast(x, mesh, None, comm.rank % 2 if comm.size > 1 else 0)
+    finally:
+        C.set_check(old)
+
+
+# -- SPEC seed examples, verbatim --------------------------------------------------------
+SEED_2x2 = {(0, 0): [[1, 2], [3, 4]], (0, 1): [[5, 6], [7, 8]], (1, 0): [[1, 2], [3, 4]], (1, 1): [[5, 6], [7, 8]]}
+
+
+def test_seed_all_gather_2x2():
+    mesh = sub_mesh((2, 2))
+    if mesh is None:
+        return
+    x = np.array(SEED_2x2[mesh.coords])
+    assert C.all_gather(x, mesh, [1], 1).tolist() == [[1, 2, 5, 6], [3, 4, 7, 8]]
+
+
+def test_seed_reduce_scatter_2x2():
+    mesh = sub_mesh((2, 2))
+    if mesh is None:
+        return
+    got = C.reduce_scatter(np.array(SEED_2x2[mesh.coords]), mesh, [1], "sum", 0)
+    assert got.tolist() == ([[6, 8]] if mesh.coords[1] == 0 else [[10, 12]])
+
+
+def test_seed_all_to_all_3():
+    mesh = sub_mesh((3,))
+    if mesh is None:
+        return
+    d = mesh.rank
+    x = np.array([[10 * d + j] for j in range(3)])  # row block j goes to device j
+    assert C.all_to_all(x, mesh, [0], 0, 0).tolist() == [[j * 10 + d] for j in range(3)]
+
+
+def test_seed_shift_2x4_rotate():
+    mesh = sub_mesh((2, 4))
+    if mesh is None:
+        return
+    row = [1, 2, 3, 4]
+    x = np.array([row[mesh.coords[1]]])
+    got = C.shift(x, mesh, [1], 1, 2, rotate=True)
+    assert got.tolist() == [[3, 4, 1, 2][mesh.coords[1]]]
+
+
+def test_seed_rooted_ops_in_group_roots():
+    mesh = sub_mesh((2, 2))
+    if mesh is None:
+        return
+    i, j = mesh.coords
+    x = np.array([10 * i + j])
+    # root (1,) of the group over axis 0: device (1, j)
+    assert C.broadcast(x, mesh, [0], (1,)).tolist() == [10 + j]
+    src = np.arange(4) + j if i == 1 else np.zeros(4, int)
+    assert C.scatter(src, mesh, [0], 0, [1]).tolist() == [2 * i + j, 2 * i + 1 + j]
+    got = C.gather(x, mesh, [1, 0], 0, (0, 1))  # group over (1, 0): device (1, 0) is in-group (0, 1)
+    assert (got.tolist() == [0, 10, 1, 11]) if (i, j) == (1, 0) else got is None
+    got = C.reduce(x, mesh, [1], "sum", (1,))
+    assert (got.tolist() == [20 * i + 1]) if j == 1 else got is None
