@@ -1,0 +1,35 @@
+"""meshrt: sharded tensor programs over MPI with the semantics of MLIR's shard dialect.
+
+>>> from meshrt import AbstractMesh, Sharding
+>>> Sharding(AbstractMesh((2, 2)), [[0], [1]]).shard_shape((6, 5), device=3)
+(3, 3)
+"""
+
+from .errors import CollectiveError, MeshError, ShardingError
+from .mesh import AbstractMesh, Mesh
+from .reduction import Generic, ReductionKind
+from .sharding import Sharding
+from .collectives import (
+    all_gather, all_reduce, all_slice, all_to_all, broadcast, gather, mesh_shape, neighbors_linear_indices,
+    process_linear_index, process_multi_index, recv, reduce, reduce_scatter, scatter, send, shard_shape, shift,
+)
+from .halo import HaloExchange, plan_halo, update_halo
+from .reshard import explain_reshard, plan_reshard
+from .tensor import DistributedTensor
+from .spmd import spmd
+
+try:
+    from importlib.metadata import version as _version
+
+    __version__ = _version("meshrt")
+except Exception:  # running from a source tree that is not installed
+    __version__ = "0.1.0"
+
+__all__ = [
+    "AbstractMesh", "Mesh", "Sharding", "ReductionKind", "Generic", "DistributedTensor", "spmd",
+    "MeshError", "ShardingError", "CollectiveError",
+    "all_gather", "all_reduce", "all_slice", "all_to_all", "broadcast", "gather", "reduce", "reduce_scatter",
+    "scatter", "send", "recv", "shift", "update_halo", "process_linear_index", "process_multi_index",
+    "mesh_shape", "neighbors_linear_indices", "shard_shape",
+    "HaloExchange", "plan_halo", "explain_reshard", "plan_reshard",
+]

@@ -1,0 +1,15 @@
+"""The docstring examples of the MPI-free modules are tests too."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", "meshrt.reshard",
+           "meshrt.reduction", "meshrt.halo"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
