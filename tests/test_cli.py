@@ -85,3 +85,32 @@ def test_run_missing_script(tmp_path):
     r = _meshrt("run", "-n", "2", "nope.py", cwd=tmp_path)
     assert r.returncode == 2
     assert "script 'nope.py' does not exist" in r.stderr
+
+
+def _alive_with_marker(marker):
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
+
+
+@needs_mpiexec
+def test_run_ends_promptly_when_a_process_is_killed(tmp_path):
+    marker = f"meshrt-kill-test-{os.getpid()}"
+    script = _script(tmp_path, f"""
+        import os, signal, time
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        comm.Barrier()
+        if comm.rank == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        comm.Barrier()  # the others wait here for a process that is gone
+        time.sleep(60)
+    """)
+    t0 = time.monotonic()
+    r = _meshrt("run", "-n", "3", script, marker, cwd=tmp_path, timeout=60)
+    elapsed = time.monotonic() - t0
+    assert r.returncode != 0
+    assert elapsed < 10, f"meshrt run took {elapsed:.1f} s to end after a SIGKILL"
+    deadline = time.monotonic() + 5
+    while _alive_with_marker(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive_with_marker(marker), "processes left behind after the job ended"
