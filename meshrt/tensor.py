@@ -1,0 +1,742 @@
+"""`DistributedTensor`: a global array sharded over a `Mesh`, one block per process.
+
+Each process holds its owned block plus the sharding's halos in one
+C-contiguous buffer (``.local``); ``.interior`` is the owned part, a view.
+
+>>> mesh = Mesh((-1,))                                       # doctest: +SKIP
+>>> s = Sharding(mesh, [[0]], halo_sizes=[1, 1])             # doctest: +SKIP
+>>> t = DistributedTensor.from_function(lambda i: i * 1.0, (8,), s)  # doctest: +SKIP
+>>> t.update_halo(); float(t.sum()), (2 * t + 1).gather()[:3]        # doctest: +SKIP
+(28.0, array([1., 3., 5.]))
+
+Halos of a new tensor are zero (on boundary shards they are ghost cells, so a
+stencil sees homogeneous Dirichlet values unless the program writes them);
+`update_halo` fills the others.  Elementwise numpy ufuncs compute on the
+interiors only, so a result's halos are zero (``out=`` leaves the target's
+halos as they were): call ``update_halo()`` before a stencil reads them.
+Computing on interiors keeps numpy's floating-point warnings exact (a zero
+halo under ``1 / t`` would warn where the global array does not).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import numpy.lib.mixins
+
+from . import collectives
+from ._blockcopy import copy_block, extract, insert
+from .errors import CollectiveError, ShardingError
+from .mesh import Mesh
+from .sharding import Sharding
+
+__all__ = ["DistributedTensor"]
+
+# Reductions: method name -> (collective reduction kind, local kernel name, numpy ufunc for axis reductions).
+_REDUCTIONS = {
+    "sum": ("sum", "local_sum", np.add),
+    "prod": ("product", "local_prod", np.multiply),
+    "max": ("max", "local_max", np.maximum),
+    "min": ("min", "local_min", np.minimum),
+    "mean": ("sum", "local_sum", np.add),
+}
+
+
+def _kernel(name):
+    # Imported on first use: Numba's import costs seconds per process, and
+    # programs that never reduce a whole tensor should not pay it.
+    try:
+        from . import kernels
+    except ImportError:  # a source checkout: kernels/ becomes meshrt.kernels only when installed
+        import kernels
+    return getattr(kernels, name)
+_PARTIAL_OF = {"sum": "sum", "prod": "product", "max": "max", "min": "min", "mean": "sum"}
+
+# Ufuncs that keep a partial value partial (see `_check_partial_ufunc`).
+_LINEAR_SUM = {np.negative, np.positive, np.multiply, np.divide, np.add, np.subtract}
+_SHIFT_MAXMIN = {np.add, np.subtract, np.multiply}
+
+
+class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
+    """A global array of ``global_shape`` laid out by ``sharding`` on a `Mesh`.
+
+    Build one with the class methods (`from_global`, `zeros`, `empty`, `full`,
+    `from_function`, `from_local`) rather than the constructor.  Every process
+    must make the same calls in the same order (SPMD), with equal scalars.
+
+    ``periodic`` (None, a bool, or one bool per tensor dim) tells
+    `update_halo` which sharded dims wrap around; the dialect has no word for
+    it, so it is a property of the tensor, not of its sharding.
+    """
+
+    __slots__ = ("_local", "_sharding", "_global_shape", "_periodic", "_interior", "_slices", "_halo")
+
+    def __init__(self, local: np.ndarray, sharding: Sharding, global_shape, *, periodic=None):
+        self._sharding = _check_sharding(sharding)
+        self._global_shape = sharding.check_shape(global_shape)
+        self._local = local
+        self._periodic = _normalize_periodic(periodic, len(self._global_shape))
+        self._slices = sharding.shard_slices(self._global_shape)
+        index = _interior_index(sharding, self._global_shape)
+        self._interior = local[index] if index else local[...]  # a 0-d tensor: a view, not a scalar
+        self._halo = None
+
+    # -- creation --------------------------------------------------------------------
+    @classmethod
+    def from_local(cls, local, sharding: Sharding, global_shape, *, dtype=None, periodic=None) -> "DistributedTensor":
+        """Wrap this process's existing buffer (owned block plus halos), without copying.
+
+        ``local.shape`` must be ``sharding.local_shape(global_shape)`` and the
+        buffer C-contiguous.  The check is local: a process whose buffer is
+        wrong raises alone.
+        """
+        sharding = _check_sharding(sharding)
+        shape = sharding.check_shape(global_shape)
+        if not isinstance(local, np.ndarray):
+            raise ShardingError(f"local: expected a numpy.ndarray, got {type(local).__name__}")
+        want = sharding.local_shape(shape)
+        if local.shape != want:
+            raise ShardingError(
+                f"local: shape {local.shape} on device {sharding.mesh.rank}, but {sharding} gives "
+                f"global shape {shape} a local shape (owned block plus halos) of {want}"
+            )
+        if not local.flags.c_contiguous:
+            raise ShardingError(f"local: the buffer must be C-contiguous, got strides {local.strides} for shape {local.shape}")
+        if dtype is not None and np.dtype(dtype) != local.dtype:
+            raise ShardingError(f"dtype: local buffer has dtype {local.dtype}, but dtype={np.dtype(dtype)} was asked for")
+        return cls(local, sharding, shape, periodic=periodic)
+
+    @classmethod
+    def empty(cls, global_shape, sharding: Sharding, dtype=np.float64, *, periodic=None) -> "DistributedTensor":
+        """A tensor with an uninitialized interior (halos are zero)."""
+        sharding = _check_sharding(sharding)
+        shape = sharding.check_shape(global_shape)
+        local = np.empty(sharding.local_shape(shape), dtype=dtype)
+        _zero_halos(local, sharding, shape)
+        return cls(local, sharding, shape, periodic=periodic)
+
+    @classmethod
+    def zeros(cls, global_shape, sharding: Sharding, dtype=np.float64, *, periodic=None) -> "DistributedTensor":
+        """A tensor of zeros."""
+        sharding = _check_sharding(sharding)
+        shape = sharding.check_shape(global_shape)
+        return cls(np.zeros(sharding.local_shape(shape), dtype=dtype), sharding, shape, periodic=periodic)
+
+    @classmethod
+    def full(cls, global_shape, sharding: Sharding, fill_value, dtype=None, *, periodic=None) -> "DistributedTensor":
+        """A tensor whose every element is ``fill_value`` (halos zero)."""
+        if dtype is None:
+            dtype = np.asarray(fill_value).dtype
+        t = cls.empty(global_shape, sharding, dtype, periodic=periodic)
+        t._interior[...] = fill_value
+        return t
+
+    @classmethod
+    def from_function(cls, fn, global_shape, sharding: Sharding, dtype=np.float64, *, sparse=False,
+                      periodic=None) -> "DistributedTensor":
+        """Fill the owned block with ``fn(*indices)``, like `numpy.fromfunction`.
+
+        ``indices`` are integer arrays of *global* indices of the owned block
+        (``np.indices`` shifted by the block's offset; with ``sparse=True``
+        open grids as ``np.ogrid``, which saves memory).  The result is
+        broadcast to the block's shape.
+
+        >>> t = DistributedTensor.from_function(lambda i, j: 10 * i + j, (4, 4), s)  # doctest: +SKIP
+        """
+        t = cls.empty(global_shape, sharding, dtype, periodic=periodic)
+        block_shape = t._interior.shape
+        idx = np.indices(block_shape, sparse=sparse)
+        idx = tuple(ix + sl.start for ix, sl in zip(idx, t._slices))
+        t._interior[...] = np.broadcast_to(np.asarray(fn(*idx)), block_shape)
+        return t
+
+    @classmethod
+    def from_global(cls, array, sharding: Sharding, root=None, *, global_shape=None, dtype=None,
+                    periodic=None) -> "DistributedTensor":
+        """Shard a full array.
+
+        With ``root=None`` every process passes the same array and copies its
+        own block out of it (no communication).  With ``root`` (a mesh linear
+        index) only that process's ``array`` is read (the others may pass
+        None): its shape and dtype are broadcast first, so a bad array raises
+        the same error everywhere, then each device's block is packed with the
+        compiled block copy and sent with one ``Scatterv`` (the root's send
+        buffer holds every device's block, replicas included).
+        """
+        sharding = _check_sharding(sharding)
+        mesh = sharding.mesh
+        if root is None:
+            arr = _as_array(array, dtype)
+            shape = _check_global(arr.shape, arr.dtype, sharding, global_shape)
+            t = cls.empty(shape, sharding, arr.dtype, periodic=periodic)
+            copy_block(t._interior, arr[t._slices])
+            return t
+
+        root = _check_root(root, mesh)
+        comm = mesh.comm
+        meta = err = None
+        if mesh.rank == root:
+            try:
+                arr = _as_array(array, dtype)
+                meta = (arr.shape, arr.dtype.str)
+            except ShardingError as e:
+                err = str(e)
+        meta, err = comm.bcast((meta, err), root=root)
+        if err is not None:
+            raise ShardingError(err)
+        shape, dt = tuple(meta[0]), np.dtype(meta[1])
+        shape = _check_global(shape, dt, sharding, global_shape)
+        t = cls.empty(shape, sharding, dt, periodic=periodic)
+
+        counts = [math.prod(sharding.shard_shape(shape, d)) * dt.itemsize for d in range(mesh.size)]
+        displs = _displs(counts)
+        if mesh.rank == root:
+            sendbuf = np.empty(sum(counts), np.uint8)
+            for d in range(mesh.size):
+                if counts[d]:
+                    block = sendbuf[displs[d]: displs[d] + counts[d]].view(dt).reshape(sharding.shard_shape(shape, d))
+                    extract(arr, sharding.shard_slices(shape, d), out=block)
+            send = [sendbuf, (counts, displs)]
+        else:
+            send = None
+        recv = np.empty(counts[mesh.rank], np.uint8)
+        comm.Scatterv(send, recv, root=root)
+        if recv.size:
+            copy_block(t._interior, recv.view(dt).reshape(t._interior.shape))
+        return t
+
+    # -- views ---------------------------------------------------------------------------
+    local = property(lambda self: self._local, doc="This process's buffer: owned block plus halos, C-contiguous.")
+    interior = property(lambda self: self._interior, doc="The owned block, a view into `local`.")
+    sharding = property(lambda self: self._sharding)
+    global_shape = property(lambda self: self._global_shape)
+    shape = global_shape
+    shard_slices = property(lambda self: self._slices, doc="The owned block as slices of the global array.")
+    periodic = property(lambda self: self._periodic, doc="Per tensor dim, whether halos wrap around (or None).")
+    mesh = property(lambda self: self._sharding.mesh)
+    dtype = property(lambda self: self._local.dtype)
+    ndim = property(lambda self: len(self._global_shape))
+    size = property(lambda self: math.prod(self._global_shape))
+
+    def __len__(self):
+        if not self._global_shape:
+            raise TypeError("len() of a 0-d DistributedTensor")
+        return self._global_shape[0]
+
+    def __repr__(self):
+        rng = ", ".join(f"{s.start}:{s.stop}" for s in self._slices)
+        return (
+            f"DistributedTensor(shape={self._global_shape}, dtype={self.dtype}, sharding=<{self._sharding}>, "
+            f"device {self.mesh.rank} {self.mesh.coords} holds [{rng}] in local {self._local.shape})"
+        )
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "DistributedTensor: no implicit conversion to a numpy array; use .gather() for the global "
+            "array or .interior / .local for this process's block"
+        )
+
+    def __bool__(self):
+        raise TypeError("DistributedTensor: the truth value of a tensor is ambiguous; use .any()/.all() on a gather()")
+
+    def copy(self) -> "DistributedTensor":
+        """A new tensor with a copy of the local buffer (halos included)."""
+        return DistributedTensor(self._local.copy(), self._sharding, self._global_shape, periodic=self._periodic)
+
+    def astype(self, dtype) -> "DistributedTensor":
+        """A copy converted to ``dtype`` (halos included)."""
+        return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
+
+    # -- gather ----------------------------------------------------------------------------
+    def gather(self, root=None):
+        """The full global array on every process, or on ``root`` only (None elsewhere).
+
+        A partial tensor is reduced over its partial axes first.  One replica of
+        each block sends (the device with coordinate 0 on every mesh axis that
+        does not split the tensor), packed with the compiled block copy, in one
+        ``Allgatherv`` (``Gatherv`` with a root).
+        """
+        mesh, s, shape, dt = self.mesh, self._sharding, self._global_shape, self.dtype
+        if root is not None:
+            root = _check_root(root, mesh)
+        block = self._full_interior()
+        used = {a for axes in s.split_axes for a in axes}
+        rest = [a for a in range(mesh.ndim) if a not in used]
+
+        def sends(d):
+            c = mesh.multi_index(d)
+            return all(c[a] == 0 for a in rest)
+
+        counts = [math.prod(s.shard_shape(shape, d)) * dt.itemsize if sends(d) else 0 for d in range(mesh.size)]
+        displs = _displs(counts)
+        mine = counts[mesh.rank]
+        sendbuf = np.empty(mine, np.uint8)
+        if mine:
+            copy_block(sendbuf.view(dt).reshape(block.shape), block)
+        keep = root is None or mesh.rank == root
+        recvbuf = np.empty(sum(counts) if keep else 0, np.uint8)
+        if root is None:
+            mesh.comm.Allgatherv(sendbuf, [recvbuf, (counts, displs)])
+        else:
+            mesh.comm.Gatherv(sendbuf, [recvbuf, (counts, displs)] if keep else None, root=root)
+            if not keep:
+                return None
+        out = np.empty(shape, dt)
+        for d in range(mesh.size):
+            if counts[d]:
+                part = recvbuf[displs[d]: displs[d] + counts[d]].view(dt).reshape(s.shard_shape(shape, d))
+                insert(out, s.shard_slices(shape, d), part)
+        return out
+
+    def _full_interior(self) -> np.ndarray:
+        """The owned block's full values: a partial tensor reduced over its partial axes."""
+        s = self._sharding
+        if not s.is_partial:
+            return self._interior
+        return collectives.all_reduce(np.ascontiguousarray(self._interior), self.mesh, s.partial_axes,
+                                      reduction=s.partial_type)
+
+    # -- halos -----------------------------------------------------------------------------
+    def update_halo(self, wait: bool = True):
+        """Fill the halos from the neighbouring shards (edges and corners included).
+
+        The exchange plan (neighbours, buffers, persistent requests) is built on
+        the first call and kept on the tensor.  ``wait=False`` starts the
+        exchange and returns a handle: work on cells that read no halo, then
+        ``handle.wait()``.
+        """
+        hx = self._halo
+        if hx is None:
+            from .halo import HaloExchange
+
+            hx = self._halo = HaloExchange(self._local, self._sharding, self._global_shape, periodic=self._periodic)
+        if wait:
+            hx()
+            return None
+        return hx.start()
+
+    def free(self) -> None:
+        """Release the halo plan (its requests and buffers); the tensor stays usable."""
+        hx, self._halo = self._halo, None
+        if hx is not None:
+            hx.free()
+
+    # -- numpy: elementwise ufuncs -------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        name = ufunc.__name__
+        if method != "__call__" or ufunc.signature is not None:
+            what = f"{name}.{method}" if method != "__call__" else name
+            raise TypeError(
+                f"{what}: only elementwise ufunc calls work on a DistributedTensor; use t.sum()/t.max()/... "
+                "for reductions, or gather() first"
+            )
+        outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
+        operands = [("input", i, x) for i, x in enumerate(inputs)]
+        operands += [("out", i, x) for i, x in enumerate(outs) if x is not None]
+        if "where" in kwargs and not isinstance(kwargs["where"], bool):
+            operands.append(("where", 0, kwargs["where"]))
+        ref = None
+        for role, i, x in operands:
+            if isinstance(x, DistributedTensor):
+                if ref is None:
+                    ref = (role, i, x)
+                else:
+                    _check_same(name, ref, (role, i, x))
+            elif isinstance(x, np.ndarray) and x.ndim > 0:
+                raise ShardingError(
+                    f"{name}: {role} {i} is a numpy array of shape {x.shape} beside a DistributedTensor; that "
+                    "is ambiguous (global array or local block?): wrap it with DistributedTensor.from_global "
+                    "or operate on t.interior"
+                )
+            elif role == "out" and x is not None:
+                return NotImplemented
+            elif role == "input" and not isinstance(x, (numbers.Number, np.generic, np.ndarray)):
+                return NotImplemented
+        t = ref[2]
+        if t._sharding.is_partial:
+            _check_partial_ufunc(ufunc, inputs, t._sharding)
+
+        args = tuple(x._interior if isinstance(x, DistributedTensor) else x for x in inputs)
+        if "where" in kwargs and isinstance(kwargs["where"], DistributedTensor):
+            kwargs["where"] = kwargs["where"]._interior
+        if outs:
+            results = ufunc(*args, out=tuple(o._interior if o is not None else None for o in outs), **kwargs)
+            if ufunc.nout == 1:
+                results = (results,)
+            wrapped = tuple(
+                o if o is not None else self._wrap(r, t) for o, r in zip(outs, results)
+            )
+            return wrapped[0] if ufunc.nout == 1 else wrapped
+        prealloc = _result_dtypes(ufunc, args, kwargs)
+        if prealloc is not None and "where" not in kwargs:
+            news = tuple(DistributedTensor.empty(t._global_shape, t._sharding, dt, periodic=t._periodic) for dt in prealloc)
+            ufunc(*args, out=tuple(n._interior for n in news), **kwargs)
+            return news[0] if ufunc.nout == 1 else news
+        results = ufunc(*args, **kwargs)
+        if ufunc.nout == 1:
+            return self._wrap(results, t)
+        return tuple(self._wrap(r, t) for r in results)
+
+    @staticmethod
+    def _wrap(block, like: "DistributedTensor") -> "DistributedTensor":
+        block = np.asarray(block)
+        new = DistributedTensor.empty(like._global_shape, like._sharding, block.dtype, periodic=like._periodic)
+        copy_block(new._interior, block)
+        return new
+
+    # -- numpy: reductions -------------------------------------------------------------------------
+    def sum(self, axis=None, dtype=None, *, keep_partial=False):
+        """Sum of the elements (all, or along ``axis``); see `_reduce`."""
+        return self._reduce("sum", axis, dtype, keep_partial)
+
+    def prod(self, axis=None, dtype=None, *, keep_partial=False):
+        """Product of the elements (all, or along ``axis``)."""
+        return self._reduce("prod", axis, dtype, keep_partial)
+
+    def max(self, axis=None, *, keep_partial=False):
+        """Largest element (all, or along ``axis``); NaN wins, as in numpy."""
+        return self._reduce("max", axis, None, keep_partial)
+
+    def min(self, axis=None, *, keep_partial=False):
+        """Smallest element (all, or along ``axis``); NaN wins, as in numpy."""
+        return self._reduce("min", axis, None, keep_partial)
+
+    def mean(self, axis=None, dtype=None, *, keep_partial=False):
+        """Mean of the elements (all, or along ``axis``): the global sum over the global count."""
+        return self._reduce("mean", axis, dtype, keep_partial)
+
+    def _reduce(self, op: str, axis, dtype, keep_partial: bool):
+        """Reduce the interior locally, then over the mesh axes that split the reduced dims.
+
+        ``axis=None`` returns a numpy scalar on every process.  ``axis=k``
+        returns a tensor without dim ``k``, sharded like this one on the other
+        dims; the mesh axes that split dim ``k`` are all-reduced, or with
+        ``keep_partial=True`` become the result's partial axes (``mean``
+        divides by the global size of dim ``k`` first, so its partial type is
+        ``sum``).  Axes that do not split the reduced dims hold replicas and
+        are never reduced over, so nothing is counted twice.  A partial input
+        whose partial type is this reduction's kind is reduced over its partial
+        axes in the same collective; any other partial input is made full first.
+        """
+        kind, kernel, ufunc = _REDUCTIONS[op]
+        s, shape, mesh = self._sharding, self._global_shape, self.mesh
+        if axis is not None:
+            if isinstance(axis, tuple) and len(axis) == 1:
+                axis = axis[0]
+            if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+                raise ShardingError(f"axis: {axis!r}; reductions take None or one int axis")
+            if not -len(shape) <= axis < len(shape):
+                raise ShardingError(f"axis: {axis} is out of range for a tensor of {len(shape)} dims (shape {shape})")
+            axis = int(axis) % len(shape)
+            if len(shape) == 1 and not keep_partial:
+                axis = None
+        elif keep_partial:
+            raise ShardingError("keep_partial: needs axis=k; a full reduction returns a scalar on every process")
+        if op in ("max", "min") and self.dtype.kind == "c":
+            raise CollectiveError(f"{op}: not defined for {self.dtype}; complex numbers are not ordered")
+
+        block = self._interior
+        partial_axes = ()
+        if s.is_partial:
+            if s.partial_type == _PARTIAL_OF[op]:
+                partial_axes = s.partial_axes
+            else:
+                block = self._full_interior()
+        acc = _acc_dtype(op, self.dtype, dtype)
+        out_dtype = _out_dtype(op, self.dtype, dtype)
+        n_reduced = math.prod(shape) if axis is None else shape[axis]
+        if op in ("max", "min") and n_reduced == 0:
+            raise ShardingError(f"{op}: zero-size reduction (shape {shape}, axis {axis}); {op} has no identity")
+
+        if axis is None:
+            value = _local_full(op, kernel, block, acc)
+            axes = tuple(sorted({a for ax in s.split_axes for a in ax} | set(partial_axes)))
+            value = _combine(np.array([value], acc), mesh, axes, kind, op)[0]
+            if op == "mean":
+                value = value / n_reduced if n_reduced else np.divide(value, 0.0)
+            return out_dtype.type(value)
+
+        red = _local_axis(op, ufunc, block, axis, acc)
+        if op == "mean":
+            red = red / shape[axis] if shape[axis] else red * np.nan
+        dim_axes = s.dim_axes(axis)
+        if keep_partial:
+            new_partial = tuple(sorted(set(partial_axes) | set(dim_axes)))
+            result_sharding = _drop_dim(s, axis, new_partial, _PARTIAL_OF[op] if new_partial else "sum")
+        else:
+            red = _combine(np.ascontiguousarray(red), mesh, tuple(sorted(set(dim_axes) | set(partial_axes))), kind, op)
+            result_sharding = _drop_dim(s, axis, (), "sum")
+        new_shape = shape[:axis] + shape[axis + 1:]
+        out = DistributedTensor.empty(new_shape, result_sharding, out_dtype, periodic=_drop(self._periodic, axis))
+        out._interior[...] = red
+        return out
+
+    # -- numpy: functions ----------------------------------------------------------------------
+    def __array_function__(self, func, types, args, kwargs):
+        name = _ARRAY_FUNCTIONS.get(func)
+        if name is None or not args or args[0] is not self:
+            return NotImplemented
+        kwargs = dict(kwargs)
+        axis = kwargs.pop("axis", args[1] if len(args) > 1 else None)
+        extra = {k: v for k, v in kwargs.items() if v is not None and not (k == "keepdims" and v is False)}
+        allowed = {"dtype"} if name in ("sum", "prod", "mean") else set()
+        bad = set(extra) - allowed
+        if bad or len(args) > 2:
+            raise TypeError(f"np.{func.__name__} on a DistributedTensor takes only axis{'/dtype' if allowed else ''}, "
+                            f"got {sorted(bad) or 'extra positional arguments'}")
+        return getattr(self, name)(axis, **extra)
+
+
+_ARRAY_FUNCTIONS = {
+    np.sum: "sum", np.prod: "prod", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.mean: "mean",
+}
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _check_sharding(sharding) -> Sharding:
+    if not isinstance(sharding, Sharding):
+        raise ShardingError(f"sharding: {sharding!r} is not a Sharding")
+    if not isinstance(sharding.mesh, Mesh):
+        raise ShardingError(
+            f"sharding: its mesh {sharding.mesh!r} is an AbstractMesh with no processes behind it; "
+            "a DistributedTensor needs a Mesh"
+        )
+    return sharding
+
+
+def _normalize_periodic(periodic, ndim):
+    if periodic is None:
+        return None
+    if isinstance(periodic, (bool, np.bool_)):
+        return (bool(periodic),) * ndim
+    try:
+        flags = tuple(bool(p) for p in periodic)
+    except TypeError:
+        raise ShardingError(f"periodic: {periodic!r} is neither a bool nor one bool per tensor dim") from None
+    if len(flags) != ndim:
+        raise ShardingError(f"periodic: {periodic!r} has {len(flags)} entries for a tensor of {ndim} dims")
+    return flags
+
+
+def _drop(flags, dim):
+    return None if flags is None else flags[:dim] + flags[dim + 1:]
+
+
+def _interior_index(sharding: Sharding, shape) -> tuple:
+    out = []
+    for d, n in enumerate(sharding.shard_shape(shape)):
+        lo = sharding.halo_widths(d)[0]
+        out.append(slice(lo, lo + n))
+    return tuple(out)
+
+
+def _zero_halos(local: np.ndarray, sharding: Sharding, shape) -> None:
+    for d in sharding.sharded_dims:
+        lo, hi = sharding.halo_widths(d)
+        pre = (slice(None),) * d
+        if lo:
+            local[pre + (slice(0, lo),)] = 0
+        if hi:
+            local[pre + (slice(local.shape[d] - hi, None),)] = 0
+
+
+def _as_array(array, dtype) -> np.ndarray:
+    if isinstance(array, DistributedTensor):
+        raise ShardingError("array: is already a DistributedTensor; use reshard (or gather) instead of from_global")
+    try:
+        arr = np.asarray(array, dtype=dtype)
+    except (TypeError, ValueError) as e:
+        raise ShardingError(f"array: cannot be read as a numpy array ({e})") from None
+    if arr.dtype.hasobject:
+        raise ShardingError(f"array: dtype {arr.dtype} holds Python objects; only plain-data dtypes can be sharded")
+    return arr
+
+
+def _check_global(shape, dtype, sharding, global_shape) -> tuple:
+    if global_shape is not None:
+        want = sharding.check_shape(global_shape)
+        if tuple(shape) != want:
+            raise ShardingError(f"array: shape {tuple(shape)} does not match global_shape {want}")
+    return sharding.check_shape(shape)
+
+
+def _check_root(root, mesh) -> int:
+    if isinstance(root, bool) or not isinstance(root, numbers.Integral) or not 0 <= root < mesh.size:
+        raise ShardingError(f"root: {root!r} is not a device of the mesh (linear index 0..{mesh.size - 1})")
+    return int(root)
+
+
+def _displs(counts):
+    out, acc = [], 0
+    for c in counts:
+        out.append(acc)
+        acc += c
+    return out
+
+
+def _describe(role, i):
+    return f"{role} {i}" if role != "where" else "where="
+
+
+def _check_same(name, ref, other):
+    (r_role, r_i, a), (o_role, o_i, b) = ref, other
+    if a._sharding != b._sharding:
+        raise ShardingError(
+            f"{name}: {_describe(r_role, r_i)} has sharding <{a._sharding}>, {_describe(o_role, o_i)} has "
+            f"<{b._sharding}>: reshard one of them first"
+        )
+    if a._global_shape != b._global_shape:
+        raise ShardingError(
+            f"{name}: {_describe(r_role, r_i)} has global shape {a._global_shape}, {_describe(o_role, o_i)} has "
+            f"{b._global_shape}; elementwise operations need one shape (no broadcasting between tensors)"
+        )
+
+
+def _check_partial_ufunc(ufunc, inputs, s: Sharding):
+    """Allow only ufuncs that keep "value = partial_type over the partial axes" true.
+
+    sum: negation, scaling by a scalar (``t * c``, ``t / c``), and adding or
+    subtracting two partial tensors.  max/min: adding or subtracting a scalar
+    (``t + c``, ``t - c``) and scaling by a positive scalar.  Everything else
+    needs the full values: gather() (or reshard, later) first.
+    """
+    kinds = ["t" if isinstance(x, DistributedTensor) else "c" for x in inputs]
+    scalars = [x for x in inputs if not isinstance(x, DistributedTensor)]
+    ok = False
+    if s.partial_type == "sum":
+        if ufunc in (np.negative, np.positive):
+            ok = True
+        elif ufunc is np.multiply and sorted(kinds) == ["c", "t"]:
+            ok = True
+        elif ufunc is np.divide and kinds == ["t", "c"]:
+            ok = True
+        elif ufunc in (np.add, np.subtract) and kinds == ["t", "t"]:
+            ok = True
+    elif s.partial_type in ("max", "min"):
+        if ufunc in (np.add, np.subtract) and kinds == ["t", "c"] or ufunc is np.add and kinds == ["c", "t"]:
+            ok = True
+        elif ufunc is np.multiply and sorted(kinds) == ["c", "t"] and np.all(np.asarray(scalars[0]) > 0):
+            ok = True
+        elif (ufunc is np.maximum if s.partial_type == "max" else ufunc is np.minimum) and kinds == ["t", "t"]:
+            ok = True
+    if not ok:
+        raise ShardingError(
+            f"{ufunc.__name__}: the operands include a partial tensor ({s.partial_type} over mesh axes "
+            f"{list(s.partial_axes)}); {ufunc.__name__} of the partial values is not the partial value of the "
+            "result: gather() it (or reshard it to a non-partial sharding) first"
+        )
+
+
+def _result_dtypes(ufunc, args, kwargs):
+    """The output dtypes numpy will pick, so results can be written straight into new buffers."""
+    if kwargs.keys() - {"casting", "order"}:
+        return None
+    dts = []
+    for x in args:
+        if isinstance(x, np.ndarray) and x.ndim > 0:
+            dts.append(x.dtype)
+        elif isinstance(x, bool):
+            dts.append(np.dtype(bool))
+        elif isinstance(x, (int, float, complex)) and not isinstance(x, np.generic):
+            dts.append(type(x))
+        else:
+            dts.append(np.asarray(x).dtype)
+    try:
+        res = ufunc.resolve_dtypes(tuple(dts) + (None,) * ufunc.nout)
+    except Exception:
+        return None
+    return res[ufunc.nin:]
+
+
+def _acc_dtype(op, dtype, requested) -> np.dtype:
+    if requested is not None:
+        dt = np.dtype(requested)
+    elif op in ("sum", "prod"):
+        dt = getattr(np, op)(np.zeros(1, dtype)).dtype
+    elif op == "mean":
+        dt = np.dtype(np.float64) if dtype.kind in "biu" else dtype
+    else:
+        dt = dtype
+    if dt.kind == "f" and dt.itemsize < 4:
+        dt = np.dtype(np.float32)  # half precision accumulates in single, as numpy's mean does
+    return dt
+
+
+def _out_dtype(op, dtype, requested) -> np.dtype:
+    if requested is not None:
+        return np.dtype(requested)
+    if op == "mean":
+        return np.dtype(np.float64) if dtype.kind in "biu" else dtype
+    if op in ("sum", "prod"):
+        return getattr(np, op)(np.zeros(1, dtype)).dtype
+    return dtype
+
+
+def _identity(op, dt: np.dtype):
+    if op in ("sum", "mean"):
+        return dt.type(0)
+    if op == "prod":
+        return dt.type(1)
+    if dt.kind == "b":
+        return dt.type(op == "min")
+    if dt.kind == "f":
+        return dt.type(-np.inf if op == "max" else np.inf)
+    info = np.iinfo(dt)
+    return dt.type(info.min if op == "max" else info.max)
+
+
+def _local_full(op, kernel, block, acc):
+    """This process's reduction of its block with the compiled kernel (identity if empty)."""
+    if block.size == 0:
+        return _identity(op, acc)
+    kernel = _kernel(kernel)
+    if block.dtype != acc or not block.flags.c_contiguous:
+        flat = np.empty(block.shape, acc)
+        if block.dtype == acc:
+            copy_block(flat, block)
+        else:
+            flat[...] = block
+        block = flat
+    return kernel(block)
+
+
+def _local_axis(op, ufunc, block, axis, acc):
+    # The local kernels reduce whole buffers; along one axis numpy's compiled reduce loop does it.
+    if block.shape[axis] == 0:
+        shape = block.shape[:axis] + block.shape[axis + 1:]
+        return np.full(shape, _identity(op, acc), acc)
+    return ufunc.reduce(block, axis=axis, dtype=acc)
+
+
+def _combine(x, mesh, axes, kind, op):
+    """All-reduce ``x`` over ``axes``; for float max/min a NaN on any process wins, as in numpy."""
+    if not axes:
+        return x
+    if op in ("max", "min") and x.dtype.kind == "f":
+        flags = np.isnan(x).astype(x.dtype)
+        both = np.concatenate([x.reshape(-1), flags.reshape(-1) if op == "max" else -flags.reshape(-1)])
+        both = collectives.all_reduce(both, mesh, axes, reduction=kind)
+        n = x.size
+        val, nan = both[:n].reshape(x.shape), both[n:].reshape(x.shape)
+        return np.where(nan != 0, np.nan, val).astype(x.dtype)
+    return collectives.all_reduce(x, mesh, axes, reduction=kind)
+
+
+def _drop_dim(s: Sharding, dim: int, partial_axes, partial_type) -> Sharding:
+    """The sharding of a tensor with ``dim`` removed (its split axes, halos and offsets dropped)."""
+    split = list(s.split_axes) + [()] * max(0, dim + 1 - len(s.split_axes))
+    del split[dim]
+    sharded = s.sharded_dims
+    halos = list(s.halo_sizes)
+    offsets = list(s.sharded_dims_offsets)
+    if dim in sharded:
+        k = sharded.index(dim)
+        if halos:
+            del halos[2 * k: 2 * k + 2]
+        if offsets:
+            start = sum(s.dim_split_size(d) + 1 for d in sharded[:k])
+            del offsets[start: start + s.dim_split_size(dim) + 1]
+    return Sharding(s.mesh, split, partial_axes=partial_axes, partial_type=partial_type,
+                    halo_sizes=halos or None, sharded_dims_offsets=offsets or None)

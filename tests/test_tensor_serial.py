@@ -1,0 +1,142 @@
+"""DistributedTensor on one process, its pure helpers, and the stencil kernels."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mpi4py import MPI
+
+from meshrt import AbstractMesh, Mesh, ShardingError
+from meshrt.sharding import Sharding
+from meshrt.tensor import DistributedTensor as DT
+from meshrt.tensor import _drop_dim
+
+try:
+    from meshrt.kernels.stencils import heat2d_box, heat3d_box, inner_and_rim, life_box
+except ImportError:  # a source checkout
+    from kernels.stencils import heat2d_box, heat3d_box, inner_and_rim, life_box
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    m = Mesh((1, 1), comm=MPI.COMM_SELF)
+    yield m
+    m.free()
+
+
+def test_abstract_mesh_is_refused():
+    s = Sharding(AbstractMesh((2, 2)), [[0]])
+    for make in (lambda: DT.zeros((4, 4), s), lambda: DT.from_global(np.zeros((4, 4)), s),
+                 lambda: DT.from_local(np.zeros((2, 4)), s, (4, 4))):
+        with pytest.raises(ShardingError, match="AbstractMesh"):
+            make()
+    with pytest.raises(ShardingError, match="not a Sharding"):
+        DT.zeros((4,), "[[0]]")
+
+
+def test_single_process_basics(mesh):
+    s = Sharding(mesh, [[0], [1]], halo_sizes=[1, 2, 0, 1])
+    g = np.arange(20.0).reshape(4, 5)
+    t = DT.from_global(g, s)
+    assert t.local.shape == (7, 6) and np.array_equal(t.interior, g) and np.all(t.local[0] == 0)
+    assert np.array_equal(t.gather(), g) and np.array_equal(t.gather(root=0), g)
+    assert t.sum() == g.sum() and t.mean() == g.mean() and t.max() == 19 and t.min() == 0
+    assert np.array_equal(t.sum(axis=1).gather(), g.sum(axis=1))
+    assert np.array_equal(t.sum(axis=-1).gather(), g.sum(axis=1))
+    assert np.array_equal(np.sqrt(t).gather(), np.sqrt(g))
+    r = repr(t)
+    assert "shape=(4, 5)" in r and "float64" in r and "halo_sizes" in r and "[0:4, 0:5]" in r
+    t.update_halo()  # no neighbours: the halos stay zero ghost cells
+    assert np.all(t.local[0] == 0) and np.all(t.local[-2:] == 0)
+    p = DT.from_global(g, s, periodic=True)
+    p.update_halo()
+    assert np.array_equal(p.local[0, :-1], g[-1]) and np.array_equal(p.local[5:7, :-1], g[:2])
+    p.free()
+
+
+def test_creation_options(mesh):
+    s = Sharding(mesh, [[0]])
+    assert DT.full((3,), s, 2).dtype == np.int64 and DT.full((3,), s, 2.0, dtype=np.float32).dtype == np.float32
+    f = DT.from_function(lambda i: i * 0 + 5, (4,), s, np.int8)
+    assert f.dtype == np.int8 and np.all(f.interior == 5)
+    with pytest.raises(ShardingError, match="does not match global_shape"):
+        DT.from_global(np.zeros(3), s, global_shape=(4,))
+    with pytest.raises(ShardingError, match="Python objects"):
+        DT.from_global(np.array([object()]), s)
+    with pytest.raises(ShardingError, match="periodic"):
+        DT.zeros((3, 3), s, periodic=(True,))
+    with pytest.raises(ShardingError, match="root"):
+        DT.from_global(np.zeros(3), s, root=1)
+    with pytest.raises(ShardingError, match="local"):
+        DT.from_local([0.0, 1.0], s, (2,))
+    z = DT.zeros((3, 3), s, periodic=True)
+    assert z.periodic == (True, True) and (z + 1).periodic == (True, True) and z.sum(axis=0).periodic == (True,)
+
+
+def test_operators_and_misuse(mesh):
+    s = Sharding(mesh, [[0]])
+    t = DT.from_global(np.array([1, 2, 3]), s)
+    assert (t == t).gather().all() and (-t).gather().tolist() == [-1, -2, -3]
+    assert (t % 2).gather().tolist() == [1, 0, 1]
+    with pytest.raises(TypeError, match="ambiguous"):
+        bool(t)
+    with pytest.raises(TypeError, match="gather"):
+        np.asarray(t)
+    with pytest.raises(TypeError, match="only elementwise"):
+        np.matmul(t, t)
+    with pytest.raises(TypeError, match="axis"):
+        np.sum(t, keepdims=True)
+    assert np.sum(t, dtype=np.float32) == 6.0 and np.sum(t, dtype=np.float32).dtype == np.float32
+    assert len(t) == 3 and t.size == 3
+
+
+def test_drop_dim_keeps_other_dims():
+    m = AbstractMesh((2, 3))
+    s = Sharding(m, [[0], [], [1]], halo_sizes=[1, 2, 3, 4], sharded_dims_offsets=[0, 1, 4, 0, 2, 3, 5])
+    d0 = _drop_dim(s, 0, (), "sum")
+    assert d0.split_axes == ((), (1,)) and d0.halo_sizes == (3, 4) and d0.sharded_dims_offsets == (0, 2, 3, 5)
+    d1 = _drop_dim(s, 1, (), "sum")
+    assert d1.split_axes == ((0,), (1,)) and d1.halo_sizes == s.halo_sizes
+    d2 = _drop_dim(s, 2, (1,), "max")
+    assert d2.split_axes == ((0,),) and d2.halo_sizes == (1, 2) and d2.sharded_dims_offsets == (0, 1, 4)
+    assert d2.partial_axes == (1,) and d2.partial_type == "max"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 9)), min_size=1, max_size=3), st.integers(1, 3))
+def test_inner_and_rim_partition(box, width):
+    box = [(lo, lo + n) for lo, n in box]
+    inner, rims = inner_and_rim(box, width)
+    count = np.zeros([hi for _, hi in box], np.int32)
+    for b in [inner] + rims:
+        count[tuple(slice(lo, hi) for lo, hi in b)] += 1
+    assert np.all(count[tuple(slice(lo, hi) for lo, hi in box)] == 1) and count.sum() == np.prod(
+        [hi - lo for lo, hi in box])
+    for d, (lo, hi) in enumerate(inner):
+        assert hi <= lo or (lo >= box[d][0] + width and hi <= box[d][1] - width)
+
+
+def test_stencil_kernels_match_numpy():
+    rng = np.random.default_rng(0)
+    u, v = rng.random((9, 8)), np.zeros((9, 8))
+    inner, rims = inner_and_rim([(1, 8), (1, 7)], 1)
+    for b in [inner] + rims:
+        heat2d_box(u, v, 0.2, b)
+    c = u[1:-1, 1:-1]
+    assert np.array_equal(v[1:-1, 1:-1], c + 0.2 * (((u[:-2, 1:-1] + u[2:, 1:-1]) + (u[1:-1, :-2] + u[1:-1, 2:])) - 4.0 * c))
+    u3, v3 = rng.random((5, 6, 7)), np.zeros((5, 6, 7))
+    heat3d_box(u3, v3, 0.1, [(1, 4), (1, 5), (1, 6)])
+    I, lo, hi = slice(1, -1), slice(None, -2), slice(2, None)
+    c = u3[I, I, I]
+    want = c + 0.1 * ((((u3[lo, I, I] + u3[hi, I, I]) + (u3[I, lo, I] + u3[I, hi, I])) + (u3[I, I, lo] + u3[I, I, hi])) - 6.0 * c)
+    assert np.array_equal(v3[I, I, I], want)
+    b = (rng.random((10, 11)) < 0.4).astype(np.uint8)
+    out = np.zeros_like(b)
+    life_box(b, out, [(1, 9), (1, 10)])
+    n = sum(b[1 + di:9 + di, 1 + dj:10 + dj].astype(int) for di, dj in itertools.product((-1, 0, 1), repeat=2)
+            if di or dj)
+    assert np.array_equal(out[1:-1, 1:-1], ((n == 3) | ((n == 2) & (b[1:-1, 1:-1] == 1))).astype(np.uint8))
+    with pytest.raises(ValueError, match="past the halo"):
+        heat2d_box(u, v, 0.2, [(0, 3), (1, 2)])
