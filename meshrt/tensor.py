@@ -30,6 +30,7 @@ from . import collectives
 from ._blockcopy import copy_block, extract, insert
 from .errors import CollectiveError, ShardingError
 from .mesh import Mesh
+from .reshard import execute_reshard, plan_reshard
 from .sharding import Sharding
 
 __all__ = ["DistributedTensor"]
@@ -89,23 +90,23 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         """Wrap this process's existing buffer (owned block plus halos), without copying.
 
         ``local.shape`` must be ``sharding.local_shape(global_shape)`` and the
-        buffer C-contiguous.  The check is local: a process whose buffer is
-        wrong raises alone.
+        buffer C-contiguous.  Every process checks its own buffer and the
+        verdicts are shared, so a wrong buffer anywhere raises everywhere.
         """
         sharding = _check_sharding(sharding)
         shape = sharding.check_shape(global_shape)
-        if not isinstance(local, np.ndarray):
-            raise ShardingError(f"local: expected a numpy.ndarray, got {type(local).__name__}")
+        error = None
         want = sharding.local_shape(shape)
-        if local.shape != want:
-            raise ShardingError(
-                f"local: shape {local.shape} on device {sharding.mesh.rank}, but {sharding} gives "
-                f"global shape {shape} a local shape (owned block plus halos) of {want}"
-            )
-        if not local.flags.c_contiguous:
-            raise ShardingError(f"local: the buffer must be C-contiguous, got strides {local.strides} for shape {local.shape}")
-        if dtype is not None and np.dtype(dtype) != local.dtype:
-            raise ShardingError(f"dtype: local buffer has dtype {local.dtype}, but dtype={np.dtype(dtype)} was asked for")
+        if not isinstance(local, np.ndarray):
+            error = f"local: expected a numpy.ndarray, got {type(local).__name__}"
+        elif local.shape != want:
+            error = (f"local: shape {local.shape}, but {sharding} gives global shape {shape} a local shape "
+                     f"(owned block plus halos) of {want}")
+        elif not local.flags.c_contiguous:
+            error = f"local: the buffer must be C-contiguous, got strides {local.strides} for shape {local.shape}"
+        elif dtype is not None and np.dtype(dtype) != local.dtype:
+            error = f"dtype: local buffer has dtype {local.dtype}, but dtype={np.dtype(dtype)} was asked for"
+        _agree(sharding.mesh, error)
         return cls(local, sharding, shape, periodic=periodic)
 
     @classmethod
@@ -168,8 +169,22 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         sharding = _check_sharding(sharding)
         mesh = sharding.mesh
         if root is None:
-            arr = _as_array(array, dtype)
-            shape = _check_global(arr.shape, arr.dtype, sharding, global_shape)
+            arr = error = None
+            try:
+                arr = _as_array(array, dtype)
+                shape = _check_global(arr.shape, arr.dtype, sharding, global_shape)
+            except ShardingError as e:
+                error = str(e)
+            _agree(mesh, error)
+            # every process must pass the same array: at least its shape and dtype must agree
+            metas = mesh.comm.allgather((arr.shape, arr.dtype.str))
+            differ = [d for d, m in enumerate(metas) if m != metas[0]]
+            if differ:
+                raise ShardingError(
+                    f"array: every process must pass the same global array, but device 0 has shape/dtype "
+                    f"{metas[0]} and device{'s' if len(differ) > 1 else ''} {differ} "
+                    f"{[metas[d] for d in differ]}; pass root= to scatter from one process"
+                )
             t = cls.empty(shape, sharding, arr.dtype, periodic=periodic)
             copy_block(t._interior, arr[t._slices])
             return t
@@ -250,6 +265,27 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
 
     # -- gather ----------------------------------------------------------------------------
+    def reshard(self, sharding: Sharding) -> "DistributedTensor":
+        """This tensor laid out by ``sharding`` (a new tensor on the same mesh).
+
+        The steps are `meshrt.explain_reshard(self.sharding, sharding,
+        self.global_shape)`: dialect collectives, or one exchange that moves
+        each missing element once; halos are then filled by one halo update
+        (with this tensor's ``periodic``).
+        """
+        sharding = _check_sharding(sharding)
+        if sharding.mesh != self.mesh:
+            raise ShardingError(
+                f"sharding: its mesh {sharding.mesh!r} is not this tensor's mesh {self.mesh!r}; "
+                "reshard moves data within one mesh"
+            )
+        plan = plan_reshard(self._sharding, sharding, self._global_shape)
+        out = DistributedTensor.empty(self._global_shape, sharding, self.dtype, periodic=self._periodic)
+        execute_reshard(plan, self._interior, self.mesh, out=out._interior)
+        if sharding.halo_sizes:
+            out.update_halo()
+        return out
+
     def gather(self, root=None):
         """The full global array on every process, or on ``root`` only (None elsewhere).
 
@@ -560,6 +596,14 @@ def _check_global(shape, dtype, sharding, global_shape) -> tuple:
         if tuple(shape) != want:
             raise ShardingError(f"array: shape {tuple(shape)} does not match global_shape {want}")
     return sharding.check_shape(shape)
+
+
+def _agree(mesh: Mesh, error: str | None) -> None:
+    """Raise the same ShardingError on every process when any process found ``error``."""
+    errors = mesh.comm.allgather(error)
+    bad = [d for d, e in enumerate(errors) if e is not None]
+    if bad:
+        raise ShardingError(f"{errors[bad[0]]} (on device{'s' if len(bad) > 1 else ''} {bad})")
 
 
 def _check_root(root, mesh) -> int:
