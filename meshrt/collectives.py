@@ -169,6 +169,30 @@ def _axis(axis, ndim: int, op: str, field: str) -> int:
     return a
 
 
+def _result(out, shape, dtype, op: str) -> np.ndarray:
+    """A new result array, or ``out`` after checking it can take the result as it is."""
+    if out is None:
+        return np.empty(shape, dtype)
+    if not isinstance(out, np.ndarray):
+        raise CollectiveError(f"{op}: out must be a numpy.ndarray, got {type(out).__name__}")
+    if out.shape != tuple(shape) or out.dtype != dtype:
+        raise CollectiveError(
+            f"{op}: out has shape {out.shape} and dtype {out.dtype}, but the result has shape {tuple(shape)} "
+            f"and dtype {np.dtype(dtype)}"
+        )
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise CollectiveError(f"{op}: out must be a writeable C-contiguous array")
+    return out
+
+
+def _into(out, result):
+    """Copy a result computed elsewhere into ``out`` (if given) and return what the caller gets."""
+    if out is None or result is out:
+        return result
+    np.copyto(out, result)
+    return out
+
+
 def _c(x: np.ndarray) -> np.ndarray:
     return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
@@ -227,11 +251,12 @@ def _prep_reduce(x, reduction, dtype, op):
     return plan, np.ascontiguousarray(x, dtype=plan.dtype)
 
 
-def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, wait=True):
+def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None, wait=True):
     """Reduce ``x`` over the group; every device gets the result (of type ``dtype``).
 
     ``reduction``: a `ReductionKind` (or its name), or for ``generic`` a function
-    ``f(a, b) -> c`` (or `Generic`).
+    ``f(a, b) -> c`` (or `Generic`).  ``out``: a C-contiguous array to receive
+    the result (no allocation).
     """
     g = _group(mesh, mesh_axes, "all_reduce")
     if not isinstance(x, np.ndarray):
@@ -240,7 +265,7 @@ def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, wait=Tru
     send = x if x.dtype == plan.dtype and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=plan.dtype)
     if CHECK:
         _check(g, "all_reduce", (str(plan.kind), plan.dtype.str), x)
-    res = np.empty(x.shape, plan.dtype)
+    res = _result(out, x.shape, plan.dtype, "all_reduce")
     if g.size == 1:
         res[...] = send
         return _finish(res, wait)
@@ -279,9 +304,9 @@ def reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wait
     return Handle(g.comm.Ireduce([send, dt], rbuf, plan.op, root=r), res, post, send)
 
 
-def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dtype=None, *, wait=True):
+def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dtype=None, *, out=None, wait=True):
     """Reduce over the group, then device ``k`` keeps piece ``k`` along ``scatter_axis``
-    (uneven rule)."""
+    (uneven rule).  ``out``: an array to receive the piece."""
     g = _group(mesh, mesh_axes, "reduce_scatter")
     x = _array(x, "reduce_scatter")
     axis = _axis(scatter_axis, x.ndim, "reduce_scatter", "scatter_axis")
@@ -295,13 +320,15 @@ def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dty
     sizes = split_sizes(x.shape[axis], n)
     inner = math.prod(send.shape[1:])
     rshape = (sizes[g.rank],) + send.shape[1:]
-    res = np.empty(rshape, plan.dtype)
+    res = _result(out, rshape, plan.dtype, "reduce_scatter") if axis == 0 else np.empty(rshape, plan.dtype)
+    if axis and out is not None:
+        _result(out, x.shape[:axis] + (sizes[g.rank],) + x.shape[axis + 1:], plan.dtype, "reduce_scatter")
     avg = _finish_average(plan, n) if plan.average else None
 
     def post(r):
         if avg is not None:
             avg(r)
-        return _back(r, axis)
+        return _into(out, _back(r, axis))
 
     if n == 1:
         res[...] = send
@@ -363,11 +390,13 @@ def _given_sizes(sizes, g: _Group, x, axis, op):
     return sizes
 
 
-def _gather_layout(x, axis, sizes):
+def _gather_layout(x, axis, sizes, out=None, op="all_gather"):
     send = _front(x, axis)
     inner = math.prod(send.shape[1:]) * x.itemsize
     total = sum(sizes)
-    buf = np.empty((total,) + send.shape[1:], x.dtype)
+    if out is not None:
+        _result(out, x.shape[:axis] + (total,) + x.shape[axis + 1:], x.dtype, op)
+    buf = out if out is not None and axis == 0 else np.empty((total,) + send.shape[1:], x.dtype)
     counts = [s * inner for s in sizes]
     displs = [0] * len(sizes)
     for k in range(1, len(sizes)):
@@ -375,12 +404,13 @@ def _gather_layout(x, axis, sizes):
     return send, buf, counts, displs
 
 
-def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, wait=True):
+def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, wait=True):
     """Concatenate the group's pieces along ``gather_axis`` in group order, on every device.
 
     Pieces may differ along ``gather_axis``.  With ``sizes=None`` their sizes are
     exchanged first (one small allgather, which also checks shapes and dtypes);
     pass ``sizes`` (an int for equal pieces, or one size per member) to skip it.
+    ``out``: a C-contiguous array to receive the result (no allocation).
     """
     g = _group(mesh, mesh_axes, "all_gather")
     x = _array(x, "all_gather")
@@ -388,13 +418,15 @@ def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, wait=True)
     if CHECK:
         _check(g, "all_gather", (axis,), x, vary_axis=axis)
     if g.size == 1:
-        return _finish(x, wait)
+        if out is not None:
+            _result(out, x.shape, x.dtype, "all_gather")
+        return _finish(_into(out, x), wait)
     if sizes is None:
         sizes = _exchange_shapes(g, x, axis, "all_gather")
     else:
         sizes = _given_sizes(sizes, g, x, axis, "all_gather")
-    send, buf, counts, displs = _gather_layout(x, axis, sizes)
-    post = (lambda b: _back(b, axis)) if axis else None
+    send, buf, counts, displs = _gather_layout(x, axis, sizes, out)
+    post = (lambda b: _into(out, _back(b, axis))) if axis else None
     if min(counts) == max(counts):
         args = ([send, counts[0], _BYTE], [buf, counts[0], _BYTE])
         if wait:

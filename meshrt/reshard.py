@@ -378,16 +378,20 @@ def execute_reshard(plan: ReshardPlan, owned, mesh, out=None):
         last = i == len(steps) - 1
         attrs = dict(step.attrs)
         target = out if last else None
+        # the last step writes straight into ``out`` where the collective can
+        contiguous_out = target if target is not None and target.flags.c_contiguous else None
         if step.op == "all_reduce":
-            x = collectives.all_reduce(np.ascontiguousarray(x), mesh, step.mesh_axes, attrs["reduction"])
+            x = collectives.all_reduce(np.ascontiguousarray(x), mesh, step.mesh_axes, attrs["reduction"],
+                                       out=contiguous_out)
         elif step.op == "reduce_scatter":
             x = collectives.reduce_scatter(np.ascontiguousarray(x), mesh, step.mesh_axes, attrs["reduction"],
-                                           attrs["scatter_axis"])
+                                           attrs["scatter_axis"], out=contiguous_out)
         elif step.op == "all_gather":
             d = attrs["gather_axis"]
             group = mesh.group_devices(step.mesh_axes, mesh.rank)
             sizes = [step.before.shard_shape(shape, dev)[d] for dev in group]
-            x = collectives.all_gather(np.ascontiguousarray(x), mesh, step.mesh_axes, d, sizes=sizes)
+            x = collectives.all_gather(np.ascontiguousarray(x), mesh, step.mesh_axes, d, sizes=sizes,
+                                       out=contiguous_out)
         elif step.op == "all_slice":
             x = _local_slice(step, x, shape, mesh.rank)
         elif step.op in ("all_to_all", "permute", "exchange"):

@@ -265,13 +265,15 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
 
     # -- gather ----------------------------------------------------------------------------
-    def reshard(self, sharding: Sharding) -> "DistributedTensor":
+    def reshard(self, sharding: Sharding, *, out: "DistributedTensor | None" = None) -> "DistributedTensor":
         """This tensor laid out by ``sharding`` (a new tensor on the same mesh).
 
         The steps are `meshrt.explain_reshard(self.sharding, sharding,
         self.global_shape)`: dialect collectives, or one exchange that moves
         each missing element once; halos are then filled by one halo update
-        (with this tensor's ``periodic``).
+        (with this tensor's ``periodic``).  ``out``: an existing tensor of that
+        sharding, shape and dtype to write into (a loop that reshards every
+        step then allocates nothing).
         """
         sharding = _check_sharding(sharding)
         if sharding.mesh != self.mesh:
@@ -280,7 +282,14 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
                 "reshard moves data within one mesh"
             )
         plan = plan_reshard(self._sharding, sharding, self._global_shape)
-        out = DistributedTensor.empty(self._global_shape, sharding, self.dtype, periodic=self._periodic)
+        if out is None:
+            out = DistributedTensor.empty(self._global_shape, sharding, self.dtype, periodic=self._periodic)
+        elif not isinstance(out, DistributedTensor) or (out.sharding, out.global_shape, out.dtype) != (
+                sharding, self._global_shape, self.dtype):
+            raise ShardingError(
+                f"out: expected a DistributedTensor with sharding <{sharding}>, global shape {self._global_shape} "
+                f"and dtype {self.dtype}, got {out!r}"
+            )
         execute_reshard(plan, self._interior, self.mesh, out=out._interior)
         if sharding.halo_sizes:
             out.update_halo()

@@ -113,3 +113,42 @@ def test_spmd_errors_raise_on_every_process():
     with pytest.raises(ShardingError, match="in_shardings: entry 0 is 'rows'"):
         spmd(in_shardings=("rows",), out_shardings=rows)
     mesh.free()
+
+
+def test_reshard_into_out_allocates_nothing_new():
+    mesh = Mesh((-1,), comm=comm)
+    shape = (2 * comm.size + 1, 3)
+    g = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    cases = [(Sharding(mesh, [[0]]), Sharding(mesh, [[], [0]])), (Sharding(mesh, [[0]]), Sharding(mesh, [])),
+             (Sharding(mesh, [], partial_axes=[0]), Sharding(mesh, [[0]]))]
+    for src, dst in cases:
+        t = DistributedTensor.from_global(g, src) if not src.is_partial else DistributedTensor.from_local(
+            (g / comm.size).astype(np.float32) if comm.rank else g - (comm.size - 1) * (g / comm.size).astype(
+                np.float32), src, shape)
+        out = DistributedTensor.zeros(shape, dst, np.float32)
+        buf = out.local
+        res = t.reshard(dst, out=out)
+        assert res is out and res.local is buf
+        np.testing.assert_allclose(out.gather(), g, rtol=1e-6)
+    with pytest.raises(ShardingError, match="out: expected a DistributedTensor with sharding"):
+        DistributedTensor.from_global(g, cases[0][0]).reshard(cases[0][1], out=DistributedTensor.zeros(shape, cases[0][1]))
+    mesh.free()
+
+
+def test_collectives_write_into_out():
+    from meshrt import CollectiveError, reduce_scatter
+
+    mesh = Mesh((-1,), comm=comm)
+    x = np.arange(4 * comm.size * 3, dtype=np.float64).reshape(4 * comm.size, 3)
+    out = np.empty_like(x)
+    assert all_reduce(x, mesh, [0], out=out) is out
+    np.testing.assert_array_equal(out, x * comm.size)
+    piece = np.empty((4, 3))
+    assert reduce_scatter(x, mesh, [0], "sum", 0, out=piece) is piece
+    np.testing.assert_array_equal(piece, x[4 * comm.rank: 4 * comm.rank + 4] * comm.size)
+    col = np.empty((4 * comm.size, 3 * comm.size))
+    assert all_gather(x, mesh, [0], 1, out=col) is col
+    np.testing.assert_array_equal(col, np.concatenate([x] * comm.size, axis=1))
+    with pytest.raises(CollectiveError, match=r"all_reduce: out has shape \(1,\) and dtype float64, but the result"):
+        all_reduce(x, mesh, [0], out=np.empty(1))
+    mesh.free()
