@@ -45,7 +45,8 @@ def spmd(fn=None, *, in_shardings, out_shardings, out_shapes=None):
             raise ShardingError(f"out_shardings: entry {i} is {s!r}, not a Sharding")
     shapes = None
     if out_shapes is not None:
-        shapes = (tuple(out_shapes),) if single_out else tuple(tuple(s) for s in out_shapes)
+        flat = all(isinstance(n, int) for n in out_shapes)
+        shapes = (tuple(out_shapes),) if single_out and flat else tuple(tuple(s) for s in out_shapes)
         if len(shapes) != len(outs):
             raise ShardingError(f"out_shapes: {len(shapes)} shapes for {len(outs)} out_shardings")
 

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.lib.mixins
 
 from . import collectives
+from . import io as _io
 from ._blockcopy import copy_block, extract, insert
 from .errors import CollectiveError, ShardingError
 from .mesh import Mesh
@@ -265,6 +266,21 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
 
     # -- gather ----------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the global array to one standard ``.npy`` file with MPI-IO (collective).
+
+        Each process writes its owned block (halos never); the file replaces
+        ``path`` only once complete, so a crash never destroys the previous one.
+        """
+        _io.save_tensor(path, self)
+
+    @classmethod
+    def load(cls, path, sharding: Sharding, *, periodic=None) -> "DistributedTensor":
+        """Read a ``.npy`` file (any writer, any process count) into ``sharding``;
+        halos are zero until `update_halo`."""
+        return _io.load_tensor(
+            path, sharding, factory=lambda local, s, shape: cls.from_local(local, s, shape, periodic=periodic))
+
     def reshard(self, sharding: Sharding, *, out: "DistributedTensor | None" = None) -> "DistributedTensor":
         """This tensor laid out by ``sharding`` (a new tensor on the same mesh).
 
