@@ -1,8 +1,9 @@
-"""The ``meshrt`` command: ``meshrt info`` and ``meshrt run``.
+"""The ``meshrt`` command: ``meshrt info``, ``meshrt run`` and ``meshrt bench``.
 
     meshrt info                      # versions; mesh when under mpiexec
     mpiexec -n 4 meshrt info --mesh 2x2
     meshrt run -n 4 script.py args   # abort the job on any uncaught error
+    mpiexec -n 2 python -m meshrt bench all_reduce --sizes 8:16M   # OSU-style, vs raw mpi4py
 """
 
 import argparse
@@ -78,6 +79,31 @@ def _run(args):
         return 130
 
 
+def _bench(args):
+    from .bench import main
+
+    return main(args)
+
+
+def _launched_rank():
+    """This process's rank from the launcher's environment (no MPI needed), 0 if none."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
+def _error_on_rank0(parser):
+    # Under mpiexec every process parses the same argv: print the usage error once.
+    def error(message):
+        if _launched_rank() == 0:
+            parser.print_usage(sys.stderr)
+            sys.stderr.write(f"{parser.prog}: error: {message}\n")
+        sys.exit(2)
+
+    return error
+
+
 def _mesh_shape(text):
     try:
         return tuple(int(x) for x in text.lower().split("x"))
@@ -88,6 +114,7 @@ def _mesh_shape(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="meshrt", description=__doc__.splitlines()[0])
+    parser.error = _error_on_rank0(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="versions of meshrt, MPI, numpy, numba; the mesh")
     p.add_argument("--mesh", type=_mesh_shape, default=None,
@@ -98,6 +125,15 @@ def main(argv=None):
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(func=_run)
+    p = sub.add_parser("bench", help="OSU-style benchmark of a collective, halo or reshard vs raw mpi4py",
+                       description="OSU-style benchmark of OP under mpiexec: latency min/avg/max/p50/p99 "
+                                   "across processes, nccl-tests bandwidths, and the ratio to the same "
+                                   "operation in raw mpi4py. See meshrt/bench.py for the method.")
+    from .bench import add_arguments
+
+    add_arguments(p)
+    p.error = _error_on_rank0(p)
+    p.set_defaults(func=_bench)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -1,0 +1,1061 @@
+"""``meshrt bench``: OSU-style benchmarks of meshrt against the same operation in raw mpi4py.
+
+    mpiexec -n 4 python -m meshrt bench all_reduce --mesh 2x2 --mesh-axes 1 --sizes 8:16M
+    mpiexec -n 2 python -m meshrt bench halo --shape 4096x4096 --split 0
+    mpiexec -n 2 python -m meshrt bench reshard --shape 4096x4096 --from "[[0]]" --to "[[], [0]]"
+
+Method, as the OSU Micro-Benchmarks:
+
+* Per size, one untimed first call, ``warmup`` untimed iterations, then
+  ``iters`` timed ones (OSU's defaults: 100 and 1000 up to 8 KiB, 10 and 100
+  above).  The first call absorbs one-time costs (Numba compilation, plans,
+  group communicators) even with ``--warmup 0``.
+* One iteration times one meshrt call, then a barrier, then the same
+  operation written directly with mpi4py buffer methods on the same buffers
+  and group communicator, then a barrier.  The barriers are *not* timed (OSU
+  times each call between barriers and excludes them).  Interleaving the two
+  makes slow drift (other jobs on the machine) hit both sides alike, so the
+  ratio stays meaningful on a noisy machine.
+* Each process averages its own call times; rank 0 gathers the averages and
+  reports their min/avg/max and p50/p99 (linear interpolation) across
+  processes.  ``ratio`` = meshrt avg / raw avg.
+
+Bandwidth, as nccl-tests: ``algbw = S / t`` with ``t`` the avg latency and
+``S`` the larger of one process's send and receive buffers (nccl-tests'
+"size"), and ``busbw = algbw * factor`` (`BUSBW`), GB/s = 1e9 bytes/s.  The
+``size`` column is the OSU message size: the bytes one process contributes.
+
+========================  =====================  ==================  ===========
+op                        size (per process)     S                   factor
+========================  =====================  ==================  ===========
+all_reduce                x                      size                2(n-1)/n
+all_gather, gather        each piece             n * size            (n-1)/n
+reduce_scatter            x (n pieces)           size                (n-1)/n
+all_to_all                x (n pieces)           size                (n-1)/n
+scatter                   each piece             n * size            (n-1)/n
+broadcast, reduce         x                      size                1
+shift, send_recv          the message            size                1
+all_slice                 x (no communication)   size                1
+halo                      bytes sent per update  size                1
+reshard                   bytes sent to others   size                1
+========================  =====================  ==================  ===========
+
+``n`` is the group size; for ``halo`` and ``reshard`` the size is the largest
+over the processes.  gather/scatter use nccl-tests' (n-1)/n (their root moves
+n-1 pieces).  ``send_recv`` is a ping-pong between in-group ranks 2j and 2j+1
+(an odd last rank idles); its latency is half the round trip, as OSU's
+``osu_latency``.  ``halo`` splits each ``--split`` dim (halo width 1, not
+periodic): one dim over all of ``--mesh-axes``, several dims over one axis
+each, in order.  ``shift`` moves one place along the last of ``--mesh-axes``
+with ``rotate``; rooted ops use in-group root 0.  ``all_gather``/``gather``
+pass ``sizes=`` (equal pieces), which skips meshrt's shape exchange.
+
+The raw references: ``comm.Allreduce(x, out, MPI.SUM)`` and friends on
+``mesh.group(axes)``, with mpi4py's predefined op and datatype (for bool and
+float16, which MPI cannot reduce natively, meshrt's own op); ``average`` is
+SUM then a numpy divide.  ``halo``: persistent ``Send_init``/``Recv_init``
+requests from the same halo plan, sending contiguous boxes in place and
+packing the others with numpy.  ``reshard``: numpy packing into one buffer,
+one ``Alltoallv``, numpy unpacking.
+
+The parts without MPI (size parsing, defaults, bandwidth, statistics, table,
+JSON, CSV, plot) come first; the cases and the timing loop (`run`) after.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import math
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "OPS", "COLLECTIVES", "BUSBW", "BenchError", "BenchOptions", "parse_size", "parse_sizes", "format_size",
+    "default_iterations", "busbw_factor", "transfer_bytes", "summarize", "make_row", "table_header",
+    "format_row", "write_json", "write_csv", "plot", "add_arguments", "check_options", "run", "main",
+]
+
+COLLECTIVES = ("all_reduce", "all_gather", "all_slice", "all_to_all", "broadcast", "gather", "reduce",
+               "reduce_scatter", "scatter", "send_recv", "shift")
+OPS = COLLECTIVES + ("halo", "reshard")
+_ALIASES = {"send": "send_recv", "recv": "send_recv", "update_halo": "halo"}
+REDUCING = ("all_reduce", "reduce", "reduce_scatter")
+
+#: busbw = algbw * BUSBW[op](n), n the group size (nccl-tests' factors).
+BUSBW = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "scatter": lambda n: (n - 1) / n,
+}
+
+LARGE_MESSAGE = 8192  # OSU's boundary between small and large messages
+FIELDS = ("op", "size", "bytes", "nprocs", "group_size", "warmup", "iterations",
+          "latency_min_us", "latency_avg_us", "latency_max_us", "latency_p50_us", "latency_p99_us",
+          "algbw_GBps", "busbw_GBps",
+          "raw_latency_min_us", "raw_latency_avg_us", "raw_latency_max_us", "raw_latency_p50_us",
+          "raw_latency_p99_us", "raw_algbw_GBps", "raw_busbw_GBps", "ratio", "validation")
+
+
+class BenchError(ValueError):
+    """A bad ``meshrt bench`` option; the message names the option and the value."""
+
+
+# -- sizes, iterations, bandwidth ----------------------------------------------------------
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)(I?B)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text``: an int with an optional binary suffix K, M, G (KiB/KB too).
+
+    >>> parse_size("16M"), parse_size("8"), parse_size("1KiB")
+    (16777216, 8, 1024)
+    """
+    m = _SIZE.match(str(text))
+    if not m:
+        raise BenchError(f"--sizes: {text!r} is not a size; expected bytes such as 8, 64K, 1M or 1G")
+    value = int(m.group(1)) * _UNITS[m.group(2).upper()]
+    if value <= 0:
+        raise BenchError(f"--sizes: {text!r} is {value} bytes; sizes must be at least 1 byte")
+    return value
+
+
+def parse_sizes(text: str) -> list:
+    """Message sizes: ``LO:HI`` gives LO, 2*LO, 4*LO, ... up to HI (OSU's ``-m``);
+    one size or a comma-separated list gives those sizes.
+
+    >>> parse_sizes("8:64"), parse_sizes("1M"), parse_sizes("1K,8")
+    ([8, 16, 32, 64], [1048576], [1024, 8])
+    """
+    text = str(text).strip()
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != 2:
+            raise BenchError(f"--sizes: {text!r} has {len(parts) - 1} ':'; expected LO:HI such as 8:16M")
+        lo, hi = parse_size(parts[0]), parse_size(parts[1])
+        if lo > hi:
+            raise BenchError(f"--sizes: {text!r} starts above its end ({lo} > {hi} bytes)")
+        out = []
+        while lo <= hi:
+            out.append(lo)
+            lo *= 2
+        return out
+    return [parse_size(s) for s in text.split(",")]
+
+
+def format_size(nbytes: int) -> str:
+    """``1048576`` -> ``'1M'``; exact binary multiples only, else plain bytes."""
+    for unit in ("G", "M", "K"):
+        if nbytes >= _UNITS[unit] and nbytes % _UNITS[unit] == 0:
+            return f"{nbytes // _UNITS[unit]}{unit}"
+    return str(nbytes)
+
+
+def default_iterations(nbytes: int) -> tuple:
+    """OSU's defaults: ``(warmup, iters)`` = (100, 1000) up to 8 KiB, (10, 100) above."""
+    return (100, 1000) if nbytes <= LARGE_MESSAGE else (10, 100)
+
+
+def busbw_factor(op: str, n: int) -> float:
+    """nccl-tests' bus bandwidth factor of ``op`` on a group of ``n`` (1 where none is defined)."""
+    f = BUSBW.get(op)
+    return 1.0 if f is None else float(f(n))
+
+
+def transfer_bytes(op: str, size: int, n: int) -> int:
+    """nccl-tests' ``S`` for ``op``: the larger of one process's send and receive buffers."""
+    return size * n if op in ("all_gather", "gather", "scatter") else size
+
+
+# -- statistics and rows ------------------------------------------------------------------
+def summarize(values) -> dict:
+    """min/avg/max and p50/p99 of per-process values (seconds in, microseconds out)."""
+    a = np.asarray(values, dtype=np.float64) * 1e6
+    if a.size == 0:
+        return {k: math.nan for k in ("min", "avg", "max", "p50", "p99")}
+    return {"min": float(a.min()), "avg": float(a.mean()), "max": float(a.max()),
+            "p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99))}
+
+
+def _div(a: float, b: float) -> float:
+    """``a / b`` with 0/0 -> nan and x/0 -> inf, never an exception."""
+    if b == 0 or not math.isfinite(b):
+        if b == 0:
+            return math.nan if a == 0 or math.isnan(a) else math.inf
+        return math.nan
+    return a / b
+
+
+def make_row(op: str, size: int, n: int, nprocs: int, warmup: int, iters: int,
+             meshrt_times, raw_times, validation=None) -> dict:
+    """One result row from the per-process average latencies (seconds) of both sides."""
+    s = transfer_bytes(op, size, n)
+    factor = busbw_factor(op, n)
+    m, r = summarize(meshrt_times), summarize(raw_times)
+    row = {"op": op, "size": int(size), "bytes": int(s), "nprocs": int(nprocs), "group_size": int(n),
+           "warmup": int(warmup), "iterations": int(iters)}
+    for side, st in (("latency", m), ("raw_latency", r)):
+        for k in ("min", "avg", "max", "p50", "p99"):
+            row[f"{side}_{k}_us"] = st[k]
+    # bytes per microsecond = 1e6 B/s; / 1e3 -> GB/s
+    algbw = _div(s, m["avg"]) / 1e3
+    raw_algbw = _div(s, r["avg"]) / 1e3
+    row["algbw_GBps"] = algbw
+    row["busbw_GBps"] = algbw * factor if factor else 0.0
+    row["raw_algbw_GBps"] = raw_algbw
+    row["raw_busbw_GBps"] = raw_algbw * factor if factor else 0.0
+    row["ratio"] = _div(m["avg"], r["avg"])
+    row["validation"] = None if validation is None else ("PASS" if validation else "FAIL")
+    return row
+
+
+_COLS = (("meshrt avg(us)", "latency_avg_us", 15), ("min", "latency_min_us", 10),
+         ("max", "latency_max_us", 10), ("p50", "latency_p50_us", 10), ("p99", "latency_p99_us", 10),
+         ("algbw(GB/s)", "algbw_GBps", 13), ("busbw(GB/s)", "busbw_GBps", 13),
+         ("raw avg(us)", "raw_latency_avg_us", 13), ("ratio", "ratio", 8))
+
+
+def table_header(validate: bool = False) -> str:
+    """The column line, OSU style: ``# Size  meshrt avg(us)  min ...  ratio``."""
+    line = f"{'# Size':<10}" + "".join(f"{name:>{w}}" for name, _, w in _COLS)
+    return line + ("  check" if validate else "")
+
+
+def _num(v, w, digits):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return f"{'-':>{w}}"
+    if isinstance(v, float) and math.isinf(v):
+        return f"{'inf':>{w}}"
+    return f"{v:>{w}.{digits}f}"
+
+
+def format_row(row: dict, validate: bool = False) -> str:
+    """One table line for ``row`` (a `make_row` dict)."""
+    out = f"{row['size']:<10d}"
+    for _, key, w in _COLS:
+        out += _num(row[key], w, 3 if key == "ratio" else 2)
+    if validate:
+        out += f"  {row['validation'] or '-'}"
+    return out
+
+
+def _finite(v):
+    return v if not isinstance(v, float) or math.isfinite(v) else None
+
+
+def write_json(path: str, meta: dict, rows: list) -> None:
+    """``{"meta": {...}, "results": [row, ...]}``; nan/inf become ``null`` (valid JSON)."""
+    doc = {"meta": meta, "results": [{k: _finite(r[k]) for k in FIELDS} for r in rows]}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, allow_nan=False)
+        f.write("\n")
+
+
+def write_csv(path: str, rows: list) -> None:
+    """One header line (`FIELDS`), one line per row; nan/inf are written as empty cells."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(FIELDS)
+        for r in rows:
+            w.writerow(["" if _finite(r[k]) is None else r[k] for k in FIELDS])
+
+
+def have_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def plot(path: str, rows: list, title: str = "") -> None:
+    """Latency and bandwidth against size, log-log, meshrt and raw mpi4py, in two subplots."""
+    from matplotlib.figure import Figure
+
+    size = np.array([r["size"] for r in rows], dtype=np.float64)
+
+    def col(key):
+        v = np.array([np.nan if _finite(r[key]) is None else r[key] for r in rows], dtype=np.float64)
+        v[v <= 0] = np.nan  # nothing to draw on a log axis
+        return v
+
+    use_bus = any((r["busbw_GBps"] or 0) > 0 for r in rows)
+    bw = "busbw" if use_bus else "algbw"
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2)
+    ax1.plot(size, col("latency_avg_us"), "o-", label="meshrt")
+    ax1.fill_between(size, col("latency_min_us"), col("latency_max_us"), alpha=0.2,
+                     label="meshrt min-max across processes")
+    ax1.plot(size, col("raw_latency_avg_us"), "s--", label="raw mpi4py")
+    ax1.set_ylabel("latency (us), avg over processes")
+    ax2.plot(size, col(f"{bw}_GBps"), "o-", label="meshrt")
+    ax2.plot(size, col(f"raw_{bw}_GBps"), "s--", label="raw mpi4py")
+    ax2.set_ylabel(f"{bw} (GB/s)")
+    for ax in (ax1, ax2):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size per process (bytes)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    if title:
+        fig.suptitle(title)
+    fig.savefig(path, dpi=100)
+
+
+# -- options ---------------------------------------------------------------------------------
+def add_arguments(p) -> None:
+    """The ``meshrt bench`` arguments on an argparse parser (values checked by `check_options`)."""
+    p.add_argument("op", metavar="OP", help="a collective (" + ", ".join(COLLECTIVES) + "), halo or reshard")
+    p.add_argument("--mesh", default=None, help="mesh shape, e.g. 2x2 or 2x? (default: 1-D over all processes)")
+    p.add_argument("--mesh-axes", default=None,
+                   help="mesh axes of the device group, e.g. 0,1 (default: all); halo: one per split dim")
+    p.add_argument("--sizes", default="8:16M",
+                   help="bytes per process: LO:HI in powers of two, one size (1M) or a list (default 8:16M)")
+    p.add_argument("--dtype", default="float64", help="numpy dtype of the elements (default float64)")
+    p.add_argument("--reduction", default="sum",
+                   help="sum, max, min, product, average, bitwise_and/or/xor (default sum)")
+    p.add_argument("--iters", default=None, help="timed iterations per size (default OSU's: 1000, 100 above 8K)")
+    p.add_argument("--warmup", default=None, help="untimed iterations per size (default OSU's: 100, 10 above 8K)")
+    p.add_argument("--validate", action="store_true", help="check results against a numpy model (PASS/FAIL)")
+    p.add_argument("--json", default=None, metavar="F", help="write results as JSON to F")
+    p.add_argument("--csv", default=None, metavar="F", help="write results as CSV to F")
+    p.add_argument("--plot", default=None, metavar="F.png", help="plot latency and bandwidth vs size to F.png")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--shape", default="4096x4096", help="halo/reshard: global tensor shape (default 4096x4096)")
+    p.add_argument("--split", default="0", help="halo: tensor dims split over the mesh, e.g. 0 or 0,1 (default 0)")
+    p.add_argument("--from", dest="src", default="[[0]]", help='reshard: source split_axes (default "[[0]]")')
+    p.add_argument("--to", dest="dst", default="[[], [0]]", help='reshard: target split_axes (default "[[], [0]]")')
+
+
+@dataclass
+class BenchOptions:
+    """Checked options; everything here is the same on every process."""
+
+    op: str
+    mesh_shape: tuple | None = None
+    mesh_axes: tuple | None = None
+    sizes: list = field(default_factory=list)
+    dtype: np.dtype = np.dtype(np.float64)
+    reduction: str = "sum"
+    iters: int | None = None
+    warmup: int | None = None
+    validate: bool = False
+    json: str | None = None
+    csv: str | None = None
+    plot: str | None = None
+    progress: bool = True
+    shape: tuple = (4096, 4096)
+    split: tuple = (0,)
+    src: tuple = ((0,),)
+    dst: tuple = ((), (0,))
+
+
+def _count(text, name):
+    if text is None:
+        return None
+    try:
+        v = int(str(text).strip())
+    except ValueError:
+        raise BenchError(f"--{name}: {text!r} is not an integer") from None
+    if v < 0 or (name == "iters" and v == 0):
+        least = 1 if name == "iters" else 0
+        raise BenchError(f"--{name}: {v}; it must be at least {least}")
+    return v
+
+
+def _ints(text, name, what):
+    try:
+        out = tuple(int(s) for s in str(text).replace(" ", "").split(",") if s != "")
+    except ValueError:
+        raise BenchError(f"--{name}: {text!r}; expected {what}") from None
+    if not out:
+        raise BenchError(f"--{name}: {text!r} is empty; expected {what}")
+    return out
+
+
+def _shape(text):
+    try:
+        shape = tuple(int(s) for s in str(text).lower().split("x"))
+    except ValueError:
+        raise BenchError(f"--shape: {text!r}; expected sizes joined by 'x', e.g. 4096x4096") from None
+    if any(s <= 0 for s in shape):
+        raise BenchError(f"--shape: {text!r}; every size must be positive")
+    return shape
+
+
+def _split_axes(text, name):
+    try:
+        v = ast.literal_eval(str(text))
+    except (ValueError, SyntaxError):
+        v = None
+    ok = isinstance(v, (list, tuple)) and all(
+        isinstance(d, (list, tuple)) and all(isinstance(a, (int, str)) and not isinstance(a, bool) for a in d)
+        for d in v)
+    if not ok:
+        raise BenchError(f"--{name}: {text!r}; expected split_axes as a list of lists of mesh axes, "
+                         f"e.g. \"[[0]]\" or \"[[], [0]]\"")
+    return tuple(tuple(d) for d in v)
+
+
+def check_options(args) -> BenchOptions:
+    """Validate the parsed arguments without MPI (same result on every process)."""
+    from .mesh import parse_shape
+    from .errors import MeshError
+
+    op = _ALIASES.get(args.op, args.op)
+    if op not in OPS:
+        raise BenchError(f"OP: {args.op!r} is not a benchmark; choose one of {', '.join(OPS)}")
+    o = BenchOptions(op=op)
+    if args.mesh is not None:
+        try:
+            o.mesh_shape = parse_shape(args.mesh)
+        except MeshError as e:
+            raise BenchError(f"--mesh: {args.mesh!r}: {e}") from None
+    ndim = len(o.mesh_shape) if o.mesh_shape else 1
+    if args.mesh_axes is not None:
+        if op == "reshard":
+            raise BenchError("--mesh-axes: not used by reshard; --from and --to name the mesh axes")
+        axes = _ints(args.mesh_axes, "mesh-axes", "mesh axes joined by ',', e.g. 0,1")
+        for a in axes:
+            if not 0 <= a < ndim:
+                raise BenchError(f"--mesh-axes: axis {a} is out of range for a mesh of rank {ndim} "
+                                 f"(0 <= axis < {ndim})")
+        if len(set(axes)) != len(axes):
+            raise BenchError(f"--mesh-axes: {args.mesh_axes!r} names an axis twice")
+        o.mesh_axes = axes
+    o.sizes = parse_sizes(args.sizes)
+    try:
+        o.dtype = np.dtype(args.dtype)
+    except TypeError:
+        raise BenchError(f"--dtype: {args.dtype!r} is not a numpy dtype") from None
+    if o.dtype.kind not in "biufc" or not o.dtype.isnative:
+        raise BenchError(f"--dtype: {o.dtype}; expected a native bool, int, uint, float or complex type")
+    o.reduction = str(args.reduction)
+    if op in REDUCING:
+        from .errors import CollectiveError
+        from .reduction import ReductionKind
+
+        names = [k.value for k in ReductionKind if k is not ReductionKind.generic]
+        if o.reduction not in names:
+            raise BenchError(f"--reduction: {o.reduction!r}; choose one of {', '.join(names)} "
+                             f"(generic needs a function and is not available here)")
+        from ._mpi import reduce_plan
+
+        try:
+            reduce_plan(o.reduction, o.dtype)
+        except CollectiveError as e:
+            raise BenchError(f"--reduction/--dtype: {e}") from None
+    o.iters = _count(args.iters, "iters")
+    o.warmup = _count(args.warmup, "warmup")
+    o.validate = bool(args.validate)
+    o.json, o.csv, o.plot = args.json, args.csv, args.plot
+    for name, path in (("json", o.json), ("csv", o.csv), ("plot", o.plot)):
+        # found now, not after a long sweep
+        if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise BenchError(f"--{name}: {path!r}: directory {os.path.dirname(os.path.abspath(path))!r} "
+                             f"does not exist")
+    if o.plot is not None and not have_matplotlib():
+        raise BenchError("--plot: needs matplotlib, which is not installed (pip install matplotlib)")
+    o.progress = not args.no_progress
+    if op in ("halo", "reshard"):
+        o.shape = _shape(args.shape)
+    if op == "halo":
+        o.split = _ints(args.split, "split", "tensor dims joined by ',', e.g. 0 or 0,1")
+        for d in o.split:
+            if not 0 <= d < len(o.shape):
+                raise BenchError(f"--split: dim {d} is out of range for a tensor of rank {len(o.shape)}")
+        if len(set(o.split)) != len(o.split):
+            raise BenchError(f"--split: {args.split!r} names a dim twice")
+    if op == "reshard":
+        o.src = _split_axes(args.src, "from")
+        o.dst = _split_axes(args.dst, "to")
+    return o
+
+
+# -- the MPI part: cases and the timing loop ---------------------------------------------------
+@dataclass
+class Case:
+    """One size of one op: a meshrt call and the raw mpi4py call, on the same buffers.
+
+    ``check(meshrt_result, raw_result) -> bool`` compares both with a numpy model.
+    ``scale`` multiplies the measured time (0.5 for a ping-pong round trip).
+    """
+
+    size: int
+    meshrt: object
+    raw: object
+    check: object
+    scale: float = 1.0
+    free: object = None
+    label: str = ""
+    check_calls: tuple | None = None  # (meshrt, raw) calls for the check, if not the timed ones
+
+
+def _values(k: int, count: int, dtype, small: bool = False) -> np.ndarray:
+    """In-group rank ``k``'s deterministic input: small integers, exact in every dtype."""
+    base = (np.arange(count, dtype=np.int64) + 3 * k) % (2 if small else 7) + 1
+    if dtype.kind == "b":
+        return (base % 2).astype(bool)
+    return base.astype(dtype)
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "fc":
+        single = a.dtype.itemsize <= (4 if a.dtype.kind == "f" else 8)
+        tol = 1e-2 if single else 1e-9
+        return bool(np.allclose(a, b, rtol=tol, atol=0, equal_nan=True))
+    return bool(np.array_equal(a, b))
+
+
+_UFUNC = {"sum": np.add, "product": np.multiply, "max": np.maximum, "min": np.minimum,
+          "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+          "average": np.add}
+
+
+def _model_reduce(inputs, reduction, dtype):
+    out = _UFUNC[reduction].reduce(np.stack(inputs), axis=0, dtype=dtype)
+    if reduction == "average":
+        n = len(inputs)
+        out = out // n if dtype.kind in "iu" else out / n
+    return np.asarray(out, dtype=dtype)
+
+
+def _raw_reduce(reduction, dtype):
+    """``(datatype, op, average)`` for the raw reference: MPI's predefined op where MPI has one."""
+    from mpi4py import MPI
+
+    builtin = {"sum": MPI.SUM, "product": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN, "average": MPI.SUM,
+               "bitwise_and": MPI.BAND, "bitwise_or": MPI.BOR, "bitwise_xor": MPI.BXOR}
+    t = MPI._typedict.get(dtype.char)
+    if t is not None and dtype.kind in "iufc" and not (dtype.kind == "f" and dtype.itemsize == 2):
+        return t, builtin[reduction], reduction == "average"
+    from ._mpi import reduce_plan
+
+    plan = reduce_plan(reduction, dtype)  # bool, float16: MPI has no op of its own for these
+    return plan.datatype, plan.op, plan.average
+
+
+def _spec(a):
+    """mpi4py buffer spec: the bare array where mpi4py knows the type, else bytes."""
+    from mpi4py import MPI
+
+    return a if a.dtype.char in MPI._typedict else [a, a.nbytes, MPI.BYTE]
+
+
+def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
+    from . import collectives as C
+
+    g = mesh.group(axes)
+    n, k = g.Get_size(), g.Get_rank()
+    count = max(1, nbytes // dtype.itemsize)
+    if op in ("reduce_scatter", "all_to_all", "all_slice"):
+        count = -(-count // n) * n  # n equal pieces
+    small = reduction == "product"
+    x = _values(k, count, dtype, small)
+    size = x.nbytes
+    check = None
+
+    def inputs(m=None):
+        return [_values(j, m or count, dtype, small) for j in range(n)]
+
+    if op in REDUCING:
+        rt, rop, average = _raw_reduce(reduction, dtype)
+
+        def finish(buf):
+            if average:
+                (np.floor_divide if dtype.kind in "iu" else np.divide)(buf, n, out=buf)
+            return buf
+
+    if op == "all_reduce":
+        out = np.empty_like(x)
+        fm = lambda: C.all_reduce(x, mesh, axes, reduction)  # noqa: E731
+
+        def fr():
+            g.Allreduce([x, rt], [out, rt], rop)
+            return finish(out)
+
+        want = lambda: _model_reduce(inputs(), reduction, dtype)  # noqa: E731
+        check = lambda a, b: _same(a, want()) and _same(b, want())  # noqa: E731
+    elif op == "reduce":
+        out = np.empty_like(x) if k == 0 else None
+        fm = lambda: C.reduce(x, mesh, axes, reduction, 0)  # noqa: E731
+
+        def fr():
+            g.Reduce([x, rt], [out, rt] if k == 0 else None, rop, 0)
+            return finish(out) if k == 0 else None
+
+        def check(a, b):
+            if k != 0:
+                return a is None
+            want = _model_reduce(inputs(), reduction, dtype)
+            return _same(a, want) and _same(b, want)
+    elif op == "reduce_scatter":
+        piece = np.empty(count // n, dtype)
+        fm = lambda: C.reduce_scatter(x, mesh, axes, reduction, 0)  # noqa: E731
+
+        def fr():
+            g.Reduce_scatter_block([x, rt], [piece, rt], rop)
+            return finish(piece)
+
+        def check(a, b):
+            want = _model_reduce(inputs(), reduction, dtype)[k * (count // n):(k + 1) * (count // n)]
+            return _same(a, want) and _same(b, want)
+    elif op == "broadcast":
+        out = x if k == 0 else np.zeros_like(x)
+        fm = lambda: C.broadcast(x, mesh, axes, 0)  # noqa: E731
+
+        def fr():
+            g.Bcast(_spec(out), 0)
+            return out
+
+        check = lambda a, b: _same(a, inputs()[0]) and _same(b, inputs()[0])  # noqa: E731
+    elif op in ("all_gather", "gather"):
+        big = np.empty(count * n, dtype) if op == "all_gather" or k == 0 else None
+        if op == "all_gather":
+            fm = lambda: C.all_gather(x, mesh, axes, 0, sizes=count)  # noqa: E731
+
+            def fr():
+                g.Allgather(_spec(x), _spec(big))
+                return big
+        else:
+            fm = lambda: C.gather(x, mesh, axes, 0, 0, sizes=count)  # noqa: E731
+
+            def fr():
+                g.Gather(_spec(x), _spec(big) if k == 0 else None, 0)
+                return big
+
+        def check(a, b):
+            if big is None:
+                return a is None
+            want = np.concatenate(inputs())
+            return _same(a, want) and _same(b, want)
+    elif op == "scatter":
+        xs = np.concatenate(inputs()) if k == 0 else np.empty(count * n, dtype)
+        out = np.empty_like(x)
+        fm = lambda: C.scatter(xs, mesh, axes, 0, 0)  # noqa: E731
+
+        def fr():
+            g.Scatter(_spec(xs) if k == 0 else None, _spec(out), 0)
+            return out
+
+        check = lambda a, b: _same(a, x) and _same(b, x)  # noqa: E731
+    elif op == "all_to_all":
+        out = np.empty_like(x)
+        m = count // n
+        fm = lambda: C.all_to_all(x, mesh, axes, 0, 0)  # noqa: E731
+
+        def fr():
+            g.Alltoall(_spec(x), _spec(out))
+            return out
+
+        def check(a, b):
+            want = np.concatenate([v[k * m:(k + 1) * m] for v in inputs()])
+            return _same(a, want) and _same(b, want)
+    elif op == "all_slice":
+        m = count // n
+        fm = lambda: C.all_slice(x, mesh, axes, 0)  # noqa: E731
+        fr = lambda: x[k * m:(k + 1) * m]  # noqa: E731
+        check = lambda a, b: _same(a, x[k * m:(k + 1) * m]) and _same(b, a)  # noqa: E731
+    elif op == "shift":
+        gaxes = mesh.axes(axes)
+        a = gaxes[-1]
+        stride = 1  # the last group axis is the innermost in group order
+        c = mesh.coords[a]
+        src = k + ((c - 1) % mesh.shape[a] - c) * stride
+        dst = k + ((c + 1) % mesh.shape[a] - c) * stride
+        out = np.empty_like(x)
+        tag = 0x7B1
+        fm = lambda: C.shift(x, mesh, axes, a, 1, rotate=True)  # noqa: E731
+
+        def fr():
+            g.Sendrecv(_spec(x), dst, tag, _spec(out), src, tag)
+            return out
+
+        check = lambda a_, b: _same(a_, inputs()[src]) and _same(b, inputs()[src])  # noqa: E731
+    elif op == "send_recv":
+        peer = k + 1 if k % 2 == 0 else k - 1
+        out = np.empty_like(x)
+        tag = 0x7B2
+        if peer >= n:  # the odd one out idles
+            fm = fr = lambda: None  # noqa: E731
+            check = lambda a, b: True  # noqa: E731
+        else:
+            if k % 2 == 0:
+                def fm():
+                    C.send(x, mesh, axes, peer)
+                    return C.recv(x, mesh, axes, peer)
+
+                def fr():
+                    g.Send(_spec(x), peer, tag)
+                    g.Recv(_spec(out), peer, tag)
+                    return out
+            else:
+                def fm():
+                    r = C.recv(x, mesh, axes, peer)
+                    C.send(x, mesh, axes, peer)
+                    return r
+
+                def fr():
+                    g.Recv(_spec(out), peer, tag)
+                    g.Send(_spec(x), peer, tag)
+                    return out
+
+            check = lambda a, b: _same(a, inputs()[peer]) and _same(b, inputs()[peer])  # noqa: E731
+        return Case(size, fm, fr, check, scale=0.5)
+    else:  # pragma: no cover - check_options admits no other op
+        raise AssertionError(op)
+    return Case(size, fm, fr, check)
+
+
+def _global_values(index, dtype):
+    v = index % 97 + 1
+    return (v % 2).astype(bool) if dtype.kind == "b" else v.astype(dtype)
+
+
+def _halo_case(mesh, axes, o):
+    from mpi4py import MPI
+
+    from .halo import HaloExchange
+    from .sharding import Sharding
+
+    shape, dtype = o.shape, o.dtype
+    axes = tuple(range(mesh.ndim)) if axes is None else axes
+    if len(o.split) == 1:
+        per_dim = {o.split[0]: list(axes)}
+    elif len(o.split) == len(axes):
+        per_dim = {d: [a] for d, a in zip(o.split, axes)}
+    else:
+        raise BenchError(f"--split: {len(o.split)} dims need one mesh axis each, but --mesh-axes gives "
+                         f"{len(axes)} ({','.join(map(str, axes))})")
+    split_axes = [per_dim.get(d, []) for d in range(max(o.split) + 1)]
+    s = Sharding(mesh, split_axes, halo_sizes=[1, 1] * len(o.split))
+    s.check_shape(shape)
+    # Expected buffer: every cell inside the domain holds its global value, the rest 0.
+    owned = s.shard_slices(shape)
+    idx, inside = [], []
+    for d, sl in enumerate(owned):
+        lo, hi = s.halo_widths(d)
+        i = np.arange(sl.start - lo, sl.stop + hi)
+        inside.append((i >= 0) & (i < shape[d]))
+        idx.append(np.clip(i, 0, shape[d] - 1))
+    lin = np.ravel_multi_index(np.ix_(*idx), shape)
+    want = _global_values(lin, dtype)
+    mask = np.ones(want.shape, bool)
+    for d, m in enumerate(inside):  # (np.ix_ would turn bool arrays into indices)
+        mask &= m.reshape([-1 if e == d else 1 for e in range(len(shape))])
+    want[~mask] = 0
+    del lin
+    interior = tuple(slice(s.halo_widths(d)[0], s.halo_widths(d)[0] + (sl.stop - sl.start))
+                     for d, sl in enumerate(owned))
+    start = np.zeros_like(want)
+    start[interior] = want[interior]
+    x = start.copy()
+    ex = HaloExchange(x, s, shape)
+    plan = ex.plan
+    comm = mesh.group(tuple(range(mesh.ndim)))  # the communicator the exchange uses
+    reqs, pack, unpack = [], [], []
+    for m in plan.recvs:
+        view = x[m.recv_box]
+        buf = view if view.flags.c_contiguous else np.empty(view.shape, dtype)
+        if buf is not view:
+            unpack.append((view, buf))
+        reqs.append(comm.Recv_init([buf.reshape(-1).view(np.uint8), MPI.BYTE], m.peer, m.recv_tag))
+    for m in plan.sends:
+        view = x[m.send_box]
+        buf = view if view.flags.c_contiguous else np.empty(view.shape, dtype)
+        if buf is not view:
+            pack.append((buf, view))
+        reqs.append(comm.Send_init([buf.reshape(-1).view(np.uint8), MPI.BYTE], m.peer, m.send_tag))
+    local = [(x[r], x[sl]) for r, sl in plan.local_copies]
+    startall, waitall, copyto = MPI.Prequest.Startall, MPI.Request.Waitall, np.copyto
+
+    def raw():
+        for d, src in pack:
+            copyto(d, src)
+        if reqs:
+            startall(reqs)
+        for d, src in local:
+            copyto(d, src)
+        if reqs:
+            waitall(reqs)
+        for d, src in unpack:
+            copyto(d, src)
+        return x
+
+    def check(a, b):
+        return bool(np.array_equal(a, want) and np.array_equal(b, want))
+
+    sent = sum(x[m.send_box].nbytes for m in plan.sends)
+    size = mesh.comm.allreduce(sent, op=MPI.MAX)
+
+    def fresh(fn):
+        def run():
+            np.copyto(x, start)
+            return fn().copy()
+        return run
+
+    def free():
+        ex.free()
+        for r in reqs:
+            r.Free()
+
+    return Case(size, ex, raw, check, free=free, check_calls=(fresh(ex), fresh(raw)),
+                label=f"halo {'x'.join(map(str, shape))} split_axes {split_axes}, halo width 1")
+
+
+def _reshard_case(mesh, o):
+    from mpi4py import MPI
+
+    from .reshard import exchange_recvs, exchange_sends, execute_reshard, plan_reshard
+    from .sharding import Sharding
+
+    shape, dtype = o.shape, o.dtype
+    src, dst = Sharding(mesh, o.src), Sharding(mesh, o.dst)
+    src.check_shape(shape)
+    dst.check_shape(shape)
+    plan = plan_reshard(src, dst, shape)
+    rank = mesh.rank
+
+    def block(s):
+        sl = s.shard_slices(shape)
+        idx = np.ix_(*[np.arange(q.start, q.stop) for q in sl])
+        return _global_values(np.ravel_multi_index(idx, shape), dtype)
+
+    x = block(src)
+    want = block(dst)
+    out = np.empty_like(want)
+    raw_out = np.empty_like(want)
+    have = [q.start for q in src.shard_slices(shape)]
+    need = [q.start for q in dst.shard_slices(shape)]
+
+    def local(box, origin):
+        return tuple(slice(b0 - o0, b1 - o0) for (b0, b1), o0 in zip(box, origin))
+
+    n, item = mesh.size, dtype.itemsize
+    sends = sorted(exchange_sends(src, dst, shape, rank))
+    recvs = sorted(exchange_recvs(src, dst, shape, rank))
+    scount, rcount = [0] * n, [0] * n
+    for d, box in sends:
+        scount[d] += math.prod(b - a for a, b in box) * item
+    for s_, box in recvs:
+        rcount[s_] += math.prod(b - a for a, b in box) * item
+    sdispl = [sum(scount[:i]) for i in range(n)]
+    rdispl = [sum(rcount[:i]) for i in range(n)]
+    sbuf = np.empty(sum(scount), np.uint8)
+    rbuf = np.empty(sum(rcount), np.uint8)
+    pack, unpack, pos = [], [], {}
+    for d, box in sends:
+        view = x[local(box, have)]
+        p = sdispl[d] + pos.get(("s", d), 0)
+        pos[("s", d)] = pos.get(("s", d), 0) + view.nbytes
+        pack.append((sbuf[p:p + view.nbytes].view(dtype).reshape(view.shape), view))
+    for s_, box in recvs:
+        view = raw_out[local(box, need)]
+        p = rdispl[s_] + pos.get(("r", s_), 0)
+        pos[("r", s_)] = pos.get(("r", s_), 0) + view.nbytes
+        unpack.append((view, rbuf[p:p + view.nbytes].view(dtype).reshape(view.shape)))
+    comm = mesh.comm
+    copyto = np.copyto
+
+    def raw():
+        for d, s_ in pack:
+            copyto(d, s_)
+        comm.Alltoallv([sbuf, (scount, sdispl), MPI.BYTE], [rbuf, (rcount, rdispl), MPI.BYTE])
+        for d, s_ in unpack:
+            copyto(d, s_)
+        return raw_out
+
+    sent = sum(c for d, c in enumerate(scount) if d != rank)
+    size = comm.allreduce(sent, op=MPI.MAX)
+    steps = ", ".join(st.op for st in plan.steps) or "none"
+    case = Case(size, lambda: execute_reshard(plan, x, mesh, out=out), raw,
+                lambda a, b: _same(a, want) and _same(b, want),
+                label=f"reshard {'x'.join(map(str, shape))} {list(map(list, o.src))} -> "
+                      f"{list(map(list, o.dst))} (steps: {steps})")
+    return case
+
+
+def _time(fm, fr, warmup, iters, barrier):
+    """Per-call mean seconds of ``fm`` and ``fr``, interleaved, a barrier after each (untimed)."""
+    clock = time.perf_counter
+    for _ in range(warmup + 1):  # + 1: the first call's one-time costs stay out even with warmup 0
+        fm()
+        barrier()
+        fr()
+        barrier()
+    tm = tr = 0.0
+    for _ in range(iters):
+        t0 = clock()
+        fm()
+        t1 = clock()
+        barrier()
+        t2 = clock()
+        fr()
+        t3 = clock()
+        barrier()
+        tm += t1 - t0
+        tr += t3 - t2
+    return tm / iters, tr / iters
+
+
+def _progress(total, desc, enabled):
+    if not enabled or total < 2:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    # disable=None: a bar on a terminal only, so logs and pipes stay clean
+    return tqdm(total=total, desc=desc, unit="size", file=sys.stderr, leave=False, disable=None)
+
+
+def run(o: BenchOptions, comm=None, out=None) -> int:
+    """Run the benchmark of ``o`` on every process of ``comm``; rank 0 prints and writes files.
+
+    Returns the exit status (1 if a ``--validate`` check failed), the same on every process.
+    Raises `BenchError` (on every process alike) for options that only MPI can check.
+    """
+    from mpi4py import MPI
+
+    from .errors import CollectiveError, MeshError, ShardingError
+    from .mesh import Mesh
+
+    comm = MPI.COMM_WORLD if comm is None else comm
+    out = sys.stdout if out is None else out
+    root = comm.Get_rank() == 0
+    try:
+        mesh = Mesh(o.mesh_shape if o.mesh_shape else (comm.Get_size(),), comm=comm)
+    except MeshError as e:
+        raise BenchError(f"--mesh: {e} (the mesh must cover all {comm.Get_size()} processes)") from None
+    axes = o.mesh_axes
+    n = mesh.axes_size(axes)
+    if o.op in COLLECTIVES:
+        sizes = o.sizes
+        cases = (lambda nb: _collective_case(o.op, mesh, axes, nb, o.dtype, o.reduction))
+    else:
+        sizes = [None]
+        try:
+            case0 = _halo_case(mesh, axes, o) if o.op == "halo" else _reshard_case(mesh, o)
+        except (ShardingError, MeshError, CollectiveError) as e:
+            raise BenchError(f"{o.op}: {e}") from None
+        cases = (lambda nb: case0)
+        n = mesh.size if o.op == "reshard" else n
+    lib = MPI.Get_library_version().strip().splitlines()[0].strip()
+    dims = "x".join(map(str, mesh.shape))
+    meta = {"op": o.op, "nprocs": comm.Get_size(), "mesh": list(mesh.shape),
+            "mesh_axes": list(mesh.axes(axes)), "group_size": n, "dtype": str(o.dtype),
+            "reduction": o.reduction if o.op in REDUCING else None, "mpi": lib,
+            "method": "OSU: per-process mean over timed iterations, min/avg/max/p50/p99 across processes; "
+                      "barrier after each call, not timed; meshrt and raw mpi4py interleaved",
+            "bandwidth": "nccl-tests: algbw = bytes / avg latency, busbw = algbw * factor(op, group_size)"}
+    if o.op in ("halo", "reshard"):
+        meta["shape"] = list(o.shape)
+    bar = _progress(len(sizes), o.op, o.progress and root)
+
+    def emit(line):
+        if bar is not None:
+            bar.write(line, file=out)
+        else:
+            print(line, file=out, flush=True)
+
+    if root:
+        what = f", {o.reduction}" if o.op in REDUCING else ""
+        emit(f"# meshrt bench {o.op}: {comm.Get_size()} processes, mesh {dims}, mesh_axes "
+             f"{','.join(map(str, mesh.axes(axes)))}, group size {n}, {o.dtype}{what}")
+        emit(f"# {lib}")
+        emit("# latency: per-process mean, then min/avg/max/p50/p99 across processes; barrier between "
+             "calls, untimed")
+        emit("# ratio = meshrt avg / raw mpi4py avg (same op, buffers and communicator); "
+             "bandwidth as nccl-tests")
+    rows, failed, done = [], False, set()
+    header = False
+    try:
+        for nb in sizes:
+            case = cases(nb)
+            if case.size in done and nb is not None:  # sizes below one element collapse
+                if bar is not None:
+                    bar.update(1)
+                continue
+            done.add(case.size)
+            if root and case.label:
+                emit(f"# {case.label}")
+            if root and not header:
+                emit(table_header(o.validate))
+                header = True
+            warmup, iters = default_iterations(case.size)
+            warmup = warmup if o.warmup is None else o.warmup
+            iters = iters if o.iters is None else o.iters
+            tm, tr = _time(case.meshrt, case.raw, warmup, iters, comm.Barrier)
+            ok = None
+            if o.validate:
+                fm, fr = case.check_calls or (case.meshrt, case.raw)
+                a = fm()
+                comm.Barrier()
+                b = fr()
+                ok = comm.allreduce(bool(case.check(a, b)), op=MPI.LAND)
+                failed = failed or not ok
+            times = comm.gather((tm * case.scale, tr * case.scale), root=0)
+            if case.free is not None:
+                case.free()
+            if root:
+                row = make_row(o.op, case.size, n, comm.Get_size(), warmup, iters,
+                               [t[0] for t in times], [t[1] for t in times], ok)
+                rows.append(row)
+                emit(format_row(row, o.validate))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    if root:
+        if o.json:
+            write_json(o.json, meta, rows)
+        if o.csv:
+            write_csv(o.csv, rows)
+        if o.plot:
+            plot(o.plot, rows, f"meshrt bench {o.op}: {comm.Get_size()} processes, mesh {dims}, {o.dtype}")
+        if o.validate:
+            print(f"# validation: {'FAIL' if failed else 'PASS'}", file=out, flush=True)
+    mesh.free()
+    return 1 if failed else 0
+
+
+def main(args) -> int:
+    """``meshrt bench`` from parsed arguments: bad options print one message (rank 0) and give 2."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    try:
+        o = check_options(args)
+        return run(o, comm)
+    except BenchError as e:
+        if comm.Get_rank() == 0:
+            print(f"meshrt bench: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    except Exception:
+        if comm.Get_size() == 1:
+            raise
+        # The others may be waiting in a collective for this process: end the whole job.
+        import traceback
+
+        text = traceback.format_exc()
+        sys.stdout.flush()
+        sys.stderr.write("".join(f"[rank {comm.Get_rank()}] {line}\n" for line in text.splitlines()))
+        sys.stderr.flush()
+        comm.Abort(1)
+        raise

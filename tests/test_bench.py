@@ -1,0 +1,245 @@
+"""meshrt bench: the pure parts serially, the command at 1 and 2 processes."""
+
+import argparse
+import csv
+import doctest
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+import meshrt.bench as B
+from meshrt.launch import find_mpiexec
+
+needs_mpiexec = pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+# -- pure parts --------------------------------------------------------------------------
+def test_docstring_examples():
+    assert doctest.testmod(B).failed == 0
+
+
+@pytest.mark.parametrize("text,want", [("8", 8), ("1K", 1024), ("64k", 65536), ("16M", 16 << 20),
+                                       ("1G", 1 << 30), ("2KiB", 2048), ("4KB", 4096)])
+def test_parse_size(text, want):
+    assert B.parse_size(text) == want
+
+
+def test_parse_sizes_range_single_and_list():
+    sizes = B.parse_sizes("8:16M")
+    assert sizes[0] == 8 and sizes[-1] == 16 << 20 and len(sizes) == 22
+    assert all(b == 2 * a for a, b in zip(sizes, sizes[1:]))
+    assert B.parse_sizes("1M") == [1 << 20]
+    assert B.parse_sizes("8:8") == [8]
+    assert B.parse_sizes("3:16") == [3, 6, 12]
+    assert B.parse_sizes("1K,8") == [1024, 8]
+
+
+@pytest.mark.parametrize("text,words", [("abc", "not a size"), ("0", "at least 1 byte"),
+                                        ("1M:8", "starts above"), ("8:16:32", "LO:HI"), ("-8", "not a size"),
+                                        ("8:", "not a size")])
+def test_parse_sizes_errors(text, words):
+    with pytest.raises(B.BenchError, match="--sizes") as e:
+        B.parse_sizes(text)
+    assert words in str(e.value)
+
+
+def test_osu_iteration_defaults():
+    assert B.default_iterations(8) == (100, 1000)
+    assert B.default_iterations(8192) == (100, 1000)
+    assert B.default_iterations(8193) == (10, 100)
+    assert B.default_iterations(16 << 20) == (10, 100)
+
+
+def test_busbw_factors_are_nccl_tests():
+    assert B.busbw_factor("all_reduce", 4) == 1.5
+    for op in ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter"):
+        assert B.busbw_factor(op, 4) == 0.75
+    for op in ("broadcast", "reduce", "shift", "send_recv", "all_slice", "halo", "reshard"):
+        assert B.busbw_factor(op, 4) == 1.0
+    assert B.busbw_factor("all_reduce", 1) == 0.0
+    assert B.transfer_bytes("all_gather", 100, 4) == 400
+    assert B.transfer_bytes("all_reduce", 100, 4) == 100
+
+
+def test_summarize_across_processes():
+    s = B.summarize([1e-6, 2e-6, 3e-6, 4e-6])
+    assert s["min"] == pytest.approx(1) and s["max"] == pytest.approx(4)
+    assert s["avg"] == pytest.approx(2.5) and s["p50"] == pytest.approx(2.5)
+    assert s["p99"] == pytest.approx(3.97)
+
+
+def test_make_row_bandwidths_and_ratio():
+    row = B.make_row("all_reduce", 1 << 20, 4, 4, 10, 100, [1e-3, 1e-3], [5e-4, 5e-4], True)
+    assert row["latency_avg_us"] == pytest.approx(1000)
+    assert row["algbw_GBps"] == pytest.approx((1 << 20) / 1e-3 / 1e9)
+    assert row["busbw_GBps"] == pytest.approx(row["algbw_GBps"] * 1.5)
+    assert row["ratio"] == pytest.approx(2.0)
+    assert row["validation"] == "PASS"
+    assert set(B.FIELDS) == set(row)
+
+
+def test_zero_times_and_one_process_do_not_raise(tmp_path):
+    row = B.make_row("all_reduce", 8, 1, 1, 0, 1, [0.0], [0.0])
+    assert math.isinf(row["algbw_GBps"]) and row["busbw_GBps"] == 0.0 and math.isnan(row["ratio"])
+    line = B.format_row(row)
+    assert "inf" in line and line.rstrip().endswith("-")
+    B.write_json(tmp_path / "r.json", {"op": "all_reduce"}, [row])
+    doc = json.loads((tmp_path / "r.json").read_text(),
+                     parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert doc["results"][0]["algbw_GBps"] is None and doc["results"][0]["ratio"] is None
+    B.write_csv(tmp_path / "r.csv", [row])
+    rows = list(csv.DictReader(open(tmp_path / "r.csv")))
+    assert rows[0]["ratio"] == "" and rows[0]["size"] == "8"
+
+
+def test_table_header_is_osu_like():
+    h = B.table_header()
+    assert h.startswith("# Size")
+    for col in ("meshrt avg(us)", "min", "max", "p50", "p99", "algbw(GB/s)", "busbw(GB/s)", "raw avg(us)",
+                "ratio"):
+        assert col in h
+    assert B.table_header(validate=True).endswith("check")
+
+
+def test_plot_writes_png(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed: the plot is optional")
+    rows = [B.make_row("all_reduce", s, 2, 2, 1, 1, [s * 1e-9 + 1e-6] * 2, [s * 1e-9 + 2e-6] * 2)
+            for s in (8, 64, 512)]
+    B.plot(str(tmp_path / "p.png"), rows, "test")
+    assert (tmp_path / "p.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def _options(*argv):
+    p = argparse.ArgumentParser()
+    B.add_arguments(p)
+    return B.check_options(p.parse_args(list(argv)))
+
+
+def test_check_options_defaults_and_aliases():
+    o = _options("all_reduce")
+    assert o.sizes == B.parse_sizes("8:16M") and o.dtype.name == "float64" and o.mesh_shape is None
+    assert o.iters is None and o.warmup is None and o.progress
+    assert _options("send").op == "send_recv"
+    o = _options("reshard", "--shape", "8x6", "--from", "[[0]]", "--to", "[[], [0]]")
+    assert o.shape == (8, 6) and o.src == ((0,),) and o.dst == ((), (0,))
+    o = _options("halo", "--mesh", "2x?", "--split", "0,1", "--mesh-axes", "1,0", "--no-progress")
+    assert o.mesh_shape == (2, -1) and o.split == (0, 1) and o.mesh_axes == (1, 0) and not o.progress
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["all_rduce"], "OP: 'all_rduce' is not a benchmark"),
+    (["all_reduce", "--mesh", "2xq"], "--mesh"),
+    (["all_reduce", "--mesh", "2x2", "--mesh-axes", "2"], "--mesh-axes: axis 2 is out of range"),
+    (["all_reduce", "--mesh-axes", "0,0"], "twice"),
+    (["all_reduce", "--iters", "-1"], "--iters: -1"),
+    (["all_reduce", "--iters", "0"], "--iters: 0"),
+    (["all_reduce", "--warmup", "-2"], "--warmup: -2"),
+    (["all_reduce", "--dtype", "float7"], "--dtype"),
+    (["all_reduce", "--reduction", "median"], "--reduction"),
+    (["all_reduce", "--dtype", "float64", "--reduction", "bitwise_or"], "bitwise_or"),
+    (["halo", "--split", "3"], "--split: dim 3"),
+    (["halo", "--shape", "4xa"], "--shape"),
+    (["reshard", "--from", "[[0"], "--from"),
+    (["reshard", "--mesh-axes", "0"], "--mesh-axes"),
+    (["all_reduce", "--json", "/no/such/dir/out.json"], "--json"),
+])
+def test_check_options_errors(argv, words):
+    with pytest.raises(B.BenchError) as e:
+        _options(*argv)
+    assert words in str(e.value)
+
+
+# -- the command -------------------------------------------------------------------------
+def _bench(*args, nprocs=None, cwd, timeout=60):
+    cmd = [sys.executable, "-m", "meshrt", "bench", *args]
+    if nprocs is not None:
+        cmd = [find_mpiexec(), "-n", str(nprocs), *cmd]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def _table(stdout):
+    return [line.split() for line in stdout.splitlines() if line and not line.startswith("#")]
+
+
+def test_one_process_sweep(tmp_path):
+    r = _bench("all_reduce", "--sizes", "8:64", "--iters", "3", "--warmup", "1", "--validate",
+               "--json", "o.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = _table(r.stdout)
+    assert [int(row[0]) for row in rows] == [8, 16, 32, 64]
+    assert all(row[-1] == "PASS" for row in rows)
+    res = json.loads((tmp_path / "o.json").read_text())["results"]
+    assert all(x["group_size"] == 1 and x["busbw_GBps"] == 0 for x in res)
+
+
+@needs_mpiexec
+def test_two_processes_json_csv_png(tmp_path):
+    args = ["all_reduce", "--sizes", "8:1K", "--iters", "5", "--warmup", "1", "--validate",
+            "--json", "out.json", "--csv", "out.csv"]
+    try:
+        import matplotlib  # noqa: F401
+        args += ["--plot", "out.png"]
+    except ImportError:
+        pass
+    r = _bench(*args, nprocs=2, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stdout.count("# Size") == 1  # rank 0 prints
+    assert len(_table(r.stdout)) == 8
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc["meta"]["nprocs"] == 2 and doc["meta"]["op"] == "all_reduce"
+    res = doc["results"]
+    assert [x["size"] for x in res] == [8 << i for i in range(8)]
+    for x in res:
+        assert x["op"] == "all_reduce" and x["group_size"] == 2 and x["iterations"] == 5
+        assert 0 < x["latency_min_us"] <= x["latency_avg_us"] <= x["latency_max_us"]
+        assert x["latency_min_us"] <= x["latency_p50_us"] <= x["latency_p99_us"] <= x["latency_max_us"]
+        assert x["algbw_GBps"] > 0 and x["busbw_GBps"] == pytest.approx(x["algbw_GBps"])  # 2(n-1)/n = 1
+        assert x["raw_latency_avg_us"] > 0
+        assert x["ratio"] == pytest.approx(x["latency_avg_us"] / x["raw_latency_avg_us"])
+        assert x["validation"] == "PASS"
+    with open(tmp_path / "out.csv") as f:
+        rows = list(csv.reader(f))
+    assert tuple(rows[0]) == B.FIELDS and len(rows) == 9
+    assert rows[1][0] == "all_reduce" and rows[1][1] == "8"
+    if "--plot" in args:
+        assert (tmp_path / "out.png").read_bytes()[:8] == PNG_MAGIC
+    else:
+        pytest.skip("matplotlib is not installed: the PNG was not checked")
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("op,extra", [
+    ("halo", ["--shape", "64x48", "--split", "0"]),
+    ("reshard", ["--shape", "64x48", "--from", "[[0]]", "--to", "[[], [0]]"]),
+    ("all_to_all", ["--sizes", "64"]),
+])
+def test_two_processes_other_ops_validate(tmp_path, op, extra):
+    r = _bench(op, *extra, "--iters", "3", "--warmup", "1", "--validate", "--json", "o.json",
+               nprocs=2, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "# validation: PASS" in r.stdout
+    res = json.loads((tmp_path / "o.json").read_text())["results"]
+    assert len(res) == 1 and res[0]["op"] == op and res[0]["validation"] == "PASS"
+    assert res[0]["ratio"] > 0
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("argv,words", [
+    (["all_rduce"], "is not a benchmark"),
+    (["all_reduce", "--sizes", "8:abc"], "--sizes"),
+    (["all_reduce", "--mesh", "3x2"], "--mesh"),
+    (["all_reduce", "--mesh", "2x1", "--mesh-axes", "0,2"], "--mesh-axes"),
+    (["all_reduce", "--iters", "-5"], "--iters"),
+    (["all_reduce", "--no-such-option"], "unrecognized arguments"),
+])
+def test_bad_options_under_mpiexec(tmp_path, argv, words):
+    r = _bench(*argv, nprocs=2, cwd=tmp_path, timeout=30)
+    assert r.returncode != 0
+    assert words in r.stderr
+    assert r.stderr.count("error:") == 1  # once, from rank 0
+    assert "Traceback" not in r.stderr
