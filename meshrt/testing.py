@@ -62,21 +62,35 @@ class MPIRunResult:
     def ok(self):
         return self.returncode == 0 and not self.timed_out and not self.failures
 
-    def summary(self):
-        """A readable account: which test failed on which rank, and why."""
-        lines = [f"{os.path.basename(self.path)} at -n {self.nprocs}: "
+    def failures_in(self, filename):
+        """The failures of tests in the file called ``filename`` (a run may hold several files)."""
+        return [f for f in self.failures if f.nodeid.split("::")[0].endswith(filename)]
+
+    def passed_in(self, filename):
+        """Whether rank 0 reports at least one test of ``filename`` run and none failed."""
+        tests = [t for t in self.reports.get(0, {}).get("tests", ())
+                 if t["nodeid"].split("::")[0].endswith(filename)]
+        return bool(tests) and not self.failures_in(filename)
+
+    def summary(self, filename=None):
+        """A readable account: which test failed on which rank, and why
+        (only the tests of ``filename`` if given)."""
+        names = self.path if isinstance(self.path, str) else ", ".join(map(os.path.basename, self.path))
+        lines = [f"{filename or os.path.basename(names)} at -n {self.nprocs}: "
                  + ("passed" if self.ok else "FAILED")]
         if self.timed_out:
             lines.append(f"mpiexec timed out (killed); command: {' '.join(self.command)}")
         elif self.returncode != 0:
             lines.append(f"mpiexec exited with code {self.returncode}")
-        for f in self.failures:
+        for f in (self.failures if filename is None else self.failures_in(filename)):
             lines.append(f"--- {f.nodeid} failed on rank {f.rank} ({f.when}) ---")
             lines.append(f.longrepr.rstrip())
+        if filename is not None and not self.failures_in(filename) and not self.passed_in(filename):
+            lines.append(f"no test of {filename} completed: the job ended before it ran (see the other files)")
         missing = [r for r in range(self.nprocs) if r not in self.reports]
         if missing and not self.ok:
             lines.append(f"ranks with no report (died before pytest started?): {missing}")
-        if not self.ok:
+        if not self.ok and (filename is None or not (self.failures_in(filename) or self.passed_in(filename))):
             lines.append("--- mpiexec output (tail) ---")
             lines.append(self.output[-8000:])
         return "\n".join(lines)
@@ -144,7 +158,7 @@ def _kill_group(proc):
 
 
 def run_mpi_pytest(path, nprocs, timeout=None, *, test_timeout=None, pytest_args=()):
-    """Run the pytest file ``path`` on ``nprocs`` MPI processes.
+    """Run the pytest file ``path`` (or a list of files, in one job) on ``nprocs`` MPI processes.
 
     ``timeout`` bounds the whole run (default ``MESHRT_MPI_TIMEOUT`` or
     300 s); ``test_timeout`` bounds each test inside it (default
@@ -157,13 +171,14 @@ def run_mpi_pytest(path, nprocs, timeout=None, *, test_timeout=None, pytest_args
         raise FileNotFoundError(
             "no mpiexec found next to sys.executable, on PATH or in MESHRT_MPIEXEC; "
             "install the mpich extra (pip install 'meshrt[mpich]') or an MPI")
-    path = os.path.abspath(path)
+    paths = [os.path.abspath(path)] if isinstance(path, (str, os.PathLike)) else [os.path.abspath(p) for p in path]
+    path = paths[0] if len(paths) == 1 else paths
     cmd = [mpiexec, *_mpiexec_flags(mpiexec, nprocs), "-n", str(nprocs),
-           sys.executable, "-m", "pytest", path, "-q", "-p", "no:cacheprovider",
+           sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
            "-p", "meshrt.testing", *pytest_args]
     with tempfile.TemporaryDirectory(prefix="meshrt-mpitest-") as report_dir:
         proc = subprocess.Popen(
-            cmd, cwd=os.path.dirname(path), env=_inner_env(report_dir, test_timeout),
+            cmd, cwd=os.path.dirname(paths[0]), env=_inner_env(report_dir, test_timeout),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             errors="replace", start_new_session=True)
         timed_out = False

@@ -72,3 +72,24 @@ def test_mpi_nprocs_parsed_without_import(tmp_path):
     path = _write(tmp_path, "raise SystemExit('never imported')\nMPI_NPROCS = (2, 4)\n")
     assert mpi_nprocs_of(path) == (2, 4)
     assert mpi_nprocs_of(_write(tmp_path, "x = 1\n", "other.py")) is None
+
+
+def test_several_files_in_one_job_report_separately(tmp_path):
+    good = _write(tmp_path, """
+        from mpi4py import MPI
+
+        def test_sum():
+            comm = MPI.COMM_WORLD
+            assert comm.allreduce(1) == comm.size
+    """, name="test_good.py")
+    bad = _write(tmp_path, """
+        def test_broken():
+            assert False, "this file is broken"
+    """, name="test_bad.py")
+    res = run_mpi_pytest([good, bad], 2, timeout=120)
+    assert not res.ok
+    assert res.passed_in("test_good.py") and not res.passed_in("test_bad.py")
+    assert {f.rank for f in res.failures_in("test_bad.py")} == {0, 1}
+    assert not res.failures_in("test_good.py")
+    assert "this file is broken" in res.summary("test_bad.py")
+    assert "this file is broken" not in res.summary("test_good.py")

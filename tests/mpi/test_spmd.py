@@ -24,7 +24,7 @@ def halo_cells_match(t, g):
 def test_reshard_tensors_random_pairs(mesh_shape):
     mesh = Mesh(mesh_shape, comm=comm)
     rng = np.random.default_rng(7 + len(mesh_shape))
-    shape = (2 * comm.size + 3, comm.size + 4, 3)
+    shape = (2 * comm.size + 3, 2 * comm.size + 4, 3)
     g = rng.integers(0, 1000, shape).astype(np.float64)
     layouts = [
         Sharding(mesh, []), Sharding(mesh, [[0]]), Sharding(mesh, [[], list(range(mesh.ndim))]),
