@@ -50,12 +50,15 @@ def inner_and_rim(box, width: int = 1):
     return inner, rims
 
 
+# The loops read rows through 1-D views: indexing the 2-D arrays directly keeps
+# LLVM from vectorizing the inner loop (measured 2x slower, same bits).
 @njit(cache=True, nogil=True)
 def _heat2d(u, v, r, i0, i1, j0, j1):
     for i in range(i0, i1):
+        north, row, south, out = u[i - 1], u[i], u[i + 1], v[i]
         for j in range(j0, j1):
-            c = u[i, j]
-            v[i, j] = c + r * (((u[i - 1, j] + u[i + 1, j]) + (u[i, j - 1] + u[i, j + 1])) - 4.0 * c)
+            c = row[j]
+            out[j] = c + r * (((north[j] + south[j]) + (row[j - 1] + row[j + 1])) - 4.0 * c)
 
 
 def heat2d_box(u, v, r, box):
@@ -71,12 +74,11 @@ def heat2d_box(u, v, r, box):
 def _heat3d(u, v, r, i0, i1, j0, j1, k0, k1):
     for i in range(i0, i1):
         for j in range(j0, j1):
+            west, east = u[i - 1, j], u[i + 1, j]
+            south, row, north, out = u[i, j - 1], u[i, j], u[i, j + 1], v[i, j]
             for k in range(k0, k1):
-                c = u[i, j, k]
-                v[i, j, k] = c + r * (
-                    (((u[i - 1, j, k] + u[i + 1, j, k]) + (u[i, j - 1, k] + u[i, j + 1, k]))
-                     + (u[i, j, k - 1] + u[i, j, k + 1])) - 6.0 * c
-                )
+                c = row[k]
+                out[k] = c + r * ((((west[k] + east[k]) + (south[k] + north[k])) + (row[k - 1] + row[k + 1])) - 6.0 * c)
 
 
 def heat3d_box(u, v, r, box):

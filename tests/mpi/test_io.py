@@ -239,7 +239,7 @@ def test_distributed_tensor_save_and_load(meshes, shared_dir):
     from meshrt import DistributedTensor
 
     src = Sharding(meshes[1], [[0], [1]], halo_sizes=[1, 1, 1, 1])
-    g = global_array((2 * meshes[1].shape[0] + 1, 3 * meshes[1].shape[1]), "float64")
+    g = global_array((2 * meshes[1].shape[0] + 1, 2 * meshes[0].size + 1), "float64")
     t = DistributedTensor.from_global(g, src)
     path = os.path.join(shared_dir, "dt.npy")
     t.save(path)
