@@ -6,6 +6,11 @@ Per op and size: the mean time per call (max over processes, best of several
 interleaved rounds) of meshrt and of raw mpi4py buffer methods on the same
 buffers, and their ratio; then a generic (user function) all_reduce of 1 MiB
 float64 against ``MPI.Op.Create`` with a Python callback.
+
+Rows named ``op(out=)`` write into a preallocated result like the raw call
+does; the plain rows allocate a new result each call.  With MPICH here a
+fresh receive buffer of 1 MiB or more costs about a millisecond per call even
+for raw mpi4py, so compare the ``out=`` rows for the runtime's own overhead.
 """
 
 import argparse
@@ -58,17 +63,22 @@ def cases(mesh, nbytes):
     other = (me + 1) % n, (me - 1) % n
     byte = MPI.BYTE
     yield "all_reduce", lambda: C.all_reduce(x, mesh), lambda: g.Allreduce(x, out, MPI.SUM)
+    yield "all_reduce(out=)", lambda: C.all_reduce(x, mesh, out=out), lambda: g.Allreduce(x, out, MPI.SUM)
     yield "reduce", lambda: C.reduce(x, mesh, None, "sum", 0), lambda: g.Reduce(x, out if me == 0 else None, MPI.SUM, 0)
     yield "broadcast", lambda: C.broadcast(x if me == 0 else out, mesh, None, 0), \
         lambda: g.Bcast(x if me == 0 else out, 0)
     yield "all_gather", lambda: C.all_gather(x, mesh, None, 0, sizes=count), lambda: g.Allgather(x, big)
     yield "all_gather(auto)", lambda: C.all_gather(x, mesh, None, 0), lambda: g.Allgather(x, big)
+    yield "all_gather(out=)", lambda: C.all_gather(x, mesh, None, 0, sizes=count, out=big), \
+        lambda: g.Allgather(x, big)
     yield "gather", lambda: C.gather(x, mesh, None, 0, 0, sizes=count), \
         lambda: g.Gather([x, x.nbytes, byte], [big, x.nbytes, byte] if me == 0 else None, 0)
     if count >= n:
         yield "scatter", lambda: C.scatter(xs, mesh, None, 0, 0), \
             lambda: g.Scatter([xs, x.nbytes, byte] if me == 0 else None, [out, x.nbytes, byte], 0)
         yield "reduce_scatter", lambda: C.reduce_scatter(x, mesh, None, "sum", 0), \
+            lambda: g.Reduce_scatter_block(x, piece, MPI.SUM)
+        yield "reduce_scatter(out=)", lambda: C.reduce_scatter(x, mesh, None, "sum", 0, out=piece), \
             lambda: g.Reduce_scatter_block(x, piece, MPI.SUM)
         pb = x.nbytes // n
         yield "all_to_all", lambda: C.all_to_all(x, mesh, None, 0, 0), \

@@ -390,20 +390,6 @@ def _given_sizes(sizes, g: _Group, x, axis, op):
     return sizes
 
 
-def _gather_layout(x, axis, sizes, out=None, op="all_gather"):
-    send = _front(x, axis)
-    inner = math.prod(send.shape[1:]) * x.itemsize
-    total = sum(sizes)
-    if out is not None:
-        _result(out, x.shape[:axis] + (total,) + x.shape[axis + 1:], x.dtype, op)
-    buf = out if out is not None and axis == 0 else np.empty((total,) + send.shape[1:], x.dtype)
-    counts = [s * inner for s in sizes]
-    displs = [0] * len(sizes)
-    for k in range(1, len(sizes)):
-        displs[k] = displs[k - 1] + counts[k - 1]
-    return send, buf, counts, displs
-
-
 def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, wait=True):
     """Concatenate the group's pieces along ``gather_axis`` in group order, on every device.
 
@@ -423,11 +409,13 @@ def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, 
         return _finish(_into(out, x), wait)
     if sizes is None:
         sizes = _exchange_shapes(g, x, axis, "all_gather")
-    else:
-        sizes = _given_sizes(sizes, g, x, axis, "all_gather")
-    send, buf, counts, displs = _gather_layout(x, axis, sizes, out)
+    counts, displs, equal, shape = _cached_layout(g, "all_gather", x, axis, sizes)
+    send = _front(x, axis)
+    if out is not None:
+        _result(out, x.shape[:axis] + (shape[0],) + x.shape[axis + 1:], x.dtype, "all_gather")
+    buf = out if out is not None and axis == 0 else np.empty(shape, x.dtype)
     post = (lambda b: _into(out, _back(b, axis))) if axis else None
-    if min(counts) == max(counts):
+    if equal:
         args = ([send, counts[0], _BYTE], [buf, counts[0], _BYTE])
         if wait:
             g.comm.Allgather(*args)
@@ -438,6 +426,29 @@ def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, 
         g.comm.Allgatherv(*args)
         return post(buf) if post else buf
     return Handle(g.comm.Iallgatherv(*args), buf, post, send)
+
+
+def _cached_layout(g: _Group, op: str, x, axis: int, sizes):
+    """`_layout`, validated and computed once per (op, shape, dtype, axis, sizes) and group."""
+    key = (op, x.shape, x.dtype, axis, sizes if type(sizes) is int else tuple(sizes))
+    layout = g.cache.get(key)
+    if layout is None:
+        if len(g.cache) > 256:  # a program cycling through many shapes: start over
+            g.cache.clear()
+        layout = g.cache[key] = _layout(_given_sizes(sizes, g, x, axis, op), x, axis)
+    return layout
+
+
+def _layout(sizes, x, axis):
+    """Byte counts and displacements of pieces of ``sizes`` along ``axis``, and the gathered
+    shape with ``axis`` in front."""
+    inner = math.prod(x.shape[:axis] + x.shape[axis + 1:]) * x.itemsize
+    counts = [n * inner for n in sizes]
+    displs = [0] * len(sizes)
+    for k in range(1, len(sizes)):
+        displs[k] = displs[k - 1] + counts[k - 1]
+    shape = (sum(sizes),) + x.shape[:axis] + x.shape[axis + 1:]
+    return counts, displs, min(counts) == max(counts), shape
 
 
 def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=True):
@@ -452,14 +463,12 @@ def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=T
         return _finish(x, wait)
     if sizes is None:
         sizes = _exchange_shapes(g, x, axis, "gather")
-    else:
-        sizes = _given_sizes(sizes, g, x, axis, "gather")
-    send, buf, counts, displs = _gather_layout(x, axis, sizes)
+    counts, displs, equal, shape = _cached_layout(g, "gather", x, axis, sizes)
+    send = _front(x, axis)
     me = g.rank == r
-    if not me:
-        buf = None
+    buf = np.empty(shape, x.dtype) if me else None
     post = (lambda b: _back(b, axis)) if axis and me else None
-    if min(counts) == max(counts):
+    if equal:
         args = ([send, counts[0], _BYTE], [buf, counts[0], _BYTE] if me else None)
         if wait:
             g.comm.Gather(*args, root=r)
