@@ -69,10 +69,10 @@ def _run(args):
               "or in MESHRT_MPIEXEC; install meshrt[mpich] or an MPI",
               file=sys.stderr)
         return 2
-    # -P (3.11+): the working directory must not shadow the installed meshrt.
-    py = [sys.executable] + (["-P"] if sys.version_info >= (3, 11) else [])
-    cmd = [mpiexec, "-n", str(args.n), *py, "-m", "meshrt.launch",
-           args.script, *args.args]
+    # Not "-m meshrt.launch": that puts the working directory first on sys.path, and
+    # run from a source checkout, its meshrt/ (without compiled modules) would shadow
+    # the installed one.  "-c" lets us drop that entry before importing (any Python).
+    cmd = [mpiexec, "-n", str(args.n), sys.executable, "-c", _LAUNCH, args.script, *args.args]
     try:
         return subprocess.call(cmd)
     except KeyboardInterrupt:
@@ -83,6 +83,9 @@ def _bench(args):
     from .bench import main
 
     return main(args)
+
+
+_LAUNCH = "import sys; del sys.path[0]; from meshrt.launch import main; sys.exit(main())"
 
 
 def _launched_rank():

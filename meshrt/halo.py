@@ -156,7 +156,8 @@ def _tag(direction) -> int:
     return _TAG_BASE + code
 
 
-def _periodic_tuple(periodic, ndim: int) -> tuple:
+def periodic_tuple(periodic, ndim: int) -> tuple:
+    """``periodic`` (None, a bool, or one bool per tensor dim) as one bool per dim."""
     if periodic is None or periodic is False or periodic is True:
         return (bool(periodic),) * ndim
     if isinstance(periodic, (int, np.bool_)) and not isinstance(periodic, (list, tuple)):
@@ -199,7 +200,7 @@ def plan_halo(sharding: Sharding, global_shape, periodic=None, device=None) -> H
     if not isinstance(sharding, Sharding):
         raise ShardingError(f"sharding: {sharding!r} is not a Sharding")
     shape = sharding.check_shape(global_shape)
-    per = _periodic_tuple(periodic, len(shape))
+    per = periodic_tuple(periodic, len(shape))
     return _plan_global(sharding, shape, per, _device_of(sharding, device))
 
 
@@ -403,14 +404,14 @@ class HaloExchange:
                 raise ShardingError(
                     f"global_shape: {shape} has {len(shape)} dims but the local array has {x.ndim} "
                     f"(shape {x.shape})")
-            per = _periodic_tuple(periodic, len(shape))
+            per = periodic_tuple(periodic, len(shape))
             plan = _plan_global(sharding, shape, per, mesh.rank)
             if plan.local_shape != x.shape:
                 raise ShardingError(
                     f"local_array: shape {x.shape} is not this shard's local shape {plan.local_shape} "
                     f"(global shape {shape}, halo_sizes {list(sharding.halo_sizes)}, device {mesh.rank})")
         else:
-            per = _periodic_tuple(periodic, x.ndim)
+            per = periodic_tuple(periodic, x.ndim)
             plan = _plan_local(sharding, x.shape, per, mesh.rank)
         self.plan = plan
         self.array = x

@@ -28,6 +28,7 @@ import numpy.lib.mixins
 
 from . import collectives
 from . import io as _io
+from .halo import HaloExchange, periodic_tuple
 from ._blockcopy import copy_block, extract, insert
 from .errors import CollectiveError, ShardingError
 from .mesh import Mesh
@@ -370,8 +371,6 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         """
         hx = self._halo
         if hx is None:
-            from .halo import HaloExchange
-
             hx = self._halo = HaloExchange(self._local, self._sharding, self._global_shape, periodic=self._periodic)
         if wait:
             hx()
@@ -568,17 +567,8 @@ def _check_sharding(sharding) -> Sharding:
 
 
 def _normalize_periodic(periodic, ndim):
-    if periodic is None:
-        return None
-    if isinstance(periodic, (bool, np.bool_)):
-        return (bool(periodic),) * ndim
-    try:
-        flags = tuple(bool(p) for p in periodic)
-    except TypeError:
-        raise ShardingError(f"periodic: {periodic!r} is neither a bool nor one bool per tensor dim") from None
-    if len(flags) != ndim:
-        raise ShardingError(f"periodic: {periodic!r} has {len(flags)} entries for a tensor of {ndim} dims")
-    return flags
+    """None (not given) stays None; anything else is one bool per tensor dim."""
+    return None if periodic is None else periodic_tuple(periodic, ndim)
 
 
 def _drop(flags, dim):

@@ -34,7 +34,8 @@ def run_example(script, args, nprocs):
         env.pop(var, None)
     cmd = [sys.executable, "-m", "meshrt.cli", "run", "-n", str(nprocs), os.path.join(EXAMPLES, script), *args]
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        # not the repository root: "python -m" would import the source tree's meshrt
+        proc = subprocess.run(cmd, cwd=EXAMPLES, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         pytest.fail(f"{script} {' '.join(args)} at {nprocs} processes timed out after {TIMEOUT} s\n{out}")

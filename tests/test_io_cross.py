@@ -14,7 +14,6 @@ import time
 import numpy as np
 import pytest
 
-import meshrt
 from meshrt.launch import find_mpiexec
 
 MPIEXEC = find_mpiexec()
@@ -116,8 +115,6 @@ print("survived", comm.rank, flush=True)
 
 def _env():
     env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(meshrt.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("PYTEST_CURRENT_TEST", None)
     return env
 
@@ -126,8 +123,9 @@ def _start(tmp_path, script, nprocs, *args):
     fn = tmp_path / f"script_{abs(hash(script))}.py"
     fn.write_text(textwrap.dedent(script))
     cmd = [MPIEXEC, "-n", str(nprocs), sys.executable, "-m", "meshrt.launch", str(fn), *map(str, args)]
-    return subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    # cwd: "python -m" puts it first on sys.path, and a source checkout's meshrt/ would shadow the install
+    return subprocess.Popen(cmd, env=_env(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
 
 
 def _finish(proc, timeout=TIMEOUT):
