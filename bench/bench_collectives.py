@@ -3,7 +3,7 @@
     mpiexec -n 2 python bench/bench_collectives.py [--sizes 8,64K,1M,16M] [--ops all_reduce,...]
 
 Per op and size: the mean time per call (max over processes, best of several
-interleaved rounds) of meshrt and of raw mpi4py buffer methods on the same
+rounds that alternate meshrt and raw) of meshrt and of raw mpi4py buffer methods on the same
 buffers, and their ratio; then a generic (user function) all_reduce of 1 MiB
 float64 against ``MPI.Op.Create`` with a Python callback.
 
@@ -40,13 +40,22 @@ def timeit(fn, iters):
     return comm.allreduce(dt, op=MPI.MAX)
 
 
-def compare(f_meshrt, f_raw, nbytes, rounds=5):
-    iters = max(3, min(3000, int(2e8 // max(nbytes, 1) // 40)))
+def compare(f_meshrt, f_raw, nbytes, rounds=None):
+    """Best-of-rounds time per call of each, timed in alternating order round by round
+    (short rounds, many of them for small messages: the best of them filters out
+    other load on the machine)."""
+    iters = max(3, min(1000, int(2e8 // max(nbytes, 1) // 40)))
+    if rounds is None:
+        rounds = 20 if nbytes <= 1 << 16 else 6
     f_meshrt(), f_raw()  # warm-up: plans, communicators, first-touch pages
     best_m = best_r = float("inf")
-    for _ in range(rounds):
-        best_m = min(best_m, timeit(f_meshrt, iters))
-        best_r = min(best_r, timeit(f_raw, iters))
+    for k in range(rounds):
+        if k % 2:
+            best_r = min(best_r, timeit(f_raw, iters))
+            best_m = min(best_m, timeit(f_meshrt, iters))
+        else:
+            best_m = min(best_m, timeit(f_meshrt, iters))
+            best_r = min(best_r, timeit(f_raw, iters))
     return best_m, best_r
 
 

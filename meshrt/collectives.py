@@ -33,7 +33,7 @@ import weakref
 import numpy as np
 from mpi4py import MPI
 
-from ._mpi import _plans, reduce_plan
+from ._mpi import reduce_plan
 from .errors import CollectiveError, MeshError
 from .mesh import Mesh
 from .reduction import Generic, ReductionKind
@@ -49,6 +49,11 @@ __all__ = [
 CHECK = os.environ.get("MESHRT_CHECK", "0") not in ("", "0")
 _BYTE = MPI.BYTE
 _DIRECT = frozenset(c for c in MPI._typedict if c in "?bBhHiIlLqQfdFD")  # mpi4py infers these
+# dtypes whose arrays mpi4py takes bare (it infers the datatype from the buffer
+# format; non-native byte order is refused there, so such dtypes travel as bytes)
+_DIRECT_DTYPES = frozenset(np.dtype(c) for c in _DIRECT)
+_PROC_NULL = MPI.PROC_NULL
+_empty, _contiguous, _ndarray = np.empty, np.ascontiguousarray, np.ndarray  # one global lookup on hot paths
 _MAXDIM = 32
 
 
@@ -170,18 +175,20 @@ def _axis(axis, ndim: int, op: str, field: str) -> int:
     return a
 
 
-def _result(out, shape, dtype, op: str) -> np.ndarray:
+def _result(out, shape: tuple, dtype, op: str) -> np.ndarray:
     """A new result array, or ``out`` after checking it can take the result as it is."""
     if out is None:
-        return np.empty(shape, dtype)
-    if not isinstance(out, np.ndarray):
+        return _empty(shape, dtype)
+    if not isinstance(out, _ndarray):
         raise CollectiveError(f"{op}: out must be a numpy.ndarray, got {type(out).__name__}")
-    if out.shape != tuple(shape) or out.dtype != dtype:
+    od = out.dtype
+    if out.shape != shape or (od is not dtype and od != dtype):
         raise CollectiveError(
             f"{op}: out has shape {out.shape} and dtype {out.dtype}, but the result has shape {tuple(shape)} "
             f"and dtype {np.dtype(dtype)}"
         )
-    if not out.flags.c_contiguous or not out.flags.writeable:
+    flags = out.flags
+    if not flags.c_contiguous or not flags.writeable:
         raise CollectiveError(f"{op}: out must be a writeable C-contiguous array")
     return out
 
@@ -249,15 +256,37 @@ def _finish_average(plan, n):
 
 
 # -- reductions ------------------------------------------------------------------------
+# ``_fast`` maps everything a call's Python work derives from (op, mesh, mesh_axes,
+# attributes, shape, dtype) to the validated result: the group and the plan or layout.
+# A hit costs one dict lookup; ``g.live is mesh._groups`` rejects entries of a freed
+# mesh (or of a dead mesh whose id was reused).  Entries are stored only after the
+# slow path has validated the arguments, so every error is raised as before.
+_fast: dict = {}
+
+
+def _remember(key, value):
+    if len(_fast) > 1024:  # a program cycling through many shapes: start over
+        _fast.clear()
+    try:
+        _fast[key] = value
+    except TypeError:  # unhashable attributes: not cached
+        pass
+    return value
+
+
 def _rplan(reduction, x, dtype):
     return reduce_plan(reduction, x.dtype if dtype is None else dtype)
 
 
-def _prep_reduce(x, reduction, dtype, op):
-    plan = reduce_plan(reduction, x.dtype if dtype is None else dtype)
-    if x.dtype is plan.dtype or x.dtype == plan.dtype:
-        return plan, _c(x)
-    return plan, np.ascontiguousarray(x, dtype=plan.dtype)
+def _reduce_setup(op, x, mesh, mesh_axes, reduction, dtype, root=None):
+    g = _group(mesh, mesh_axes, op)
+    _array(x, op)
+    r = _root(g, mesh, root, "root") if op == "reduce" else None
+    plan = _rplan(reduction, x, dtype)
+    same = x.dtype == plan.dtype
+    if op == "all_reduce":
+        return _remember((op, id(mesh), mesh_axes, reduction, x.dtype, dtype), (g, plan, same))
+    return _remember((op, id(mesh), mesh_axes, reduction, root, x.dtype, dtype), (g, plan, same, r))
 
 
 def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None, wait=True):
@@ -267,95 +296,136 @@ def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None
     ``f(a, b) -> c`` (or `Generic`).  ``out``: a C-contiguous array to receive
     the result (no allocation).
     """
-    g = _group(mesh, mesh_axes, "all_reduce")
-    if not isinstance(x, np.ndarray):
-        _array(x, "all_reduce")
-    plan = _plans.get((reduction, x.dtype if dtype is None else dtype)) or _rplan(reduction, x, dtype)
-    send = x if x.dtype == plan.dtype and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=plan.dtype)
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        g, plan, same = _fast["all_reduce", id(mesh), mesh_axes, reduction, x.dtype, dtype]
+        if g.live is not mesh._groups or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        g, plan, same = _reduce_setup("all_reduce", x, mesh, mesh_axes, reduction, dtype)
+    pd = plan.dtype
+    send = x if same and x.flags.c_contiguous else _contiguous(x, dtype=pd)
     if CHECK:
-        _check(g, "all_reduce", (str(plan.kind), plan.dtype.str), x)
-    res = _result(out, x.shape, plan.dtype, "all_reduce")
+        _check(g, "all_reduce", (str(plan.kind), pd.str), x)
+    res = _empty(x.shape, pd) if out is None else _result(out, x.shape, pd, "all_reduce")
     if g.size == 1:
         res[...] = send
         return _finish(res, wait)
+    if plan.direct:
+        sb, rb = send, res
+    else:
+        sb, rb = [send, plan.datatype], [res, plan.datatype]
     if wait:
-        if plan.direct:
-            g.comm.Allreduce(send, res, plan.op)
-        else:
-            g.comm.Allreduce([send, plan.datatype], [res, plan.datatype], plan.op)
+        g.comm.Allreduce(sb, rb, plan.op)
         if plan.average:
             _finish_average(plan, g.size)(res)
         return res
-    dt = plan.datatype
-    req = g.comm.Iallreduce([send, dt], [res, dt], plan.op)
+    req = g.comm.Iallreduce(sb, rb, plan.op)
     return Handle(req, res, _finish_average(plan, g.size) if plan.average else None, send)
 
 
 def reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wait=True):
     """Reduce ``x`` over the group onto ``root``; ``None`` on the other devices."""
-    g = _group(mesh, mesh_axes, "reduce")
-    x = _array(x, "reduce")
-    r = _root(g, mesh, root, "root")
-    plan, send = _prep_reduce(x, reduction, dtype, "reduce")
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        g, plan, same, r = _fast["reduce", id(mesh), mesh_axes, reduction, root, x.dtype, dtype]
+        if g.live is not mesh._groups or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        g, plan, same, r = _reduce_setup("reduce", x, mesh, mesh_axes, reduction, dtype, root)
+    pd = plan.dtype
+    send = x if same and x.flags.c_contiguous else _contiguous(x, dtype=pd)
     if CHECK:
-        _check(g, "reduce", (str(plan.kind), plan.dtype.str, r), x)
+        _check(g, "reduce", (str(plan.kind), pd.str, r), x)
     if g.size == 1:
-        res = np.array(send, dtype=plan.dtype, copy=True)
+        res = np.array(send, dtype=pd, copy=True)
         return _finish(res, wait)
-    dt = plan.datatype
     me = g.rank == r
-    res = np.empty(x.shape, plan.dtype) if me else None
-    rbuf = [res, dt] if me else None
+    res = _empty(x.shape, pd) if me else None
+    if plan.direct:
+        sb, rb = send, res
+    else:
+        dt = plan.datatype
+        sb, rb = [send, dt], ([res, dt] if me else None)
     post = _finish_average(plan, g.size) if plan.average and me else None
     if wait:
-        g.comm.Reduce([send, dt], rbuf, plan.op, root=r)
+        g.comm.Reduce(sb, rb, plan.op, r)
         return post(res) if post else res
-    return Handle(g.comm.Ireduce([send, dt], rbuf, plan.op, root=r), res, post, send)
+    return Handle(g.comm.Ireduce(sb, rb, plan.op, r), res, post, send)
+
+
+def _rs_setup(x, mesh, mesh_axes, reduction, scatter_axis, dtype):
+    g = _group(mesh, mesh_axes, "reduce_scatter")
+    _array(x, "reduce_scatter")
+    axis = _axis(scatter_axis, x.ndim, "reduce_scatter", "scatter_axis")
+    plan = _rplan(reduction, x, dtype)
+    n = g.size
+    sizes = split_sizes(x.shape[axis], n)
+    rest = x.shape[:axis] + x.shape[axis + 1:]
+    rshape = (sizes[g.rank],) + rest
+    oshape = x.shape[:axis] + (sizes[g.rank],) + x.shape[axis + 1:]
+    counts = None if sizes[0] == sizes[-1] else [s * math.prod(rest) for s in sizes]
+    entry = (g, plan, x.dtype == plan.dtype, axis, rshape, oshape, counts)
+    if type(scatter_axis) is not int:
+        return entry
+    return _remember(("reduce_scatter", id(mesh), mesh_axes, x.shape, x.dtype, axis, reduction, dtype), entry)
 
 
 def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dtype=None, *, out=None, wait=True):
     """Reduce over the group, then device ``k`` keeps piece ``k`` along ``scatter_axis``
     (uneven rule).  ``out``: an array to receive the piece."""
-    g = _group(mesh, mesh_axes, "reduce_scatter")
-    x = _array(x, "reduce_scatter")
-    axis = _axis(scatter_axis, x.ndim, "reduce_scatter", "scatter_axis")
-    plan = reduce_plan(reduction, x.dtype if dtype is None else dtype)
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        if type(scatter_axis) is not int:  # 1.0 would find the entry of 1
+            raise KeyError
+        g, plan, same, axis, rshape, oshape, counts = _fast[
+            "reduce_scatter", id(mesh), mesh_axes, x.shape, x.dtype, scatter_axis, reduction, dtype]
+        if g.live is not mesh._groups or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        g, plan, same, axis, rshape, oshape, counts = _rs_setup(x, mesh, mesh_axes, reduction, scatter_axis, dtype)
+    pd = plan.dtype
     if CHECK:
-        _check(g, "reduce_scatter", (str(plan.kind), plan.dtype.str, axis), x)
+        _check(g, "reduce_scatter", (str(plan.kind), pd.str, axis), x)
     n = g.size
-    send = _front(x, axis)
-    if send.dtype != plan.dtype:
-        send = send.astype(plan.dtype)
-    sizes = split_sizes(x.shape[axis], n)
-    inner = math.prod(send.shape[1:])
-    rshape = (sizes[g.rank],) + send.shape[1:]
-    res = _result(out, rshape, plan.dtype, "reduce_scatter") if axis == 0 else np.empty(rshape, plan.dtype)
-    if axis and out is not None:
-        _result(out, x.shape[:axis] + (sizes[g.rank],) + x.shape[axis + 1:], plan.dtype, "reduce_scatter")
-    avg = _finish_average(plan, n) if plan.average else None
+    if axis == 0:
+        send = x if same and x.flags.c_contiguous else _contiguous(x, dtype=pd)
+        res = _empty(rshape, pd) if out is None else _result(out, rshape, pd, "reduce_scatter")
+        post = _finish_average(plan, n) if plan.average else None
+    else:
+        send = _front(x, axis)
+        if not same:
+            send = send.astype(pd)
+        res = _empty(rshape, pd)
+        if out is not None:
+            _result(out, oshape, pd, "reduce_scatter")
+        avg = _finish_average(plan, n) if plan.average else None
 
-    def post(r):
-        if avg is not None:
-            avg(r)
-        return _into(out, _back(r, axis))
+        def post(r):
+            if avg is not None:
+                avg(r)
+            return _into(out, _back(r, axis))
 
     if n == 1:
         res[...] = send
-        return _finish(post(res), wait)
-    dt = plan.datatype
-    even = sizes[0] == sizes[-1]
-    if even:
-        args = ([send, dt], [res, dt], plan.op)
+        return _finish(post(res) if post else res, wait)
+    if plan.direct:
+        sb, rb = send, res
+    else:
+        dt = plan.datatype
+        sb, rb = [send, dt], [res, dt]
+    if counts is None:
         if wait:
-            g.comm.Reduce_scatter_block(*args)
-            return post(res)
-        return Handle(g.comm.Ireduce_scatter_block(*args), res, post, send)
-    counts = [s * inner for s in sizes]
-    args = ([send, dt], [res, dt], counts, plan.op)
+            g.comm.Reduce_scatter_block(sb, rb, plan.op)
+            return post(res) if post else res
+        return Handle(g.comm.Ireduce_scatter_block(sb, rb, plan.op), res, post, send)
     if wait:
-        g.comm.Reduce_scatter(*args)
-        return post(res)
-    return Handle(g.comm.Ireduce_scatter(*args), res, post, send)
+        g.comm.Reduce_scatter(sb, rb, counts, plan.op)
+        return post(res) if post else res
+    return Handle(g.comm.Ireduce_scatter(sb, rb, counts, plan.op), res, post, send)
 
 
 # -- data movement ---------------------------------------------------------------------
@@ -364,23 +434,36 @@ def _exchange_shapes(g: _Group, x: np.ndarray, axis: int, op: str):
     dtypes disagree elsewhere."""
     if x.ndim > _MAXDIM:
         raise CollectiveError(f"{op}: arrays of rank {x.ndim} > {_MAXDIM} are not supported")
-    mine = np.full(_MAXDIM + 3, -1, np.int64)
-    mine[0], mine[1], mine[2] = x.ndim, x.dtype.num, x.dtype.itemsize
-    mine[3:3 + x.ndim] = x.shape
-    table = np.empty((g.size, _MAXDIM + 3), np.int64)
-    g.comm.Allgather([mine, MPI.INT64_T], [table, MPI.INT64_T])
+    key = ("exchange", x.shape, x.dtype)
+    mine = g.cache.get(key)  # this device's description, made once (read-only)
+    if mine is None:
+        mine = np.full(_MAXDIM + 3, -1, np.int64)
+        mine[0], mine[1], mine[2] = x.ndim, x.dtype.num, x.dtype.itemsize
+        mine[3:3 + x.ndim] = x.shape
+        mine.flags.writeable = False
+        if len(g.cache) > 256:
+            g.cache.clear()
+        g.cache[key] = mine
+    table = _empty((g.size, _MAXDIM + 3), np.int64)
+    g.comm.Allgather(mine, table)
     col = 3 + axis
-    other = np.delete(table, col, axis=1)
-    bad = np.nonzero((other != other[0]).any(axis=1))[0]
-    if bad.size:
+    rows = table.tolist()
+    sizes = [row[col] for row in rows]
+    for row in rows:
+        row[col] = 0
+    ref = rows[0]
+    if any(row != ref for row in rows):
+        bad = [k for k, row in enumerate(rows) if row != ref]
+        rows = table.tolist()
+
         def desc(row):
             return f"shape {tuple(int(v) for v in row[3:3 + row[0]])} dtype#{row[1]}"
 
         raise CollectiveError(
             f"{op}: pieces must agree in dtype and in every dim but gather_axis={axis}: in-group rank 0 has "
-            f"{desc(table[0])}, but " + "; ".join(f"rank {k} has {desc(table[k])}" for k in bad)
+            f"{desc(rows[0])}, but " + "; ".join(f"rank {k} has {desc(rows[k])}" for k in bad)
         )
-    return [int(s) for s in table[:, col]]
+    return sizes
 
 
 def _given_sizes(sizes, g: _Group, x, axis, op):
@@ -399,6 +482,35 @@ def _given_sizes(sizes, g: _Group, x, axis, op):
     return sizes
 
 
+def _gather_setup(op, x, mesh, mesh_axes, gather_axis, root, sizes, out):
+    """Validate a gather or all_gather (exchanging sizes if not given): ``(g, r, layout)``,
+    or ``(g, r, None)`` for a group of one (after the checks it does there)."""
+    g = _group(mesh, mesh_axes, op)
+    _array(x, op)
+    axis = _axis(gather_axis, x.ndim, op, "gather_axis")
+    if op == "gather":
+        r = _root(g, mesh, root, "root")
+        if CHECK:
+            _check(g, op, (axis, r), x, vary_axis=axis)
+    else:
+        r = None
+        if CHECK:
+            _check(g, op, (axis,), x, vary_axis=axis)
+    if g.size == 1:
+        if out is not None:
+            _result(out, x.shape, x.dtype, "all_gather")
+        return g, r, None
+    ts = type(sizes)
+    if type(gather_axis) is int and (ts is int or ts is tuple or ts is list or sizes is None):
+        # with sizes=None the entry holds the axis: the sizes are exchanged every call
+        _remember((op, id(mesh), mesh_axes, x.shape, x.dtype, gather_axis, root,
+                   tuple(sizes) if ts is list else sizes),
+                  (g, r, axis if sizes is None else _cached_layout(g, op, x, axis, sizes)))
+    if sizes is None:
+        sizes = _exchange_shapes(g, x, axis, op)
+    return g, r, _cached_layout(g, op, x, axis, sizes)
+
+
 def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, wait=True):
     """Concatenate the group's pieces along ``gather_axis`` in group order, on every device.
 
@@ -407,29 +519,50 @@ def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, 
     pass ``sizes`` (an int for equal pieces, or one size per member) to skip it.
     ``out``: a C-contiguous array to receive the result (no allocation).
     """
-    g = _group(mesh, mesh_axes, "all_gather")
-    x = _array(x, "all_gather")
-    axis = _axis(gather_axis, x.ndim, "all_gather", "gather_axis")
-    if CHECK:
-        _check(g, "all_gather", (axis,), x, vary_axis=axis)
-    if g.size == 1:
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        ts = type(sizes)
+        if type(gather_axis) is not int or not (ts is int or ts is tuple or ts is list or sizes is None):
+            raise KeyError  # 1.0 would find the entry of 1
+        g, _, layout = _fast["all_gather", id(mesh), mesh_axes, x.shape, x.dtype, gather_axis, None,
+                             tuple(sizes) if ts is list else sizes]
+        if g.live is not mesh._groups or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        g, _, layout = _gather_setup("all_gather", x, mesh, mesh_axes, gather_axis, None, sizes, out)
+        if layout is None:
+            return _finish(_into(out, x), wait)
+    else:
+        if sizes is None:  # validated before (layout is the axis); exchange the sizes
+            if CHECK:
+                _check(g, "all_gather", (layout,), x, vary_axis=layout)
+            layout = _cached_layout(g, "all_gather", x, layout, _exchange_shapes(g, x, layout, "all_gather"))
+        elif CHECK:
+            _check(g, "all_gather", (layout[0],), x, vary_axis=layout[0])
+    axis, counts, displs, equal, shape, oshape, direct = layout
+    if axis == 0:
+        send = x if x.flags.c_contiguous else _contiguous(x)
+        buf = _empty(shape, x.dtype) if out is None else _result(out, oshape, x.dtype, "all_gather")
+        post = None
+    else:
+        send = _contiguous(np.moveaxis(x, axis, 0))
         if out is not None:
-            _result(out, x.shape, x.dtype, "all_gather")
-        return _finish(_into(out, x), wait)
-    if sizes is None:
-        sizes = _exchange_shapes(g, x, axis, "all_gather")
-    counts, displs, equal, shape = _cached_layout(g, "all_gather", x, axis, sizes)
-    send = _front(x, axis)
-    if out is not None:
-        _result(out, x.shape[:axis] + (shape[0],) + x.shape[axis + 1:], x.dtype, "all_gather")
-    buf = out if out is not None and axis == 0 else np.empty(shape, x.dtype)
-    post = (lambda b: _into(out, _back(b, axis))) if axis else None
+            _result(out, oshape, x.dtype, "all_gather")
+        buf = _empty(shape, x.dtype)
+
+        def post(b):
+            return _into(out, _back(b, axis))
+
     if equal:
-        args = ([send, counts[0], _BYTE], [buf, counts[0], _BYTE])
+        if direct:
+            sb, rb = send, buf
+        else:
+            sb, rb = [send, counts[0], _BYTE], [buf, counts[0], _BYTE]
         if wait:
-            g.comm.Allgather(*args)
+            g.comm.Allgather(sb, rb)
             return post(buf) if post else buf
-        return Handle(g.comm.Iallgather(*args), buf, post, send)
+        return Handle(g.comm.Iallgather(sb, rb), buf, post, send)
     args = ([send, counts[g.rank], _BYTE], [buf, (counts, displs), _BYTE])
     if wait:
         g.comm.Allgatherv(*args)
@@ -438,13 +571,30 @@ def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, 
 
 
 def _cached_layout(g: _Group, op: str, x, axis: int, sizes):
-    """`_layout`, validated and computed once per (op, shape, dtype, axis, sizes) and group."""
-    key = (op, x.shape, x.dtype, axis, sizes if type(sizes) is int else tuple(sizes))
-    layout = g.cache.get(key)
+    """`_layout`, validated and computed once per (op, shape, dtype, axis, sizes) and group:
+    ``(axis, counts, displs, equal, shape, out_shape, direct)``."""
+    if type(sizes) is int:
+        skey = sizes
+    elif hasattr(sizes, "__index__"):
+        skey = int(sizes)
+    else:
+        try:
+            skey = tuple(sizes)
+        except TypeError:
+            skey = None  # not a sequence: `_given_sizes` says so
+    key = (op, x.shape, x.dtype, axis, skey)
+    try:
+        layout = g.cache.get(key) if skey is not None else None
+    except TypeError:  # sizes holding something unhashable: not cached
+        skey = layout = None
     if layout is None:
-        if len(g.cache) > 256:  # a program cycling through many shapes: start over
-            g.cache.clear()
-        layout = g.cache[key] = _layout(_given_sizes(sizes, g, x, axis, op), x, axis)
+        counts, displs, equal, shape = _layout(_given_sizes(sizes, g, x, axis, op), x, axis)
+        oshape = x.shape[:axis] + (shape[0],) + x.shape[axis + 1:]
+        layout = (axis, counts, displs, equal, shape, oshape, x.dtype in _DIRECT_DTYPES)
+        if skey is not None:
+            if len(g.cache) > 256:  # a program cycling through many shapes: start over
+                g.cache.clear()
+            g.cache[key] = layout
     return layout
 
 
@@ -462,27 +612,45 @@ def _layout(sizes, x, axis):
 
 def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=True):
     """`all_gather` onto ``root`` only; ``None`` on the other devices."""
-    g = _group(mesh, mesh_axes, "gather")
-    x = _array(x, "gather")
-    axis = _axis(gather_axis, x.ndim, "gather", "gather_axis")
-    r = _root(g, mesh, root, "root")
-    if CHECK:
-        _check(g, "gather", (axis, r), x, vary_axis=axis)
-    if g.size == 1:
-        return _finish(x, wait)
-    if sizes is None:
-        sizes = _exchange_shapes(g, x, axis, "gather")
-    counts, displs, equal, shape = _cached_layout(g, "gather", x, axis, sizes)
-    send = _front(x, axis)
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        ts = type(sizes)
+        if type(gather_axis) is not int or not (ts is int or ts is tuple or ts is list or sizes is None):
+            raise KeyError
+        g, r, layout = _fast["gather", id(mesh), mesh_axes, x.shape, x.dtype, gather_axis, root,
+                             tuple(sizes) if ts is list else sizes]
+        if g.live is not mesh._groups or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        g, r, layout = _gather_setup("gather", x, mesh, mesh_axes, gather_axis, root, sizes, None)
+        if layout is None:
+            return _finish(x, wait)
+    else:
+        if sizes is None:  # validated before (layout is the axis); exchange the sizes
+            if CHECK:
+                _check(g, "gather", (layout, r), x, vary_axis=layout)
+            layout = _cached_layout(g, "gather", x, layout, _exchange_shapes(g, x, layout, "gather"))
+        elif CHECK:
+            _check(g, "gather", (layout[0], r), x, vary_axis=layout[0])
+    axis, counts, displs, equal, shape, oshape, direct = layout
     me = g.rank == r
-    buf = np.empty(shape, x.dtype) if me else None
-    post = (lambda b: _back(b, axis)) if axis and me else None
+    if axis == 0:
+        send = x if x.flags.c_contiguous else _contiguous(x)
+        post = None
+    else:
+        send = _contiguous(np.moveaxis(x, axis, 0))
+        post = (lambda b: _back(b, axis)) if me else None
+    buf = _empty(shape, x.dtype) if me else None
     if equal:
-        args = ([send, counts[0], _BYTE], [buf, counts[0], _BYTE] if me else None)
+        if direct:
+            sb, rb = send, buf
+        else:
+            sb, rb = [send, counts[0], _BYTE], ([buf, counts[0], _BYTE] if me else None)
         if wait:
-            g.comm.Gather(*args, root=r)
+            g.comm.Gather(sb, rb, r)
             return post(buf) if post else buf
-        return Handle(g.comm.Igather(*args, root=r), buf, post, send)
+        return Handle(g.comm.Igather(sb, rb, r), buf, post, send)
     args = ([send, counts[g.rank], _BYTE], [buf, (counts, displs), _BYTE] if me else None)
     if wait:
         g.comm.Gatherv(*args, root=r)
@@ -490,54 +658,136 @@ def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=T
     return Handle(g.comm.Igatherv(*args, root=r), buf, post, send)
 
 
+def _bcast_setup(x, mesh, mesh_axes, root):
+    g = _group(mesh, mesh_axes, "broadcast")
+    _array(x, "broadcast")
+    r = _root(g, mesh, root, "root")
+    return _remember(("broadcast", id(mesh), mesh_axes, root, x.dtype), (g, r, x.dtype in _DIRECT_DTYPES))
+
+
 def broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
     """Every device gets ``root``'s ``x`` (the others' ``x`` gives shape and dtype)."""
-    g = _group(mesh, mesh_axes, "broadcast")
-    x = _array(x, "broadcast")
-    r = _root(g, mesh, root, "root")
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        g, r, direct = _fast["broadcast", id(mesh), mesh_axes, root, x.dtype]
+        if g.live is not mesh._groups or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        g, r, direct = _bcast_setup(x, mesh, mesh_axes, root)
     if CHECK:
         _check(g, "broadcast", (r,), x)
     if g.size == 1:
         return _finish(x, wait)
-    buf = _c(x) if g.rank == r else np.empty(x.shape, x.dtype)
+    if g.rank == r:
+        buf = x if x.flags.c_contiguous else _contiguous(x)
+    else:
+        buf = _empty(x.shape, x.dtype)
+    msg = buf if direct else _bytes(buf)
     if wait:
-        g.comm.Bcast(buf if x.dtype.char in _DIRECT else _bytes(buf), r)
+        g.comm.Bcast(msg, r)
         return buf
-    return Handle(g.comm.Ibcast(_bytes(buf), root=r), buf)
+    return Handle(g.comm.Ibcast(msg, r), buf)
 
 
-def scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
-    """Device ``k`` gets piece ``k`` of ``root``'s ``x`` along ``scatter_axis`` (uneven rule);
-    the others' ``x`` gives shape and dtype."""
+def _scatter_setup(x, mesh, mesh_axes, scatter_axis, root):
+    """``(g, r, layout)``, or ``(g, r, None)`` for a group of one."""
     g = _group(mesh, mesh_axes, "scatter")
-    x = _array(x, "scatter")
+    _array(x, "scatter")
     axis = _axis(scatter_axis, x.ndim, "scatter", "scatter_axis")
     r = _root(g, mesh, root, "root")
     if CHECK:
         _check(g, "scatter", (axis, r), x)
     n = g.size
     if n == 1:
-        return _finish(x, wait)
+        return g, r, None
     sizes = split_sizes(x.shape[axis], n)
     rest = x.shape[:axis] + x.shape[axis + 1:]
     inner = math.prod(rest) * x.itemsize
-    buf = np.empty((sizes[g.rank],) + rest, x.dtype)
-    me = g.rank == r
-    send = _front(x, axis) if me else None
-    post = (lambda b: _back(b, axis)) if axis else None
+    bshape = (sizes[g.rank],) + rest
     if sizes[0] == sizes[-1]:
-        args = ([send, sizes[0] * inner, _BYTE] if me else None, [buf, buf.nbytes, _BYTE])
+        counts = displs = None
+    else:
+        counts = [s * inner for s in sizes]
+        displs = [o * inner for o in split_offsets(x.shape[axis], n)[:-1]]
+    entry = (g, r, (axis, bshape, sizes[0] * inner, counts, displs, x.dtype in _DIRECT_DTYPES))
+    if type(scatter_axis) is not int:
+        return entry
+    return _remember(("scatter", id(mesh), mesh_axes, x.shape, x.dtype, axis, root), entry)
+
+
+def scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
+    """Device ``k`` gets piece ``k`` of ``root``'s ``x`` along ``scatter_axis`` (uneven rule);
+    the others' ``x`` gives shape and dtype."""
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        if type(scatter_axis) is not int:
+            raise KeyError
+        g, r, layout = _fast["scatter", id(mesh), mesh_axes, x.shape, x.dtype, scatter_axis, root]
+        if g.live is not mesh._groups or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        g, r, layout = _scatter_setup(x, mesh, mesh_axes, scatter_axis, root)
+        if layout is None:
+            return _finish(x, wait)
+    else:
+        if CHECK:
+            _check(g, "scatter", (layout[0], r), x)
+    axis, bshape, count, counts, displs, direct = layout
+    buf = _empty(bshape, x.dtype)
+    me = g.rank == r
+    if not me:
+        send = None
+    elif axis == 0:
+        send = x if x.flags.c_contiguous else _contiguous(x)
+    else:
+        send = _front(x, axis)
+    post = (lambda b: _back(b, axis)) if axis else None
+    if counts is None:
+        if direct:
+            sb, rb = send, buf
+        else:
+            sb, rb = [send, count, _BYTE] if me else None, [buf, buf.nbytes, _BYTE]
         if wait:
-            g.comm.Scatter(*args, root=r)
+            g.comm.Scatter(sb, rb, r)
             return post(buf) if post else buf
-        return Handle(g.comm.Iscatter(*args, root=r), buf, post, send)
-    counts = [s * inner for s in sizes]
-    displs = [o * inner for o in split_offsets(x.shape[axis], n)[:-1]]
+        return Handle(g.comm.Iscatter(sb, rb, r), buf, post, send)
     args = ([send, (counts, displs), _BYTE] if me else None, [buf, buf.nbytes, _BYTE])
     if wait:
         g.comm.Scatterv(*args, root=r)
         return post(buf) if post else buf
     return Handle(g.comm.Iscatterv(*args, root=r), buf, post, send)
+
+
+def _a2a_setup(x, mesh, mesh_axes, split_axis, concat_axis):
+    """``(g, layout)``, or ``(g, None)`` for a group of one."""
+    g = _group(mesh, mesh_axes, "all_to_all")
+    _array(x, "all_to_all")
+    sa = _axis(split_axis, x.ndim, "all_to_all", "split_axis")
+    ca = _axis(concat_axis, x.ndim, "all_to_all", "concat_axis")
+    if CHECK:
+        _check(g, "all_to_all", (sa, ca), x)
+    n = g.size
+    if n == 1:
+        return g, None
+    sizes = split_sizes(x.shape[sa], n)
+    rest = x.shape[:sa] + x.shape[sa + 1:]
+    inner = math.prod(rest) * x.itemsize
+    mine = sizes[g.rank]
+    bshape = (n * mine,) + rest  # n blocks of shape (mine, *rest), from device 0, 1, ... in order
+    if sizes[0] == sizes[-1]:
+        v = None
+    else:
+        scounts = [s * inner for s in sizes]
+        sdispls = [o * inner for o in split_offsets(x.shape[sa], n)[:-1]]
+        rcounts = [mine * inner] * n
+        rdispls = [k * mine * inner for k in range(n)]
+        v = ((scounts, sdispls), (rcounts, rdispls))
+    entry = (g, (sa, ca, bshape, (n, mine) + rest, mine * inner, v, x.dtype in _DIRECT_DTYPES))
+    if type(split_axis) is not int or type(concat_axis) is not int:
+        return entry
+    return _remember(("all_to_all", id(mesh), mesh_axes, x.shape, x.dtype, sa, ca), entry)
 
 
 def all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=True):
@@ -546,44 +796,48 @@ def all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=Tru
 
     Every device's ``x`` must have the same shape (as in the dialect).
     """
-    g = _group(mesh, mesh_axes, "all_to_all")
-    x = _array(x, "all_to_all")
-    sa = _axis(split_axis, x.ndim, "all_to_all", "split_axis")
-    ca = _axis(concat_axis, x.ndim, "all_to_all", "concat_axis")
-    if CHECK:
-        _check(g, "all_to_all", (sa, ca), x)
-    n = g.size
-    if n == 1:
-        return _finish(x, wait)
-    sizes = split_sizes(x.shape[sa], n)
-    send = _front(x, sa)
-    rest = send.shape[1:]
-    inner = math.prod(rest) * x.itemsize
-    mine = sizes[g.rank]
-    # received: n blocks of shape (mine, *rest), from device 0, 1, ... in order
-    buf = np.empty((n * mine,) + rest, x.dtype)
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        if type(split_axis) is not int or type(concat_axis) is not int:
+            raise KeyError
+        g, layout = _fast["all_to_all", id(mesh), mesh_axes, x.shape, x.dtype, split_axis, concat_axis]
+        if g.live is not mesh._groups or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        g, layout = _a2a_setup(x, mesh, mesh_axes, split_axis, concat_axis)
+        if layout is None:
+            return _finish(x, wait)
+    else:
+        if CHECK:
+            _check(g, "all_to_all", (layout[0], layout[1]), x)
+    sa, ca, bshape, bview, count, v, direct = layout
+    if sa == 0:
+        send = x if x.flags.c_contiguous else _contiguous(x)
+    else:
+        send = _contiguous(np.moveaxis(x, sa, 0))
+    buf = _empty(bshape, x.dtype)
+    if sa == 0 and ca == 0:
+        post = None
+    else:
+        def post(b):
+            blocks = b.reshape(bview)
+            # block i in x's axis order: move its front axis back to sa, then join along ca
+            return np.concatenate([np.moveaxis(blocks[i], 0, sa) for i in range(bview[0])], axis=ca)
 
-    def post(b):
-        if sa == 0 and ca == 0:
-            return b
-        blocks = b.reshape((n, mine) + rest)
-        # block i in x's axis order: move its front axis back to sa, then join along ca
-        return np.concatenate([np.moveaxis(blocks[i], 0, sa) for i in range(n)], axis=ca)
-
-    if sizes[0] == sizes[-1]:
-        args = ([send, mine * inner, _BYTE], [buf, mine * inner, _BYTE])
+    if v is None:
+        if direct:
+            sb, rb = send, buf
+        else:
+            sb, rb = [send, count, _BYTE], [buf, count, _BYTE]
         if wait:
-            g.comm.Alltoall(*args)
-            return post(buf)
-        return Handle(g.comm.Ialltoall(*args), buf, post, send)
-    scounts = [s * inner for s in sizes]
-    sdispls = [o * inner for o in split_offsets(x.shape[sa], n)[:-1]]
-    rcounts = [mine * inner] * n
-    rdispls = [k * mine * inner for k in range(n)]
-    args = ([send, (scounts, sdispls), _BYTE], [buf, (rcounts, rdispls), _BYTE])
+            g.comm.Alltoall(sb, rb)
+            return post(buf) if post else buf
+        return Handle(g.comm.Ialltoall(sb, rb), buf, post, send)
+    args = ([send, v[0], _BYTE], [buf, v[1], _BYTE])
     if wait:
         g.comm.Alltoallv(*args)
-        return post(buf)
+        return post(buf) if post else buf
     return Handle(g.comm.Ialltoallv(*args), buf, post, send)
 
 
@@ -614,25 +868,35 @@ _TAG = 0x3E5
 def send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
     """Send ``x`` to the in-group device ``destination``; matched by `recv` there."""
     g = _group(mesh, mesh_axes, "send")
-    x = _array(x, "send")
-    d = _root(g, mesh, destination, "destination")
-    buf = _c(x)
+    if not isinstance(x, np.ndarray):
+        _array(x, "send")
+    try:
+        d = g.roots[destination]
+    except (KeyError, TypeError):
+        d = _root(g, mesh, destination, "destination")
+    buf = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    msg = buf if x.dtype in _DIRECT_DTYPES else _bytes(buf)
     if wait:
-        g.comm.Send(_bytes(buf), d, tag)
+        g.comm.Send(msg, d, tag)
         return None
-    return Handle(g.comm.Isend(_bytes(buf), d, tag), None, None, buf)
+    return Handle(g.comm.Isend(msg, d, tag), None, None, buf)
 
 
 def recv(like, mesh, mesh_axes=None, source=0, *, tag=_TAG, wait=True):
     """Receive an array shaped and typed as ``like`` from the in-group device ``source``."""
     g = _group(mesh, mesh_axes, "recv")
-    like = _array(like, "recv", "like")
-    s = _root(g, mesh, source, "source")
+    if not isinstance(like, np.ndarray):
+        _array(like, "recv", "like")
+    try:
+        s = g.roots[source]
+    except (KeyError, TypeError):
+        s = _root(g, mesh, source, "source")
     buf = np.empty(like.shape, like.dtype)
+    msg = buf if like.dtype in _DIRECT_DTYPES else _bytes(buf)
     if wait:
-        g.comm.Recv(_bytes(buf), s, tag)
+        g.comm.Recv(msg, s, tag)
         return buf
-    return Handle(g.comm.Irecv(_bytes(buf), s, tag), buf)
+    return Handle(g.comm.Irecv(msg, s, tag), buf)
 
 
 def _shift_peers(g, mesh, shift_axis, offset, rotate):
@@ -662,37 +926,51 @@ def _shift_peers(g, mesh, shift_axis, offset, rotate):
     return peers
 
 
+def _shift_setup(x, mesh, mesh_axes, shift_axis, offset, rotate):
+    g = _group(mesh, mesh_axes, "shift")
+    _array(x, "shift")
+    src, dst = _shift_peers(g, mesh, shift_axis, offset, bool(rotate))
+    # what happens: 0 a send and a receive, 1 no source (keep x), 2 the source is this device
+    case = 1 if src == _PROC_NULL else 2 if src == g.rank else 0
+    return _remember(("shift", id(mesh), mesh_axes, shift_axis, offset, rotate, x.dtype),
+                     (g, src, dst, bool(rotate), x.dtype in _DIRECT_DTYPES, case))
+
+
 def shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wait=True):
     """Shift ``x`` by ``offset`` places along the mesh axis ``shift_axis`` inside each group.
 
     As ``MPI_Cart_shift``: device ``j`` receives from ``j - offset``.  Without
     ``rotate`` a device with no source keeps its input.
     """
-    g = _group(mesh, mesh_axes, "shift")
-    x = _array(x, "shift")
-    src, dst = _shift_peers(g, mesh, shift_axis, offset, bool(rotate))
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        g, src, dst, rotate, direct, case = _fast["shift", id(mesh), mesh_axes, shift_axis, offset, rotate, x.dtype]
+        if g.live is not mesh._groups or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        g, src, dst, rotate, direct, case = _shift_setup(x, mesh, mesh_axes, shift_axis, offset, rotate)
     if CHECK:
-        _check(g, "shift", (shift_axis, offset, bool(rotate)), x)
-    buf = _c(x)
-    if src == MPI.PROC_NULL:
-        res = buf.copy()
-        if dst == MPI.PROC_NULL:
-            return _finish(res, wait)
-    else:
-        res = np.empty(x.shape, x.dtype)
-    if src == g.rank:  # offset a multiple of the axis size with rotate
-        res[...] = buf
+        _check(g, "shift", (shift_axis, offset, rotate), x)
+    buf = x if x.flags.c_contiguous else _contiguous(x)
+    if case == 0:
+        res = _empty(x.shape, x.dtype)
+        if wait:
+            if direct:
+                g.comm.Sendrecv(buf, dst, _TAG, res, src, _TAG)
+            else:
+                g.comm.Sendrecv(_bytes(buf), dst, _TAG, _bytes(res), src, _TAG)
+            return res
+        sb, rb = (buf, res) if direct else (_bytes(buf), _bytes(res))
+        return Handle([g.comm.Isend(sb, dst, _TAG), g.comm.Irecv(rb, src, _TAG)], res, None, buf)
+    res = buf.copy()
+    if case == 2 or dst == _PROC_NULL:  # 2: offset a multiple of the axis size with rotate
         return _finish(res, wait)
+    sb = buf if direct else _bytes(buf)
     if wait:
-        if x.dtype.char in _DIRECT:
-            g.comm.Sendrecv(buf, dst, _TAG, res if src != MPI.PROC_NULL else None, src, _TAG)
-        else:
-            g.comm.Sendrecv(_bytes(buf), dst, _TAG, _bytes(res) if src != MPI.PROC_NULL else None, src, _TAG)
+        g.comm.Sendrecv(sb, dst, _TAG, None, src, _TAG)
         return res
-    reqs = [g.comm.Isend(_bytes(buf), dst, _TAG)]
-    if src != MPI.PROC_NULL:
-        reqs.append(g.comm.Irecv(_bytes(res), src, _TAG))
-    return Handle(reqs, res, None, buf)
+    return Handle([g.comm.Isend(sb, dst, _TAG)], res, None, buf)
 
 
 # -- index ops -------------------------------------------------------------------------
