@@ -6,7 +6,7 @@ local buffer through a subarray file view, so the file is exactly what
 Any sharding, on any number of processes, reads it back.
 
     >>> write_npy("u.npy", local, sharding, (64, 64))          # doctest: +SKIP
-    >>> local, shape, dtype = read_npy("u.npy", other_sharding)  # doctest: +SKIP
+    >>> local, sharding, shape = read_npy("u.npy", other_sharding)  # doctest: +SKIP
 
 Choices:
 
