@@ -751,13 +751,8 @@ def _local_full(op, kernel, block, acc):
     if block.size == 0:
         return _identity(op, acc)
     kernel = _kernel(kernel)
-    if block.dtype != acc or not block.flags.c_contiguous:
-        flat = np.empty(block.shape, acc)
-        if block.dtype == acc:
-            copy_block(flat, block)
-        else:
-            flat[...] = block
-        block = flat
+    if block.dtype != acc:  # the kernels reduce strided interiors in place, but in the block's dtype
+        block = block.astype(acc)
     return kernel(block)
 
 

@@ -30,6 +30,27 @@ def test_nan_and_empty():
         local_max(np.zeros(0))
 
 
-def test_rejects_non_contiguous():
-    with pytest.raises(ValueError, match="C-contiguous"):
-        local_sum(np.zeros((4, 4))[:, ::2])
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.float32, np.uint8])
+def test_strided_views_are_reduced_in_place(dtype):
+    rng = np.random.default_rng(5)
+    for shape, view in [((9, 13), np.s_[1:-1, 2:-1]), ((6, 7, 11), np.s_[1:-1, 1:-1, 1:-1]),
+                        ((20,), np.s_[3:17:2]), ((8, 8), np.s_[::-1, ::3]), ((), ...)]:
+        a = (rng.random(shape) * 10).astype(dtype)[view]
+        assert local_sum(a) == pytest.approx(np.sum(a))
+        assert local_prod(a[..., :3] if a.ndim else a) == pytest.approx(np.prod(a[..., :3] if a.ndim else a))
+        if a.size:
+            assert local_max(a) == np.max(a) and local_min(a) == np.min(a)
+
+
+def test_nan_anywhere_wins():
+    for k in range(11):
+        a = np.arange(11.0)
+        a[k] = np.nan
+        assert np.isnan(local_max(a)) and np.isnan(local_min(a))
+
+
+def test_rejects_non_arrays_and_non_numbers():
+    with pytest.raises(ValueError, match="expected a numpy.ndarray"):
+        local_sum([1, 2])
+    with pytest.raises(ValueError, match="is not numeric"):
+        local_max(np.array(["a"]))
