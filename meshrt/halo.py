@@ -49,7 +49,7 @@ from typing import Optional
 import numpy as np
 
 from .errors import CollectiveError, MeshError, ShardingError
-from .mesh import AbstractMesh, Mesh
+from .mesh import Mesh
 from .sharding import Sharding
 
 __all__ = ["HaloMessage", "HaloPlan", "plan_halo", "HaloExchange", "HaloHandle", "update_halo",
@@ -191,6 +191,7 @@ def plan_halo(sharding: Sharding, global_shape, periodic=None, device=None) -> H
     ``periodic``: a bool for every dim or one bool per tensor dim. Works on an
     `AbstractMesh`. Cached on its arguments.
 
+    >>> from meshrt.mesh import AbstractMesh
     >>> s = Sharding(AbstractMesh((2,)), [[0]], halo_sizes=[1, 2])
     >>> print(plan_halo(s, (6,), periodic=True, device=0))
     halo plan for device 0: local shape (6,), global shape (6,), periodic (True,)

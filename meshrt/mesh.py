@@ -16,13 +16,12 @@ import atexit
 import math
 import re
 import weakref
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from .errors import MeshError
 
 __all__ = ["AbstractMesh", "Mesh", "parse_shape", "dims_create"]
 
-Axis = "int | str"
 
 
 def parse_shape(shape) -> tuple:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import ShardingError
 from .mesh import AbstractMesh
@@ -101,7 +101,7 @@ class ReshardPlan:
     global_shape: tuple
     steps: tuple
     elements_moved: int
-    lower_bound: int = field(default=0)
+    lower_bound: int | None = None
 
     def __str__(self):
         lines = [
@@ -381,16 +381,16 @@ def execute_reshard(plan: ReshardPlan, owned, mesh, out=None):
         # the last step writes straight into ``out`` where the collective can
         contiguous_out = target if target is not None and target.flags.c_contiguous else None
         if step.op == "all_reduce":
-            x = collectives.all_reduce(np.ascontiguousarray(x), mesh, step.mesh_axes, attrs["reduction"],
+            x = collectives.all_reduce(x, mesh, step.mesh_axes, attrs["reduction"],
                                        out=contiguous_out)
         elif step.op == "reduce_scatter":
-            x = collectives.reduce_scatter(np.ascontiguousarray(x), mesh, step.mesh_axes, attrs["reduction"],
+            x = collectives.reduce_scatter(x, mesh, step.mesh_axes, attrs["reduction"],
                                            attrs["scatter_axis"], out=contiguous_out)
         elif step.op == "all_gather":
             d = attrs["gather_axis"]
             group = mesh.group_devices(step.mesh_axes, mesh.rank)
             sizes = [step.before.shard_shape(shape, dev)[d] for dev in group]
-            x = collectives.all_gather(np.ascontiguousarray(x), mesh, step.mesh_axes, d, sizes=sizes,
+            x = collectives.all_gather(x, mesh, step.mesh_axes, d, sizes=sizes,
                                        out=contiguous_out)
         elif step.op == "all_slice":
             x = _local_slice(step, x, shape, mesh.rank)

@@ -95,7 +95,7 @@ def _alive_with_marker(marker):
 @needs_mpiexec
 def test_run_ends_promptly_when_a_process_is_killed(tmp_path):
     marker = f"meshrt-kill-test-{os.getpid()}"
-    script = _script(tmp_path, f"""
+    script = _script(tmp_path, """
         import os, signal, time
         from mpi4py import MPI
         comm = MPI.COMM_WORLD

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-import meshrt
 from meshrt import (
     AbstractMesh, CollectiveError, DistributedTensor, Mesh, MeshError, Sharding, ShardingError, all_gather,
     all_reduce, all_to_all, broadcast, explain_reshard, gather, plan_halo, reduce, reduce_scatter, scatter, shift,

@@ -157,7 +157,7 @@ def test_ufunc_result_halos_are_zero(meshes):
 
 
 def test_ufunc_errors(meshes):
-    m1, m2 = meshes["1d"], meshes["2d"]
+    m1 = meshes["1d"]
     s1 = Sharding(m1, [[0]])
     s2 = Sharding(m1, [[], [0]])
     shape = (2 * N, 2 * N)
