@@ -4,7 +4,7 @@ They live in one module below everything else so that each layer can raise
 them without importing the layers above it.
 """
 
-__all__ = ["MeshError", "ShardingError", "CollectiveError"]
+__all__ = ["MeshError", "ShardingError", "CollectiveError", "MLIRError"]
 
 
 class MeshError(ValueError):
@@ -17,3 +17,7 @@ class ShardingError(ValueError):
 
 class CollectiveError(ValueError):
     """Invalid collective input, or arguments that disagree across a device group."""
+
+
+class MLIRError(ValueError):
+    """MLIR text that cannot be read, verified or run; the message starts with ``file:line:col:``."""

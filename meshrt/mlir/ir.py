@@ -1,0 +1,628 @@
+"""The MLIR IR data model: what `meshrt.mlir.parse` returns.
+
+Plain Python values: an `Operation` holds its full dialect name, operand and
+result `Value`s, one attribute dict (MLIR's properties ``<{...}>`` and
+attributes ``{...}`` merged), `Region`s of `Block`s, successor blocks and a
+`Location`.  The custom and the generic form of an op parse to the same
+Operation: attribute names and values are those ``mlir-opt
+--mlir-print-op-generic`` (LLVM 22) prints, turned into Python objects.
+
+>>> from meshrt.mlir import parse
+>>> m = parse('shard.grid @g(shape = 2x?)')
+>>> m.grids()["g"].attributes["shape"] == (2, DYNAMIC)
+True
+
+Attribute values
+----------------
+=============================================  =====================================
+MLIR                                           Python
+=============================================  =====================================
+``1 : index``, ``2 : i64``, ``3``              ``int`` (the type is dropped)
+``1.0 : f32``, ``0x7FC00000 : f32``            ``float``
+``true`` / ``false``                           ``bool``
+``"text"``                                     ``str``
+``@grid0``, ``@a::@b``                         `SymbolRef`
+``[a, b]``                                     ``tuple``
+``array<i64: 1, 2>``, ``array<i16>``           ``tuple`` of ints (``()`` when empty)
+``#shard<axisarray[[0], [1, 2]]>``             ``tuple`` of tuples of ints
+``dense<...> : tensor<...>``                   `DenseElements`
+a type (``function_type = (f32) -> f32``)      `TypeAttr`
+``affine_map<(d0, d1) -> (d1)>``               `AffineMap`
+a unit attribute (``rotate``)                  ``UNIT`` (the `UnitAttr` singleton)
+``{k = v}``                                    ``dict``
+enums: ``#shard<partial max>``                 ``str``: ``"max"``
+``#arith.fastmath<none>``                      ``"none"`` (``"nnan,ninf"`` ...)
+``#linalg.iterator_type<parallel>``            ``"parallel"``
+``arith.cmpi``/``cmpf`` ``predicate = 2``      ``"slt"`` (the name, not the number)
+any other dialect attribute                    `OpaqueAttr` (its text)
+=============================================  =====================================
+
+A dynamic size inside an integer array (``?`` in a shape, an SSA operand in
+``halo_sizes = [1, %h]``) is ``DYNAMIC`` (``-2**63``, as MLIR's
+``ShapedType::kDynamic``); the SSA values are then operands of the op.
+
+The shard ops (operands in order; attribute -> Python type)
+-----------------------------------------------------------
+Every collective has ``grid: SymbolRef`` and ``grid_axes: tuple[int]``
+(``()`` when omitted), one tensor operand and one result.  Reductions are
+strings of meshrt's `ReductionKind` values (``"sum"``, ``"max"``, ...).
+
+- ``shard.grid``: no operands/results; ``sym_name: str``,
+  ``shape: tuple[int]`` (``DYNAMIC`` for ``?``).
+- ``shard.sharding`` -> ``!shard.sharding``; operands: dynamic halo sizes,
+  then dynamic sharded_dims_offsets (split by ``operandSegmentSizes: (h, o)``);
+  ``grid: SymbolRef``, ``split_axes: tuple[tuple[int]]``,
+  ``static_halo_sizes: tuple[int]``, ``static_sharded_dims_offsets:
+  tuple[int]`` (both always present, ``()`` when absent).
+- ``shard.shard(src, sharding)`` -> tensor; ``annotate_for_users: UNIT`` when
+  given.
+- ``shard.get_sharding(src)`` -> ``!shard.sharding``; no attributes.
+- ``shard.shard_shape(sharding, dynamic dims..., dynamic device...)`` ->
+  index results; ``dims: tuple[int]``, ``device: tuple[int]``,
+  ``operandSegmentSizes: (d, 1, v)`` (dims, sharding, device).  NB. the
+  generic form puts the dims operands first: the operand order is that of
+  ``operandSegmentSizes``, i.e. ``(dims..., sharding, device...)``.
+- ``shard.process_multi_index`` -> index results; ``grid``, ``axes:
+  tuple[int]``.
+- ``shard.process_linear_index`` -> index; ``grid``.
+- ``shard.grid_shape`` -> index results; ``grid``, ``axes: tuple[int]``.
+- ``shard.neighbors_linear_indices(device...)`` -> (down, up) index;
+  ``grid``, ``split_axes: tuple[int]``.
+- ``shard.all_gather``: ``gather_axis: int``.
+- ``shard.all_reduce``: ``reduction: str`` (default ``"sum"``, always present).
+- ``shard.all_slice``: ``slice_axis: int``.
+- ``shard.all_to_all``: ``split_axis: int``, ``concat_axis: int``.
+- ``shard.broadcast(input, root_dynamic...)``: ``root: tuple[int]``.
+- ``shard.gather(input, root_dynamic...)``: ``gather_axis: int``,
+  ``root: tuple[int]``.
+- ``shard.recv(input, source_dynamic...)``: ``source: tuple[int]`` (absent
+  when not given).
+- ``shard.reduce(input, root_dynamic...)``: ``reduction: str``,
+  ``root: tuple[int]``.
+- ``shard.reduce_scatter``: ``reduction: str``, ``scatter_axis: int``.
+- ``shard.scatter(input, root_dynamic...)``: ``scatter_axis: int``,
+  ``root: tuple[int]``.
+- ``shard.send(input, destination_dynamic...)``: ``destination: tuple[int]``.
+- ``shard.shift``: ``shift_axis: int``, ``offset: int``, ``rotate: UNIT``
+  when given.
+- ``shard.update_halo(destination, halo_sizes dynamic...)`` -> tensor;
+  ``grid``, ``split_axes: tuple[tuple[int]]``, ``static_halo_sizes:
+  tuple[int]``.
+
+Other ops follow the same rule (see the generic form of any op with
+``mlir-opt --mlir-print-op-generic``); e.g. float ``arith``/``math`` ops carry
+``fastmath: str`` (``"none"`` by default), ``arith.cmpi`` ``predicate:
+str``, named linalg ops (``linalg.matmul``, ``linalg.fill``, ``linalg.add``,
+``linalg.transpose`` ...) carry ``operandSegmentSizes``/``indexing_maps`` as
+printed and the scalar body region that mlir-opt prints for them
+(synthesized by the parser from the custom form), ``linalg.generic`` has
+``indexing_maps: tuple[AffineMap]`` and ``iterator_types: tuple[str]``,
+``func.func`` has ``sym_name: str`` and ``function_type: TypeAttr``.
+
+Values, blocks and operations compare by identity (they are nodes of a
+graph; use them as dict keys); `Operation.generic` prints the canonical
+generic form, equal for equal IR whatever the SSA names were.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+
+from ..errors import MLIRError
+
+__all__ = [
+    "DYNAMIC", "MLIRError", "Location", "Type", "TensorType", "ScalarType", "FunctionType", "OpaqueType",
+    "Value", "Operation", "Block", "Region", "Module", "SymbolRef", "DenseElements", "TypeAttr",
+    "AffineMap", "AffineDim", "AffineSymbol", "AffineConst", "AffineBinary", "UnitAttr", "UNIT",
+    "OpaqueAttr",
+]
+
+DYNAMIC = -(2**63)
+"""A dynamic size (``?``) in shapes and static-size arrays, as MLIR's ``ShapedType::kDynamic``."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where an op or token starts in the source text (1-based line and column)."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self):
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+# -- types -------------------------------------------------------------------------------------
+
+_NUMPY = {
+    "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "si8": np.int8, "si16": np.int16, "si32": np.int32, "si64": np.int64,
+    "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
+    "index": np.int64, "f16": np.float16, "f32": np.float32, "f64": np.float64,
+}
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A builtin integer, index or float type: ``i1 i8 i16 i32 i64 ui8.. si8.. index f16 bf16 f32 f64``."""
+
+    name: str
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        """The numpy dtype of the type (``index`` -> int64); bf16 has none and raises `MLIRError`."""
+        dt = _NUMPY.get(self.name)
+        if dt is None:
+            raise MLIRError(f"type {self.name}: numpy has no dtype for it")
+        return np.dtype(dt)
+
+    @property
+    def is_float(self) -> bool:
+        return self.name in ("f16", "bf16", "f32", "f64")
+
+    @property
+    def is_integer(self) -> bool:
+        return not self.is_float
+
+    @property
+    def width(self) -> int:
+        """Bit width (64 for ``index``)."""
+        if self.name == "index":
+            return 64
+        return int(self.name.lstrip("uisbf"))
+
+    def __str__(self):
+        return self.name
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """``tensor<4x?xf32>`` -> ``TensorType((4, None), ScalarType("f32"), None)``."""
+
+    shape: tuple
+    element: "Type"
+    encoding: object = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return all(d is not None for d in self.shape)
+
+    def __str__(self):
+        dims = "".join(("?" if d is None else str(d)) + "x" for d in self.shape)
+        enc = f", {format_attr(self.encoding)}" if self.encoding is not None else ""
+        return f"tensor<{dims}{self.element}{enc}>"
+
+
+@dataclass(frozen=True)
+class FunctionType:
+    """``(f32, index) -> tensor<4xf32>``: tuples of input and result types."""
+
+    inputs: tuple
+    results: tuple
+
+    def __str__(self):
+        ins = ", ".join(map(str, self.inputs))
+        if len(self.results) == 1 and not isinstance(self.results[0], FunctionType):
+            return f"({ins}) -> {self.results[0]}"
+        return f"({ins}) -> ({', '.join(map(str, self.results))})"
+
+
+@dataclass(frozen=True)
+class OpaqueType:
+    """Any other type, kept as its text with aliases expanded (``!shard.sharding``, ``memref<4xf32>``)."""
+
+    text: str
+
+    def __str__(self):
+        return self.text
+
+
+Type = Union[ScalarType, TensorType, FunctionType, OpaqueType]
+
+
+# -- attributes ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SymbolRef:
+    """``@grid0`` -> ``SymbolRef("grid0")``; ``@a::@b`` -> ``SymbolRef("a", ("b",))``."""
+
+    name: str
+    nested: tuple = ()
+
+    def __str__(self):
+        return "".join(f"@{_sym(n)}" if i == 0 else f"::@{_sym(n)}" for i, n in enumerate((self.name,) + self.nested))
+
+
+@dataclass(frozen=True)
+class TypeAttr:
+    """A type used as an attribute value (``function_type``, ``type``)."""
+
+    type: Type
+
+    def __str__(self):
+        return str(self.type)
+
+
+class UnitAttr:
+    """A present-or-absent flag (``rotate``, ``annotate_for_users``); use the ``UNIT`` singleton."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self):
+        return "UNIT"
+
+    def __reduce__(self):
+        return (UnitAttr, ())
+
+
+UNIT = UnitAttr()
+
+
+@dataclass(frozen=True)
+class OpaqueAttr:
+    """An attribute of an unknown dialect, kept as text (``#foo.bar<1>``)."""
+
+    text: str
+
+    def __str__(self):
+        return self.text
+
+
+@dataclass(frozen=True, eq=False)
+class DenseElements:
+    """``dense<...> : tensor<...>``: ``array`` has the tensor's shape and dtype (read-only).
+
+    ``splat`` says the text gave one value for all elements; ``array`` is then
+    a broadcast view, so a large splat costs one element.
+    """
+
+    array: np.ndarray
+    type: TensorType
+    splat: bool = False
+
+    def __eq__(self, other):
+        if not isinstance(other, DenseElements):
+            return NotImplemented
+        return (
+            self.type == other.type
+            and self.array.shape == other.array.shape
+            and bool(np.array_equal(self.array, other.array, equal_nan=self.array.dtype.kind in "fc"))
+        )
+
+    def __hash__(self):
+        return hash((self.type, self.array.shape))
+
+    def __str__(self):
+        def lit(x):
+            if isinstance(x, (bool, np.bool_)):
+                return "true" if x else "false"
+            if isinstance(x, (float, np.floating)):
+                return _float_text(float(x))
+            return str(int(x))
+
+        if self.splat or self.array.size == 0:
+            body = lit(self.array.flat[0]) if self.array.size else ""
+        else:
+            def nest(a):
+                return "[" + ", ".join(nest(x) for x in a) + "]" if a.ndim else lit(a[()])
+            body = nest(self.array)
+        return f"dense<{body}> : {self.type}"
+
+
+# -- affine maps ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AffineDim:
+    """``d<position>``."""
+
+    position: int
+
+    def __str__(self):
+        return f"d{self.position}"
+
+
+@dataclass(frozen=True)
+class AffineSymbol:
+    """``s<position>``."""
+
+    position: int
+
+    def __str__(self):
+        return f"s{self.position}"
+
+
+@dataclass(frozen=True)
+class AffineConst:
+    value: int
+
+    def __str__(self):
+        return str(self.value)
+
+
+@dataclass(frozen=True)
+class AffineBinary:
+    """``lhs <op> rhs`` with op one of ``+ * mod floordiv ceildiv``."""
+
+    op: str
+    lhs: "AffineExpr"
+    rhs: "AffineExpr"
+
+    def __str__(self):
+        return f"({self.lhs} {self.op} {self.rhs})"
+
+
+AffineExpr = Union[AffineDim, AffineSymbol, AffineConst, AffineBinary]
+
+
+def _eval_expr(e, dims, symbols):
+    if isinstance(e, AffineDim):
+        return dims[e.position]
+    if isinstance(e, AffineSymbol):
+        return symbols[e.position]
+    if isinstance(e, AffineConst):
+        return e.value
+    a, b = _eval_expr(e.lhs, dims, symbols), _eval_expr(e.rhs, dims, symbols)
+    if e.op == "+":
+        return a + b
+    if e.op == "*":
+        return a * b
+    if e.op == "mod":
+        return a % b  # Python's mod has the sign of the divisor, as MLIR's (b > 0)
+    if e.op == "floordiv":
+        return a // b
+    return -((-a) // b)  # ceildiv
+
+
+@dataclass(frozen=True)
+class AffineMap:
+    """``affine_map<(d0, d1)[s0] -> (d1, d0 + s0)>``: ``dims=2, symbols=1, results=(...)``.
+
+    >>> m = AffineMap(2, 0, (AffineDim(1), AffineDim(0)))
+    >>> m.evaluate((3, 5)), m.is_permutation(), m.dim_positions()
+    ((5, 3), True, (1, 0))
+    """
+
+    dims: int
+    symbols: int
+    results: tuple
+
+    def evaluate(self, dims, symbols=()) -> tuple:
+        """The results at the given dim (and symbol) values."""
+        if len(dims) != self.dims or len(symbols) != self.symbols:
+            raise MLIRError(
+                f"affine map {self}: takes {self.dims} dims and {self.symbols} symbols, "
+                f"got {len(dims)} and {len(symbols)}"
+            )
+        return tuple(_eval_expr(e, dims, symbols) for e in self.results)
+
+    def dim_positions(self):
+        """The dim position of every result if every result is a bare ``d<i>``, else None."""
+        if all(isinstance(e, AffineDim) for e in self.results):
+            return tuple(e.position for e in self.results)
+        return None
+
+    def is_projected_permutation(self) -> bool:
+        """Every result a distinct bare dim (dims may be dropped): ``(d0, d1, d2) -> (d2, d0)``."""
+        pos = self.dim_positions()
+        return pos is not None and len(set(pos)) == len(pos)
+
+    def is_permutation(self) -> bool:
+        """A projected permutation that keeps every dim: ``(d0, d1) -> (d1, d0)``."""
+        return self.is_projected_permutation() and len(self.results) == self.dims
+
+    def is_identity(self) -> bool:
+        return self.dim_positions() == tuple(range(self.dims))
+
+    def __str__(self):
+        dims = ", ".join(f"d{i}" for i in range(self.dims))
+        syms = f"[{', '.join(f's{i}' for i in range(self.symbols))}]" if self.symbols else ""
+        return f"affine_map<({dims}){syms} -> ({', '.join(_affine_text(e) for e in self.results)})>"
+
+
+def _affine_text(e, top=True):
+    if isinstance(e, AffineBinary):
+        s = f"{_affine_text(e.lhs, False)} {e.op} {_affine_text(e.rhs, False)}"
+        return s if top else f"({s})"
+    return str(e)
+
+
+# -- the graph --------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Value:
+    """An SSA value: a block argument (``%arg0``) or an op result (``%0``, ``%0#1``)."""
+
+    name: str
+    type: Type
+
+    def __repr__(self):
+        return f"Value({self.name}: {self.type})"
+
+
+@dataclass(eq=False)
+class Block:
+    """A basic block: arguments, operations, and its label (``^bb1``) when it had one."""
+
+    arguments: list = field(default_factory=list)
+    operations: list = field(default_factory=list)
+    label: str | None = None
+
+
+@dataclass(eq=False)
+class Region:
+    blocks: list = field(default_factory=list)
+
+    @property
+    def entry(self) -> Block:
+        return self.blocks[0]
+
+
+@dataclass(eq=False)
+class Operation:
+    """One op; ``name`` is the full dialect name (``"shard.all_reduce"``)."""
+
+    name: str
+    operands: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+    attributes: dict = field(default_factory=dict)
+    regions: list = field(default_factory=list)
+    successors: list = field(default_factory=list)
+    location: Location = Location("<unknown>", 0, 0)
+
+    @property
+    def dialect(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def result(self) -> Value:
+        """The single result (`MLIRError` if the op has not exactly one)."""
+        if len(self.results) != 1:
+            raise MLIRError(f"{self.location}: '{self.name}' has {len(self.results)} results, not 1")
+        return self.results[0]
+
+    def walk(self):
+        """This op and every op nested in its regions, in pre-order."""
+        yield self
+        for region in self.regions:
+            for block in region.blocks:
+                for op in block.operations:
+                    yield from op.walk()
+
+    def generic(self) -> str:
+        """The canonical generic form: values renumbered, attributes sorted."""
+        return _Printer().op(self)
+
+    def __repr__(self):
+        return f"<Operation {self.name} at {self.location}>"
+
+
+@dataclass(eq=False)
+class Module:
+    """A parsed file: its top-level ops (the body of ``builtin.module`` when the file has one)."""
+
+    operations: list
+    source: str = ""
+    filename: str = "<string>"
+    attributes: dict = field(default_factory=dict)
+
+    def walk(self):
+        for op in self.operations:
+            yield from op.walk()
+
+    def functions(self) -> dict:
+        """``{name: func.func Operation}``."""
+        return {op.attributes["sym_name"]: op for op in self.operations if op.name == "func.func"}
+
+    def grids(self) -> dict:
+        """``{name: shard.grid Operation}``; its ``attributes["shape"]`` has ``DYNAMIC`` for ``?``."""
+        return {op.attributes["sym_name"]: op for op in self.operations if op.name == "shard.grid"}
+
+    def generic(self) -> str:
+        """The canonical generic form of every top-level op (see `Operation.generic`)."""
+        p = _Printer()
+        return "".join(p.op(op) for op in self.operations)
+
+
+# -- printing (canonical generic form) -----------------------------------------------------------
+
+_BARE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.")
+
+
+def _sym(name):
+    if name and set(name) <= _BARE and not name[0].isdigit():
+        return name
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _float_text(x: float) -> str:
+    if x != x or x in (float("inf"), float("-inf")):
+        return repr(x)
+    return repr(float(x))
+
+
+def format_attr(v) -> str:
+    """The text of an attribute value in the canonical printing (types of ints/floats dropped)."""
+    if v is UNIT:
+        return "unit"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return _float_text(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, tuple):
+        return "[" + ", ".join(format_attr(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {format_attr(v[k])}" for k in sorted(v)) + "}"
+    return str(v)
+
+
+class _Printer:
+    """Prints ops in generic form with values and blocks numbered in order of definition."""
+
+    def __init__(self):
+        self.names = {}
+        self.blocks = {}
+
+    def name(self, v: Value) -> str:
+        # Numbered on first sight, use or definition: a value used before its
+        # definition (in a later block of a CFG) still prints the same either way.
+        n = self.names.get(id(v))
+        if n is None:
+            n = self.names[id(v)] = f"%v{len(self.names)}"
+        return n
+
+    define = name
+
+    def op(self, op: Operation, indent="") -> str:
+        for r in op.regions:
+            for b in r.blocks:
+                self.blocks[id(b)] = f"^bb{len(self.blocks)}"
+        operands = ", ".join(self.name(v) for v in op.operands)
+        succ = ""
+        if op.successors:
+            succ = "[" + ", ".join(self.blocks.get(id(b), "^<undefined>") for b in op.successors) + "]"
+        attrs = ""
+        if op.attributes:
+            attrs = " {" + ", ".join(
+                k if op.attributes[k] is UNIT else f"{k} = {format_attr(op.attributes[k])}" for k in sorted(op.attributes)
+            ) + "}"
+        regions = ""
+        if op.regions:
+            regions = " (" + ", ".join(self.region(r, indent + "  ") for r in op.regions) + ")"
+        for v in op.results:
+            self.define(v)
+        lhs = ", ".join(self.name(v) for v in op.results)
+        lhs = f"{lhs} = " if lhs else ""
+        ftype = FunctionType(tuple(v.type for v in op.operands), tuple(v.type for v in op.results))
+        return f'{indent}{lhs}"{op.name}"({operands}){succ}{regions}{attrs} : {ftype}\n'
+
+    def region(self, r: Region, indent) -> str:
+        out = ["{\n"]
+        for b in r.blocks:
+            for a in b.arguments:
+                self.define(a)
+            args = ", ".join(f"{self.name(a)}: {a.type}" for a in b.arguments)
+            out.append(f"{indent}{self.blocks[id(b)]}({args}):\n")
+            for op in b.operations:
+                out.append(self.op(op, indent + "  "))
+        out.append(indent[:-2] + "}")
+        return "".join(out)
