@@ -137,8 +137,121 @@ def main(argv=None):
     add_arguments(p)
     p.error = _error_on_rank0(p)
     p.set_defaults(func=_bench)
+    _mlir_add_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
+
+
+# -- meshrt mlir partition / run ---------------------------------------------------------------------
+MLIR_PIPELINE = "builtin.module(func.func(sharding-propagation,shard-partition))"
+MLIR_PACKAGE = "mlir-22-tools"
+
+
+def find_mlir_opt():
+    """``mlir-opt``: $MESHRT_MLIR_OPT if set, else on PATH, else the newest /usr/lib/llvm-*/bin one."""
+    import glob
+    import shutil
+
+    env = os.environ.get("MESHRT_MLIR_OPT")
+    if env:
+        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
+    found = shutil.which("mlir-opt")
+    if found:
+        return found
+    def version(path):
+        v = path.split("llvm-")[-1].split("/")[0]
+        return int(v) if v.isdigit() else 0
+    cands = sorted(glob.glob("/usr/lib/llvm-*/bin/mlir-opt"), key=version, reverse=True)
+    return cands[0] if cands else None
+
+
+def mlir_partition(path):
+    """The per-process text mlir-opt's sharding-propagation + shard-partition make of ``path``.
+
+    Raises `RuntimeError` naming the Debian package when mlir-opt is missing,
+    and with mlir-opt's message when it fails.
+    """
+    exe = find_mlir_opt()
+    if exe is None:
+        where = f"MESHRT_MLIR_OPT={os.environ['MESHRT_MLIR_OPT']!r} is not an executable" \
+            if os.environ.get("MESHRT_MLIR_OPT") else "no mlir-opt on PATH or in /usr/lib/llvm-*/bin"
+        raise RuntimeError(f"{where}; install it with `apt-get install {MLIR_PACKAGE}` (Debian/Ubuntu) "
+                           "or point MESHRT_MLIR_OPT at one")
+    proc = subprocess.run([exe, f"--pass-pipeline={MLIR_PIPELINE}", path], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"mlir-opt failed on {path}:\n{proc.stderr.strip()}")
+    return proc.stdout
+
+
+def _mlir_partition_cmd(args):
+    try:
+        text = mlir_partition(args.file)
+    except RuntimeError as e:
+        print(f"meshrt mlir partition: {e}", file=sys.stderr)
+        return 2
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _mlir_run_cmd(args):
+    import numpy as np
+    from mpi4py import MPI
+
+    from .errors import MLIRError
+    from .mlir import parse_file
+    from .mlir.execute import Program, function_shardings, gather_results, is_partitioned, local_parts
+
+    comm = MPI.COMM_WORLD
+    try:
+        module = parse_file(args.file)
+        prog = Program(module, comm)
+        arrays = [np.load(a) for a in args.args]
+        partitioned = is_partitioned(module, args.func)
+        if partitioned and args.shardings_from:
+            arg_s, res_s = function_shardings(Program(parse_file(args.shardings_from), comm), args.func)
+        else:
+            arg_s, res_s = [None] * len(arrays), None
+        results = prog.run(args.func, local_parts(arrays, arg_s))
+        if res_s is None:
+            res_s = [None] * len(results)
+        outs = gather_results(results, res_s, comm)
+    except (MLIRError, OSError, ValueError) as e:
+        # every process reads the same files and IR, so all of them fail alike
+        if comm.rank == 0:
+            print(f"meshrt mlir run: {e}", file=sys.stderr)
+        return 1
+    if comm.rank == 0:
+        os.makedirs(args.out, exist_ok=True)
+        for i, r in enumerate(outs):
+            np.save(os.path.join(args.out, f"result{i}.npy"), r)
+    return 0
+
+
+def _mlir_add_parser(sub):
+    p = sub.add_parser("mlir", help="partition (mlir-opt) and run MLIR programs of the shard dialect")
+    msub = p.add_subparsers(dest="mlir_command", required=True)
+    q = msub.add_parser("partition", help=f"per-process IR from mlir-opt --pass-pipeline={MLIR_PIPELINE!r}")
+    q.add_argument("file")
+    q.add_argument("-o", "--output", help="write here instead of stdout")
+    q.set_defaults(func=_mlir_partition_cmd)
+    q = msub.add_parser("run", help="run a func.func on every process (under mpiexec / meshrt run)",
+                        description="Arguments are global arrays (.npy). A partitioned program takes each "
+                                    "process's part per the argument shardings of the global program given "
+                                    "with --shardings-from; an un-partitioned one takes them whole. Rank 0 "
+                                    "writes the (gathered) results as DIR/result<i>.npy.")
+    q.add_argument("file")
+    q.add_argument("--func", required=True, help="name of the func.func to run")
+    q.add_argument("--args", nargs="*", default=[], help=".npy files, one per function argument")
+    q.add_argument("--out", required=True, help="directory for result<i>.npy")
+    q.add_argument("--shardings-from", metavar="GLOBAL.mlir",
+                   help="the un-partitioned program, for the argument and result shardings")
+    q.set_defaults(func=_mlir_run_cmd)
+    for x in (p, *msub.choices.values()):
+        x.error = _error_on_rank0(x)
 
 
 if __name__ == "__main__":

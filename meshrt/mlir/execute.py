@@ -1,0 +1,689 @@
+"""Run a ``func.func`` of a parsed MLIR module on every MPI process.
+
+Tensors are numpy arrays, one per process; scalars are numpy scalars
+(``index`` is int64); ``!shard.sharding`` values are meshrt `Sharding` s.
+A ``shard.grid`` becomes a `Mesh` over the communicator (``?`` axes resolved
+from its size); the shard collectives call meshrt's collectives with the
+dialect's device groups.  The same file runs un-partitioned too: there every
+process holds whole tensors and ``shard.shard`` (a sharding annotation, or a
+reshard between two annotations) leaves the global value as it is.
+
+Before anything runs, `Program` walks the function and every function it
+calls and raises `MLIRError` (``file:line:col: unsupported op 'x.y'``) for
+the first op it cannot execute, the same on every process.
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''func.func @f(%a: tensor<3xf64>) -> tensor<3xf64> {
+...   %e = math.exp %a : tensor<3xf64>
+...   return %e : tensor<3xf64>
+... }''')
+>>> [y] = run_function(m, "f", [np.zeros(3)])
+>>> y
+array([1., 1., 1.])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import collectives as C
+from ..errors import MLIRError
+from ..halo import update_halo
+from ..mesh import AbstractMesh, Mesh
+from ..sharding import Sharding
+from . import linalg as L
+from .ir import DYNAMIC, DenseElements, Module, ScalarType, TensorType
+
+__all__ = ["Program", "run_function", "check_function", "function_shardings", "is_partitioned"]
+
+_TERMINATORS = frozenset(["func.return", "scf.yield", "scf.condition", "linalg.yield", "tensor.yield"])
+_COMMUNICATING = frozenset([
+    "shard.all_gather", "shard.all_reduce", "shard.all_slice", "shard.all_to_all", "shard.broadcast",
+    "shard.gather", "shard.reduce", "shard.reduce_scatter", "shard.scatter", "shard.send", "shard.recv",
+    "shard.shift", "shard.update_halo", "shard.process_multi_index", "shard.process_linear_index",
+    "shard.neighbors_linear_indices",
+])
+
+
+def _dtype(t) -> np.dtype:
+    if isinstance(t, TensorType):
+        t = t.element
+    if isinstance(t, ScalarType):
+        return t.numpy_dtype
+    raise MLIRError(f"type {t}: no numpy dtype")
+
+
+def _static(attr, operands, it):
+    """Fill the ``DYNAMIC`` entries of a static-size array attribute from SSA operands, in order."""
+    return tuple(int(next(it)) if a == DYNAMIC else int(a) for a in attr)
+
+
+def _mixed(op, key):
+    return tuple(op.attributes.get(key, ()))
+
+
+def _callee(op) -> str:
+    c = op.attributes.get("callee")
+    return getattr(c, "name", c)
+
+
+def _functions_reached(module: Module, name: str) -> list:
+    funcs = module.functions()
+    if name not in funcs:
+        have = ", ".join(f"@{n}" for n in funcs) or "none"
+        raise MLIRError(f"{module.filename}: no function @{name}; the module has {have}")
+    order, todo = [], [name]
+    while todo:
+        n = todo.pop()
+        if n in order:
+            continue
+        order.append(n)
+        for op in funcs[n].walk():
+            if op.name == "func.call":
+                callee = _callee(op)
+                if callee not in funcs:
+                    raise MLIRError(f"{op.location}: 'func.call' calls @{callee}, which the module does not define")
+                todo.append(callee)
+    return [funcs[n] for n in order]
+
+
+def is_partitioned(module: Module, name: str) -> bool:
+    """True when the function (and its callees) holds no ``shard.shard``: per-process IR."""
+    return not any(op.name == "shard.shard" for f in _functions_reached(module, name) for op in f.walk())
+
+
+def check_function(module: Module, name: str) -> None:
+    """Raise `MLIRError` at the first op of ``@name`` (or a callee) that cannot run."""
+    for f in _functions_reached(module, name):
+        _check_ops(f.regions[0].blocks, f.attributes.get("sym_name"))
+
+
+def _check_ops(blocks, where):
+    for block in blocks:
+        for op in block.operations:
+            if op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS:
+                raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{where})")
+            if op.name in L.LINALG_OPS:
+                for r in op.regions:
+                    for b in r.blocks:
+                        L.check_body(b, f"'{op.name}' at {op.location}")
+            elif op.name == "tensor.pad":
+                for b in op.regions[0].blocks:
+                    for o in b.operations:
+                        if o.name not in ("tensor.yield", "arith.constant"):
+                            raise MLIRError(f"{o.location}: unsupported op '{o.name}' in a tensor.pad body "
+                                            "(only a constant or outside value can be yielded)")
+            elif op.name == "shard.get_sharding":
+                pass  # resolved at run time from the defining shard.shard
+            else:
+                for r in op.regions:
+                    _check_ops(r.blocks, where)
+
+
+def _grid_shape(module, name, where):
+    grids = module.grids()
+    g = grids.get(name)
+    if g is None:
+        raise MLIRError(f"{where}: no shard.grid @{name} in the module")
+    return tuple(-1 if s == DYNAMIC else int(s) for s in g.attributes["shape"])
+
+
+class Program:
+    """A checked module bound to a communicator; `run` executes a function.
+
+    Meshes (and their group communicators) are built on first use and kept
+    for later runs; `free` releases them.
+
+    >>> prog = Program(module)                      # doctest: +SKIP
+    >>> y, = prog.run("mlp", [x, w1, w2])           # doctest: +SKIP
+    """
+
+    def __init__(self, module: Module, comm=None):
+        if comm is None:
+            from mpi4py import MPI
+
+            comm = MPI.COMM_WORLD
+        self.module = module
+        self.comm = comm
+        self._meshes = {}
+        self._checked = set()
+        self._captures = {}
+
+    # -- meshes -------------------------------------------------------------------------------
+    def mesh(self, grid, where="", abstract=False):
+        """The `Mesh` of ``shard.grid @grid`` on this communicator (abstract: no processes)."""
+        name = getattr(grid, "name", grid)
+        key = (name, abstract)
+        m = self._meshes.get(key)
+        if m is None:
+            shape = _grid_shape(self.module, name, where)
+            if abstract:
+                m = AbstractMesh(tuple(1 if s == -1 else s for s in shape), name=name)
+            else:
+                try:
+                    m = Mesh(shape, comm=self.comm, name=name)
+                except ValueError as e:
+                    raise MLIRError(f"{where}: shard.grid @{name}: {e}") from None
+            self._meshes[key] = m
+        return m
+
+    def free(self) -> None:
+        """Free the meshes' group communicators (collective)."""
+        for m in self._meshes.values():
+            if isinstance(m, Mesh):
+                m.free()
+        self._meshes.clear()
+
+    # -- running --------------------------------------------------------------------------------
+    def run(self, name: str, args) -> list:
+        """Run ``func.func @name`` on ``args`` (one per function argument); returns the results."""
+        if name not in self._checked:
+            check_function(self.module, name)
+            self._checked.add(name)
+        return self._call(name, list(args))
+
+    def _call(self, name, args):
+        f = self.module.functions()[name]
+        ftype = f.attributes["function_type"].type
+        block = f.regions[0].entry
+        if len(args) != len(block.arguments):
+            raise MLIRError(f"{f.location}: @{name} takes {len(block.arguments)} arguments, got {len(args)}")
+        vals = [_coerce(a, t, f, i) for i, (a, t) in enumerate(zip(args, ftype.inputs))]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return list(self._block(block, vals, {}, global_mode=not is_partitioned(self.module, name)))
+
+    def _block(self, block, args, env, global_mode=False):
+        for a, v in zip(block.arguments, args):
+            env[a] = v
+        ops = block.operations
+        for op in ops:
+            name = op.name
+            if name in _TERMINATORS:
+                return [env[v] for v in op.operands]
+            h = _HANDLERS.get(name)
+            if h is not None:
+                res = h(self, op, env) if name not in ("shard.sharding", "scf.if", "scf.for", "scf.while") \
+                    else h(self, op, env, global_mode)
+            elif name in L.LINALG_OPS:
+                res = L.run_linalg(op, env.__getitem__, lambda o: self._captured(o, env))
+            else:
+                res = [L.scalar_function(op)(*[env[v] for v in op.operands])]
+            for v, r in zip(op.results, res):
+                env[v] = r
+        return []
+
+    def _captured(self, op, env):
+        values = self._captures.get(op)
+        if values is None:
+            values = self._captures[op] = L.body_captures(op)
+        return values, [env[v] for v in values]
+
+
+def _coerce(a, t, f, i):
+    where = f"{f.location}: @{f.attributes.get('sym_name')} argument {i}"
+    if isinstance(t, TensorType):
+        a = np.asarray(a)
+        if a.ndim != t.rank or any(d is not None and d != n for d, n in zip(t.shape, a.shape)):
+            raise MLIRError(f"{where}: expected {t}, got an array of shape {a.shape}")
+        dt = _dtype(t)
+        if a.dtype != dt:
+            raise MLIRError(f"{where}: expected element type {t.element} ({dt}), got {a.dtype}")
+        return a
+    if isinstance(t, ScalarType):
+        return _dtype(t).type(a)
+    return a
+
+
+def _check_shape(op, r, t):
+    if isinstance(t, TensorType):
+        if r.ndim != t.rank or any(d is not None and d != n for d, n in zip(t.shape, r.shape)):
+            raise MLIRError(f"{op.location}: '{op.name}' produced shape {r.shape} on this process, "
+                            f"which its result type {t} does not allow")
+
+
+# -- handlers: (program, op, env) -> list of results ---------------------------------------------------
+
+def _constant(p, op, env):
+    v = op.attributes["value"]
+    t = op.results[0].type
+    if isinstance(v, DenseElements):
+        return [v.array]
+    return [_dtype(t).type(v)]
+
+
+def _call(p, op, env):
+    return p._call(_callee(op), [env[v] for v in op.operands])
+
+
+def _scf_if(p, op, env, gm):
+    cond = bool(env[op.operands[0]])
+    region = op.regions[0] if cond else (op.regions[1] if len(op.regions) > 1 else None)
+    if region is None or not region.blocks:
+        return []
+    return p._block(region.entry, [], env, gm)
+
+
+def _scf_for(p, op, env, gm):
+    lb, ub, step = (int(env[v]) for v in op.operands[:3])
+    it = [env[v] for v in op.operands[3:]]
+    block = op.regions[0].entry
+    ivt = _dtype(block.arguments[0].type).type
+    for i in range(lb, ub, step):
+        it = p._block(block, [ivt(i), *it], env, gm)
+    return it
+
+
+def _scf_while(p, op, env, gm):
+    before, after = op.regions[0].entry, op.regions[1].entry
+    vals = [env[v] for v in op.operands]
+    while True:
+        cond_op = before.operations[-1]
+        out = p._block(before, vals, env, gm)
+        if not bool(out[0]):
+            return out[1:]
+        vals = p._block(after, out[1:], env, gm)
+        del cond_op
+
+
+def _cast_through(p, op, env):
+    if len(op.operands) != len(op.results):
+        raise MLIRError(f"{op.location}: 'builtin.unrealized_conversion_cast' with {len(op.operands)} operands "
+                        f"and {len(op.results)} results cannot run (only one-to-one casts)")
+    return [env[v] for v in op.operands]
+
+
+def _tensor_cast(p, op, env):
+    x = env[op.operands[0]]
+    _check_shape(op, x, op.results[0].type)
+    return [x]
+
+
+# tensor ------------------------------------------------------------------------------------------
+
+def _result_shape(op, dyn):
+    it = iter(dyn)
+    return tuple(int(next(it)) if d is None else d for d in op.results[0].type.shape)
+
+
+def _empty(p, op, env):
+    return [np.empty(_result_shape(op, [env[v] for v in op.operands]), _dtype(op.results[0].type))]
+
+
+def _splat(p, op, env):
+    shape = _result_shape(op, [env[v] for v in op.operands[1:]])
+    return [np.full(shape, env[op.operands[0]], _dtype(op.results[0].type))]
+
+
+def _from_elements(p, op, env):
+    t = op.results[0].type
+    return [np.array([env[v] for v in op.operands], dtype=_dtype(t)).reshape(t.shape)]
+
+
+def _dim(p, op, env):
+    return [np.int64(env[op.operands[0]].shape[int(env[op.operands[1]])])]
+
+
+def _extract(p, op, env):
+    x = env[op.operands[0]]
+    return [x[tuple(int(env[v]) for v in op.operands[1:])]]
+
+
+def _insert(p, op, env):
+    dest = np.array(env[op.operands[1]])
+    dest[tuple(int(env[v]) for v in op.operands[2:])] = env[op.operands[0]]
+    return [dest]
+
+
+def _slices(op, env, first):
+    seg = op.attributes["operandSegmentSizes"]
+    it = iter([env[v] for v in op.operands[first:]])
+    offs = _static(op.attributes["static_offsets"], None, it)
+    sizes = _static(op.attributes["static_sizes"], None, it)
+    strides = _static(op.attributes["static_strides"], None, it)
+    del seg
+    return tuple(slice(o, o + s * st, st) if s else slice(o, o) for o, s, st in zip(offs, sizes, strides)), sizes
+
+
+def _drop_unit_dims(x, sizes, t):
+    if x.ndim == t.rank:
+        return x
+    keep, j = [], 0
+    for i, s in enumerate(sizes):
+        if j < t.rank and (t.shape[j] is None or t.shape[j] == s) and not (s == 1 and x.ndim - i > t.rank - j):
+            keep.append(s)
+            j += 1
+    return x.reshape(keep)
+
+
+def _extract_slice(p, op, env):
+    x = env[op.operands[0]]
+    sl, sizes = _slices(op, env, 1)
+    return [_drop_unit_dims(x[sl], sizes, op.results[0].type)]
+
+
+def _insert_slice(p, op, env):
+    src, dest = env[op.operands[0]], np.array(env[op.operands[1]])
+    sl, sizes = _slices(op, env, 2)
+    dest[sl] = np.reshape(src, tuple(len(range(s.start, s.stop, s.step)) for s in sl))
+    return [dest]
+
+
+def _pad(p, op, env):
+    x = env[op.operands[0]]
+    it = iter([env[v] for v in op.operands[1:]])
+    low = _static(op.attributes["static_low"], None, it)
+    high = _static(op.attributes["static_high"], None, it)
+    body = op.regions[0].entry
+    y = body.operations[-1].operands[0]
+    if y in env:
+        value = env[y]
+    else:
+        value = body.operations[[o.results[0] if o.results else None for o in body.operations].index(y)].attributes["value"]
+    return [np.pad(x, list(zip(low, high)), constant_values=value)]
+
+
+def _reassociated(op):
+    return [tuple(g) for g in op.attributes["reassociation"]]
+
+
+def _collapse(p, op, env):
+    x = env[op.operands[0]]
+    return [x.reshape([int(np.prod([x.shape[d] for d in g])) for g in _reassociated(op)])]
+
+
+def _expand(p, op, env):
+    x = env[op.operands[0]]
+    it = iter([env[v] for v in op.operands[1:]])
+    shape = _static(op.attributes["static_output_shape"], None, it)
+    return [x.reshape(shape)]
+
+
+def _concat(p, op, env):
+    return [np.concatenate([env[v] for v in op.operands], axis=int(op.attributes["dim"]))]
+
+
+# shard ---------------------------------------------------------------------------------------------
+
+def _sharding(p, op, env, global_mode):
+    seg = op.attributes.get("operandSegmentSizes", (0, 0))
+    dyn = iter([env[v] for v in op.operands])
+    halos = _static(op.attributes.get("static_halo_sizes", ()), None, dyn)
+    offsets = _static(op.attributes.get("static_sharded_dims_offsets", ()), None, dyn)
+    del seg
+    mesh = p.mesh(op.attributes["grid"], op.location, abstract=global_mode)
+    try:
+        s = Sharding(mesh, op.attributes["split_axes"], halo_sizes=halos or None,
+                     sharded_dims_offsets=offsets or None)
+    except ValueError as e:
+        raise MLIRError(f"{op.location}: 'shard.sharding': {e}") from None
+    return [s]
+
+
+def _shard(p, op, env):
+    return [env[op.operands[0]]]  # un-partitioned: the global value is unchanged by a (re)sharding
+
+
+def _get_sharding(p, op, env):
+    src = op.operands[0]
+    for o in _defining(p, op):
+        if src in o.results and o.name == "shard.shard":
+            return [env[o.operands[1]]]
+    raise MLIRError(f"{op.location}: 'shard.get_sharding' of a value that no shard.shard defines")
+
+
+def _defining(p, op):
+    f = p.module.functions()
+    for fn in f.values():
+        for o in fn.walk():
+            yield o
+
+
+def _axes(op, key="grid_axes"):
+    return tuple(op.attributes.get(key, ()))
+
+
+def _mesh(p, op):
+    return p.mesh(op.attributes["grid"], op.location)
+
+
+def _multi(op, key, env, first=1):
+    it = iter([env[v] for v in op.operands[first:]])
+    return _static(op.attributes[key], None, it)
+
+
+def _all_gather(p, op, env):
+    return [C.all_gather(env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["gather_axis"]))]
+
+
+def _all_reduce(p, op, env):
+    x = env[op.operands[0]]
+    dt = _dtype(op.results[0].type)
+    return [C.all_reduce(x, _mesh(p, op), _axes(op), op.attributes.get("reduction", "sum"),
+                         dtype=None if dt == x.dtype else dt)]
+
+
+def _all_slice(p, op, env):
+    return [C.all_slice(env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["slice_axis"]))]
+
+
+def _all_to_all(p, op, env):
+    return [C.all_to_all(env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["split_axis"]),
+                         int(op.attributes["concat_axis"]))]
+
+
+def _reduce_scatter(p, op, env):
+    return [C.reduce_scatter(env[op.operands[0]], _mesh(p, op), _axes(op), op.attributes.get("reduction", "sum"),
+                             int(op.attributes["scatter_axis"]))]
+
+
+def _broadcast(p, op, env):
+    return [C.broadcast(env[op.operands[0]], _mesh(p, op), _axes(op), _multi(op, "root", env))]
+
+
+def _undefined_like(op, x, dt):
+    t = op.results[0].type
+    shape = t.shape if t.is_static else x.shape
+    return np.zeros(shape, dt)
+
+
+def _gather(p, op, env):
+    x = env[op.operands[0]]
+    r = C.gather(x, _mesh(p, op), _axes(op), int(op.attributes["gather_axis"]), _multi(op, "root", env))
+    return [r if r is not None else _undefined_like(op, x, x.dtype)]  # non-root: undefined in the dialect
+
+
+def _reduce(p, op, env):
+    x = env[op.operands[0]]
+    dt = _dtype(op.results[0].type)
+    r = C.reduce(x, _mesh(p, op), _axes(op), op.attributes.get("reduction", "sum"), _multi(op, "root", env),
+                 dtype=None if dt == x.dtype else dt)
+    return [r if r is not None else _undefined_like(op, x, dt)]
+
+
+def _scatter(p, op, env):
+    return [C.scatter(env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["scatter_axis"]),
+                      _multi(op, "root", env))]
+
+
+def _send(p, op, env):
+    x = env[op.operands[0]]
+    C.send(x, _mesh(p, op), _axes(op), _multi(op, "destination", env))
+    return [x]
+
+
+def _recv(p, op, env):
+    if "source" not in op.attributes:
+        raise MLIRError(f"{op.location}: 'shard.recv' without a source cannot run (meshrt receives from one device)")
+    x = env[op.operands[0]]
+    return [C.recv(x, _mesh(p, op), _axes(op), _multi(op, "source", env))]
+
+
+def _shift(p, op, env):
+    return [C.shift(env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["shift_axis"]),
+                    int(op.attributes["offset"]), rotate="rotate" in op.attributes)]
+
+
+def _update_halo(p, op, env):
+    x = np.array(env[op.operands[0]], order="C")  # SSA: the operand keeps its value
+    halos = _multi(op, "static_halo_sizes", env)
+    return [update_halo(x, _mesh(p, op), [list(a) for a in op.attributes["split_axes"]], halos)]
+
+
+def _process_multi_index(p, op, env):
+    m = _mesh(p, op)
+    axes = _axes(op, "axes") or tuple(range(m.ndim))
+    return [np.int64(m.coords[a]) for a in axes]
+
+
+def _process_linear_index(p, op, env):
+    return [np.int64(_mesh(p, op).rank)]
+
+
+def _grid_shape_op(p, op, env):
+    m = _mesh(p, op)
+    axes = _axes(op, "axes") or tuple(range(m.ndim))
+    return [np.int64(m.shape[a]) for a in axes]
+
+
+def _neighbors(p, op, env):
+    m = _mesh(p, op)
+    device = tuple(int(env[v]) for v in op.operands)
+    down, up = m.neighbors(list(op.attributes["split_axes"]), device)
+    return [np.int64(down), np.int64(up)]
+
+
+def _shard_shape(p, op, env):
+    seg = op.attributes["operandSegmentSizes"]
+    vals = [env[v] for v in op.operands]
+    dims = _static(op.attributes["dims"], None, iter(vals[: seg[0]]))
+    s = vals[seg[0]]
+    device = _static(op.attributes["device"], None, iter(vals[seg[0] + 1:]))
+    m = s.mesh
+    lin = m.linear_index(device) if len(device) == m.ndim else int(device[0])
+    return [np.int64(n) for n in s.local_shape(dims, lin)]  # MLIR's shard shape includes the halos
+
+
+_HANDLERS = {
+    "arith.constant": _constant,
+    "func.call": _call,
+    "scf.if": _scf_if, "scf.for": _scf_for, "scf.while": _scf_while,
+    "builtin.unrealized_conversion_cast": _cast_through,
+    "tensor.cast": _tensor_cast, "tensor.empty": _empty, "tensor.splat": _splat,
+    "tensor.from_elements": _from_elements, "tensor.dim": _dim, "tensor.extract": _extract,
+    "tensor.insert": _insert, "tensor.extract_slice": _extract_slice, "tensor.insert_slice": _insert_slice,
+    "tensor.pad": _pad, "tensor.collapse_shape": _collapse, "tensor.expand_shape": _expand,
+    "tensor.concat": _concat,
+    "shard.sharding": _sharding, "shard.shard": _shard, "shard.get_sharding": _get_sharding,
+    "shard.all_gather": _all_gather, "shard.all_reduce": _all_reduce, "shard.all_slice": _all_slice,
+    "shard.all_to_all": _all_to_all, "shard.reduce_scatter": _reduce_scatter, "shard.broadcast": _broadcast,
+    "shard.gather": _gather, "shard.reduce": _reduce, "shard.scatter": _scatter, "shard.send": _send,
+    "shard.recv": _recv, "shard.shift": _shift, "shard.update_halo": _update_halo,
+    "shard.process_multi_index": _process_multi_index, "shard.process_linear_index": _process_linear_index,
+    "shard.grid_shape": _grid_shape_op, "shard.neighbors_linear_indices": _neighbors,
+    "shard.shard_shape": _shard_shape,
+}
+for _t in _TERMINATORS:
+    _HANDLERS[_t] = None  # handled by the block runner; listed so the pre-pass accepts them
+
+
+def run_function(module: Module, name: str, args, *, comm=None) -> list:
+    """Run ``func.func @name`` of ``module`` on every process of ``comm`` (default COMM_WORLD).
+
+    ``args``: this process's values (numpy arrays for tensors).  Returns the
+    function's results on this process.  Meshes built for the run are freed
+    at the end; use `Program` to run many times.
+    """
+    p = Program(module, comm)
+    try:
+        return p.run(name, args)
+    finally:
+        p.free()
+
+
+# -- shardings of a global program's arguments and results --------------------------------------------
+
+def function_shardings(program: Program, name: str):
+    """``(args, results)``: the `Sharding` (or None: replicated) of every argument and
+    result of the un-partitioned ``func.func @name``, read from its ``shard.shard`` ops.
+
+    An argument's sharding is that of the ``shard.shard`` taking it (a plain
+    one before an ``annotate_for_users`` one); a result's is that of the
+    ``shard.shard`` defining the returned value.  Meshes come from ``program``.
+    """
+    f = program.module.functions().get(name)
+    if f is None:
+        _functions_reached(program.module, name)
+    block = f.regions[0].entry
+    defs = {}
+    for op in f.walk():
+        for r in op.results:
+            defs[r] = op
+
+    def sharding_of(shard_op):
+        s_op = defs.get(shard_op.operands[1])
+        if s_op is None or s_op.name != "shard.sharding" or s_op.operands:
+            raise MLIRError(f"{shard_op.location}: the sharding of a function argument or result must be "
+                            "a shard.sharding with static attributes")
+        return _sharding(program, s_op, {}, False)[0]
+
+    args = []
+    for a in block.arguments:
+        users = [op for op in block.operations if op.name == "shard.shard" and op.operands[0] is a]
+        users.sort(key=lambda o: "annotate_for_users" in o.attributes)
+        args.append(sharding_of(users[0]) if users else None)
+    ret = block.operations[-1]
+    results = []
+    for v in ret.operands:
+        d = defs.get(v)
+        results.append(sharding_of(d) if d is not None and d.name == "shard.shard" else None)
+    return args, results
+
+
+def local_parts(arrays, shardings) -> list:
+    """Each process's part of every global argument: its block plus halos for a `Sharding`
+    (interior halos hold the neighbours' values, boundary ones zeros), the whole array for None."""
+    from ..tensor import DistributedTensor
+
+    out = []
+    for a, s in zip(arrays, shardings):
+        if s is None or not isinstance(a, np.ndarray) or a.ndim == 0:
+            out.append(a)
+            continue
+        t = DistributedTensor.from_global(a, s)
+        if any(s.halo_sizes):
+            t.update_halo()
+        out.append(t.local)
+    return out
+
+
+def gather_results(results, shardings, comm, root=0) -> list:
+    """The global value of every result on ``root`` (None elsewhere): sharded results are
+    assembled from every process's owned block (halos dropped); others are taken from ``root``."""
+    from ..tensor import DistributedTensor
+
+    out = []
+    for r, s in zip(results, shardings):
+        if s is None or not isinstance(r, np.ndarray) or r.ndim == 0:
+            out.append(r if comm.rank == root else None)
+            continue
+        shape = _global_shape(np.asarray(r), s, comm)
+        t = DistributedTensor.from_local(np.ascontiguousarray(r), s, shape)
+        out.append(t.gather(root=root))
+    return out
+
+
+def _global_shape(r, s, comm):
+    """The global shape of a sharded result from every process's local shape (halos removed)."""
+    owned = [n - sum(s.halo_widths(d)) for d, n in enumerate(r.shape)]
+    shapes = comm.allgather(tuple(owned))
+    mesh = s.mesh
+    out = []
+    for d in range(r.ndim):
+        axes = s.split_axes[d] if d < len(s.split_axes) else ()
+        if not axes:
+            out.append(owned[d])
+            continue
+        # sum the owned sizes along the dim over one group of the dim's split axes
+        group = mesh.group_devices(axes, mesh.rank)
+        out.append(sum(shapes[g][d] for g in group))
+    return tuple(out)
