@@ -42,10 +42,12 @@ class _Tokens:
     def fail(self, what: str, col=None):
         if col is None:
             col = self.toks[self.i][2] if self.i < len(self.toks) else len(self.text.rstrip())
-        raise ShardingError(
+        err = ShardingError(
             f"sharding text: {what} at column {col + 1} in {self.text.strip()!r}\n"
             f"  {self.text.rstrip()}\n  {' ' * col}^"
         )
+        err.offset, err.reason = col, what  # for callers that report their own location (meshrt.mlir)
+        raise err
 
     def peek(self):
         return self.toks[self.i][1] if self.i < len(self.toks) else None
@@ -91,7 +93,8 @@ def parse_sharding(text: str, mesh: AbstractMesh, cls):
     t.fail(f"expected 'shard.sharding', 'mesh.sharding' or '#sdy.sharding', found {head!r}")
 
 
-def _int_list(t: _Tokens, nested=False):
+def _int_list(t: _Tokens, nested=False, ssa=False):
+    """``[1, 2]`` (``[[0], [1, 2]]`` when nested); with ``ssa``, ``%h`` entries are kept as their names."""
     t.take("[")
     out = []
     while not t.accept("]"):
@@ -103,6 +106,8 @@ def _int_list(t: _Tokens, nested=False):
             out.append(t.take(kind="str")[1:-1])
         elif t.peek() == "?":
             t.fail("dynamic ('?') sizes are not supported; give static values")
+        elif ssa and t.kind() == "ssa":
+            out.append(t.take(kind="ssa"))
         else:
             out.append(int(t.take(kind="int")))
     return out
@@ -115,8 +120,8 @@ def _partial(t: _Tokens):
     return kind, _int_list(t)
 
 
-def _mlir_fields(t: _Tokens, fields: dict, allow_split=True):
-    while not t.done() and t.peek() not in (":", ">"):
+def _mlir_fields(t: _Tokens, fields: dict, allow_split=True, ssa=False, stop=(":", ">")):
+    while not t.done() and t.peek() not in stop:
         t.accept(",")
         key = t.peek()
         if key == "split_axes" and allow_split:
@@ -128,9 +133,34 @@ def _mlir_fields(t: _Tokens, fields: dict, allow_split=True):
         elif key in ("halo_sizes", "sharded_dims_offsets"):
             t.take()
             t.take("=")
-            fields[key] = _int_list(t)
+            fields[key] = _int_list(t, ssa=ssa)
         else:
             t.fail(f"unknown sharding attribute {key!r}")
+
+
+def mlir_sharding_fields(text: str) -> dict:
+    """The fields of a ``shard.sharding`` / ``shard.update_halo`` op after its grid symbol.
+
+    Sizes given as SSA values stay their names; the MLIR reader turns them
+    into operands.  An error is a `ShardingError` whose ``offset`` is the
+    0-based position in ``text``.
+
+    >>> mlir_sharding_fields("split_axes = [[0], []] halo_sizes = [1, %h]")
+    {'split_axes': [[0], []], 'halo_sizes': [1, '%h']}
+    """
+    t = _Tokens(text)
+    fields = {}
+    _mlir_fields(t, fields, ssa=True, stop=())
+    return fields
+
+
+def axis_array(text: str) -> list:
+    """The body of ``#shard<axisarray[[0], [1, 2]]>``: ``[[0], [1, 2]]`` -> ``[[0], [1, 2]]``."""
+    t = _Tokens(text)
+    out = _int_list(t, nested=True)
+    if not t.done():
+        t.fail(f"unexpected {t.peek()!r}")
+    return out
 
 
 def _build(t: _Tokens, cls, mesh, fields):

@@ -49,8 +49,9 @@ strings of meshrt's `ReductionKind` values (``"sum"``, ``"max"``, ...).
 
 - ``shard.grid``: no operands/results; ``sym_name: str``,
   ``shape: tuple[int]`` (``DYNAMIC`` for ``?``).
-- ``shard.sharding`` -> ``!shard.sharding``; operands: dynamic halo sizes,
-  then dynamic sharded_dims_offsets (split by ``operandSegmentSizes: (h, o)``);
+- ``shard.sharding`` -> ``!shard.sharding``; operands: dynamic
+  sharded_dims_offsets, then dynamic halo sizes (i64; split by
+  ``operandSegmentSizes: (o, h)``);
   ``grid: SymbolRef``, ``split_axes: tuple[tuple[int]]``,
   ``static_halo_sizes: tuple[int]``, ``static_sharded_dims_offsets:
   tuple[int]`` (both always present, ``()`` when absent).
