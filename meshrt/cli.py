@@ -210,12 +210,12 @@ def _mlir_run_cmd(args):
         module = parse_file(args.file)
         prog = Program(module, comm)
         arrays = [np.load(a) for a in args.args]
-        partitioned = is_partitioned(module, args.func)
+        partitioned = is_partitioned(module, args.function)
         if partitioned and args.shardings_from:
-            arg_s, res_s = function_shardings(Program(parse_file(args.shardings_from), comm), args.func)
+            arg_s, res_s = function_shardings(Program(parse_file(args.shardings_from), comm), args.function)
         else:
             arg_s, res_s = [None] * len(arrays), None
-        results = prog.run(args.func, local_parts(arrays, arg_s))
+        results = prog.run(args.function, local_parts(arrays, arg_s))
         if res_s is None:
             res_s = [None] * len(results)
         outs = gather_results(results, res_s, comm)
@@ -244,7 +244,7 @@ def _mlir_add_parser(sub):
                                     "with --shardings-from; an un-partitioned one takes them whole. Rank 0 "
                                     "writes the (gathered) results as DIR/result<i>.npy.")
     q.add_argument("file")
-    q.add_argument("--func", required=True, help="name of the func.func to run")
+    q.add_argument("--func", dest="function", required=True, help="name of the func.func to run")
     q.add_argument("--args", nargs="*", default=[], help=".npy files, one per function argument")
     q.add_argument("--out", required=True, help="directory for result<i>.npy")
     q.add_argument("--shardings-from", metavar="GLOBAL.mlir",

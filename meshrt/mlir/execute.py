@@ -467,8 +467,16 @@ def _all_slice(p, op, env):
 
 
 def _all_to_all(p, op, env):
-    return [C.all_to_all(env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["split_axis"]),
-                         int(op.attributes["concat_axis"]))]
+    x, mesh, axes = env[op.operands[0]], _mesh(p, op), _axes(op)
+    sa, ca = int(op.attributes["split_axis"]), int(op.attributes["concat_axis"])
+    if op.operands[0].type.shape[ca] is None and axes:
+        # A dynamic concat dim may differ across the group (an unevenly split dim, as
+        # shard-partition makes at 4 processes for 10 rows); meshrt's all_to_all wants
+        # equal shapes, so gather the pieces whole and keep this device's slice then.
+        sizes = mesh.group(axes).allgather(x.shape[ca])
+        if len(set(sizes)) > 1:
+            return [np.ascontiguousarray(C.all_slice(C.all_gather(x, mesh, axes, ca), mesh, axes, sa))]
+    return [C.all_to_all(x, mesh, axes, sa, ca)]
 
 
 def _reduce_scatter(p, op, env):

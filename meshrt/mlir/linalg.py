@@ -291,9 +291,13 @@ def _load(source: str):
         with open(tmp, "w") as f:
             f.write(text)
         os.replace(tmp, path)  # atomic: processes racing to write the same kernel all see a whole file
-    spec = importlib.util.spec_from_file_location(f"meshrt_mlir_k_{digest}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    name = f"meshrt_mlir_k_{digest}"
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # Numba's cache looks the module up by name when it loads
+        spec.loader.exec_module(mod)
     return mod.kernel
 
 
@@ -371,10 +375,12 @@ LINALG_OPS = frozenset(["linalg.generic", "linalg.fill", "linalg.matmul", "linal
                         "linalg.copy", "linalg.div", "linalg.div_unsigned", *_ELEMENTWISE])
 
 
-def _segments(op, n):
+def _segments(op):
+    """(ins, outs) operand values: by operandSegmentSizes, else as many outs as results."""
     seg = op.attributes.get("operandSegmentSizes")
-    if seg is None:
-        raise MLIRError(f"{op.location}: '{op.name}' has no operandSegmentSizes")
+    if seg is None:  # linalg.reduce/map/transpose/broadcast: inits last, one per result
+        n = len(op.results)
+        return list(op.operands[: len(op.operands) - n]), list(op.operands[len(op.operands) - n:])
     return list(op.operands[: seg[0]]), list(op.operands[seg[0]: seg[0] + seg[1]])
 
 
@@ -412,7 +418,7 @@ def _map_of(ndim, keep):
 def run_linalg(op, env_get, captured_of):
     """Execute a linalg op: ``env_get(value)`` reads operands; returns the result arrays."""
     name = op.name
-    ins_v, outs_v = _segments(op, 2)
+    ins_v, outs_v = _segments(op)
     ins = [env_get(v) for v in ins_v]
     outs = [env_get(v) for v in outs_v]
     if name == "linalg.fill":
@@ -470,7 +476,7 @@ def _iterators_from_maps(maps, n_in):
 def _generic_body(op, maps, iters, ins, outs, captured_of, map_body=None):
     block = op.regions[0].entry
     values, captured = captured_of(op)
-    if map_body is not None:
+    if map_body is not None and len(map_body.arguments) == len(ins):
         block = _with_out_argument(map_body, outs)
     return generic(maps, iters, block, ins, outs, values, captured, where=f"{op.location}: '{op.name}'")
 
@@ -508,6 +514,3 @@ def body_captures(op) -> list:
                         out.append(v)
     return out
 
-
-if "numba" not in sys.modules:  # pragma: no cover - imported lazily by _load anyway
-    pass
