@@ -24,6 +24,8 @@ array([1., 1., 1.])
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import collectives as C
@@ -45,6 +47,7 @@ _COMMUNICATING = frozenset([
 ])
 
 
+@functools.lru_cache(maxsize=None)
 def _dtype(t) -> np.dtype:
     if isinstance(t, TensorType):
         t = t.element
@@ -148,6 +151,9 @@ class Program:
         self._meshes = {}
         self._checked = set()
         self._captures = {}
+        self._plans = {}
+        self._global_mode = {}
+        self._const = {}
 
     # -- meshes -------------------------------------------------------------------------------
     def mesh(self, grid, where="", abstract=False):
@@ -189,28 +195,59 @@ class Program:
         if len(args) != len(block.arguments):
             raise MLIRError(f"{f.location}: @{name} takes {len(block.arguments)} arguments, got {len(args)}")
         vals = [_coerce(a, t, f, i) for i, (a, t) in enumerate(zip(args, ftype.inputs))]
+        gm = self._global_mode.get(name)
+        if gm is None:
+            gm = self._global_mode[name] = not is_partitioned(self.module, name)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            return list(self._block(block, vals, {}, global_mode=not is_partitioned(self.module, name)))
+            return list(self._block(block, vals, {}, gm))
 
     def _block(self, block, args, env, global_mode=False):
+        steps = self._plans.get((block, global_mode))
+        if steps is None:
+            steps = self._plans[(block, global_mode)] = [self._step(op, global_mode) for op in block.operations]
         for a, v in zip(block.arguments, args):
             env[a] = v
-        ops = block.operations
-        for op in ops:
-            name = op.name
-            if name in _TERMINATORS:
-                return [env[v] for v in op.operands]
-            h = _HANDLERS.get(name)
-            if h is not None:
-                res = h(self, op, env) if name not in ("shard.sharding", "scf.if", "scf.for", "scf.while") \
-                    else h(self, op, env, global_mode)
-            elif name in L.LINALG_OPS:
-                res = L.run_linalg(op, env.__getitem__, lambda o: self._captured(o, env))
-            else:
-                res = [L.scalar_function(op)(*[env[v] for v in op.operands])]
-            for v, r in zip(op.results, res):
+        for run, results in steps:
+            if results is None:  # the terminator: its operands are the block's results
+                return [env[v] for v in run]
+            res = run(env)
+            for v, r in zip(results, res):
                 env[v] = r
         return []
+
+    def _step(self, op, gm):
+        """``(run(env) -> results, result values)`` for one op; ``(operands, None)`` for a terminator."""
+        name = op.name
+        if name in _TERMINATORS:
+            return op.operands, None
+        h = _HANDLERS.get(name)
+        if name == "shard.sharding" and not op.operands:
+            cell = []  # static attributes: build the Sharding once
+
+            def run(env):
+                if not cell:
+                    cell.append(_sharding(self, op, env, gm))
+                return cell[0]
+        elif name in ("shard.sharding", "scf.if", "scf.for", "scf.while"):
+            def run(env):
+                return h(self, op, env, gm)
+        elif h is not None:
+            def run(env):
+                return h(self, op, env)
+        elif name in L.LINALG_OPS:
+            def run(env):
+                return L.run_linalg(op, env.__getitem__, lambda o: self._captured(o, env))
+        else:
+            fn, operands = L.scalar_function(op), tuple(op.operands)
+            if len(operands) == 2:
+                a, b = operands
+
+                def run(env):
+                    return (fn(env[a], env[b]),)
+            else:
+                def run(env):
+                    return (fn(*[env[v] for v in operands]),)
+        return run, op.results
 
     def _captured(self, op, env):
         values = self._captures.get(op)
@@ -306,7 +343,8 @@ def _result_shape(op, dyn):
 
 
 def _empty(p, op, env):
-    return [np.empty(_result_shape(op, [env[v] for v in op.operands]), _dtype(op.results[0].type))]
+    t = op.results[0].type
+    return [np.empty(_result_shape(op, [env[v] for v in op.operands]) if op.operands else t.shape, _dtype(t))]
 
 
 def _splat(p, op, env):
@@ -439,7 +477,7 @@ def _defining(p, op):
 
 
 def _axes(op, key="grid_axes"):
-    return tuple(op.attributes.get(key, ()))
+    return op.attributes.get(key, ())
 
 
 def _mesh(p, op):
@@ -537,16 +575,29 @@ def _update_halo(p, op, env):
     return [update_halo(x, _mesh(p, op), [list(a) for a in op.attributes["split_axes"]], halos)]
 
 
+def _per_program(fn):
+    """For ops whose results depend only on the op and the program (index queries): compute once."""
+    def run(p, op, env):
+        r = p._const.get(op)
+        if r is None:
+            r = p._const[op] = fn(p, op, env)
+        return r
+    return run
+
+
+@_per_program
 def _process_multi_index(p, op, env):
     m = _mesh(p, op)
     axes = _axes(op, "axes") or tuple(range(m.ndim))
     return [np.int64(m.coords[a]) for a in axes]
 
 
+@_per_program
 def _process_linear_index(p, op, env):
     return [np.int64(_mesh(p, op).rank)]
 
 
+@_per_program
 def _grid_shape_op(p, op, env):
     m = _mesh(p, op)
     axes = _axes(op, "axes") or tuple(range(m.ndim))
@@ -566,9 +617,13 @@ def _shard_shape(p, op, env):
     dims = _static(op.attributes["dims"], None, iter(vals[: seg[0]]))
     s = vals[seg[0]]
     device = _static(op.attributes["device"], None, iter(vals[seg[0] + 1:]))
-    m = s.mesh
-    lin = m.linear_index(device) if len(device) == m.ndim else int(device[0])
-    return [np.int64(n) for n in s.local_shape(dims, lin)]  # MLIR's shard shape includes the halos
+    key = (s, dims, device)
+    r = p._const.get(key)
+    if r is None:
+        m = s.mesh
+        lin = m.linear_index(device) if len(device) == m.ndim else int(device[0])
+        r = p._const[key] = [np.int64(n) for n in s.local_shape(dims, lin)]  # MLIR's includes the halos
+    return r
 
 
 _HANDLERS = {

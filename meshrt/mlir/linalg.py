@@ -415,10 +415,16 @@ def _map_of(ndim, keep):
     return AffineMap(ndim, 0, tuple(AffineDim(d) for d in keep))
 
 
+_SEGMENTS: dict = {}
+
+
 def run_linalg(op, env_get, captured_of):
     """Execute a linalg op: ``env_get(value)`` reads operands; returns the result arrays."""
     name = op.name
-    ins_v, outs_v = _segments(op)
+    seg = _SEGMENTS.get(op)
+    if seg is None:
+        seg = _SEGMENTS[op] = _segments(op)
+    ins_v, outs_v = seg
     ins = [env_get(v) for v in ins_v]
     outs = [env_get(v) for v in outs_v]
     if name == "linalg.fill":
