@@ -94,7 +94,7 @@ CMPF_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ue
 _FASTMATH = {f"arith.{n}" for n in "addf subf mulf divf remf maximumf minimumf maxnumf minnumf negf cmpf".split()}
 _FASTMATH |= {f"math.{n}" for n in (
     "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt tanh sin cos tan sinh cosh asin acos atan atan2 asinh acosh "
-    "atanh absf ceil floor round roundeven trunc erf erfc powf cbrt copysign fma fpowi ipowi"
+    "atanh absf ceil floor round roundeven trunc erf erfc powf cbrt copysign fma fpowi"
 ).split()}
 _OVERFLOW = {f"arith.{n}" for n in "addi subi muli shli trunci".split()}
 
@@ -256,7 +256,8 @@ class _Parser:
         self.pos = m.end()
         self.expect("=")
         if is_attr:
-            if self.peek("loc("):  # a location alias: ws() skips the loc(...) itself
+            self.pos = _WS.match(self.s, self.pos).end() if _WS.match(self.s, self.pos) else self.pos
+            if self.s.startswith("loc(", self.pos):  # a location alias: dropped with the locations
                 self.ws()
                 return
             self.attr_aliases[name] = self.attribute()
@@ -762,17 +763,18 @@ class _Parser:
         else:
             flat = []
 
-            def walk(x):
+            def walk(x, depth):
                 if isinstance(x, list):
+                    if depth >= len(shape) or len(x) != shape[depth]:
+                        self.error(f"dense literal does not have the shape of {typ}", pos)
                     for y in x:
-                        walk(y)
+                        walk(y, depth + 1)
                 else:
+                    if depth != len(shape):
+                        self.error(f"dense literal does not have the shape of {typ}", pos)
                     flat.append(_cast_scalar(x, dtype))
-            walk(content)
-            arr = np.asarray(flat, dtype=dtype)
-            if arr.size != int(np.prod(shape)):
-                self.error(f"dense literal has {arr.size} elements but the type {typ} needs {int(np.prod(shape))}", pos)
-            arr = arr.reshape(shape)
+            walk(content, 0)
+            arr = np.asarray(flat, dtype=dtype).reshape(shape)
             splat = False
         arr = arr.view()
         arr.flags.writeable = False
@@ -864,11 +866,11 @@ class _Parser:
         e = self.affine_term(names)
         while True:
             if self.accept("+"):
-                e = AffineBinary("+", e, self.affine_term(names))
+                e = _affine_bin("+", e, self.affine_term(names))
             elif self.peek("-") and not self.peek("->"):
                 self.expect("-")
                 rhs = self.affine_term(names)
-                e = AffineBinary("+", e, _neg(rhs))
+                e = _affine_bin("+", e, _neg(rhs))
             else:
                 return e
 
@@ -876,13 +878,13 @@ class _Parser:
         e = self.affine_factor(names)
         while True:
             if self.accept("*"):
-                e = AffineBinary("*", e, self.affine_factor(names))
+                e = _affine_bin("*", e, self.affine_factor(names))
             elif self.keyword("floordiv"):
-                e = AffineBinary("floordiv", e, self.affine_factor(names))
+                e = _affine_bin("floordiv", e, self.affine_factor(names))
             elif self.keyword("ceildiv"):
-                e = AffineBinary("ceildiv", e, self.affine_factor(names))
+                e = _affine_bin("ceildiv", e, self.affine_factor(names))
             elif self.keyword("mod"):
-                e = AffineBinary("mod", e, self.affine_factor(names))
+                e = _affine_bin("mod", e, self.affine_factor(names))
             else:
                 return e
 
@@ -909,27 +911,36 @@ class _Hex(str):
 
 
 def _neg(e):
-    if isinstance(e, AffineConst):
-        return AffineConst(-e.value)
-    return AffineBinary("*", e, AffineConst(-1))
+    return _affine_bin("*", e, AffineConst(-1))
+
+
+def _affine_bin(op, lhs, rhs):
+    """MLIR's light canonicalization: constants folded, and kept on the right of ``+`` and ``*``."""
+    if isinstance(lhs, AffineConst) and isinstance(rhs, AffineConst) and (op in "+*" or rhs.value > 0):
+        return AffineConst(AffineMap(0, 0, (AffineBinary(op, lhs, rhs),)).evaluate(())[0])
+    if op in "+*" and isinstance(lhs, AffineConst):
+        lhs, rhs = rhs, lhs
+    return AffineBinary(op, lhs, rhs)
 
 
 def _cast_scalar(x, dtype):
+    """One dense literal (its text) as a value of ``dtype``; integers wrap as MLIR stores them."""
+    dt = np.dtype(dtype)
     if isinstance(x, bool):
         return x
-    if isinstance(x, str):
-        if x.lower().startswith(("0x", "-0x", "+0x")):
-            v = int(x, 16)
-            if np.dtype(dtype).kind == "f":  # a float given by its bits
-                itemsize = np.dtype(dtype).itemsize
-                return np.frombuffer(v.to_bytes(itemsize, "little"), dtype=dtype)[0]
-            return v
-        if np.dtype(dtype).kind in "f":
-            return float(x)
-        if np.dtype(dtype).kind == "b":
-            return bool(int(x))
-        return int(x) if re.fullmatch(r"[-+]?\d+", x) else float(x)
-    return x
+    hexa = x.lower().lstrip("+-").startswith("0x")
+    if dt.kind == "f":
+        if hexa:  # a float given by its bits
+            return np.frombuffer(int(x, 16).to_bytes(dt.itemsize, "little"), dtype=dt)[0]
+        return float(x)
+    v = int(x, 16) if hexa else int(x)
+    if dt.kind == "b":
+        return bool(v & 1)
+    bits = 8 * dt.itemsize
+    v &= (1 << bits) - 1
+    if dt.kind == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
 
 
 def _literal(p, text, typ, pos):
@@ -942,10 +953,23 @@ def _literal(p, text, typ, pos):
             if typ.name == "bf16":
                 return float(np.frombuffer((v << 16).to_bytes(4, "little"), dtype=np.float32)[0])
             return float(np.frombuffer(v.to_bytes(np.dtype(dt).itemsize, "little"), dtype=dt)[0])
-        return v
+        return _wrap_int(v, typ)
     if re.fullmatch(r"[-+]?\d+", text) and not is_float_type:
-        return int(text)
+        return _wrap_int(int(text), typ)
     return float(text)
+
+
+def _wrap_int(v, typ):
+    """An integer as MLIR stores it in a typed attribute: ``255 : i8`` is -1, ``1 : i1`` is true."""
+    if not isinstance(typ, ScalarType) or typ.name == "index" or typ.is_float:
+        return v
+    w = typ.width
+    if typ.name == "i1":
+        return bool(v & 1)
+    v &= (1 << w) - 1
+    if not typ.name.startswith("ui") and v >= 1 << (w - 1):
+        v -= 1 << w
+    return v
 
 
 # -- normalization shared by both forms -------------------------------------------------------------------
@@ -966,7 +990,7 @@ def _normalize(p, op, pos):
 # -- custom forms ------------------------------------------------------------------------------------------
 
 _CUSTOM = {}
-_BUILTIN_NAMES = {"module": "builtin.module", "unrealized_conversion_cast": "builtin.unrealized_conversion_cast"}
+_BUILTIN_NAMES = {"module": "builtin.module"}
 
 
 def _custom(*names):
