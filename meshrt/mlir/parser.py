@@ -394,7 +394,7 @@ class _Parser:
         want = sum(c for _, c, _ in results)
         types = op.results
         if want != len(types):
-            self.error(f"'{op.name}' has {len(types)} results, but {want} names are given", pos)
+            self.error(f"'{op.name}' has {len(types)} results, but {want} names are given", results[0][2])
         values, i = [], 0
         for name, count, rpos in results:
             for k in range(count):
@@ -436,9 +436,11 @@ class _Parser:
         if self.peek("{"):
             attrs.update(self.attr_dict())
         self.expect(":")
+        self.ws()
+        tpos = self.pos
         ftype = self.type()
         if not isinstance(ftype, FunctionType):
-            self.error(f"expected a function type for '{name}', found {ftype}")
+            self.error(f"expected a function type for '{name}', found {ftype}", tpos)
         operands = self.resolve(names, list(ftype.inputs))
         return Operation(name, operands, list(ftype.results), attrs, regions, successors, self.loc(pos))
 
@@ -448,13 +450,13 @@ class _Parser:
         m = self.match(_BLOCK)
         if not m:
             self.error(f"expected a block label, found {self.snippet()}")
-        return self.block_ref(m.group(0))
+        return self.block_ref(m.group(0), pos)
 
-    def block_ref(self, label):
+    def block_ref(self, label, pos):
         blocks = self.labels[-1]
         if label not in blocks:
-            blocks[label] = Block(label=label)
-        return blocks[label]
+            blocks[label] = (Block(label=label), pos)
+        return blocks[label][0]
 
     # -- regions -------------------------------------------------------------------------------------
 
@@ -475,7 +477,7 @@ class _Parser:
         while self.peek("^"):
             pos = self.pos
             label = self.match(_BLOCK).group(0)
-            block = self.block_ref(label)
+            block = self.block_ref(label, pos)
             if block in blocks:
                 self.error(f"redefinition of block '{label}'", pos)
             if self.accept("("):
@@ -491,9 +493,9 @@ class _Parser:
             self.block_body(block)
             blocks.append(block)
         self.expect("}")
-        undefined = [lbl for lbl, b in self.labels[-1].items() if b not in blocks]
+        undefined = [(lbl, p) for lbl, (b, p) in self.labels[-1].items() if b not in blocks]
         if undefined:
-            self.error(f"reference to an undefined block '{undefined[0]}'")
+            self.error(f"reference to an undefined block '{undefined[0][0]}'", undefined[0][1])
         self.labels.pop()
         if dialect:
             self.dialects.pop()
