@@ -59,14 +59,16 @@ def test_custom_form_parses_to_the_generic_form(path):
 
 @pytest.mark.skipif(_mlir_opt() is None, reason="mlir-opt (Debian package mlir-22-tools) is not installed")
 def test_committed_generic_forms_are_what_mlir_opt_prints():
+    """Regenerate the generic forms; also read mlir-opt's own custom printing of each file."""
     for path in CUSTOM:
         name = os.path.basename(path)
-        out = subprocess.run([_mlir_opt(), *MLIR_OPT_FLAGS, name], cwd=DATA, capture_output=True, text=True,
-                             timeout=60)
-        assert out.returncode == 0, out.stderr
+        expected = parse_file(path).generic()
         with open(path.replace(".mlir", ".generic.mlir")) as f:
-            committed = f.read()
-        assert parse(out.stdout, name).generic() == parse(committed, name).generic() == parse_file(path).generic()
+            assert parse(f.read(), name).generic() == expected
+        for flags in (MLIR_OPT_FLAGS, MLIR_OPT_FLAGS[:1]):
+            out = subprocess.run([_mlir_opt(), *flags, name], cwd=DATA, capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            assert parse(out.stdout, name).generic() == expected, flags
 
 
 # -- the data model on the shard ops -------------------------------------------------------------------------

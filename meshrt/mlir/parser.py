@@ -2064,3 +2064,43 @@ def _shard_update_halo(p, name, pos, nres):
     p.expect(":")
     t = p.type()
     return _op(name, p.resolve([dst] + dhalo, [t] + [_I64] * len(dhalo)), [t], attrs)
+
+
+# cf --------------------------------------------------------------------------------------------------------------------
+
+
+def _successor_with_args(p):
+    """``^bb1`` or ``^bb1(%a, %b : f32, i32)`` -> (block, [values])."""
+    block = p.successor()
+    if not p.accept("("):
+        return block, []
+    names = p.value_names()
+    p.expect(":")
+    types = p.type_list()
+    p.expect(")")
+    return block, p.resolve(names, types)
+
+
+@_custom("cf.br")
+def _cf_br(p, name, pos, nres):
+    block, args = _successor_with_args(p)
+    return _op(name, args, [], p.opt_attr_dict({}), successors=[block])
+
+
+@_custom("cf.cond_br")
+def _cf_cond_br(p, name, pos, nres):
+    c = p.operand(_I1)
+    p.expect(",")
+    t, targs = _successor_with_args(p)
+    p.expect(",")
+    f, fargs = _successor_with_args(p)
+    attrs = p.opt_attr_dict({"operandSegmentSizes": (1, len(targs), len(fargs))})
+    return _op(name, [c] + targs + fargs, [], attrs, successors=[t, f])
+
+
+@_custom("cf.assert")
+def _cf_assert(p, name, pos, nres):
+    c = p.operand(_I1)
+    p.expect(",")
+    msg = p.attribute(typed=False)
+    return _op(name, [c], [], p.opt_attr_dict({"msg": msg}))

@@ -14,77 +14,94 @@
 #loc43 = loc("scf_func.mlir":41:8)
 #loc44 = loc("scf_func.mlir":41:19)
 #loc53 = loc("scf_func.mlir":54:6)
+#loc58 = loc("scf_func.mlir":60:15)
+#loc59 = loc("scf_func.mlir":60:23)
+#loc60 = loc("scf_func.mlir":60:32)
+#loc63 = loc("scf_func.mlir":63:6)
+#loc66 = loc("scf_func.mlir":67:6)
+#loc67 = loc("scf_func.mlir":67:15)
 "builtin.module"() ({
   "func.func"() <{function_type = (f32, tensor<4xf32>) -> f32, sym_name = "decl", sym_visibility = "private"}> ({
   }) : () -> () loc(#loc1)
   "func.func"() <{arg_attrs = [{my.arg}, {}], function_type = (f32, f32) -> (f32, f32), res_attrs = [{my.res}, {}], sym_name = "callee"}> ({
-  ^bb0(%arg13: f32 loc("scf_func.mlir":3:19), %arg14: f32 loc("scf_func.mlir":3:37)):
-    "func.return"(%arg13, %arg14) : (f32, f32) -> () loc(#loc5)
+  ^bb0(%arg16: f32 loc("scf_func.mlir":3:19), %arg17: f32 loc("scf_func.mlir":3:37)):
+    "func.return"(%arg16, %arg17) : (f32, f32) -> () loc(#loc5)
   }) : () -> () loc(#loc2)
   "func.func"() <{function_type = (i1, index, f32, tensor<4xf32>) -> (f32, tensor<4xf32>), sym_name = "scf"}> ({
-  ^bb0(%arg0: i1 loc("scf_func.mlir":6:16), %arg1: index loc("scf_func.mlir":6:24), %arg2: f32 loc("scf_func.mlir":6:35), %arg3: tensor<4xf32> loc("scf_func.mlir":6:44)):
-    %0 = "arith.constant"() <{value = 0 : index}> : () -> index loc(#loc11)
-    %1 = "arith.constant"() <{value = 1 : index}> : () -> index loc(#loc12)
-    %2:2 = "func.call"(%arg2, %arg2) <{callee = @callee}> : (f32, f32) -> (f32, f32) loc(#loc13)
-    %3 = "func.call"(%2#0, %arg3) <{callee = @decl}> : (f32, tensor<4xf32>) -> f32 loc(#loc14)
-    %4:2 = "scf.if"(%arg0) ({
-      "scf.yield"(%arg2, %arg3) : (f32, tensor<4xf32>) -> () loc(#loc16)
+  ^bb0(%arg3: i1 loc("scf_func.mlir":6:16), %arg4: index loc("scf_func.mlir":6:24), %arg5: f32 loc("scf_func.mlir":6:35), %arg6: tensor<4xf32> loc("scf_func.mlir":6:44)):
+    %3 = "arith.constant"() <{value = 0 : index}> : () -> index loc(#loc11)
+    %4 = "arith.constant"() <{value = 1 : index}> : () -> index loc(#loc12)
+    %5:2 = "func.call"(%arg5, %arg5) <{callee = @callee}> : (f32, f32) -> (f32, f32) loc(#loc13)
+    %6 = "func.call"(%5#0, %arg6) <{callee = @decl}> : (f32, tensor<4xf32>) -> f32 loc(#loc14)
+    %7:2 = "scf.if"(%arg3) ({
+      "scf.yield"(%arg5, %arg6) : (f32, tensor<4xf32>) -> () loc(#loc16)
     }, {
-      %22 = "arith.addf"(%arg2, %3) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc17)
-      "scf.yield"(%22, %arg3) : (f32, tensor<4xf32>) -> () loc(#loc18)
+      %25 = "arith.addf"(%arg5, %6) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc17)
+      "scf.yield"(%25, %arg6) : (f32, tensor<4xf32>) -> () loc(#loc18)
     }) : (i1) -> (f32, tensor<4xf32>) loc(#loc15)
-    "scf.if"(%arg0) ({
-      %21 = "arith.mulf"(%arg2, %arg2) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc20)
+    "scf.if"(%arg3) ({
+      %24 = "arith.mulf"(%arg5, %arg5) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc20)
       "scf.yield"() : () -> () loc(#loc19)
     }, {
     }) : (i1) -> () loc(#loc19)
-    "scf.if"(%arg0) ({
+    "scf.if"(%arg3) ({
       "scf.yield"() : () -> () loc(#loc21)
     }, {
-      %20 = "arith.mulf"(%arg2, %arg2) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc22)
+      %23 = "arith.mulf"(%arg5, %arg5) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc22)
       "scf.yield"() : () -> () loc(#loc21)
     }) : (i1) -> () loc(#loc21)
-    %5:2 = "scf.for"(%0, %arg1, %1, %arg2, %arg3) ({
-    ^bb0(%arg10: index loc("scf_func.mlir":24:20), %arg11: f32 loc("scf_func.mlir":24:54), %arg12: tensor<4xf32> loc("scf_func.mlir":24:65)):
-      %18 = "arith.addf"(%arg11, %arg11) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc27)
-      %19 = "tensor.insert"(%18, %arg12, %arg10) : (f32, tensor<4xf32>, index) -> tensor<4xf32> loc(#loc28)
-      "scf.yield"(%18, %19) : (f32, tensor<4xf32>) -> () loc(#loc29)
+    %8:2 = "scf.for"(%3, %arg4, %4, %arg5, %arg6) ({
+    ^bb0(%arg13: index loc("scf_func.mlir":24:20), %arg14: f32 loc("scf_func.mlir":24:54), %arg15: tensor<4xf32> loc("scf_func.mlir":24:65)):
+      %21 = "arith.addf"(%arg14, %arg14) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc27)
+      %22 = "tensor.insert"(%21, %arg15, %arg13) : (f32, tensor<4xf32>, index) -> tensor<4xf32> loc(#loc28)
+      "scf.yield"(%21, %22) : (f32, tensor<4xf32>) -> () loc(#loc29)
     }) : (index, index, index, f32, tensor<4xf32>) -> (f32, tensor<4xf32>) loc(#loc23)
-    "scf.for"(%0, %arg1, %1) ({
-    ^bb0(%arg9: index loc("scf_func.mlir":29:11)):
-      %17 = "arith.addf"(%arg2, %arg2) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc32)
+    "scf.for"(%3, %arg4, %4) ({
+    ^bb0(%arg12: index loc("scf_func.mlir":29:11)):
+      %20 = "arith.addf"(%arg5, %arg5) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc32)
       "scf.yield"() : () -> () loc(#loc30)
     }) : (index, index, index) -> () loc(#loc30)
-    %6 = "arith.constant"() <{value = 3 : i32}> : () -> i32 loc(#loc33)
-    %7 = "arith.constant"() <{value = 0 : i32}> : () -> i32 loc(#loc34)
-    %8 = "arith.constant"() <{value = 1 : i32}> : () -> i32 loc(#loc35)
-    "scf.for"(%7, %6, %8) <{unsignedCmp}> ({
-    ^bb0(%arg8: i32 loc("scf_func.mlir":35:20)):
+    %9 = "arith.constant"() <{value = 3 : i32}> : () -> i32 loc(#loc33)
+    %10 = "arith.constant"() <{value = 0 : i32}> : () -> i32 loc(#loc34)
+    %11 = "arith.constant"() <{value = 1 : i32}> : () -> i32 loc(#loc35)
+    "scf.for"(%10, %9, %11) <{unsignedCmp}> ({
+    ^bb0(%arg11: i32 loc("scf_func.mlir":35:20)):
       "scf.yield"() : () -> () loc(#loc36)
     }) : (i32, i32, i32) -> () loc(#loc36)
-    %9:2 = "scf.while"(%0, %arg2) ({
-    ^bb0(%arg6: index loc("scf_func.mlir":37:21), %arg7: f32 loc("scf_func.mlir":37:31)):
-      %16 = "arith.cmpi"(%arg6, %arg1) <{predicate = 2 : i64}> : (index, index) -> i1 loc(#loc41)
-      "scf.condition"(%16, %arg6, %arg7) : (i1, index, f32) -> () loc(#loc42)
+    %12:2 = "scf.while"(%3, %arg5) ({
+    ^bb0(%arg9: index loc("scf_func.mlir":37:21), %arg10: f32 loc("scf_func.mlir":37:31)):
+      %19 = "arith.cmpi"(%arg9, %arg4) <{predicate = 2 : i64}> : (index, index) -> i1 loc(#loc41)
+      "scf.condition"(%19, %arg9, %arg10) : (i1, index, f32) -> () loc(#loc42)
     }, {
-    ^bb0(%arg4: index loc("scf_func.mlir":41:8), %arg5: f32 loc("scf_func.mlir":41:19)):
-      %14 = "arith.addi"(%arg4, %1) <{overflowFlags = #arith.overflow<none>}> : (index, index) -> index loc(#loc45)
-      %15 = "arith.addf"(%arg5, %arg5) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc46)
-      "scf.yield"(%14, %15) : (index, f32) -> () loc(#loc47)
+    ^bb0(%arg7: index loc("scf_func.mlir":41:8), %arg8: f32 loc("scf_func.mlir":41:19)):
+      %17 = "arith.addi"(%arg7, %4) <{overflowFlags = #arith.overflow<none>}> : (index, index) -> index loc(#loc45)
+      %18 = "arith.addf"(%arg8, %arg8) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32 loc(#loc46)
+      "scf.yield"(%17, %18) : (index, f32) -> () loc(#loc47)
     }) : (index, f32) -> (index, f32) loc(#loc38)
-    %10 = "scf.execute_region"() ({
-      "scf.yield"(%arg2) : (f32) -> () loc(#loc49)
+    %13 = "scf.execute_region"() ({
+      "scf.yield"(%arg5) : (f32) -> () loc(#loc49)
     }) : () -> f32 loc(#loc48)
-    "cf.cond_br"(%arg0)[^bb1, ^bb2] <{operandSegmentSizes = array<i32: 1, 0, 0>}> : (i1) -> () loc(#loc50)
+    "cf.cond_br"(%arg3)[^bb1, ^bb2] <{operandSegmentSizes = array<i32: 1, 0, 0>}> : (i1) -> () loc(#loc50)
   ^bb1:  // pred: ^bb0
-    "cf.br"(%arg2)[^bb3] : (f32) -> () loc(#loc51)
+    "cf.br"(%arg5)[^bb3] : (f32) -> () loc(#loc51)
   ^bb2:  // pred: ^bb0
-    "cf.br"(%9#1)[^bb3] : (f32) -> () loc(#loc52)
-  ^bb3(%11: f32 loc("scf_func.mlir":54:6)):  // 2 preds: ^bb1, ^bb2
-    %12 = "builtin.unrealized_conversion_cast"(%11) : (f32) -> i32 loc(#loc54)
-    %13:2 = "builtin.unrealized_conversion_cast"(%11, %12) : (f32, i32) -> (f64, i64) loc(#loc55)
-    "func.return"(%5#0, %4#1) : (f32, tensor<4xf32>) -> () loc(#loc56)
+    "cf.br"(%12#1)[^bb3] : (f32) -> () loc(#loc52)
+  ^bb3(%14: f32 loc("scf_func.mlir":54:6)):  // 2 preds: ^bb1, ^bb2
+    %15 = "builtin.unrealized_conversion_cast"(%14) : (f32) -> i32 loc(#loc54)
+    %16:2 = "builtin.unrealized_conversion_cast"(%14, %15) : (f32, i32) -> (f64, i64) loc(#loc55)
+    "func.return"(%8#0, %7#1) : (f32, tensor<4xf32>) -> () loc(#loc56)
   }) {my.attr = 3 : i32} : () -> () loc(#loc6)
+  "func.func"() <{function_type = (i1, f32, f32) -> f32, sym_name = "cf"}> ({
+  ^bb0(%arg0: i1 loc("scf_func.mlir":60:15), %arg1: f32 loc("scf_func.mlir":60:23), %arg2: f32 loc("scf_func.mlir":60:32)):
+    "cf.assert"(%arg0) <{msg = "c must hold"}> : (i1) -> () loc(#loc61)
+    "cf.cond_br"(%arg0, %arg1)[^bb1, ^bb2] <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (i1, f32) -> () loc(#loc62)
+  ^bb1(%0: f32 loc("scf_func.mlir":63:6)):  // pred: ^bb0
+    "cf.br"(%0, %arg2)[^bb3] : (f32, f32) -> () loc(#loc64)
+  ^bb2:  // pred: ^bb0
+    "cf.br"(%arg2, %arg1)[^bb3] : (f32, f32) -> () loc(#loc65)
+  ^bb3(%1: f32 loc("scf_func.mlir":67:6), %2: f32 loc("scf_func.mlir":67:15)):  // 2 preds: ^bb1, ^bb2
+    "func.return"(%1) : (f32) -> () loc(#loc68)
+  }) : () -> () loc(#loc57)
 }) : () -> () loc(#loc)
 #loc = loc("scf_func.mlir":0:0)
 #loc1 = loc("scf_func.mlir":2:1)
@@ -127,4 +144,10 @@
 #loc54 = loc("scf_func.mlir":55:10)
 #loc55 = loc("scf_func.mlir":56:13)
 #loc56 = loc("scf_func.mlir":57:3)
+#loc57 = loc("scf_func.mlir":60:1)
+#loc61 = loc("scf_func.mlir":61:3)
+#loc62 = loc("scf_func.mlir":62:3)
+#loc64 = loc("scf_func.mlir":64:3)
+#loc65 = loc("scf_func.mlir":66:3)
+#loc68 = loc("scf_func.mlir":68:3)
 

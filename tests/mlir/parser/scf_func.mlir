@@ -56,3 +56,14 @@ func.func @scf(%c: i1, %n: index, %x: f32, %t: tensor<4xf32>) -> (f32, tensor<4x
   %ucc2:2 = builtin.unrealized_conversion_cast %phi, %ucc : f32, i32 to f64, i64
   return %for#0, %if#1 : f32, tensor<4xf32>
 }
+
+func.func @cf(%c: i1, %x: f32, %y: f32) -> f32 {
+  cf.assert %c, "c must hold"
+  cf.cond_br %c, ^bb1(%x : f32), ^bb2
+^bb1(%a: f32):
+  cf.br ^bb3(%a, %y : f32, f32)
+^bb2:
+  cf.br ^bb3(%y, %x : f32, f32)
+^bb3(%p: f32, %q: f32):
+  return %p : f32
+}
