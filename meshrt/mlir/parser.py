@@ -380,11 +380,16 @@ class _Parser:
                     name = _BUILTIN_NAMES[name]
                 elif self.dialects[-1]:
                     name = f"{self.dialects[-1]}.{name}"
-            fn = _CUSTOM.get(name)
-            if fn is None:
+            fn = _CUSTOM.get(name, _functional_form)
+            save = self.pos
+            try:
+                op = fn(self, name, pos, sum(c for _, c, _ in results))
+            except MLIRError:
+                if fn is not _functional_form:
+                    raise
+                self.pos = save
                 self.error(f"unknown operation '{name}' in custom form; give it in generic form "
                            f"(mlir-opt --mlir-print-op-generic)", pos)
-            op = fn(self, name, pos, sum(c for _, c, _ in results))
             op.location = self.loc(pos)
         _normalize(self, op, pos)
         self.bind_results(op, results, pos)
@@ -1001,6 +1006,17 @@ def _custom(*names):
             _CUSTOM[n] = fn
         return fn
     return deco
+
+
+def _functional_form(p, name, pos, nres):
+    """Any other op written ``name %a, %b {attrs} : (A, B) -> R`` (tosa and many more print so)."""
+    names = p.value_names()
+    attrs = p.opt_attr_dict({})
+    p.expect(":")
+    ft = p.type()
+    if not isinstance(ft, FunctionType):
+        p.error(f"expected a function type for '{name}'")
+    return _op(name, p.resolve(names, list(ft.inputs)), list(ft.results), attrs)
 
 
 def _default_attrs(name, attrs):
