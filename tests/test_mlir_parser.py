@@ -150,8 +150,10 @@ def test_scatter_dim_is_read_as_scatter_axis():
     """Newer LLVM spells reduce_scatter's/scatter's attribute scatter_dim; both read the same."""
     text = """shard.grid @g(shape = 4)
     func.func @f(%a: tensor<8xf32>) -> tensor<2xf32> {
-      %0 = shard.reduce_scatter %a on @g grid_axes = [0] reduction = max scatter_dim = 0 : tensor<8xf32> -> tensor<2xf32>
-      %1 = "shard.scatter"(%a) <{grid = @g, grid_axes = array<i16: 0>, root = array<i64: 0>, scatter_dim = 0 : index}> : (tensor<8xf32>) -> tensor<2xf32>
+      %0 = shard.reduce_scatter %a on @g grid_axes = [0] reduction = max scatter_dim = 0
+        : tensor<8xf32> -> tensor<2xf32>
+      %1 = "shard.scatter"(%a) <{grid = @g, grid_axes = array<i16: 0>, root = array<i64: 0>, scatter_dim = 0 : index}>
+        : (tensor<8xf32>) -> tensor<2xf32>
       return %0 : tensor<2xf32>
     }"""
     ops = _body(verify(parse(text)), "f")

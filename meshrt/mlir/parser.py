@@ -316,9 +316,6 @@ class _Parser:
             self.error(f"{len(names)} operands but {len(types)} types", pos)
         return [self.lookup(n, t, p) for (n, p), t in zip(names, types)]
 
-    def resolve_untyped(self, names):
-        return [self.lookup(n, None, p) for n, p in names]
-
     # -- values and operands ------------------------------------------------------------------------
 
     def value_name(self):
@@ -531,9 +528,9 @@ class _Parser:
             return FunctionType(tuple(inputs), tuple(results))
         if s.startswith("tensor<", pos):
             self.pos += 7
-            if self.peek("*"):
-                self.pos = pos
-                return OpaqueType(re.sub(r"\s+", "", "tensor" + self.balanced_after("tensor")))
+            if self.peek("*"):  # unranked
+                self.pos = pos + len("tensor")
+                return OpaqueType(re.sub(r"\s+", "", "tensor" + self.balanced()))
             dims = []
             while True:
                 m = _DIM.match(s, self.pos)
@@ -569,10 +566,6 @@ class _Parser:
             return OpaqueType(re.sub(r"\s+", "", text))
         self.error(f"expected a type, found {self.snippet()}")
 
-    def balanced_after(self, head):
-        self.pos += len(head)
-        return self.balanced()
-
     def types_until(self, close):
         out = []
         if self.accept(close):
@@ -595,17 +588,14 @@ class _Parser:
         return out
 
     def _is_function_type(self):
+        """At ``(``: is this ``(...) -> ...`` rather than a parenthesized type list?"""
         save = self.pos
         try:
-            self.expect("(")
-            self.balanced_group_from_open()
+            self.ws()
+            self.balanced()
             return self.peek("->")
         finally:
             self.pos = save
-
-    def balanced_group_from_open(self):
-        self.pos -= 1
-        self.balanced()
 
     def starts_type(self):
         self.ws()
@@ -1276,7 +1266,7 @@ def _ucc(p, name, pos, nres):
     return _op(name, p.resolve(names, types), out, attrs)
 
 
-# tensor ----------------------------------------------------------------------------------------------------------
+# tensor -------------------------------------------------------------------------------------------
 
 
 def _mixed_list(p, open_="[", close="]"):
@@ -1497,7 +1487,7 @@ def _yield(p, name, pos, nres):
     return _op(name, p.resolve(names, types), [], attrs)
 
 
-# scf -----------------------------------------------------------------------------------------------------------------
+# scf ----------------------------------------------------------------------------------------------
 
 
 def _implicit_yield(region, name="scf.yield"):
@@ -1613,7 +1603,7 @@ def _scf_execute_region(p, name, pos, nres):
     return _op(name, [], types, attrs, [region])
 
 
-# linalg ----------------------------------------------------------------------------------------------------------------
+# linalg -------------------------------------------------------------------------------------------
 
 _LINALG_BINARY = {
     "add": ("arith.addf", "arith.addi"), "sub": ("arith.subf", "arith.subi"), "mul": ("arith.mulf", "arith.muli"),
@@ -1819,7 +1809,7 @@ def _linalg_index(p, name, pos, nres):
     return _op(name, [], [p.type()], attrs)
 
 
-# shard ------------------------------------------------------------------------------------------------------------------
+# shard --------------------------------------------------------------------------------------------
 
 
 def _grid_ref(p):
@@ -2059,7 +2049,7 @@ def _shard_collective(p, name, pos, nres):
         in_types = [p.type()]
         p.expect("->")
         out = [p.type()]
-    operands = p.resolve([src] + dyn, in_types if len(in_types) == 1 + len(dyn) else [in_types[0]] + [_INDEX] * len(dyn))
+    operands = p.resolve([src] + dyn, in_types)
     return _op(name, operands, out, attrs)
 
 
@@ -2082,7 +2072,7 @@ def _shard_update_halo(p, name, pos, nres):
     return _op(name, p.resolve([dst] + dhalo, [t] + [_I64] * len(dhalo)), [t], attrs)
 
 
-# cf --------------------------------------------------------------------------------------------------------------------
+# cf -----------------------------------------------------------------------------------------------
 
 
 def _successor_with_args(p):
