@@ -107,7 +107,7 @@ def test_every_sharding_matches_meshrt_sharding_parse():
                               sharded_dims_offsets=list(a["static_sharded_dims_offsets"]) or None)
         assert Sharding.parse(lines[op.location.line - 1], mesh) == from_attrs
         checked += 1
-    assert checked >= 6
+    assert checked >= 8
 
 
 def test_shard_op_attributes_and_dynamic_operands():

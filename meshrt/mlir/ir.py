@@ -293,7 +293,8 @@ class DenseElements:
     """``dense<...> : tensor<...>``: ``array`` has the tensor's shape and dtype (read-only).
 
     ``splat`` says the text gave one value for all elements; ``array`` is then
-    a broadcast view, so a large splat costs one element.
+    a broadcast view, so a large splat costs one element.  numpy has no
+    bfloat16: a ``bf16`` tensor's array is float32.
     """
 
     array: np.ndarray

@@ -1,4 +1,5 @@
-// Every shard dialect op in custom form (LLVM 22 syntax).
+// Every shard dialect op in custom form (LLVM 22 syntax); the grids and shardings include every
+// grid and sharding form of LLVM's mlir/test/Dialect/Shard/ops.mlir.
 shard.grid @grid0(shape = 2x2x4)
 shard.grid @grid1(shape = 4x?)
 shard.grid @grid2(shape = ?x4)
@@ -18,6 +19,9 @@ func.func @shardings(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8x16xf32>, %h: i64)
   %s7 = shard.sharding @grid4 split_axes = [[0]] sharded_dims_offsets = [0, 1, 4, 6] : !shard.sharding
   %s8 = shard.sharding @grid4 split_axes = [[0]] sharded_dims_offsets = [0, 2, %h, 5] : !shard.sharding
   %s9 = shard.sharding @grid0 split_axes = [[0], [1, 2]] halo_sizes = [1, 2, %h, 3] : !shard.sharding
+  %s10 = shard.sharding @grid0 split_axes = [[1]] : !shard.sharding
+  %s11 = shard.sharding @grid0 split_axes = [[2]] : !shard.sharding
+  %s12 = shard.sharding @grid2 split_axes = [[], [1], [0]] : !shard.sharding
   %0 = shard.shard %arg0 to %s1 : tensor<4x8xf32>
   %1 = shard.shard %0 to %s4 annotate_for_users : tensor<4x8xf32>
   %2 = shard.shard %arg1 to %s3 : tensor<4x8x16xf32>
