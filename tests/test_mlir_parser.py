@@ -386,6 +386,11 @@ INVALID = [
      "grid_axes = [0] shift_axis = 1 offset = 2 : tensor<4xi8> -> tensor<4xi8>\n  return\n}", "3:8",
      "shift_axis: 1 must be one of the grid_axes [0]"),
     ("duplicate grid", GRID + GRID, "2:1", "grid symbol @grid0 is defined twice"),
+    ("shard split beyond the tensor rank", GRID + "func.func @f(%a: tensor<4xf32>) {\n  %s = shard.sharding @grid0 "
+     "split_axes = [[0], [1]] : !shard.sharding\n  %0 = shard.shard %a to %s : tensor<4xf32>\n  return\n}", "4:8",
+     "splits tensor dim 1, but tensor<4xf32> has rank 1"),
+    ("return type", "func.func @f(%a: tensor<4xf32>) -> tensor<4xf64> {\n  return %a : tensor<4xf32>\n}", "2:3",
+     "returns (tensor<4xf32>) but @f declares (tensor<4xf64>)"),
 ]
 
 

@@ -53,7 +53,10 @@ def verify(module: Module) -> Module:
                 _fail(op, f"grid symbol @{name} is defined twice")
             _verify_grid(op)
             grids[name] = tuple(op.attributes["shape"])
+    defining = {}
     for op in module.walk():
+        for v in op.results:
+            defining[v] = op
         if op.name == "func.func":
             _verify_returns(op)
         check = _CHECKS.get(op.name)
@@ -61,6 +64,8 @@ def verify(module: Module) -> Module:
             check(op, grids)
         elif op.name in _COLLECTIVES:
             _verify_collective(op, grids)
+        elif op.name == "shard.shard":
+            _verify_shard(op, defining)
     return module
 
 
@@ -178,6 +183,21 @@ def _verify_sharding(op, grids):
         _check_axes(op, "partial_axes", a.get("partial_axes", ()), name, shape)
         if set(a.get("partial_axes", ())) & {x for dim in split for x in dim}:
             _fail(op, "partial_axes: an axis cannot be both split and partial")
+
+
+def _verify_shard(op, defining):
+    if len(op.operands) != 2 or len(op.results) != 1:
+        _fail(op, "expects a tensor and a sharding operand and one result")
+    src, res = op.operands[0].type, op.results[0].type
+    if src != res:
+        _fail(op, f"result type {res} differs from the operand type {src}")
+    spec = defining.get(op.operands[1])
+    if isinstance(src, TensorType) and spec is not None and spec.name == "shard.sharding":
+        split = spec.attributes.get("split_axes", ())
+        used = max((d + 1 for d, axes in enumerate(split) if axes), default=0)
+        if used > src.rank:
+            _fail(op, f"sharding split_axes = {_fmt(split)} (at {spec.location}) splits tensor dim {used - 1}, "
+                      f"but {src} has rank {src.rank}")
 
 
 def _verify_update_halo(op, grids):
