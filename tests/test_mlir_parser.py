@@ -16,6 +16,8 @@ import subprocess
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from meshrt import AbstractMesh, Sharding
 from meshrt.mlir import (
@@ -304,6 +306,77 @@ def test_forward_references_across_blocks():
     blocks = parse(text).functions()["f"].regions[0].blocks
     use = blocks[1].operations[0].operands[0]
     assert use is blocks[2].operations[0].results[0] and use.type == ScalarType("i32")
+
+
+_DTYPES = {"i1": np.bool_, "i8": np.int8, "i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
+
+
+@settings(derandomize=True, max_examples=80, deadline=None)
+@given(st.sampled_from(sorted(_DTYPES)), st.lists(st.integers(0, 3), max_size=3), st.integers(0, 2**32 - 1),
+       st.sampled_from(["nested", "hex", "splat"]))
+def test_dense_literals_round_trip(elem, shape, seed, form):
+    """A numpy array written as a dense literal (nested lists, hex bytes or a splat) reads back equal."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(_DTYPES[elem])
+    shape = tuple(shape)
+    if dt.kind == "f":
+        arr = (rng.standard_normal(shape) * 1e3).astype(dt)
+    elif dt.kind == "b":
+        arr = rng.integers(0, 2, shape).astype(dt)
+    else:
+        info = np.iinfo(dt)
+        arr = rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+    if form == "splat":
+        arr = np.full(shape, arr.flat[0] if arr.size else dt.type(1), dtype=dt)
+        body = arr.flat[0] if arr.size else dt.type(1)
+        text = "true" if body is np.True_ else "false" if body is np.False_ else repr(body.item())
+    elif form == "hex" and dt.kind != "b":
+        text = '"0x' + arr.astype(dt.newbyteorder("<")).tobytes().hex().upper() + '"'
+    else:
+        def lit(x):
+            return ("true" if x else "false") if dt.kind == "b" else repr(x)
+        def nest(a):
+            return "[" + ", ".join(nest(x) for x in a) + "]" if isinstance(a, list) else lit(a)
+        text = nest(arr.tolist())
+    ttype = "tensor<" + "".join(f"{d}x" for d in shape) + elem + ">"
+    m = parse(f'"my.c"() {{v = dense<{text}> : {ttype}}} : () -> ()')
+    d = m.operations[0].attributes["v"]
+    assert d.type == TensorType(shape, ScalarType(elem))
+    assert d.array.dtype == dt and d.array.shape == shape
+    np.testing.assert_array_equal(d.array, arr)
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(st.recursive(
+    st.one_of(st.sampled_from(["d0", "d1", "d2", "s0"]), st.integers(-5, 9).map(str)),
+    lambda sub: st.tuples(sub, st.sampled_from(["+", "-", "*", "floordiv", "ceildiv", "mod"]), sub),
+    max_leaves=6,
+), st.lists(st.integers(-20, 20), min_size=4, max_size=4))
+def test_affine_expressions_evaluate_as_python(expr, values):
+    """Random affine expressions evaluate like Python integer arithmetic (floor division, non-negative mod)."""
+    env = dict(zip(["d0", "d1", "d2", "s0"], values))
+
+    def text(e):
+        if isinstance(e, str):
+            return e if not e.startswith("-") else f"({e})"
+        a, op, b = e
+        if op in ("floordiv", "ceildiv", "mod"):  # MLIR requires a positive constant right-hand side
+            b = str(abs(int(b)) + 1) if isinstance(b, str) and b.lstrip("-").isdigit() else "3"
+        return f"({text(a)} {op} {text(b)})"
+
+    def value(e):
+        if isinstance(e, str):
+            return env[e] if e in env else int(e)
+        a, op, b = e
+        if op in ("floordiv", "ceildiv", "mod"):
+            b = str(abs(int(b)) + 1) if isinstance(b, str) and b.lstrip("-").isdigit() else "3"
+        x, y = value(a), value(b)
+        return {"+": x + y, "-": x - y, "*": x * y, "floordiv": x // y if y else 0, "ceildiv": -(-x // y) if y else 0,
+                "mod": x % y if y else 0}[op]
+
+    m = parse(f"#m = affine_map<(d0, d1, d2)[s0] -> ({text(expr)})>\n\"my.c\"() {{m = #m}} : () -> ()")
+    amap = m.operations[0].attributes["m"]
+    assert amap.evaluate(tuple(values[:3]), (values[3],)) == (value(expr),)
 
 
 # -- errors with locations -------------------------------------------------------------------------------------------
