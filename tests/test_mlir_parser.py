@@ -174,6 +174,17 @@ def test_scatter_dim_is_read_as_scatter_axis():
     assert ops[1].attributes["scatter_axis"] == 0 and "scatter_dim" not in ops[1].attributes
 
 
+def test_partial_shardings_of_the_seed_syntax():
+    """meshrt keeps seed 001's ``partial = kind [axes]`` (MLIR 22 dropped it) as partial_type/partial_axes."""
+    text = "shard.grid @g(shape = 2x2)\nfunc.func @f() {\n  %s = shard.sharding @g split_axes = [[0]] " \
+           "partial = max [1] : !shard.sharding\n  return\n}"
+    op = _body(verify(parse(text)), "f")[0]
+    assert op.attributes["partial_type"] == "max" and op.attributes["partial_axes"] == (1,)
+    for bad, msg in (("max [0]", "both split and partial"), ("mean [1]", "unknown reduction kind 'mean'")):
+        with pytest.raises(MLIRError, match=r"^<string>:3:8: .*" + msg):
+            verify(parse(text.replace("max [1]", bad)))
+
+
 def test_sharding_fields_come_from_the_one_sharding_text_parser(monkeypatch):
     from meshrt import _sharding_text
 
