@@ -82,7 +82,8 @@ strings of meshrt's `ReductionKind` values (``"sum"``, ``"max"``, ...).
   ``root: tuple[int]``.
 - ``shard.reduce_scatter``: ``reduction: str``, ``scatter_axis: int``.
 - ``shard.scatter(input, root_dynamic...)``: ``scatter_axis: int``,
-  ``root: tuple[int]``.
+  ``root: tuple[int]``.  (Newer LLVM spells it ``scatter_dim``; both read
+  as ``scatter_axis``.)
 - ``shard.send(input, destination_dynamic...)``: ``destination: tuple[int]``.
 - ``shard.shift``: ``shift_axis: int``, ``offset: int``, ``rotate: UNIT``
   when given.
@@ -99,6 +100,10 @@ printed and the scalar body region that mlir-opt prints for them
 (synthesized by the parser from the custom form), ``linalg.generic`` has
 ``indexing_maps: tuple[AffineMap]`` and ``iterator_types: tuple[str]``,
 ``func.func`` has ``sym_name: str`` and ``function_type: TypeAttr``.
+
+Ops the reader has no custom form for are read when written in the
+functional form ``name %a, %b {attrs} : (A, B) -> R`` (as tosa prints), and
+always in the generic form.  `OpaqueType` text has its whitespace removed.
 
 Values, blocks and operations compare by identity (they are nodes of a
 graph; use them as dict keys); `Operation.generic` prints the canonical
@@ -288,7 +293,8 @@ class DenseElements:
     """``dense<...> : tensor<...>``: ``array`` has the tensor's shape and dtype (read-only).
 
     ``splat`` says the text gave one value for all elements; ``array`` is then
-    a broadcast view, so a large splat costs one element.
+    a broadcast view, so a large splat costs one element.  numpy has no
+    bfloat16: a ``bf16`` tensor's array is float32.
     """
 
     array: np.ndarray
@@ -603,9 +609,8 @@ class _Printer:
             succ = "[" + ", ".join(self.blocks.get(id(b), "^<undefined>") for b in op.successors) + "]"
         attrs = ""
         if op.attributes:
-            attrs = " {" + ", ".join(
-                k if op.attributes[k] is UNIT else f"{k} = {format_attr(op.attributes[k])}" for k in sorted(op.attributes)
-            ) + "}"
+            items = sorted(op.attributes.items())
+            attrs = " {" + ", ".join(k if v is UNIT else f"{k} = {format_attr(v)}" for k, v in items) + "}"
         regions = ""
         if op.regions:
             regions = " (" + ", ".join(self.region(r, indent + "  ") for r in op.regions) + ")"

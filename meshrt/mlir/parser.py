@@ -94,7 +94,7 @@ CMPF_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ue
 _FASTMATH = {f"arith.{n}" for n in "addf subf mulf divf remf maximumf minimumf maxnumf minnumf negf cmpf".split()}
 _FASTMATH |= {f"math.{n}" for n in (
     "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt tanh sin cos tan sinh cosh asin acos atan atan2 asinh acosh "
-    "atanh absf ceil floor round roundeven trunc erf erfc powf cbrt copysign fma fpowi ipowi"
+    "atanh absf ceil floor round roundeven trunc erf erfc powf cbrt copysign fma fpowi"
 ).split()}
 _OVERFLOW = {f"arith.{n}" for n in "addi subi muli shli trunci".split()}
 
@@ -256,7 +256,8 @@ class _Parser:
         self.pos = m.end()
         self.expect("=")
         if is_attr:
-            if self.peek("loc("):  # a location alias: ws() skips the loc(...) itself
+            self.pos = _WS.match(self.s, self.pos).end() if _WS.match(self.s, self.pos) else self.pos
+            if self.s.startswith("loc(", self.pos):  # a location alias: dropped with the locations
                 self.ws()
                 return
             self.attr_aliases[name] = self.attribute()
@@ -314,9 +315,6 @@ class _Parser:
             pos = names[0][1] if names else self.pos
             self.error(f"{len(names)} operands but {len(types)} types", pos)
         return [self.lookup(n, t, p) for (n, p), t in zip(names, types)]
-
-    def resolve_untyped(self, names):
-        return [self.lookup(n, None, p) for n, p in names]
 
     # -- values and operands ------------------------------------------------------------------------
 
@@ -379,11 +377,16 @@ class _Parser:
                     name = _BUILTIN_NAMES[name]
                 elif self.dialects[-1]:
                     name = f"{self.dialects[-1]}.{name}"
-            fn = _CUSTOM.get(name)
-            if fn is None:
+            fn = _CUSTOM.get(name, _functional_form)
+            save = self.pos
+            try:
+                op = fn(self, name, pos, sum(c for _, c, _ in results))
+            except MLIRError:
+                if fn is not _functional_form:
+                    raise
+                self.pos = save
                 self.error(f"unknown operation '{name}' in custom form; give it in generic form "
                            f"(mlir-opt --mlir-print-op-generic)", pos)
-            op = fn(self, name, pos, sum(c for _, c, _ in results))
             op.location = self.loc(pos)
         _normalize(self, op, pos)
         self.bind_results(op, results, pos)
@@ -393,7 +396,7 @@ class _Parser:
         want = sum(c for _, c, _ in results)
         types = op.results
         if want != len(types):
-            self.error(f"'{op.name}' has {len(types)} results, but {want} names are given", pos)
+            self.error(f"'{op.name}' has {len(types)} results, but {want} names are given", results[0][2])
         values, i = [], 0
         for name, count, rpos in results:
             for k in range(count):
@@ -435,9 +438,11 @@ class _Parser:
         if self.peek("{"):
             attrs.update(self.attr_dict())
         self.expect(":")
+        self.ws()
+        tpos = self.pos
         ftype = self.type()
         if not isinstance(ftype, FunctionType):
-            self.error(f"expected a function type for '{name}', found {ftype}")
+            self.error(f"expected a function type for '{name}', found {ftype}", tpos)
         operands = self.resolve(names, list(ftype.inputs))
         return Operation(name, operands, list(ftype.results), attrs, regions, successors, self.loc(pos))
 
@@ -447,13 +452,13 @@ class _Parser:
         m = self.match(_BLOCK)
         if not m:
             self.error(f"expected a block label, found {self.snippet()}")
-        return self.block_ref(m.group(0))
+        return self.block_ref(m.group(0), pos)
 
-    def block_ref(self, label):
+    def block_ref(self, label, pos):
         blocks = self.labels[-1]
         if label not in blocks:
-            blocks[label] = Block(label=label)
-        return blocks[label]
+            blocks[label] = (Block(label=label), pos)
+        return blocks[label][0]
 
     # -- regions -------------------------------------------------------------------------------------
 
@@ -474,7 +479,7 @@ class _Parser:
         while self.peek("^"):
             pos = self.pos
             label = self.match(_BLOCK).group(0)
-            block = self.block_ref(label)
+            block = self.block_ref(label, pos)
             if block in blocks:
                 self.error(f"redefinition of block '{label}'", pos)
             if self.accept("("):
@@ -490,9 +495,9 @@ class _Parser:
             self.block_body(block)
             blocks.append(block)
         self.expect("}")
-        undefined = [lbl for lbl, b in self.labels[-1].items() if b not in blocks]
+        undefined = [(lbl, p) for lbl, (b, p) in self.labels[-1].items() if b not in blocks]
         if undefined:
-            self.error(f"reference to an undefined block '{undefined[0]}'")
+            self.error(f"reference to an undefined block '{undefined[0][0]}'", undefined[0][1])
         self.labels.pop()
         if dialect:
             self.dialects.pop()
@@ -523,9 +528,9 @@ class _Parser:
             return FunctionType(tuple(inputs), tuple(results))
         if s.startswith("tensor<", pos):
             self.pos += 7
-            if self.peek("*"):
-                self.pos = pos
-                return OpaqueType(re.sub(r"\s+", "", "tensor" + self.balanced_after("tensor")))
+            if self.peek("*"):  # unranked
+                self.pos = pos + len("tensor")
+                return OpaqueType(re.sub(r"\s+", "", "tensor" + self.balanced()))
             dims = []
             while True:
                 m = _DIM.match(s, self.pos)
@@ -561,10 +566,6 @@ class _Parser:
             return OpaqueType(re.sub(r"\s+", "", text))
         self.error(f"expected a type, found {self.snippet()}")
 
-    def balanced_after(self, head):
-        self.pos += len(head)
-        return self.balanced()
-
     def types_until(self, close):
         out = []
         if self.accept(close):
@@ -587,17 +588,14 @@ class _Parser:
         return out
 
     def _is_function_type(self):
+        """At ``(``: is this ``(...) -> ...`` rather than a parenthesized type list?"""
         save = self.pos
         try:
-            self.expect("(")
-            self.balanced_group_from_open()
+            self.ws()
+            self.balanced()
             return self.peek("->")
         finally:
             self.pos = save
-
-    def balanced_group_from_open(self):
-        self.pos -= 1
-        self.balanced()
 
     def starts_type(self):
         self.ws()
@@ -762,17 +760,18 @@ class _Parser:
         else:
             flat = []
 
-            def walk(x):
+            def walk(x, depth):
                 if isinstance(x, list):
+                    if depth >= len(shape) or len(x) != shape[depth]:
+                        self.error(f"dense literal does not have the shape of {typ}", pos)
                     for y in x:
-                        walk(y)
+                        walk(y, depth + 1)
                 else:
+                    if depth != len(shape):
+                        self.error(f"dense literal does not have the shape of {typ}", pos)
                     flat.append(_cast_scalar(x, dtype))
-            walk(content)
-            arr = np.asarray(flat, dtype=dtype)
-            if arr.size != int(np.prod(shape)):
-                self.error(f"dense literal has {arr.size} elements but the type {typ} needs {int(np.prod(shape))}", pos)
-            arr = arr.reshape(shape)
+            walk(content, 0)
+            arr = np.asarray(flat, dtype=dtype).reshape(shape)
             splat = False
         arr = arr.view()
         arr.flags.writeable = False
@@ -864,11 +863,11 @@ class _Parser:
         e = self.affine_term(names)
         while True:
             if self.accept("+"):
-                e = AffineBinary("+", e, self.affine_term(names))
+                e = _affine_bin("+", e, self.affine_term(names))
             elif self.peek("-") and not self.peek("->"):
                 self.expect("-")
                 rhs = self.affine_term(names)
-                e = AffineBinary("+", e, _neg(rhs))
+                e = _affine_bin("+", e, _neg(rhs))
             else:
                 return e
 
@@ -876,13 +875,13 @@ class _Parser:
         e = self.affine_factor(names)
         while True:
             if self.accept("*"):
-                e = AffineBinary("*", e, self.affine_factor(names))
+                e = _affine_bin("*", e, self.affine_factor(names))
             elif self.keyword("floordiv"):
-                e = AffineBinary("floordiv", e, self.affine_factor(names))
+                e = _affine_bin("floordiv", e, self.affine_factor(names))
             elif self.keyword("ceildiv"):
-                e = AffineBinary("ceildiv", e, self.affine_factor(names))
+                e = _affine_bin("ceildiv", e, self.affine_factor(names))
             elif self.keyword("mod"):
-                e = AffineBinary("mod", e, self.affine_factor(names))
+                e = _affine_bin("mod", e, self.affine_factor(names))
             else:
                 return e
 
@@ -909,27 +908,36 @@ class _Hex(str):
 
 
 def _neg(e):
-    if isinstance(e, AffineConst):
-        return AffineConst(-e.value)
-    return AffineBinary("*", e, AffineConst(-1))
+    return _affine_bin("*", e, AffineConst(-1))
+
+
+def _affine_bin(op, lhs, rhs):
+    """MLIR's light canonicalization: constants folded, and kept on the right of ``+`` and ``*``."""
+    if isinstance(lhs, AffineConst) and isinstance(rhs, AffineConst) and (op in "+*" or rhs.value > 0):
+        return AffineConst(AffineMap(0, 0, (AffineBinary(op, lhs, rhs),)).evaluate(())[0])
+    if op in "+*" and isinstance(lhs, AffineConst):
+        lhs, rhs = rhs, lhs
+    return AffineBinary(op, lhs, rhs)
 
 
 def _cast_scalar(x, dtype):
+    """One dense literal (its text) as a value of ``dtype``; integers wrap as MLIR stores them."""
+    dt = np.dtype(dtype)
     if isinstance(x, bool):
         return x
-    if isinstance(x, str):
-        if x.lower().startswith(("0x", "-0x", "+0x")):
-            v = int(x, 16)
-            if np.dtype(dtype).kind == "f":  # a float given by its bits
-                itemsize = np.dtype(dtype).itemsize
-                return np.frombuffer(v.to_bytes(itemsize, "little"), dtype=dtype)[0]
-            return v
-        if np.dtype(dtype).kind in "f":
-            return float(x)
-        if np.dtype(dtype).kind == "b":
-            return bool(int(x))
-        return int(x) if re.fullmatch(r"[-+]?\d+", x) else float(x)
-    return x
+    hexa = x.lower().lstrip("+-").startswith("0x")
+    if dt.kind == "f":
+        if hexa:  # a float given by its bits
+            return np.frombuffer(int(x, 16).to_bytes(dt.itemsize, "little"), dtype=dt)[0]
+        return float(x)
+    v = int(x, 16) if hexa else int(x)
+    if dt.kind == "b":
+        return bool(v & 1)
+    bits = 8 * dt.itemsize
+    v &= (1 << bits) - 1
+    if dt.kind == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
 
 
 def _literal(p, text, typ, pos):
@@ -942,10 +950,23 @@ def _literal(p, text, typ, pos):
             if typ.name == "bf16":
                 return float(np.frombuffer((v << 16).to_bytes(4, "little"), dtype=np.float32)[0])
             return float(np.frombuffer(v.to_bytes(np.dtype(dt).itemsize, "little"), dtype=dt)[0])
-        return v
+        return _wrap_int(v, typ)
     if re.fullmatch(r"[-+]?\d+", text) and not is_float_type:
-        return int(text)
+        return _wrap_int(int(text), typ)
     return float(text)
+
+
+def _wrap_int(v, typ):
+    """An integer as MLIR stores it in a typed attribute: ``255 : i8`` is -1, ``1 : i1`` is true."""
+    if not isinstance(typ, ScalarType) or typ.name == "index" or typ.is_float:
+        return v
+    w = typ.width
+    if typ.name == "i1":
+        return bool(v & 1)
+    v &= (1 << w) - 1
+    if not typ.name.startswith("ui") and v >= 1 << (w - 1):
+        v -= 1 << w
+    return v
 
 
 # -- normalization shared by both forms -------------------------------------------------------------------
@@ -966,7 +987,7 @@ def _normalize(p, op, pos):
 # -- custom forms ------------------------------------------------------------------------------------------
 
 _CUSTOM = {}
-_BUILTIN_NAMES = {"module": "builtin.module", "unrealized_conversion_cast": "builtin.unrealized_conversion_cast"}
+_BUILTIN_NAMES = {"module": "builtin.module"}
 
 
 def _custom(*names):
@@ -975,6 +996,17 @@ def _custom(*names):
             _CUSTOM[n] = fn
         return fn
     return deco
+
+
+def _functional_form(p, name, pos, nres):
+    """Any other op written ``name %a, %b {attrs} : (A, B) -> R`` (tosa and many more print so)."""
+    names = p.value_names()
+    attrs = p.opt_attr_dict({})
+    p.expect(":")
+    ft = p.type()
+    if not isinstance(ft, FunctionType):
+        p.error(f"expected a function type for '{name}'")
+    return _op(name, p.resolve(names, list(ft.inputs)), list(ft.results), attrs)
 
 
 def _default_attrs(name, attrs):
@@ -1234,7 +1266,7 @@ def _ucc(p, name, pos, nres):
     return _op(name, p.resolve(names, types), out, attrs)
 
 
-# tensor ----------------------------------------------------------------------------------------------------------
+# tensor -------------------------------------------------------------------------------------------
 
 
 def _mixed_list(p, open_="[", close="]"):
@@ -1455,7 +1487,7 @@ def _yield(p, name, pos, nres):
     return _op(name, p.resolve(names, types), [], attrs)
 
 
-# scf -----------------------------------------------------------------------------------------------------------------
+# scf ----------------------------------------------------------------------------------------------
 
 
 def _implicit_yield(region, name="scf.yield"):
@@ -1571,7 +1603,7 @@ def _scf_execute_region(p, name, pos, nres):
     return _op(name, [], types, attrs, [region])
 
 
-# linalg ----------------------------------------------------------------------------------------------------------------
+# linalg -------------------------------------------------------------------------------------------
 
 _LINALG_BINARY = {
     "add": ("arith.addf", "arith.addi"), "sub": ("arith.subf", "arith.subi"), "mul": ("arith.mulf", "arith.muli"),
@@ -1777,7 +1809,7 @@ def _linalg_index(p, name, pos, nres):
     return _op(name, [], [p.type()], attrs)
 
 
-# shard ------------------------------------------------------------------------------------------------------------------
+# shard --------------------------------------------------------------------------------------------
 
 
 def _grid_ref(p):
@@ -2017,7 +2049,7 @@ def _shard_collective(p, name, pos, nres):
         in_types = [p.type()]
         p.expect("->")
         out = [p.type()]
-    operands = p.resolve([src] + dyn, in_types if len(in_types) == 1 + len(dyn) else [in_types[0]] + [_INDEX] * len(dyn))
+    operands = p.resolve([src] + dyn, in_types)
     return _op(name, operands, out, attrs)
 
 
@@ -2038,3 +2070,43 @@ def _shard_update_halo(p, name, pos, nres):
     p.expect(":")
     t = p.type()
     return _op(name, p.resolve([dst] + dhalo, [t] + [_I64] * len(dhalo)), [t], attrs)
+
+
+# cf -----------------------------------------------------------------------------------------------
+
+
+def _successor_with_args(p):
+    """``^bb1`` or ``^bb1(%a, %b : f32, i32)`` -> (block, [values])."""
+    block = p.successor()
+    if not p.accept("("):
+        return block, []
+    names = p.value_names()
+    p.expect(":")
+    types = p.type_list()
+    p.expect(")")
+    return block, p.resolve(names, types)
+
+
+@_custom("cf.br")
+def _cf_br(p, name, pos, nres):
+    block, args = _successor_with_args(p)
+    return _op(name, args, [], p.opt_attr_dict({}), successors=[block])
+
+
+@_custom("cf.cond_br")
+def _cf_cond_br(p, name, pos, nres):
+    c = p.operand(_I1)
+    p.expect(",")
+    t, targs = _successor_with_args(p)
+    p.expect(",")
+    f, fargs = _successor_with_args(p)
+    attrs = p.opt_attr_dict({"operandSegmentSizes": (1, len(targs), len(fargs))})
+    return _op(name, [c] + targs + fargs, [], attrs, successors=[t, f])
+
+
+@_custom("cf.assert")
+def _cf_assert(p, name, pos, nres):
+    c = p.operand(_I1)
+    p.expect(",")
+    msg = p.attribute(typed=False)
+    return _op(name, [c], [], p.opt_attr_dict({"msg": msg}))
