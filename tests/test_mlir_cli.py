@@ -104,6 +104,16 @@ def test_unsupported_op_named_with_location_before_running(name, where, op):
         run_function(m, name, [np.zeros(4, np.float32)])
 
 
+def test_bad_shard_attributes_raise_with_location_before_running():
+    m = parse("shard.grid @g(shape = 2x?)\n"
+              "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+              "  %r = shard.all_reduce %a on @g grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>\n"
+              "  %s = shard.sharding @g split_axes = [[1], [1]] : !shard.sharding\n"
+              "  return %r : tensor<4xf32>\n}\n", "bad.mlir")
+    with pytest.raises(MLIRError, match=r"^bad.mlir:4:8: 'shard.sharding' split_axes"):
+        run_function(m, "f", [np.zeros(4, np.float32)])
+
+
 def test_missing_function_and_bad_arguments():
     m = parse("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n", "p.mlir")
     with pytest.raises(MLIRError, match="no function @g; the module has @f"):

@@ -8,9 +8,10 @@ dialect's device groups.  The same file runs un-partitioned too: there every
 process holds whole tensors and ``shard.shard`` (a sharding annotation, or a
 reshard between two annotations) leaves the global value as it is.
 
-Before anything runs, `Program` walks the function and every function it
-calls and raises `MLIRError` (``file:line:col: unsupported op 'x.y'``) for
-the first op it cannot execute, the same on every process.
+Before anything runs, `Program` verifies the module (`meshrt.mlir.verify`)
+and walks the function and every function it calls, raising `MLIRError`
+(``file:line:col: unsupported op 'x.y'``) for the first op it cannot
+execute, the same on every process.
 
 >>> from meshrt.mlir import parse
 >>> m = parse('''func.func @f(%a: tensor<3xf64>) -> tensor<3xf64> {
@@ -35,6 +36,7 @@ from ..mesh import AbstractMesh, Mesh
 from ..sharding import Sharding
 from . import linalg as L
 from .ir import DYNAMIC, DenseElements, Module, ScalarType, TensorType
+from .verify import verify
 
 __all__ = ["Program", "run_function", "check_function", "function_shardings", "is_partitioned"]
 
@@ -146,6 +148,7 @@ class Program:
             from mpi4py import MPI
 
             comm = MPI.COMM_WORLD
+        verify(module)  # bad shard attributes: an error with the location, on every process alike
         self.module = module
         self.comm = comm
         self._meshes = {}
@@ -235,8 +238,7 @@ class Program:
             def run(env):
                 return h(self, op, env)
         elif name in L.LINALG_OPS:
-            def run(env):
-                return L.run_linalg(op, env.__getitem__, lambda o: self._captured(o, env))
+            run = L.prepare(op, self._captured)
         else:
             fn, operands = L.scalar_function(op), tuple(op.operands)
             if len(operands) == 2:

@@ -418,6 +418,24 @@ def _map_of(ndim, keep):
 _SEGMENTS: dict = {}
 
 
+def prepare(op, captured_of):
+    """``run(env) -> results`` for one linalg op, with everything that depends only on the op
+    (operand roles, fast path, dtypes) decided once.  ``captured_of(op, env)`` gives the
+    body's outside values and their runtime values."""
+    name = op.name
+    ins_v, outs_v = _segments(op)
+    if name == "linalg.fill" and len(ins_v) == 1 and isinstance(outs_v[0].type, TensorType):
+        (a,), (o,), dt = ins_v, outs_v, _dtype_of(outs_v[0].type)
+        if outs_v[0].type.is_static:
+            shape = outs_v[0].type.shape
+            return lambda env: (np.full(shape, env[a], dt),)
+        return lambda env: (np.full(env[o].shape, env[a], dt),)
+    if name in ("linalg.matmul", "linalg.batch_matmul") and _is_plain_matmul(op) and len(ins_v) == 2:
+        (a, b), (c,), dt = ins_v, outs_v, _dtype_of(outs_v[0].type)
+        return lambda env: (_matmul(env[a], env[b], env[c], dt),)
+    return lambda env: run_linalg(op, env.__getitem__, lambda o: captured_of(o, env))
+
+
 def run_linalg(op, env_get, captured_of):
     """Execute a linalg op: ``env_get(value)`` reads operands; returns the result arrays."""
     name = op.name
