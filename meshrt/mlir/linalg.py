@@ -51,9 +51,13 @@ SCALAR_OPS = {f"arith.{k}": f"({{0}} {v} {{1}})" for k, v in _BIN.items()}
 SCALAR_OPS.update({
     "arith.negf": "(-{0})",
     "arith.remf": "np.fmod({0}, {1})",
-    "arith.remsi": "np.fmod({0}, {1})",
+    # C division truncates toward zero; Numba's integer fmod does not follow numpy's, so the
+    # kernel form spells it out with Python's exact integer floor division
+    "arith.remsi": ("np.fmod({0}, {1})",
+                    "({0} - {1} * ((abs({0}) // abs({1})) * (1 if ({0} < 0) == ({1} < 0) else -1)))"),
     "arith.remui": "({U0}({0}) % {U0}({1}))",
-    "arith.divsi": "(({0} - np.fmod({0}, {1})) // {1})",
+    "arith.divsi": ("(({0} - np.fmod({0}, {1})) // {1})",
+                    "((abs({0}) // abs({1})) * (1 if ({0} < 0) == ({1} < 0) else -1))"),
     "arith.divui": "({U0}({0}) // {U0}({1}))",
     "arith.floordivsi": "({0} // {1})",
     "arith.ceildivsi": "(-((-{0}) // {1}))",
