@@ -197,7 +197,47 @@ def _mlir_partition_cmd(args):
     return 0
 
 
+_MLIR_WORKER = "import sys; del sys.path[0]; from meshrt.cli import _mlir_worker; sys.exit(_mlir_worker(sys.argv[1:]))"
+
+
+def _mlir_worker(argv):
+    """``meshrt mlir run`` inside a process of ``meshrt mlir run -n N``: a crash aborts the job."""
+    try:
+        return main(argv)
+    except BaseException as e:
+        if isinstance(e, SystemExit) and e.code in (None, 0):
+            raise
+        import traceback
+
+        from mpi4py import MPI
+
+        text = traceback.format_exc()
+        rank = MPI.COMM_WORLD.Get_rank()
+        sys.stderr.write("".join(f"[rank {rank}] {line}\n" for line in text.splitlines()))
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(e.code if isinstance(e, SystemExit) and isinstance(e.code, int) else 1)
+
+
+def _mlir_launch(args):
+    from .launch import find_mpiexec
+
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        print("meshrt mlir run: no mpiexec found next to the Python executable, on PATH or in "
+              "MESHRT_MPIEXEC; install meshrt[mpich] or an MPI", file=sys.stderr)
+        return 2
+    inner = ["mlir", "run", args.file, "--func", args.function, "--out", args.out, "--args", *args.args]
+    if args.shardings_from:
+        inner += ["--shardings-from", args.shardings_from]
+    try:
+        return subprocess.call([mpiexec, "-n", str(args.n), sys.executable, "-c", _MLIR_WORKER, *inner])
+    except KeyboardInterrupt:
+        return 130
+
+
 def _mlir_run_cmd(args):
+    if args.n is not None:
+        return _mlir_launch(args)
     import numpy as np
     from mpi4py import MPI
 
@@ -215,6 +255,8 @@ def _mlir_run_cmd(args):
             arg_s, res_s = function_shardings(Program(parse_file(args.shardings_from), comm), args.function)
         else:
             arg_s, res_s = [None] * len(arrays), None
+            if partitioned and comm.size > 1:
+                _whole_arrays_fit(module, args.function, arrays)
         results = prog.run(args.function, local_parts(arrays, arg_s))
         if res_s is None:
             res_s = [None] * len(results)
@@ -231,6 +273,21 @@ def _mlir_run_cmd(args):
     return 0
 
 
+def _whole_arrays_fit(module, name, arrays):
+    """A partitioned function takes per-process parts: whole arrays fit only replicated arguments."""
+    from .errors import MLIRError
+
+    f = module.functions().get(name)
+    if f is None:
+        return
+    for i, (t, a) in enumerate(zip(f.attributes["function_type"].type.inputs, arrays)):
+        shape = getattr(t, "shape", None)
+        if shape is not None and any(d is None for d in shape):
+            raise MLIRError(f"{module.filename}: @{name} is partitioned and argument {i} has the per-process "
+                            f"type {t}; give the global program with --shardings-from so that each process "
+                            f"takes its part of the global {a.shape} array")
+
+
 def _mlir_add_parser(sub):
     p = sub.add_parser("mlir", help="partition (mlir-opt) and run MLIR programs of the shard dialect")
     msub = p.add_subparsers(dest="mlir_command", required=True)
@@ -243,6 +300,8 @@ def _mlir_add_parser(sub):
                                     "process's part per the argument shardings of the global program given "
                                     "with --shardings-from; an un-partitioned one takes them whole. Rank 0 "
                                     "writes the (gathered) results as DIR/result<i>.npy.")
+    q.add_argument("-n", type=int, default=None,
+                   help="start N processes with mpiexec (default: run in this process, e.g. under mpiexec)")
     q.add_argument("file")
     q.add_argument("--func", dest="function", required=True, help="name of the func.func to run")
     q.add_argument("--args", nargs="*", default=[], help=".npy files, one per function argument")

@@ -156,9 +156,8 @@ def test_run_reports_bad_input(tmp_path, capsys):
 def test_run_partitioned_program_on_two_processes(tmp_path):
     paths, expected = _mlp_args(tmp_path)
     out = tmp_path / "out"
-    cmd = [find_mpiexec(), "-n", "2", sys.executable, "-c",
-           "import sys; del sys.path[0]; from meshrt.cli import main; sys.exit(main())",
-           "mlir", "run", os.path.join(CORPUS, "mlp.partitioned.mlir"), "--func", "mlp",
+    cmd = [sys.executable, "-m", "meshrt.cli", "mlir", "run", "-n", "2",
+           os.path.join(CORPUS, "mlp.partitioned.mlir"), "--func", "mlp",
            "--shardings-from", os.path.join(CORPUS, "mlp.mlir"), "--args", *paths, "--out", str(out)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
