@@ -94,17 +94,18 @@ func.func @incomplete_sharding(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
   return %3 : tensor<8x16xf32>
 }
 
-// A longer chain through linalg.generic bodies (arith + math), uneven at 4 procs.
-func.func @generic_chain(%a: tensor<10x7xf64>, %b: tensor<10x7xf64>) -> tensor<10x7xf64> {
+// A longer chain through linalg.generic bodies (arith + math), uneven, with empty
+// column shards at 4 processes and more.
+func.func @generic_chain(%a: tensor<9x3xf64>, %b: tensor<9x3xf64>) -> tensor<9x3xf64> {
   %rows = shard.sharding @grid split_axes = [[0]] : !shard.sharding
   %cols = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
-  %a0 = shard.shard %a to %rows : tensor<10x7xf64>
-  %a1 = shard.shard %a0 to %rows annotate_for_users : tensor<10x7xf64>
-  %b0 = shard.shard %b to %rows : tensor<10x7xf64>
-  %b1 = shard.shard %b0 to %rows annotate_for_users : tensor<10x7xf64>
-  %e = tensor.empty() : tensor<10x7xf64>
+  %a0 = shard.shard %a to %rows : tensor<9x3xf64>
+  %a1 = shard.shard %a0 to %rows annotate_for_users : tensor<9x3xf64>
+  %b0 = shard.shard %b to %rows : tensor<9x3xf64>
+  %b1 = shard.shard %b0 to %rows annotate_for_users : tensor<9x3xf64>
+  %e = tensor.empty() : tensor<9x3xf64>
   %c2 = arith.constant 2.0 : f64
-  %0 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%a1, %b1 : tensor<10x7xf64>, tensor<10x7xf64>) outs(%e : tensor<10x7xf64>) {
+  %0 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%a1, %b1 : tensor<9x3xf64>, tensor<9x3xf64>) outs(%e : tensor<9x3xf64>) {
   ^bb0(%x: f64, %y: f64, %o: f64):
     %t = math.tanh %x : f64
     %m = arith.mulf %t, %y : f64
@@ -112,12 +113,12 @@ func.func @generic_chain(%a: tensor<10x7xf64>, %b: tensor<10x7xf64>) -> tensor<1
     %p = arith.cmpf ogt, %n, %x : f64
     %s = arith.select %p, %n, %x : f64
     linalg.yield %s : f64
-  } -> tensor<10x7xf64>
-  %1 = shard.shard %0 to %rows : tensor<10x7xf64>
-  %2 = shard.shard %1 to %cols annotate_for_users : tensor<10x7xf64>
-  %f = tensor.empty() : tensor<10x7xf64>
-  %3 = linalg.exp ins(%2 : tensor<10x7xf64>) outs(%f : tensor<10x7xf64>) -> tensor<10x7xf64>
-  %4 = shard.shard %3 to %cols : tensor<10x7xf64>
-  %5 = shard.shard %4 to %cols annotate_for_users : tensor<10x7xf64>
-  return %5 : tensor<10x7xf64>
+  } -> tensor<9x3xf64>
+  %1 = shard.shard %0 to %rows : tensor<9x3xf64>
+  %2 = shard.shard %1 to %cols annotate_for_users : tensor<9x3xf64>
+  %f = tensor.empty() : tensor<9x3xf64>
+  %3 = linalg.exp ins(%2 : tensor<9x3xf64>) outs(%f : tensor<9x3xf64>) -> tensor<9x3xf64>
+  %4 = shard.shard %3 to %cols : tensor<9x3xf64>
+  %5 = shard.shard %4 to %cols annotate_for_users : tensor<9x3xf64>
+  return %5 : tensor<9x3xf64>
 }

@@ -63,13 +63,13 @@ module {
     %1 = linalg.sqrt ins(%arg0 : tensor<?x16xf32>) outs(%0 : tensor<?x16xf32>) -> tensor<?x16xf32>
     return %1 : tensor<?x16xf32>
   }
-  func.func @generic_chain(%arg0: tensor<?x7xf64>, %arg1: tensor<?x7xf64>) -> tensor<10x?xf64> {
+  func.func @generic_chain(%arg0: tensor<?x3xf64>, %arg1: tensor<?x3xf64>) -> tensor<9x?xf64> {
     %sharding = shard.sharding @grid split_axes = [[0]] : !shard.sharding
     %proc_linear_idx = shard.process_multi_index on @grid : index
-    %shard_shape:2 = shard.shard_shape dims = [10, 7] sharding = %sharding device = [%proc_linear_idx] : index, index
-    %0 = tensor.empty(%shard_shape#0) : tensor<?x7xf64>
+    %shard_shape:2 = shard.shard_shape dims = [9, 3] sharding = %sharding device = [%proc_linear_idx] : index, index
+    %0 = tensor.empty(%shard_shape#0) : tensor<?x3xf64>
     %cst = arith.constant 2.000000e+00 : f64
-    %1 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1 : tensor<?x7xf64>, tensor<?x7xf64>) outs(%0 : tensor<?x7xf64>) {
+    %1 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1 : tensor<?x3xf64>, tensor<?x3xf64>) outs(%0 : tensor<?x3xf64>) {
     ^bb0(%in: f64, %in_3: f64, %out: f64):
       %4 = math.tanh %in : f64
       %5 = arith.mulf %4, %in_3 : f64
@@ -77,15 +77,15 @@ module {
       %7 = arith.cmpf ogt, %6, %in : f64
       %8 = arith.select %7, %6, %in : f64
       linalg.yield %8 : f64
-    } -> tensor<?x7xf64>
-    %all_to_all = shard.all_to_all %1 on @grid grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<?x7xf64> -> tensor<?x?xf64>
-    %cast = tensor.cast %all_to_all : tensor<?x?xf64> to tensor<10x?xf64>
+    } -> tensor<?x3xf64>
+    %all_to_all = shard.all_to_all %1 on @grid grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<?x3xf64> -> tensor<?x?xf64>
+    %cast = tensor.cast %all_to_all : tensor<?x?xf64> to tensor<9x?xf64>
     %sharding_0 = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
     %proc_linear_idx_1 = shard.process_multi_index on @grid : index
-    %shard_shape_2:2 = shard.shard_shape dims = [10, 7] sharding = %sharding_0 device = [%proc_linear_idx_1] : index, index
-    %2 = tensor.empty(%shard_shape_2#1) : tensor<10x?xf64>
-    %3 = linalg.exp ins(%cast : tensor<10x?xf64>) outs(%2 : tensor<10x?xf64>) -> tensor<10x?xf64>
-    return %3 : tensor<10x?xf64>
+    %shard_shape_2:2 = shard.shard_shape dims = [9, 3] sharding = %sharding_0 device = [%proc_linear_idx_1] : index, index
+    %2 = tensor.empty(%shard_shape_2#1) : tensor<9x?xf64>
+    %3 = linalg.exp ins(%cast : tensor<9x?xf64>) outs(%2 : tensor<9x?xf64>) -> tensor<9x?xf64>
+    return %3 : tensor<9x?xf64>
   }
 }
 
