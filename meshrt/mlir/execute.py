@@ -58,8 +58,8 @@ def _dtype(t) -> np.dtype:
     raise MLIRError(f"type {t}: no numpy dtype")
 
 
-def _static(attr, operands, it):
-    """Fill the ``DYNAMIC`` entries of a static-size array attribute from SSA operands, in order."""
+def _static(attr, it):
+    """Fill the ``DYNAMIC`` entries of a static-size array attribute from SSA operand values, in order."""
     return tuple(int(next(it)) if a == DYNAMIC else int(a) for a in attr)
 
 
@@ -118,8 +118,6 @@ def _check_ops(blocks, where):
                         if o.name not in ("tensor.yield", "arith.constant"):
                             raise MLIRError(f"{o.location}: unsupported op '{o.name}' in a tensor.pad body "
                                             "(only a constant or outside value can be yielded)")
-            elif op.name == "shard.get_sharding":
-                pass  # resolved at run time from the defining shard.shard
             else:
                 for r in op.regions:
                     _check_ops(r.blocks, where)
@@ -316,12 +314,10 @@ def _scf_while(p, op, env, gm):
     before, after = op.regions[0].entry, op.regions[1].entry
     vals = [env[v] for v in op.operands]
     while True:
-        cond_op = before.operations[-1]
-        out = p._block(before, vals, env, gm)
+        out = p._block(before, vals, env, gm)  # ends in scf.condition(%cond, %values...)
         if not bool(out[0]):
             return out[1:]
         vals = p._block(after, out[1:], env, gm)
-        del cond_op
 
 
 def _cast_through(p, op, env):
@@ -375,12 +371,10 @@ def _insert(p, op, env):
 
 
 def _slices(op, env, first):
-    seg = op.attributes["operandSegmentSizes"]
     it = iter([env[v] for v in op.operands[first:]])
-    offs = _static(op.attributes["static_offsets"], None, it)
-    sizes = _static(op.attributes["static_sizes"], None, it)
-    strides = _static(op.attributes["static_strides"], None, it)
-    del seg
+    offs = _static(op.attributes["static_offsets"], it)
+    sizes = _static(op.attributes["static_sizes"], it)
+    strides = _static(op.attributes["static_strides"], it)
     return tuple(slice(o, o + s * st, st) if s else slice(o, o) for o, s, st in zip(offs, sizes, strides)), sizes
 
 
@@ -411,8 +405,8 @@ def _insert_slice(p, op, env):
 def _pad(p, op, env):
     x = env[op.operands[0]]
     it = iter([env[v] for v in op.operands[1:]])
-    low = _static(op.attributes["static_low"], None, it)
-    high = _static(op.attributes["static_high"], None, it)
+    low = _static(op.attributes["static_low"], it)
+    high = _static(op.attributes["static_high"], it)
     body = op.regions[0].entry
     y = body.operations[-1].operands[0]
     if y in env:
@@ -434,7 +428,7 @@ def _collapse(p, op, env):
 def _expand(p, op, env):
     x = env[op.operands[0]]
     it = iter([env[v] for v in op.operands[1:]])
-    shape = _static(op.attributes["static_output_shape"], None, it)
+    shape = _static(op.attributes["static_output_shape"], it)
     return [x.reshape(shape)]
 
 
@@ -445,11 +439,9 @@ def _concat(p, op, env):
 # shard ---------------------------------------------------------------------------------------------
 
 def _sharding(p, op, env, global_mode):
-    seg = op.attributes.get("operandSegmentSizes", (0, 0))
     dyn = iter([env[v] for v in op.operands])
-    halos = _static(op.attributes.get("static_halo_sizes", ()), None, dyn)
-    offsets = _static(op.attributes.get("static_sharded_dims_offsets", ()), None, dyn)
-    del seg
+    halos = _static(op.attributes.get("static_halo_sizes", ()), dyn)
+    offsets = _static(op.attributes.get("static_sharded_dims_offsets", ()), dyn)
     mesh = p.mesh(op.attributes["grid"], op.location, abstract=global_mode)
     try:
         s = Sharding(mesh, op.attributes["split_axes"], halo_sizes=halos or None,
@@ -465,17 +457,11 @@ def _shard(p, op, env):
 
 def _get_sharding(p, op, env):
     src = op.operands[0]
-    for o in _defining(p, op):
-        if src in o.results and o.name == "shard.shard":
-            return [env[o.operands[1]]]
-    raise MLIRError(f"{op.location}: 'shard.get_sharding' of a value that no shard.shard defines")
-
-
-def _defining(p, op):
-    f = p.module.functions()
-    for fn in f.values():
+    for fn in p.module.functions().values():
         for o in fn.walk():
-            yield o
+            if o.name == "shard.shard" and src in o.results:
+                return [env[o.operands[1]]]
+    raise MLIRError(f"{op.location}: 'shard.get_sharding' of a value that no shard.shard defines")
 
 
 def _axes(op, key="grid_axes"):
@@ -488,7 +474,7 @@ def _mesh(p, op):
 
 def _multi(op, key, env, first=1):
     it = iter([env[v] for v in op.operands[first:]])
-    return _static(op.attributes[key], None, it)
+    return _static(op.attributes[key], it)
 
 
 def _all_gather(p, op, env):
@@ -616,9 +602,9 @@ def _neighbors(p, op, env):
 def _shard_shape(p, op, env):
     seg = op.attributes["operandSegmentSizes"]
     vals = [env[v] for v in op.operands]
-    dims = _static(op.attributes["dims"], None, iter(vals[: seg[0]]))
+    dims = _static(op.attributes["dims"], iter(vals[: seg[0]]))
     s = vals[seg[0]]
-    device = _static(op.attributes["device"], None, iter(vals[seg[0] + 1:]))
+    device = _static(op.attributes["device"], iter(vals[seg[0] + 1:]))
     key = (s, dims, device)
     r = p._const.get(key)
     if r is None:
