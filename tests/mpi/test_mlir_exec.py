@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
+from meshrt import Sharding
 from meshrt.mlir import DYNAMIC, parse_file
 from meshrt.mlir.execute import Program, function_shardings, gather_results, local_parts, run_function
 
@@ -140,6 +141,9 @@ def test_partitioned_matches_global(global_module, part_module, name):
             prog.free()
         if sub.rank == 0:
             for g, e in zip(got, expected):
+                if isinstance(e, Sharding):  # a !shard.sharding result: the same text on any mesh
+                    assert str(g) == str(e) and g.mesh.size == n
+                    continue
                 assert np.shape(g) == np.shape(e)
                 assert np.asarray(g).dtype == np.asarray(e).dtype
                 tol = 1e-4 if np.asarray(e).dtype in (np.float32, np.float16) else 1e-10

@@ -1,10 +1,18 @@
 // Elementwise chains with resharding between the ops.  Written for meshrt; the
 // cases follow the functions of LLVM's mlir/test/Dialect/Shard/partition.mlir
-// (full_replication, sharding_triplet, move_split_axis,
+// (return_sharding, full_replication, sharding_triplet, move_split_axis,
 // unary_elementwise(_with_resharding), binary_elementwise, multiple_chained_ops,
 // incomplete_sharding), with tosa ops replaced by linalg named ops.
 shard.grid @grid(shape = ?)
 shard.grid @grid2(shape = 2)
+
+func.func @return_sharding(%arg0: tensor<8xf32>) -> (tensor<8xf32>, !shard.sharding) {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %0 = shard.shard %arg0 to %s : tensor<8xf32>
+  %r = shard.get_sharding %0 : tensor<8xf32> -> !shard.sharding
+  %1 = shard.shard %0 to %s annotate_for_users : tensor<8xf32>
+  return %1, %r : tensor<8xf32>, !shard.sharding
+}
 
 func.func @full_replication(%arg0: tensor<6xi8>) -> tensor<6xi8> {
   %s0 = shard.sharding @grid split_axes = [[]] : !shard.sharding

@@ -4,6 +4,10 @@
 module {
   shard.grid @grid(shape = ?)
   shard.grid @grid2(shape = 2)
+  func.func @return_sharding(%arg0: tensor<?xf32>) -> (tensor<?xf32>, !shard.sharding) {
+    %sharding = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+    return %arg0, %sharding : tensor<?xf32>, !shard.sharding
+  }
   func.func @full_replication(%arg0: tensor<6xi8>) -> tensor<6xi8> {
     return %arg0 : tensor<6xi8>
   }
