@@ -214,7 +214,7 @@ def _affine_expr(e, loops) -> str:
 
 
 class _Kernel:
-    __slots__ = ("fn", "bounds", "reads_out", "source")
+    __slots__ = ("fn", "bounds", "reads_out", "zero_d", "source")
 
 
 _KERNELS: dict = {}  # generated source -> _Kernel
@@ -330,8 +330,9 @@ def generic(maps, iterators, block, ins, outs, captured_values, captured, where=
     n_in = len(ins)
     ops = list(ins) + list(outs)
     entry = _OP_KERNELS.get(id(block))
-    types = tuple((x.dtype, x.ndim) if isinstance(x, np.ndarray) else type(x) for x in ops)
-    if entry is None or entry[0] is not block or entry[1] != types:
+    # operand element types and ranks are fixed by the IR: one kernel per body block
+    if entry is None or entry[0] is not block:
+        types = tuple((x.dtype, x.ndim) if isinstance(x, np.ndarray) else type(x) for x in ops)
         source = _build(maps, iterators, block, ins, outs, captured_values)
         k = _KERNELS.get(source)
         if k is None:
@@ -341,17 +342,19 @@ def generic(maps, iterators, block, ins, outs, captured_values, captured, where=
             k.bounds = _bounds(maps, ops, len(iterators), where)
             used = _used_values(block)
             k.reads_out = tuple(block.arguments[n_in + j] in used for j in range(len(outs)))
+            k.zero_d = any(isinstance(x, np.ndarray) and x.ndim == 0 for x in ops)
             _KERNELS[source] = k
         entry = (block, types, k)
         _OP_KERNELS[id(block)] = entry
     k = entry[2]
     results = []
     for j, o in enumerate(outs):
-        o = np.asarray(o)
-        r = np.array(o, order="C") if k.reads_out[j] else np.empty(o.shape, o.dtype)
-        results.append(r)
-    args = [x.reshape(1) if isinstance(x, np.ndarray) and x.ndim == 0 else x for x in ins]
-    args += [r.reshape(1) if r.ndim == 0 else r for r in results]
+        results.append(np.array(o, order="C") if k.reads_out[j] else np.empty(o.shape, o.dtype))
+    if k.zero_d:
+        args = [x.reshape(1) if isinstance(x, np.ndarray) and x.ndim == 0 else x for x in ins]
+        args += [r.reshape(1) if r.ndim == 0 else r for r in results]
+    else:
+        args = [*ins, *results]
     sizes = [ops[i].shape[a] for i, a in k.bounds]
     k.fn(*args, *captured, *sizes)
     return results
