@@ -2,6 +2,7 @@
 interpreter against the same program written by hand with meshrt collectives and numpy.
 
     mpiexec -n 2 python bench/bench_mlir.py [--batch 256 --width 1024 --rounds 5]
+    pytest bench/bench_mlir.py --benchmark-only      # serial: the per-op cost, pytest-benchmark
 
 The corpus program (batch 8, widths 32/64) is scaled to ``--batch`` x ``--width``
 (both layers ``--width`` wide) by rewriting its tensor shapes; with mlir-opt
@@ -131,6 +132,43 @@ def main(argv=None):
               f"hand-written {small_h * 1e6:8.1f} us")
         print(f"  interpreter overhead per op: {(small_i - small_h) / nops * 1e6:6.2f} us")
     return 0
+
+
+# -- pytest-benchmark (serial, a mesh of one: collectives are no-ops) ---------------------------------
+
+def _tiny(width):
+    with open(os.path.join(CORPUS, "mlp.partitioned.mlir")) as fh:
+        module = parse(scaled(fh.read(), 2, width, width), "mlp.partitioned.mlir (scaled)")
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s) for s in ((2, width), (width, width), (width, width))]
+    return module, args
+
+
+def _bench_pair(benchmark, width, interpreted):
+    module, args = _tiny(width)
+    prog, mesh = Program(module, MPI.COMM_SELF), Mesh((-1,), comm=MPI.COMM_SELF)
+    hand = hand_written(mesh)
+    [y] = prog.run("mlp", args)
+    np.testing.assert_allclose(y, hand(*args), rtol=1e-12)  # also compiles the kernels, untimed
+    nops = sum(1 for op in module.functions()["mlp"].walk() if op.name != "func.func")
+    benchmark.extra_info["ops"] = nops
+    if interpreted:
+        benchmark(prog.run, "mlp", args)
+    else:
+        benchmark(hand, *args)
+    prog.free()
+    mesh.free()
+
+
+def test_tiny_mlp_interpreted(benchmark):
+    """Subtract the hand-written row's time and divide by ``extra_info['ops']``: the cost per op."""
+    benchmark.group = "tiny MLP (batch 2, width 2)"
+    _bench_pair(benchmark, 2, True)
+
+
+def test_tiny_mlp_hand_written(benchmark):
+    benchmark.group = "tiny MLP (batch 2, width 2)"
+    _bench_pair(benchmark, 2, False)
 
 
 if __name__ == "__main__":
