@@ -243,12 +243,15 @@ def _mlir_run_cmd(args):
 
     from .errors import MLIRError
     from .mlir import parse_file
-    from .mlir.execute import Program, function_shardings, gather_results, is_partitioned, local_parts
+    from .mlir.execute import (Program, check_function, function_shardings, gather_results, is_partitioned,
+                               local_parts)
 
     comm = MPI.COMM_WORLD
     try:
+        # every process reads the same files and IR, so up to the run all of them fail alike
         module = parse_file(args.file)
         prog = Program(module, comm)
+        check_function(module, args.function)
         arrays = [np.load(a) for a in args.args]
         partitioned = is_partitioned(module, args.function)
         if partitioned and args.shardings_from:
@@ -257,14 +260,20 @@ def _mlir_run_cmd(args):
             arg_s, res_s = [None] * len(arrays), None
             if partitioned and comm.size > 1:
                 _whole_arrays_fit(module, args.function, arrays)
-        results = prog.run(args.function, local_parts(arrays, arg_s))
-        if res_s is None:
-            res_s = [None] * len(results)
-        outs = gather_results(results, res_s, comm)
+        local = local_parts(arrays, arg_s)
     except (MLIRError, OSError, ValueError) as e:
-        # every process reads the same files and IR, so all of them fail alike
         if comm.rank == 0:
             print(f"meshrt mlir run: {e}", file=sys.stderr)
+        return 1
+    try:
+        results = prog.run(args.function, local)
+        outs = gather_results(results, res_s or [None] * len(results), comm)
+    except (MLIRError, ValueError) as e:
+        # a failure while running may be this process's alone: end the job instead of a hang
+        print(f"[rank {comm.rank}] meshrt mlir run: {e}", file=sys.stderr)
+        sys.stderr.flush()
+        if comm.size > 1:
+            comm.Abort(1)
         return 1
     if comm.rank == 0:
         os.makedirs(args.out, exist_ok=True)

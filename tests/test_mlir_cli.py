@@ -114,6 +114,14 @@ def test_bad_shard_attributes_raise_with_location_before_running():
         run_function(m, "f", [np.zeros(4, np.float32)])
 
 
+def test_runtime_errors_name_the_op_and_location():
+    m = parse("func.func @f(%a: tensor<4xf32>, %i: index) -> f32 {\n"
+              "  %x = tensor.extract %a[%i] : tensor<4xf32>\n"
+              "  return %x : f32\n}\n", "idx.mlir")
+    with pytest.raises(MLIRError, match=r"^idx.mlir:2:8: 'tensor.extract' failed on process 0: IndexError"):
+        run_function(m, "f", [np.zeros(4, np.float32), 9])
+
+
 def test_missing_function_and_bad_arguments():
     m = parse("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n", "p.mlir")
     with pytest.raises(MLIRError, match="no function @g; the module has @f"):

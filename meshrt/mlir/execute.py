@@ -211,7 +211,14 @@ class Program:
         for run, results in steps:
             if results is None:  # the terminator: its operands are the block's results
                 return [env[v] for v in run]
-            res = run(env)
+            try:
+                res = run(env)
+            except MLIRError:
+                raise
+            except (ValueError, TypeError, IndexError) as e:  # meshrt's errors are ValueErrors
+                op = block.operations[[s[0] for s in steps].index(run)]
+                raise MLIRError(f"{op.location}: '{op.name}' failed on process {self.comm.rank}: "
+                                f"{type(e).__name__}: {e}") from e
             for v, r in zip(results, res):
                 env[v] = r
         return []
