@@ -12,7 +12,8 @@ compiling it again.  Kernels are cached per structural key (the generated
 source), so repeated calls and equal ops never recompile.
 
 >>> import numpy as np
->>> from meshrt.mlir import parse                         # doctest: +SKIP
+>>> from meshrt.mlir import parse
+>>> from meshrt.mlir.execute import run_function
 >>> m = parse('''func.func @f(%a: tensor<4xf64>) -> tensor<4xf64> {
 ...   %e = tensor.empty() : tensor<4xf64>
 ...   %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
@@ -22,7 +23,9 @@ source), so repeated calls and equal ops never recompile.
 ...     linalg.yield %y : f64
 ...   } -> tensor<4xf64>
 ...   return %r : tensor<4xf64>
-... }''')                                                   # doctest: +SKIP
+... }''')
+>>> run_function(m, "f", [np.zeros(4)])[0]
+array([1., 1., 1., 1.])
 """
 
 from __future__ import annotations
