@@ -227,3 +227,24 @@ def test_named_linalg_ops_and_tensor_ops():
     for g, w in zip(got, want):
         assert g.dtype == np.float32
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_rank_reducing_slices_insert_and_reshapes():
+    text = """func.func @f(%a: tensor<4x1x3xf32>, %i: index) -> (tensor<3xf32>, tensor<2x1xf32>, tensor<4x1x3xf32>, tensor<2x2x3xf32>) {
+  %s = tensor.extract_slice %a[%i, 0, 0] [1, 1, 3] [1, 1, 1] : tensor<4x1x3xf32> to tensor<3xf32>
+  %t = tensor.extract_slice %a[0, 0, 1] [2, 1, 1] [2, 1, 1] : tensor<4x1x3xf32> to tensor<2x1xf32>
+  %z = arith.constant dense<9.0> : tensor<3xf32>
+  %u = tensor.insert_slice %z into %a[3, 0, 0] [1, 1, 3] [1, 1, 1] : tensor<3xf32> into tensor<4x1x3xf32>
+  %w = tensor.collapse_shape %a [[0], [1, 2]] : tensor<4x1x3xf32> into tensor<4x3xf32>
+  %x = tensor.expand_shape %w [[0, 1], [2]] output_shape [2, 2, 3] : tensor<4x3xf32> into tensor<2x2x3xf32>
+  return %s, %t, %u, %x : tensor<3xf32>, tensor<2x1xf32>, tensor<4x1x3xf32>, tensor<2x2x3xf32>
+}"""
+    a = np.arange(12, dtype=np.float32).reshape(4, 1, 3)
+    s, t, u, x = run_function(parse(text), "f", [a, 2], comm=MPI.COMM_SELF)
+    np.testing.assert_array_equal(s, a[2, 0])
+    np.testing.assert_array_equal(t, a[0:4:2, :, 1])
+    want = a.copy()
+    want[3] = 9
+    np.testing.assert_array_equal(u, want)
+    np.testing.assert_array_equal(x, a.reshape(2, 2, 3))
+    np.testing.assert_array_equal(a, np.arange(12, dtype=np.float32).reshape(4, 1, 3))  # SSA: a unchanged
