@@ -273,24 +273,24 @@ def _refine(mesh: AbstractMesh, cuts: dict):
         for p in points:
             if size % p:
                 raise ShardingError(f"sharding text: sub-axes of {name!r} (size {size}) do not nest: {sorted(points)}")
-        if len(points) <= 2:
+        sub = []
+        if len(points) <= 2:  # no cut inside the axis: "x":(1)size is the whole axis
             shape.append(size)
             names.append(name)
-            axis_of[(name, None, None)] = [name]
-            continue
-        sub = []
-        for p, q in zip(points, points[1:]):
-            if q % p:
-                raise ShardingError(f"sharding text: sub-axes of {name!r} (size {size}) do not nest: {points}")
-            sub_name = f"{name}:({p}){q // p}"
-            shape.append(q // p)
-            names.append(sub_name)
-            sub.append((p, q, sub_name))
+            sub.append((1, size, name))
+        else:
+            for p, q in zip(points, points[1:]):
+                if q % p:
+                    raise ShardingError(f"sharding text: sub-axes of {name!r} (size {size}) do not nest: {points}")
+                sub_name = f"{name}:({p}){q // p}"
+                shape.append(q // p)
+                names.append(sub_name)
+                sub.append((p, q, sub_name))
         axis_of[(name, None, None)] = [n for _, _, n in sub]
         for lo in points:
             for hi in points:
-                if hi > lo and hi % lo == 0:
-                    axis_of[(name, lo, hi // lo)] = [n for p, q, n in sub if p >= lo and q <= hi]
+                if hi >= lo and hi % lo == 0:  # a size-1 sub-axis ("x":(2)1) splits nothing
+                    axis_of[(name, lo, hi // lo)] = [n for p, q, n in sub if p >= lo and q <= hi and p < q]
     if isinstance(mesh, Mesh):
         refined = Mesh(shape, names, comm=mesh.comm, name=mesh.name)
     else:

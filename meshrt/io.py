@@ -64,7 +64,7 @@ from .sharding import Sharding
 
 __all__ = [
     "CheckpointError", "write_npy", "read_npy", "save_tensor", "load_tensor",
-    "save_state", "load_state", "Loaded", "writer_of_block",
+    "save_state", "load_state", "Loaded", "writer_of_block", "file_view", "FileView",
 ]
 
 MANIFEST = "manifest.json"
@@ -148,16 +148,39 @@ def _subarray(etype, sizes, subsizes, starts, order=MPI.ORDER_C):
     return etype.Create_subarray(list(sizes), list(subsizes), list(starts), order=order).Commit()
 
 
+FileView = namedtuple("FileView", "starts owned local_shape halo_lo writes")
+FileView.__doc__ = "Where a device's owned block lies in the file and in its local buffer, and whether it writes it."
+
+
+def file_view(sharding: Sharding, global_shape, device=None) -> FileView:
+    """The file view of ``device`` (default: this process): pure arithmetic, no MPI,
+    and independent of the number of devices (it works on an `AbstractMesh`).
+
+    >>> from meshrt.mesh import AbstractMesh
+    >>> file_view(Sharding(AbstractMesh((2, 2)), [[0]], halo_sizes=[1, 1]), (10, 3), device=3)
+    FileView(starts=(5, 0), owned=(5, 3), local_shape=(7, 3), halo_lo=(1, 0), writes=False)
+    """
+    shape = tuple(global_shape)
+    if device is None:
+        device = sharding.mesh.rank
+    slices = sharding.shard_slices(shape, device)
+    return FileView(
+        tuple(s.start for s in slices), tuple(s.stop - s.start for s in slices), sharding.local_shape(shape, device),
+        tuple(sharding.halo_widths(d)[0] for d in range(len(shape))), writer_of_block(sharding, device),
+    )
+
+
 class _Block:
     """This process's owned block of a global array: where it lies in the file and
     in the local buffer, and the datatypes that say so."""
 
     def __init__(self, sharding: Sharding, global_shape: tuple, dtype: np.dtype, fortran_order=False):
+        view = file_view(sharding, global_shape)
         self.global_shape = global_shape
-        self.slices = sharding.shard_slices(global_shape)
-        self.owned = tuple(s.stop - s.start for s in self.slices)
-        self.local_shape = sharding.local_shape(global_shape)
-        self.halo_lo = tuple(sharding.halo_widths(d)[0] for d in range(len(global_shape)))
+        self.owned = view.owned
+        self.local_shape = view.local_shape
+        self.halo_lo = view.halo_lo
+        self.writes = view.writes
         self.count = math.prod(self.owned)
         self.dtype = dtype
         self.fortran = fortran_order
@@ -170,7 +193,7 @@ class _Block:
         # MPI subarrays need every size >= 1: empty blocks and 0-d arrays get none.
         if self.count and len(global_shape):
             self.filetype = _subarray(
-                self.etype, global_shape, self.owned, [s.start for s in self.slices],
+                self.etype, global_shape, self.owned, view.starts,
                 MPI.ORDER_FORTRAN if fortran_order else MPI.ORDER_C,
             )
             self._free.append(self.filetype)
@@ -266,7 +289,7 @@ def write_npy(path, local: np.ndarray, sharding: Sharding, global_shape) -> None
 
 def _write_file(comm, tmp, header, local, sharding, shape, dtype, path):
     block = _Block(sharding, shape, dtype)
-    writes = writer_of_block(sharding) and block.count > 0
+    writes = block.writes and block.count > 0
     fh = None
     problem = None
     try:

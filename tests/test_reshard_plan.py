@@ -128,3 +128,87 @@ def test_reshard_errors():
         plan_reshard(Sharding(AbstractMesh((2, 1)), [[0]]), Sharding(AbstractMesh((2, 1)), [[0], [1]]), (6,))
     with pytest.raises(ShardingError, match="expected two Shardings"):
         plan_reshard("x", Sharding(AbstractMesh((2,)), [[0]]), (6,))
+
+
+# -- the scalable planner against the original O(P^2) one ---------------------------------
+
+import reshard_reference as ref  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from meshrt.mesh import dims_create  # noqa: E402
+from meshrt.reshard import exchange_sends, gather_sizes  # noqa: E402
+
+
+def assert_same_as_reference(src, dst, shape):
+    shape = tuple(shape)
+    plan, old = plan_reshard(src, dst, shape), ref.reference_plan(src, dst, shape)
+    assert plan == old, f"new:\n{plan}\nreference:\n{old}"
+    for step in plan.steps:
+        if step.op in ("all_to_all", "permute", "exchange"):
+            for d in range(src.mesh.size):
+                assert exchange_recvs(step.before, step.after, shape, d) == ref.exchange_recvs(
+                    step.before, step.after, shape, d), (str(plan), d)
+                assert exchange_sends(step.before, step.after, shape, d) == ref.exchange_sends(
+                    step.before, step.after, shape, d), (str(plan), d)
+        if step.op == "all_gather":
+            d = dict(step.attrs)["gather_axis"]
+            for dev in range(src.mesh.size):
+                group = src.mesh.group_devices(step.mesh_axes, dev)
+                assert gather_sizes(step, shape, dev) == tuple(step.before.shard_shape(shape, g)[d] for g in group)
+    if not src.is_partial:
+        assert lower_bound(src, dst, shape) == ref.lower_bound(src, dst, shape)
+
+
+@pytest.mark.parametrize("mshape", MESHES)
+def test_same_plans_as_reference_serial_cases(mshape):
+    """The draws of test_random_pairs_simulated, planned both ways."""
+    rng = np.random.default_rng(sum(mshape) * 31 + len(mshape))
+    mesh = AbstractMesh(mshape)
+    for _ in range(60):
+        ndim = int(rng.integers(1, 4))
+        shape = tuple(int(x) for x in rng.integers(1, 9, ndim))
+        assert_same_as_reference(random_sharding(rng, mesh, shape), random_sharding(rng, mesh, shape), shape)
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4, 8])
+def test_same_plans_as_reference_mpi_cases(nprocs):
+    """The draws of tests/mpi/test_reshard.py::test_random_pairs at every process count the suite runs."""
+    for mesh_index in range(3):
+        mesh = AbstractMesh(dims_create(nprocs, (-1,) * (mesh_index + 1)))
+        rng = np.random.default_rng(100 + mesh_index)
+        for _ in range(25):
+            ndim = int(rng.integers(1, 4))
+            shape = tuple(int(x) for x in rng.integers(1, 3 * nprocs + 2, ndim))
+            assert_same_as_reference(random_sharding(rng, mesh, shape), random_sharding(rng, mesh, shape), shape)
+
+
+@pytest.mark.parametrize("spec", [
+    ((4, 2), (8, 8), ([[0]],), ([],)), ((4, 2), (8, 8), ([[0]],), ([[], [0]],)),
+    ((4, 2), (8, 8), ([[0], [1]],), ([[1], [0]],)), ((2, 2), (6, 6), ([[0], [1]],), ([[1], [0]],)),
+    ((4, 2), (8, 8), ([[0]],), ([[0]], dict(sharded_dims_offsets=[0, 1, 3, 8, 8]))),
+    ((4, 2), (8, 8), ([[0]], dict(partial_axes=[1])), ([[0, 1]],)),
+    ((2, 3, 2), (5, 0, 7), ([[0], [1]],), ([[2], [], [0, 1]],)),
+    ((2, 2), (), ([],), ([], dict(partial_axes=[0, 1]))),
+    ((3, 4), (7, 9), ([[1, 0]],), ([[], [0, 1]],)),
+])
+def test_same_plans_as_reference_named_cases(spec):
+    mshape, shape, a, b = spec
+    mesh = AbstractMesh(mshape)
+    src = Sharding(mesh, a[0], **(a[1] if len(a) > 1 else {}))
+    dst = Sharding(mesh, b[0], **(b[1] if len(b) > 1 else {}))
+    assert_same_as_reference(src, dst, shape)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(mshape=st.lists(st.integers(1, 4), min_size=1, max_size=3).filter(lambda m: np.prod(m) <= 16),
+       shape=st.lists(st.integers(0, 11), min_size=0, max_size=3), seed=st.integers(0, 2 ** 32 - 1))
+def test_same_plans_as_reference_hypothesis(mshape, shape, seed):
+    rng = np.random.default_rng(seed)
+    mesh = AbstractMesh(tuple(mshape))
+    shape = tuple(shape)
+    if not shape:  # a 0-d tensor: only replicated and partial shardings
+        src = Sharding(mesh, [], partial_axes=[a for a in range(mesh.ndim) if rng.random() < 0.3])
+        dst = Sharding(mesh, [], partial_axes=[a for a in range(mesh.ndim) if rng.random() < 0.3])
+    else:
+        src, dst = random_sharding(rng, mesh, shape), random_sharding(rng, mesh, shape)
+    assert_same_as_reference(src, dst, shape)
