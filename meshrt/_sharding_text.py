@@ -207,6 +207,9 @@ def _parse_sdy(t: _Tokens, mesh, cls):
         t.take()
     t.take("<")
     if t.kind() == "sym":
+        if t.peek()[1:] != mesh.name:
+            t.fail(f"the sharding names mesh {t.peek()!r}, but it is read against mesh '@{mesh.name}' "
+                   f"({mesh!r}); parse it with that mesh, or name the mesh {t.peek()[1:]!r}")
         t.take()
     else:
         t.take("<")  # inline mesh: <mesh<[...]>, ...> is not supported

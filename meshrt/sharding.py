@@ -236,7 +236,7 @@ class Sharding:
         """Read ``mesh.sharding``/``shard.sharding`` text or ``#sdy.sharding<...>``.
 
         >>> m = AbstractMesh((2, 8), ("x", "y"))
-        >>> Sharding.parse('#sdy.sharding<@m, [{"y":(1)2}, {"x"}]>', m).shard_shape((8, 8), 0)
+        >>> Sharding.parse('#sdy.sharding<@mesh, [{"y":(1)2}, {"x"}]>', m).shard_shape((8, 8), 0)
         (4, 4)
         """
         from ._sharding_text import parse_sharding

@@ -212,3 +212,45 @@ def test_same_plans_as_reference_hypothesis(mshape, shape, seed):
     else:
         src, dst = random_sharding(rng, mesh, shape), random_sharding(rng, mesh, shape)
     assert_same_as_reference(src, dst, shape)
+
+
+def test_plans_on_65536_devices_have_closed_form_totals():
+    """256 x 256 simulated devices, an 8192^2 tensor: every total against arithmetic by hand,
+    and a few processes' own pieces (what each plans for itself) against each other."""
+    mesh = AbstractMesh((256, 256), ("x", "y"))
+    P, n, b = mesh.size, 8192, 32  # b: block side along one mesh axis
+    rows_cols, cols_rows = Sharding(mesh, [["x"], ["y"]]), Sharding(mesh, [["y"], ["x"]])
+
+    plan = plan_reshard(rows_cols, cols_rows, (n, n))
+    assert [s.op for s in plan.steps] == ["permute"]
+    assert plan.elements_moved == plan.lower_bound == (P - 256) * b * b  # the diagonal keeps its block
+    step = plan.steps[0]
+    for d in (0, 1, 257, P // 2 + 3, P - 1):
+        x, y = mesh.multi_index(d)
+        assert exchange_recvs(step.before, step.after, (n, n), d) == (
+            (mesh.linear_index((y, x)), ((y * b, y * b + b), (x * b, x * b + b))),)
+
+    plan = plan_reshard(rows_cols, Sharding(mesh, [["x"]]), (n, n))
+    assert [s.op for s in plan.steps] == ["all_gather"] and plan.elements_moved == P * b * (n - b)
+    assert gather_sizes(plan.steps[0], (n, n), 12345) == (b,) * 256
+
+    plan = plan_reshard(Sharding(mesh, [["x"]]), Sharding(mesh, [[], ["x"]]), (n, n))
+    assert [s.op for s in plan.steps] == ["all_to_all"] and plan.elements_moved == P * (n * b - b * b)
+
+    plan = plan_reshard(Sharding(mesh, [["x"]], partial_axes=["y"]), rows_cols, (n, n))
+    assert [s.op for s in plan.steps] == ["reduce_scatter"]
+    assert plan.elements_moved == 256 * n * n * 255 // 256  # each device's x-block, all but 1/256 scattered away
+
+    # dim 0's destination blocks one row later: each takes one row from the next device along x
+    offs = [0] + [k * b + 1 for k in range(1, 256)] + [n] + [k * b for k in range(257)]
+    shifted = Sharding(mesh, [["x"], ["y"]], sharded_dims_offsets=offs)
+    plan = plan_reshard(rows_cols, shifted, (n, n))
+    assert [s.op for s in plan.steps] == ["exchange"]
+    assert plan.elements_moved == plan.lower_bound == n * n - 256 * b * (b + 255 * (b - 1))
+    step = plan.steps[0]
+    for d in (0, 255, 256 * 100 + 7, P - 257, P - 1):
+        x, y = mesh.multi_index(d)
+        recvs = exchange_recvs(step.before, step.after, (n, n), d)
+        assert [src for src, _ in recvs] == ([d] if x == 255 else [d, d + 256])
+        for src, box in recvs:
+            assert (d, box) in exchange_sends(step.before, step.after, (n, n), src)
