@@ -249,7 +249,7 @@ def _parse_sdy(t: _Tokens, mesh, cls):
             )
     cuts = {}
     for name, pre, size in refs:
-        if pre is not None:
+        if pre is not None and size > 1:  # a size-1 sub-axis splits nothing
             cuts.setdefault(name, set()).update((pre, pre * size))
     if cuts:
         mesh, axis_of = _refine(mesh, cuts)
@@ -257,6 +257,8 @@ def _parse_sdy(t: _Tokens, mesh, cls):
         axis_of = {(n, None, None): [n] for n in names}
 
     def resolve(ref):
+        if ref[2] == 1:
+            return []
         return axis_of[ref] if ref[1] is not None else axis_of[(ref[0], None, None)]
 
     split = [[a for r in d for a in resolve(r)] for d in dims]
