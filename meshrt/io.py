@@ -78,8 +78,18 @@ class CheckpointError(ValueError):
     truncated or unsupported file, or an I/O failure. Raised on every process."""
 
 
-Loaded = namedtuple("Loaded", "local sharding global_shape")
-Loaded.__doc__ = "What `read_npy`/`load_state` give without a factory: the local buffer (halos zeroed), its sharding and the global shape."
+class Loaded(namedtuple("Loaded", "local sharding global_shape")):
+    """What `read_npy`/`load_state` give without a factory: the local buffer (halos
+    zeroed), its sharding and the global shape; ``periodic`` holds the per-dim
+    periodic flags `load_state` restored (None when none were saved)."""
+
+    periodic = None
+
+    def __new__(cls, local, sharding, global_shape, periodic=None):
+        self = super().__new__(cls, local, sharding, global_shape)
+        if periodic is not None:
+            self.periodic = periodic
+        return self
 
 
 # -- agreement: decide once, raise everywhere --------------------------------------------
@@ -483,17 +493,31 @@ def load_tensor(path, sharding: Sharding, factory: Callable):
 
 
 # -- several tensors: a state directory with a manifest -------------------------------------
-def _as_triple(name, value):
+def _as_entry(name, value):
+    """``(local, sharding, global_shape, periodic)`` of a tensor-like or a tuple of 3 or 4."""
     if hasattr(value, "local") and hasattr(value, "sharding") and hasattr(value, "global_shape"):
-        return value.local, value.sharding, tuple(value.global_shape)
+        return value.local, value.sharding, tuple(value.global_shape), getattr(value, "periodic", None)
     try:
-        local, sharding, shape = value
+        local, sharding, shape, *periodic = value
+        if len(periodic) > 1:
+            raise ValueError
     except (TypeError, ValueError):
         raise CheckpointError(
             f"save_state: tensor {name!r} is {type(value).__name__}, neither a DistributedTensor "
-            "nor a (local, sharding, global_shape) tuple"
+            "nor a (local, sharding, global_shape[, periodic]) tuple"
         ) from None
-    return local, sharding, shape
+    return local, sharding, shape, periodic[0] if periodic else None
+
+
+def _periodic_flags(periodic, shape, name):
+    """The JSON form of per-dim periodic flags (None, a bool, or one bool per dim): a list or None."""
+    if periodic is None:
+        return None
+    ndim = len(tuple(shape))
+    flags = [bool(periodic)] * ndim if isinstance(periodic, (bool, np.bool_)) else list(periodic)
+    if len(flags) != ndim or not all(isinstance(f, (bool, np.bool_)) for f in flags):
+        raise CheckpointError(f"tensor {name!r}: periodic {periodic!r} is not a bool or one bool per dim ({ndim} dims)")
+    return [bool(f) for f in flags]
 
 
 def _generation_of(name):
@@ -514,16 +538,22 @@ def save_state(dirpath, tensors: Mapping, metadata: Mapping | None = None) -> No
     dirpath = os.path.abspath(os.fspath(dirpath))
     if not isinstance(tensors, Mapping) or not tensors:
         raise CheckpointError(f"save_state: tensors must be a non-empty mapping of name to tensor, not {tensors!r}")
-    items = {name: _as_triple(name, v) for name, v in tensors.items()}
+    items = {name: _as_entry(name, v) for name, v in tensors.items()}
     comm = _comm_of(next(iter(items.values()))[1])
     problem = None
-    for name, (_, sharding, _) in items.items():
+    flags = {}
+    for name, (_, sharding, shape, periodic) in items.items():
         if not isinstance(name, str) or not _NAME.match(name) or name == MANIFEST:
             problem = f"tensor name {name!r} is not a safe file name (letters, digits, '_', '.', '-')"
         elif not isinstance(sharding, Sharding) or not isinstance(sharding.mesh, Mesh) or (
             sharding.mesh.comm is not comm and MPI.Comm.Compare(sharding.mesh.comm, comm) == MPI.UNEQUAL
         ):
             problem = f"tensor {name!r}: its sharding is not on the same communicator as the others"
+        else:
+            try:
+                flags[name] = _periodic_flags(periodic, shape, name)
+            except (CheckpointError, TypeError) as e:
+                problem = str(e) if isinstance(e, CheckpointError) else f"tensor {name!r}: periodic {periodic!r}: {e}"
     try:
         meta_text = json.dumps({} if metadata is None else dict(metadata))
     except (TypeError, ValueError) as e:
@@ -543,7 +573,7 @@ def save_state(dirpath, tensors: Mapping, metadata: Mapping | None = None) -> No
     gen = _root_decides(comm, new_generation, f"save_state({dirpath!r})")
     entries = {}
     for name in names:
-        local, sharding, shape = items[name]
+        local, sharding, shape, _ = items[name]
         fname = os.path.join(gen, name + ".npy")
         write_npy(os.path.join(dirpath, fname), local, sharding, shape)
         entries[name] = {
@@ -552,6 +582,7 @@ def save_state(dirpath, tensors: Mapping, metadata: Mapping | None = None) -> No
             "dtype": np.lib.format.dtype_to_descr(np.asarray(local).dtype),
             "sharding": str(sharding),
             "mesh_shape": list(sharding.mesh.shape),
+            "periodic": flags[name],
         }
 
     def commit():
@@ -598,7 +629,9 @@ def load_state(dirpath, shardings, *, factory: Callable | None = None) -> tuple:
     ``shardings`` is one Sharding for every tensor or a mapping of name to
     Sharding (names it lacks are not loaded; names the state lacks are an
     error). Each tensor is ``factory(local, sharding, global_shape)`` or a
-    `Loaded`. Any process count, any shardings.
+    `Loaded`. Any process count, any shardings. A tensor saved with periodic
+    flags gets them back: as ``factory(..., periodic=flags)`` (as
+    `DistributedTensor.from_local` takes them) or as ``Loaded.periodic``.
 
     >>> tensors, meta = load_state("ckpt", {"u": s, "v": s}, factory=DistributedTensor.from_local)  # doctest: +SKIP
     """
@@ -617,5 +650,13 @@ def load_state(dirpath, shardings, *, factory: Callable | None = None) -> tuple:
     out = {}
     for name in sorted(wanted):
         entry = saved[name]
-        out[name] = read_npy(os.path.join(dirpath, entry["file"]), wanted[name], tuple(entry["shape"]), factory=factory)
+        local, sharding, shape = read_npy(os.path.join(dirpath, entry["file"]), wanted[name], tuple(entry["shape"]))
+        periodic = entry.get("periodic")  # states saved before periodic was stored have none
+        periodic = None if periodic is None else tuple(bool(f) for f in periodic)
+        if factory is None:
+            out[name] = Loaded(local, sharding, shape, periodic)
+        elif periodic is None:
+            out[name] = factory(local, sharding, shape)
+        else:
+            out[name] = factory(local, sharding, shape, periodic=periodic)
     return out, manifest["metadata"]
