@@ -9,7 +9,9 @@ process ``size // 2 + 3`` of the mesh would.  Each time is the minimum over
 * ``reshard <kind>``: `plan_reshard` for an n x n float tensor on a 2-D mesh
   ("x", "y"), one case per kind of plan the planner makes, plus this process's
   own part of the plan the executor needs (its exchange pieces, or its
-  ``all_gather`` sizes);
+  ``all_gather`` sizes), with the number of processes it exchanges with; two
+  more rows split one dim over every device on both sides (P shards per dim,
+  and for the all_to_all every process a peer: an O(P) plan by nature);
 * ``io file view``: `meshrt.io.file_view`, the block a checkpoint reads/writes;
 * ``spmd``: the planning an `spmd` call does besides resharding (output
   shapes from offsets);
@@ -70,25 +72,33 @@ def reshard_cases(mesh, n):
         "exchange": (S([["x"], ["y"]]), S([["x"], ["y"]], sharded_dims_offsets=shifted), (n, n)),
         "make_partial": (S([["x"]]), S([["x"]], partial_axes=["y"]), (n, n)),
         "update_halo": (S([["x"], ["y"]]), S([["x"], ["y"]], halo_sizes=[1, 1, 1, 1]), (n, n)),
+        # one dim split over every device on both sides: offsets of P shards, every device a peer
+        "all_to_all, all peers": (S([["x", "y"]]), S([[], ["x", "y"]]), (nx * ny * 4, nx * ny * 4)),
+        "permute, P shards/dim": (S([["x", "y"]]), S([["y", "x"]]), (nx * ny * 4, nx * ny * 4)),
     }
 
 
 def plan_and_program(src, dst, shape, device):
-    """What one process computes before its first reshard moves anything."""
+    """What one process computes before its first reshard moves anything; returns its peer count."""
     plan = reshard.plan_reshard(src, dst, shape)
+    peers = set()
     for step in plan.steps:
         if step.op in ("all_to_all", "permute", "exchange"):
-            reshard._exchange_program(step.before, step.after, shape, device)
+            sends, recvs, _ = reshard._exchange_program(step.before, step.after, shape, device)
+            peers |= {p for p, _ in sends + recvs if p != device}
         elif step.op == "all_gather":
-            reshard.gather_sizes(step, shape, device)
-    return plan
+            peers |= set(range(len(reshard.gather_sizes(step, shape, device)) - 1))
+        elif step.op in ("all_reduce", "reduce_scatter"):
+            peers |= set(range(step.before.mesh.axes_size(step.mesh_axes) - 1))
+    return len(peers)
 
 
-class _FakeGroup:
-    """A group of ``size`` members for the collectives' layout code (no MPI)."""
-
-    def __init__(self, size, rank):
-        self.size, self.rank, self.cache = size, rank, {}
+def gather_counts(s, shape):
+    """`DistributedTensor.gather`'s byte counts as tensor.py builds them (one replica of each block sends)."""
+    mesh = s.mesh
+    rest = [a for a in range(mesh.ndim) if a not in {a for axes in s.split_axes for a in axes}]
+    return [math.prod(s.shard_shape(shape, d)) * 8 if all(mesh.multi_index(d)[a] == 0 for a in rest) else 0
+            for d in range(mesh.size)]
 
 
 def main():
@@ -102,8 +112,8 @@ def main():
     meshes = [AbstractMesh(s, ("x", "y")) for s in shapes]
     rows = {}
 
-    def row(name, mesh, ms):
-        rows.setdefault(name, {})[mesh.shape] = ms
+    def row(name, mesh, ms, peers=None):
+        rows.setdefault(name, {})[mesh.shape] = (ms, peers)
 
     n = args.n
     for mesh in meshes:
@@ -111,8 +121,10 @@ def main():
         for kind, (src, dst, shape) in reshard_cases(mesh, n).items():
             plan = reshard.plan_reshard(src, dst, shape)
             ops = [s.op for s in plan.steps]
-            assert kind in ops, (kind, ops)
-            row(f"reshard {kind}", mesh, best_ms(lambda: plan_and_program(src, dst, shape, me), args.reps))
+            assert kind.split(",")[0] in ops, (kind, ops)
+            peers = plan_and_program(src, dst, shape, me)
+            reps = args.reps if peers < 1000 else 1
+            row(f"reshard {kind}", mesh, best_ms(lambda: plan_and_program(src, dst, shape, me), reps), peers)
 
         s = Sharding(mesh, [["x"], ["y"]], halo_sizes=[1, 1, 1, 1])
         row("io file view", mesh, best_ms(lambda: file_view(s, (n, n), me), args.reps))
@@ -123,9 +135,7 @@ def main():
         s = Sharding(mesh, [["x"], ["y"]])
         row("from_global counts", mesh, best_ms(
             lambda: [math.prod(s.shard_shape((n, n), d)) * 8 for d in range(mesh.size)], args.reps))
-        row("gather counts", mesh, best_ms(
-            lambda: [math.prod(s.shard_shape((n, n), d)) * 8 if mesh.multi_index(d) else 0
-                     for d in range(mesh.size)], args.reps))
+        row("gather counts", mesh, best_ms(lambda: gather_counts(s, (n, n)), args.reps))
 
         from meshrt import collectives
 
@@ -136,10 +146,15 @@ def main():
             lambda: (sharding_mod.split_sizes(n, mesh.size), sharding_mod.split_offsets(n, mesh.size)), args.reps))
 
     names = [f"{m.shape[0]}x{m.shape[1]}" for m in meshes]
-    print(f"planning cost per process, ms (min of {args.reps} cold runs), n = {n}")
-    print(f"{'planner':24s}" + "".join(f"{s:>12s}" for s in names))
+    print(f"planning cost per process, ms (min of {args.reps} cold runs; 1 run where a process has"
+          f" >= 1000 peers), n = {n}; (peers) = the processes this one exchanges with")
+    print(f"{'planner':30s}" + "".join(f"{s:>20s}" for s in names))
     for name, by_mesh in rows.items():
-        print(f"{name:24s}" + "".join(f"{by_mesh[m.shape]:12.3f}" for m in meshes))
+        cells = []
+        for m in meshes:
+            ms, peers = by_mesh[m.shape]
+            cells.append(f"{ms:10.3f}" + (f" ({peers:>6d})" if peers is not None else " " * 9))
+        print(f"{name:30s}" + "".join(f"{c:>20s}" for c in cells))
 
     if args.reference:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

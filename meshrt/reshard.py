@@ -285,9 +285,9 @@ def lower_bound(src: Sharding, dst: Sharding, shape) -> int:
     the source, summed over devices (owned data; halos are refilled after).
 
     Every combination of one shard per dim is held by ``size / blocks`` devices,
-    so the destination total is a product; only the part a device already owns
-    couples the dims (they may share mesh axes) and is summed over devices with
-    numpy, never device by device in Python:
+    so the destination total is a product; the part devices already own is a
+    product over groups of dims that share mesh axes (`_self_overlap`), never a
+    loop over devices:
 
     >>> mesh = AbstractMesh((4, 4))
     >>> lower_bound(Sharding(mesh, [[0], [1]]), Sharding(mesh, [[1], [0]]), (8, 8))
@@ -305,41 +305,103 @@ def _total_volume(s: Sharding, shape: tuple) -> int:
 
 @functools.lru_cache(maxsize=256)
 def _self_overlap(src: Sharding, dst: Sharding, shape: tuple) -> int:
-    """Elements every device owns in both ``src`` and ``dst``, summed over devices."""
+    """Elements every device owns in both ``src`` and ``dst``, summed over devices.
+
+    A dim's overlap depends only on the mesh axes that split it in either
+    sharding, so the sum is a product over groups of dims linked by shared axes
+    (times the size of every axis neither sharding uses).  In a group whose dims
+    all use the same axes (a transpose, a change of offsets) only overlapping
+    (source shard, destination shard) pairs count: at most ``n_src + n_dst`` per
+    dim, found by merging the offsets.  Other groups are summed with numpy over
+    the sub-grid of their axes.
+    """
     mesh = src.mesh
-    size = mesh.size
-    split = [d for d in range(len(shape)) if src.dim_axes(d) or dst.dim_axes(d)]
-    full = math.prod(shape[d] for d in range(len(shape)) if d not in split)
-    if not split:
-        return size * full
-    # int64 unless the sum could overflow it (then exact Python ints, slowly)
-    dtype = np.int64 if size * max(math.prod(shape), 1) < 2 ** 62 else object
-    coords = _mesh_coords(mesh.shape)
-    total = np.full(size, full, dtype)
-    for d in split:
-        lo_s, hi_s = _bounds_per_device(src, shape, d, coords, dtype)
-        lo_d, hi_d = _bounds_per_device(dst, shape, d, coords, dtype)
+    dims = [d for d in range(len(shape)) if src.dim_axes(d) or dst.dim_axes(d)]
+    axes_of = {d: frozenset(src.dim_axes(d) + dst.dim_axes(d)) for d in dims}
+    used = frozenset().union(*axes_of.values())
+    total = math.prod(shape[d] for d in range(len(shape)) if d not in axes_of)
+    total *= math.prod(n for a, n in enumerate(mesh.shape) if a not in used)
+    for group in _linked(dims, axes_of):
+        axes = sorted(frozenset().union(*(axes_of[d] for d in group)))
+        # int64 unless a sum could overflow it (then exact Python ints, slowly)
+        big = math.prod(mesh.shape[a] for a in axes) * max(math.prod(shape[d] for d in group), 1) >= 2 ** 62
+        overlap = _overlap_pairs if all(axes_of[d] == set(axes) for d in group) else _overlap_grid
+        total *= overlap(src, dst, shape, group, axes, object if big else np.int64)
+    return total
+
+
+@functools.lru_cache(maxsize=256)
+def _offsets_array(s: Sharding, shape: tuple, dim: int):
+    """``s.dim_offsets(shape)[dim]`` as a read-only int64 array."""
+    offs = s.dim_offsets(shape)[dim]
+    out = np.fromiter(offs, np.int64, len(offs))
+    out.flags.writeable = False
+    return out
+
+
+def _linked(dims: list, axes_of: dict) -> list:
+    """Groups of dims connected through shared mesh axes."""
+    groups = []
+    for d in dims:
+        joined = [g for g in groups if any(axes_of[d] & axes_of[e] for e in g)]
+        groups = [g for g in groups if g not in joined] + [sum(joined, []) + [d]]
+    return groups
+
+
+def _overlap_pairs(src, dst, shape, group, axes, dtype) -> int:
+    """`_self_overlap` of a group of dims that all use exactly ``axes``: per dim, the
+    overlapping shard pairs, keyed by the device coordinates they imply over ``axes``."""
+    mesh = src.mesh
+    radix = dict(zip(axes, _strides(tuple(mesh.shape[a] for a in axes))))
+    keys = weights = None
+    for d in group:
+        oc, ow = _offsets_array(src, shape, d), _offsets_array(dst, shape, d)
+        cuts = np.concatenate([oc, ow])
+        cuts.sort(kind="stable")  # two sorted runs: a merge
+        cuts = cuts[np.concatenate([[True], cuts[1:] != cuts[:-1]])]
+        lo = cuts[:-1]
+        digits, ok = {}, np.ones(len(lo), bool)
+        for s, offs in ((src, oc), (dst, ow)):
+            k = np.searchsorted(offs, lo, "right") - 1  # the shard holding [lo, next cut)
+            for a in reversed(s.dim_axes(d)):
+                k, digit = np.divmod(k, mesh.shape[a])
+                if a in digits:
+                    ok &= digits[a] == digit  # an axis splitting the dim in both: one coordinate
+                else:
+                    digits[a] = digit
+        code = sum(digits[a] * radix[a] for a in axes)[ok]
+        width = np.diff(cuts)[ok].astype(dtype)
+        order = np.argsort(code)
+        code, width = code[order], width[order]
+        if keys is None:
+            keys, weights = code, width
+        else:
+            keys, i, j = np.intersect1d(keys, code, assume_unique=True, return_indices=True)
+            weights = weights[i] * width[j]
+    return int(weights.sum())
+
+
+def _overlap_grid(src, dst, shape, group, axes, dtype) -> int:
+    """`_self_overlap` of a group of dims, summed over every coordinate of its ``axes``."""
+    mesh = src.mesh
+    grid = np.indices([mesh.shape[a] for a in axes], dtype=np.int64).reshape(len(axes), -1)
+    coords = dict(zip(axes, grid))
+    total = np.ones(grid.shape[1], dtype)
+    for d in group:
+        lo_s, hi_s = _bounds_on_grid(src, shape, d, coords, dtype)
+        lo_d, hi_d = _bounds_on_grid(dst, shape, d, coords, dtype)
         total *= np.maximum(np.minimum(hi_s, hi_d) - np.maximum(lo_s, lo_d), 0)
     return int(total.sum())
 
 
-@functools.lru_cache(maxsize=16)
-def _mesh_coords(mesh_shape: tuple):
-    """Coordinates of every device, shape ``(ndim, size)``, row-major (read-only)."""
-    coords = np.indices(mesh_shape, dtype=np.int64).reshape(len(mesh_shape), -1)
-    coords.flags.writeable = False
-    return coords
-
-
-def _bounds_per_device(s: Sharding, shape: tuple, dim: int, coords, dtype):
+def _bounds_on_grid(s: Sharding, shape: tuple, dim: int, coords: dict, dtype):
     offs = s.dim_offsets(shape)[dim]
     axes = s.dim_axes(dim)
     if not axes:
         return 0, offs[-1]
-    k = np.zeros(coords.shape[1], np.int64)
+    k = 0
     for a in axes:
-        k *= s.mesh.shape[a]
-        k += coords[a]
+        k = k * s.mesh.shape[a] + coords[a]
     offs = np.asarray(offs, dtype)
     return offs[k], offs[k + 1]
 
@@ -375,8 +437,7 @@ def _pieces_nest(outer: Sharding, inner: Sharding, shape, dim) -> bool:
     if n_in % n_out:
         return False
     k = n_in // n_out
-    outer_offs = np.asarray(outer.dim_offsets(shape)[dim], np.int64)
-    inner_offs = np.asarray(inner.dim_offsets(shape)[dim], np.int64)
+    outer_offs, inner_offs = _offsets_array(outer, shape, dim), _offsets_array(inner, shape, dim)
     # split_offsets(w, k)[i] == i * (w // k) + max(0, i - (k - w % k)), for every outer block at once
     width = (outer_offs[1:] - outer_offs[:-1])[:, None]
     i = np.arange(k + 1)[None, :]
@@ -447,8 +508,8 @@ def _is_permutation(cur, want, shape) -> bool:
     several source blocks iff one dim has a shard meeting two or more while no
     dim is empty."""
     most = []
-    for offs_c, offs_w in zip(cur.dim_offsets(shape), want.dim_offsets(shape)):
-        oc, ow = np.asarray(offs_c, np.int64), np.asarray(offs_w, np.int64)
+    for d in range(len(shape)):
+        oc, ow = _offsets_array(cur, shape, d), _offsets_array(want, shape, d)
         wide = oc[1:] > oc[:-1]
         starts, ends = oc[:-1][wide], oc[1:][wide]
         lo, hi = ow[:-1], ow[1:]
@@ -546,14 +607,15 @@ def _pieces(layout: tuple, box: Box, pinned_of) -> list | None:
     return per_dim
 
 
-def _combine(base: int, per_dim: list, extra: list = (0,)) -> tuple:
-    out = []
-    for combo in itertools.product(*per_dim):
-        lin = base + sum(c[0] for c in combo)
-        box = tuple(c[1] for c in combo)
-        out.extend((lin + e, box) for e in extra)
-    out.sort()
-    return tuple(out)
+def _combine(base: int, per_dim: list, extra=(0,)) -> tuple:
+    """Every choice of one option per dim: ``(base + offsets + e, box)`` for each ``e`` in ``extra``, sorted."""
+    acc = [(base, ())]
+    for opts in per_dim:
+        acc = [(lin + o, box + (iv,)) for lin, box in acc for o, iv in opts]
+    if extra != (0,):
+        acc = [(lin + e, box) for lin, box in acc for e in extra]
+    acc.sort()
+    return tuple(acc)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -686,7 +748,7 @@ def _exchange_program(before: Sharding, after: Sharding, shape: tuple, rank: int
     need = _owned_box(after, shape, rank)
 
     def local(box, origin):
-        return tuple(slice(b0 - o0, b1 - o0) for (b0, b1), (o0, _) in zip(box, origin))
+        return tuple([slice(b0 - o0, b1 - o0) for (b0, b1), (o0, _) in zip(box, origin)])
 
     sends = tuple((dest, local(box, have)) for dest, box in exchange_sends(before, after, shape, rank))
     recvs = tuple((src, local(box, need)) for src, box in exchange_recvs(before, after, shape, rank))
