@@ -44,6 +44,7 @@ Choices:
 
 from __future__ import annotations
 
+import hashlib
 import io as _io
 import json
 import math
@@ -95,7 +96,15 @@ class Loaded(namedtuple("Loaded", "local sharding global_shape")):
 # -- agreement: decide once, raise everywhere --------------------------------------------
 def _agree(comm, problem: str | None, what: str, *, key=None) -> None:
     """Raise the same CheckpointError on every process if any process has a
-    problem, or (where ``key`` is given) if the processes' keys differ."""
+    problem, or (where ``key`` is given) if the processes' keys differ.
+
+    One small allreduce decides (O(log P)); only when something is wrong are
+    the details gathered from every process for the message."""
+    fingerprint = 0 if key is None else int.from_bytes(hashlib.blake2b(repr(key).encode(), digest_size=7).digest(), "little")
+    votes = np.array([problem is not None, fingerprint, -fingerprint], np.int64)
+    comm.Allreduce(MPI.IN_PLACE, votes, op=MPI.MAX)
+    if not votes[0] and votes[1] == -votes[2]:
+        return
     votes = comm.allgather((problem, key))
     bad = [(r, p) for r, (p, _) in enumerate(votes) if p is not None]
     if bad:
@@ -560,8 +569,10 @@ def save_state(dirpath, tensors: Mapping, metadata: Mapping | None = None) -> No
         problem = problem or f"metadata is not JSON-serializable: {e}"
     _agree(comm, problem, f"save_state({dirpath!r})")
     names = sorted(items)
-    if len(set(comm.allgather(tuple(names)))) != 1:
-        raise CheckpointError(f"save_state({dirpath!r}): processes pass different tensor names")
+    try:
+        _agree(comm, None, f"save_state({dirpath!r})", key=tuple(names))
+    except CheckpointError:
+        raise CheckpointError(f"save_state({dirpath!r}): processes pass different tensor names") from None
 
     def new_generation():
         os.makedirs(dirpath, exist_ok=True)

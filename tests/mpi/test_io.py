@@ -394,3 +394,13 @@ def test_state_keeps_periodic_flags(meshes, shared_dir):
     assert sharding == s and shape_back == shape
     with pytest.raises(CheckpointError, match="periodic"):
         save_state(d, {"u": (local_of(g, s), s, shape, [True])})
+
+
+def test_state_names_must_agree(meshes, shared_dir):
+    s = Sharding(meshes[0], [[0]])
+    name = "a" if comm.rank == 0 or comm.size == 1 else "b"
+    if comm.size == 1:
+        save_state(os.path.join(shared_dir, "names"), {name: (np.zeros(1), s, (1,))})
+        return
+    with pytest.raises(CheckpointError, match="processes pass different tensor names"):
+        save_state(os.path.join(shared_dir, "names"), {name: (np.zeros(1), s, (comm.size,))})
