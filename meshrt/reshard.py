@@ -36,6 +36,15 @@ split (so replicas share the work and partial contributions stay in their
 slot); a device never sends itself anything.  The elements that cross process
 boundaries therefore equal the lower bound: what each device lacks.
 Destination halos are then filled by one halo update.
+
+Planning scales with a process's peers, not with the mesh: each process
+computes only its own pieces (along each dim, the shards a block meets are a
+contiguous run found by bisection), and the whole-mesh totals are products
+over dims, never loops over devices (65,536 devices: about 1 ms per plan).
+
+Shardy sub-axis shardings (``{"x":(1)2}``) live on a refinement of their
+mesh; resharding between them and full-axis ones plans on the common
+refinement, and the executor binds it to the same processes.
 """
 
 from __future__ import annotations
@@ -52,22 +61,13 @@ import numpy as np
 from .errors import ShardingError
 from .mesh import AbstractMesh, Mesh
 from .reduction import ReductionKind
-from .sharding import Sharding, split_offsets
+from .sharding import Sharding
 
 __all__ = [
     "ReshardPlan", "ReshardStep", "plan_reshard", "explain_reshard", "execute_reshard", "lower_bound", "same_devices",
 ]
 
 Box = tuple  # ((start, stop), ...) per tensor dim
-
-
-def _intersect(a: Box, b: Box):
-    out = tuple((max(a0, b0), min(a1, b1)) for (a0, a1), (b0, b1) in zip(a, b))
-    return out if all(lo < hi for lo, hi in out) else None
-
-
-def _volume(box: Box) -> int:
-    return math.prod(hi - lo for lo, hi in box)
 
 
 def _owned_box(s: Sharding, shape: tuple, device: int) -> Box:
@@ -243,10 +243,12 @@ def _lift(s: Sharding, mesh: AbstractMesh, runs: tuple) -> Sharding:
 _BOUND: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _bind(mesh: Mesh, abstract: AbstractMesh) -> Mesh:
-    """A `Mesh` of ``abstract``'s shape over ``mesh``'s processes (``mesh`` itself when they match), cached."""
-    if mesh.abstract() == abstract:
-        return mesh
+def _bind(mesh: Mesh, abstract: AbstractMesh, plan: "ReshardPlan") -> Mesh:
+    """A `Mesh` of ``abstract``'s shape over ``mesh``'s processes: ``mesh`` or the plan's
+    source or destination mesh where one matches, else one made once and cached."""
+    for m in (mesh, plan.src.mesh, plan.dst.mesh):
+        if isinstance(m, Mesh) and m.abstract() == abstract and (m.comm is mesh.comm or m.comm == mesh.comm):
+            return m
     bound = _BOUND.setdefault(mesh, {})
     if abstract not in bound:
         bound[abstract] = Mesh(abstract.shape, abstract.axis_names, comm=mesh.comm, name=mesh.name)
@@ -700,7 +702,7 @@ def execute_reshard(plan: ReshardPlan, owned, mesh, out=None):
     x = owned
     steps = [s for s in plan.steps if s.op != "update_halo"]
     if steps:  # the steps' mesh, finer than ``mesh`` when one side uses sub-axes
-        mesh = _bind(mesh, steps[0].before.mesh)
+        mesh = _bind(mesh, steps[0].before.mesh, plan)
     for i, step in enumerate(steps):
         last = i == len(steps) - 1
         attrs = dict(step.attrs)

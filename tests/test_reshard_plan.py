@@ -1,12 +1,17 @@
-"""The reshard planner, with no MPI: step choice, volumes, and a whole-mesh numpy
-simulation of every plan checked against the global array."""
+"""The reshard planner, with no MPI: step choice, volumes, a whole-mesh numpy
+simulation of every plan checked against the global array, the same plans as the
+original O(P^2) planner (tests/reshard_reference.py), and 65,536-device plans."""
 
 import numpy as np
 import pytest
+import reshard_reference as ref
+from hypothesis import given, settings, strategies as st
 
 from meshrt import AbstractMesh, Sharding, ShardingError
+from meshrt.mesh import dims_create
 from meshrt.reshard import (
-    _local_slice, exchange_recvs, explain_reshard, lower_bound, partial_keeper, plan_reshard,
+    _local_slice, exchange_recvs, exchange_sends, explain_reshard, gather_sizes, lower_bound, partial_keeper,
+    plan_reshard,
 )
 from meshrt.sharding import split_offsets
 from reshard_cases import check_result, identity, owned_input, random_sharding, reduce_blocks
@@ -14,7 +19,7 @@ from reshard_cases import check_result, identity, owned_input, random_sharding, 
 
 def simulate(plan, blocks):
     """Run ``plan`` for every device of an AbstractMesh at once, on numpy blocks."""
-    mesh, shape = plan.src.mesh, plan.global_shape
+    mesh, shape = plan.steps[0].before.mesh if plan.steps else plan.src.mesh, plan.global_shape
     for step in plan.steps:
         attrs = dict(step.attrs)
         new = []
@@ -132,12 +137,6 @@ def test_reshard_errors():
 
 # -- the scalable planner against the original O(P^2) one ---------------------------------
 
-import reshard_reference as ref  # noqa: E402
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
-from meshrt.mesh import dims_create  # noqa: E402
-from meshrt.reshard import exchange_sends, gather_sizes  # noqa: E402
-
 
 def assert_same_as_reference(src, dst, shape):
     shape = tuple(shape)
@@ -254,3 +253,25 @@ def test_plans_on_65536_devices_have_closed_form_totals():
         assert [src for src, _ in recvs] == ([d] if x == 255 else [d, d + 256])
         for src, box in recvs:
             assert (d, box) in exchange_sends(step.before, step.after, (n, n), src)
+
+
+@pytest.mark.parametrize("mshape, names, a, b", [
+    ((8,), ("x",), ['"x":(1)2', '"x":(2)4'], ['"x":(4)2', '"x":(1)4']),  # cuts at 2 and at 4: a finer mesh
+    ((8,), ("x",), ['"x":(1)2', '"x":(2)4'], ['"x"']),
+    ((4, 3), ("x", "y"), ['"x":(2)2, "y"', '"x":(1)2'], ['"y"', '"x"']),
+    ((2, 1, 4), ("x", "z", "y"), ['"y":(1)2', '"x"'], ['"y":(2)2, "z"', '"y":(1)2']),
+])
+def test_sub_axis_shardings_reshard_to_each_other(mshape, names, a, b):
+    mesh = AbstractMesh(mshape, names)
+
+    def parse(dims):
+        return Sharding.parse("#sdy.sharding<@mesh, [" + ", ".join("{" + d + "}" for d in dims) + "]>", mesh)
+
+    shape = (9, 7)
+    g = np.arange(63, dtype=np.int64).reshape(shape)
+    for src, dst in ((parse(a), parse(b)), (parse(b), parse(a)), (parse(a), Sharding(mesh, [[], [0]]))):
+        plan = plan_reshard(src, dst, shape)
+        check_result(g, dst, simulate(plan, [owned_input(g, src, d) for d in range(mesh.size)]))
+        assert plan.elements_moved == plan.lower_bound, str(plan)
+    with pytest.raises(ShardingError, match="not sub-axis refinements of one mesh"):
+        plan_reshard(parse(a), Sharding(AbstractMesh(mshape, [n + "2" for n in names]), []), shape)

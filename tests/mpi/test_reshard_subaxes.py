@@ -89,3 +89,19 @@ def test_unrelated_meshes_still_refused():
         t.reshard(Sharding(b, [[0]]))
     a.free()
     b.free()
+
+
+def test_crossing_sub_axes_bind_a_common_refinement():
+    """"x":(1)p on one side and "x":(1)q on the other need a mesh finer than both."""
+    mesh = Mesh((-1,), ("x",), comm=comm)
+    n = comm.size
+    if n % 8:
+        pytest.skip("needs an axis of 8 to cut at 2 on one side and at 4 on the other")
+    shape = (n + 1, 2 * n)
+    g = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    a = sdy(mesh, ['"x":(1)2', f'"x":(2){n // 2}'])
+    b = sdy(mesh, [f'"x":(4){n // 4}', '"x":(1)4'])
+    for src, dst in ((a, b), (b, a)):
+        out = DistributedTensor.from_global(g, src).reshard(dst)
+        np.testing.assert_array_equal(out.interior, g[dst.shard_slices(shape)], err_msg=f"{src} -> {dst}")
+    mesh.free()
