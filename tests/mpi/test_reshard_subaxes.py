@@ -105,3 +105,26 @@ def test_crossing_sub_axes_bind_a_common_refinement():
         out = DistributedTensor.from_global(g, src).reshard(dst)
         np.testing.assert_array_equal(out.interior, g[dst.shard_slices(shape)], err_msg=f"{src} -> {dst}")
     mesh.free()
+
+
+def test_executor_binds_a_plan_on_another_mesh_to_the_same_processes():
+    """A plan made on an AbstractMesh of the same devices runs on any Mesh of them (one Mesh made, then reused)."""
+    from meshrt import AbstractMesh
+    from meshrt.reshard import _BOUND
+
+    mesh = Mesh((-1,), ("x",), comm=comm)
+    n = comm.size
+    p = 2 if n % 2 == 0 else 1
+    fine = AbstractMesh((p, n // p), ("x:(1)2", "x:(2)2") if p == 2 else ("x", "y"))
+    shape = (2 * n + 1, n + 2)
+    g = np.arange(np.prod(shape), dtype=np.int64).reshape(shape)
+    src, dst = Sharding(fine, [[0], [1]]), Sharding(fine, [[1, 0]])
+    plan = plan_reshard(src, dst, shape)
+    for _ in range(2):
+        out = execute_reshard(plan, g[src.shard_slices(shape, mesh.rank)].copy(), mesh)
+        np.testing.assert_array_equal(out, g[dst.shard_slices(shape, mesh.rank)])
+    bound = _BOUND.get(mesh, {})
+    assert list(bound) == ([] if fine == mesh.abstract() else [fine])
+    for m in bound.values():
+        m.free()
+    mesh.free()
