@@ -294,8 +294,8 @@ def _refine(mesh: AbstractMesh, cuts: dict):
         axis_of[(name, None, None)] = [n for _, _, n in sub]
         for lo in points:
             for hi in points:
-                if hi >= lo and hi % lo == 0:  # a size-1 sub-axis ("x":(2)1) splits nothing
-                    axis_of[(name, lo, hi // lo)] = [n for p, q, n in sub if p >= lo and q <= hi and p < q]
+                if hi > lo and hi % lo == 0:
+                    axis_of[(name, lo, hi // lo)] = [n for p, q, n in sub if p >= lo and q <= hi]
     if isinstance(mesh, Mesh):
         refined = Mesh(shape, names, comm=mesh.comm, name=mesh.name)
     else:
