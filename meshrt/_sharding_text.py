@@ -237,6 +237,9 @@ def _parse_sdy(t: _Tokens, mesh, cls):
         t.take()
     t.take("<")
     if t.kind() == "sym":
+        if t.peek()[1:] != mesh.name:
+            t.fail(f"the sharding names mesh {t.peek()!r}, but it is read against mesh '@{mesh.name}' "
+                   f"({mesh!r}); parse it with that mesh, or name the mesh {t.peek()[1:]!r}")
         t.take()
     else:
         t.take("<")  # inline mesh: <mesh<[...]>, ...> is not supported
@@ -276,7 +279,7 @@ def _parse_sdy(t: _Tokens, mesh, cls):
             )
     cuts = {}
     for name, pre, size in refs:
-        if pre is not None:
+        if pre is not None and size > 1:  # a size-1 sub-axis splits nothing
             cuts.setdefault(name, set()).update((pre, pre * size))
     if cuts:
         mesh, axis_of = _refine(mesh, cuts)
@@ -284,6 +287,8 @@ def _parse_sdy(t: _Tokens, mesh, cls):
         axis_of = {(n, None, None): [n] for n in names}
 
     def resolve(ref):
+        if ref[2] == 1:
+            return []
         return axis_of[ref] if ref[1] is not None else axis_of[(ref[0], None, None)]
 
     split = [[a for r in d for a in resolve(r)] for d in dims]
@@ -303,19 +308,19 @@ def _refine(mesh: AbstractMesh, cuts: dict):
         for p in points:
             if size % p:
                 raise ShardingError(f"sharding text: sub-axes of {name!r} (size {size}) do not nest: {sorted(points)}")
-        if len(points) <= 2:
+        sub = []
+        if len(points) <= 2:  # no cut inside the axis: "x":(1)size is the whole axis
             shape.append(size)
             names.append(name)
-            axis_of[(name, None, None)] = [name]
-            continue
-        sub = []
-        for p, q in zip(points, points[1:]):
-            if q % p:
-                raise ShardingError(f"sharding text: sub-axes of {name!r} (size {size}) do not nest: {points}")
-            sub_name = f"{name}:({p}){q // p}"
-            shape.append(q // p)
-            names.append(sub_name)
-            sub.append((p, q, sub_name))
+            sub.append((1, size, name))
+        else:
+            for p, q in zip(points, points[1:]):
+                if q % p:
+                    raise ShardingError(f"sharding text: sub-axes of {name!r} (size {size}) do not nest: {points}")
+                sub_name = f"{name}:({p}){q // p}"
+                shape.append(q // p)
+                names.append(sub_name)
+                sub.append((p, q, sub_name))
         axis_of[(name, None, None)] = [n for _, _, n in sub]
         for lo in points:
             for hi in points:

@@ -44,6 +44,7 @@ Choices:
 
 from __future__ import annotations
 
+import hashlib
 import io as _io
 import json
 import math
@@ -64,7 +65,7 @@ from .sharding import Sharding
 
 __all__ = [
     "CheckpointError", "write_npy", "read_npy", "save_tensor", "load_tensor",
-    "save_state", "load_state", "Loaded", "writer_of_block",
+    "save_state", "load_state", "Loaded", "writer_of_block", "file_view", "FileView",
 ]
 
 MANIFEST = "manifest.json"
@@ -78,14 +79,32 @@ class CheckpointError(ValueError):
     truncated or unsupported file, or an I/O failure. Raised on every process."""
 
 
-Loaded = namedtuple("Loaded", "local sharding global_shape")
-Loaded.__doc__ = "What `read_npy`/`load_state` give without a factory: the local buffer (halos zeroed), its sharding and the global shape."
+class Loaded(namedtuple("Loaded", "local sharding global_shape")):
+    """What `read_npy`/`load_state` give without a factory: the local buffer (halos
+    zeroed), its sharding and the global shape; ``periodic`` holds the per-dim
+    periodic flags `load_state` restored (None when none were saved)."""
+
+    periodic = None
+
+    def __new__(cls, local, sharding, global_shape, periodic=None):
+        self = super().__new__(cls, local, sharding, global_shape)
+        if periodic is not None:
+            self.periodic = periodic
+        return self
 
 
 # -- agreement: decide once, raise everywhere --------------------------------------------
 def _agree(comm, problem: str | None, what: str, *, key=None) -> None:
     """Raise the same CheckpointError on every process if any process has a
-    problem, or (where ``key`` is given) if the processes' keys differ."""
+    problem, or (where ``key`` is given) if the processes' keys differ.
+
+    One small allreduce decides (O(log P)); only when something is wrong are
+    the details gathered from every process for the message."""
+    fingerprint = 0 if key is None else int.from_bytes(hashlib.blake2b(repr(key).encode(), digest_size=7).digest(), "little")
+    votes = np.array([problem is not None, fingerprint, -fingerprint], np.int64)
+    comm.Allreduce(MPI.IN_PLACE, votes, op=MPI.MAX)
+    if not votes[0] and votes[1] == -votes[2]:
+        return
     votes = comm.allgather((problem, key))
     bad = [(r, p) for r, (p, _) in enumerate(votes) if p is not None]
     if bad:
@@ -148,16 +167,39 @@ def _subarray(etype, sizes, subsizes, starts, order=MPI.ORDER_C):
     return etype.Create_subarray(list(sizes), list(subsizes), list(starts), order=order).Commit()
 
 
+FileView = namedtuple("FileView", "starts owned local_shape halo_lo writes")
+FileView.__doc__ = "Where a device's owned block lies in the file and in its local buffer, and whether it writes it."
+
+
+def file_view(sharding: Sharding, global_shape, device=None) -> FileView:
+    """The file view of ``device`` (default: this process): pure arithmetic, no MPI,
+    and independent of the number of devices (it works on an `AbstractMesh`).
+
+    >>> from meshrt.mesh import AbstractMesh
+    >>> file_view(Sharding(AbstractMesh((2, 2)), [[0]], halo_sizes=[1, 1]), (10, 3), device=3)
+    FileView(starts=(5, 0), owned=(5, 3), local_shape=(7, 3), halo_lo=(1, 0), writes=False)
+    """
+    shape = tuple(global_shape)
+    if device is None:
+        device = sharding.mesh.rank
+    slices = sharding.shard_slices(shape, device)
+    return FileView(
+        tuple(s.start for s in slices), tuple(s.stop - s.start for s in slices), sharding.local_shape(shape, device),
+        tuple(sharding.halo_widths(d)[0] for d in range(len(shape))), writer_of_block(sharding, device),
+    )
+
+
 class _Block:
     """This process's owned block of a global array: where it lies in the file and
     in the local buffer, and the datatypes that say so."""
 
     def __init__(self, sharding: Sharding, global_shape: tuple, dtype: np.dtype, fortran_order=False):
+        view = file_view(sharding, global_shape)
         self.global_shape = global_shape
-        self.slices = sharding.shard_slices(global_shape)
-        self.owned = tuple(s.stop - s.start for s in self.slices)
-        self.local_shape = sharding.local_shape(global_shape)
-        self.halo_lo = tuple(sharding.halo_widths(d)[0] for d in range(len(global_shape)))
+        self.owned = view.owned
+        self.local_shape = view.local_shape
+        self.halo_lo = view.halo_lo
+        self.writes = view.writes
         self.count = math.prod(self.owned)
         self.dtype = dtype
         self.fortran = fortran_order
@@ -170,7 +212,7 @@ class _Block:
         # MPI subarrays need every size >= 1: empty blocks and 0-d arrays get none.
         if self.count and len(global_shape):
             self.filetype = _subarray(
-                self.etype, global_shape, self.owned, [s.start for s in self.slices],
+                self.etype, global_shape, self.owned, view.starts,
                 MPI.ORDER_FORTRAN if fortran_order else MPI.ORDER_C,
             )
             self._free.append(self.filetype)
@@ -266,7 +308,7 @@ def write_npy(path, local: np.ndarray, sharding: Sharding, global_shape) -> None
 
 def _write_file(comm, tmp, header, local, sharding, shape, dtype, path):
     block = _Block(sharding, shape, dtype)
-    writes = writer_of_block(sharding) and block.count > 0
+    writes = block.writes and block.count > 0
     fh = None
     problem = None
     try:
@@ -460,17 +502,31 @@ def load_tensor(path, sharding: Sharding, factory: Callable):
 
 
 # -- several tensors: a state directory with a manifest -------------------------------------
-def _as_triple(name, value):
+def _as_entry(name, value):
+    """``(local, sharding, global_shape, periodic)`` of a tensor-like or a tuple of 3 or 4."""
     if hasattr(value, "local") and hasattr(value, "sharding") and hasattr(value, "global_shape"):
-        return value.local, value.sharding, tuple(value.global_shape)
+        return value.local, value.sharding, tuple(value.global_shape), getattr(value, "periodic", None)
     try:
-        local, sharding, shape = value
+        local, sharding, shape, *periodic = value
+        if len(periodic) > 1:
+            raise ValueError
     except (TypeError, ValueError):
         raise CheckpointError(
             f"save_state: tensor {name!r} is {type(value).__name__}, neither a DistributedTensor "
-            "nor a (local, sharding, global_shape) tuple"
+            "nor a (local, sharding, global_shape[, periodic]) tuple"
         ) from None
-    return local, sharding, shape
+    return local, sharding, shape, periodic[0] if periodic else None
+
+
+def _periodic_flags(periodic, shape, name):
+    """The JSON form of per-dim periodic flags (None, a bool, or one bool per dim): a list or None."""
+    if periodic is None:
+        return None
+    ndim = len(tuple(shape))
+    flags = [bool(periodic)] * ndim if isinstance(periodic, (bool, np.bool_)) else list(periodic)
+    if len(flags) != ndim or not all(isinstance(f, (bool, np.bool_)) for f in flags):
+        raise CheckpointError(f"tensor {name!r}: periodic {periodic!r} is not a bool or one bool per dim ({ndim} dims)")
+    return [bool(f) for f in flags]
 
 
 def _generation_of(name):
@@ -491,24 +547,32 @@ def save_state(dirpath, tensors: Mapping, metadata: Mapping | None = None) -> No
     dirpath = os.path.abspath(os.fspath(dirpath))
     if not isinstance(tensors, Mapping) or not tensors:
         raise CheckpointError(f"save_state: tensors must be a non-empty mapping of name to tensor, not {tensors!r}")
-    items = {name: _as_triple(name, v) for name, v in tensors.items()}
+    items = {name: _as_entry(name, v) for name, v in tensors.items()}
     comm = _comm_of(next(iter(items.values()))[1])
     problem = None
-    for name, (_, sharding, _) in items.items():
+    flags = {}
+    for name, (_, sharding, shape, periodic) in items.items():
         if not isinstance(name, str) or not _NAME.match(name) or name == MANIFEST:
             problem = f"tensor name {name!r} is not a safe file name (letters, digits, '_', '.', '-')"
         elif not isinstance(sharding, Sharding) or not isinstance(sharding.mesh, Mesh) or (
             sharding.mesh.comm is not comm and MPI.Comm.Compare(sharding.mesh.comm, comm) == MPI.UNEQUAL
         ):
             problem = f"tensor {name!r}: its sharding is not on the same communicator as the others"
+        else:
+            try:
+                flags[name] = _periodic_flags(periodic, shape, name)
+            except (CheckpointError, TypeError) as e:
+                problem = str(e) if isinstance(e, CheckpointError) else f"tensor {name!r}: periodic {periodic!r}: {e}"
     try:
         meta_text = json.dumps({} if metadata is None else dict(metadata))
     except (TypeError, ValueError) as e:
         problem = problem or f"metadata is not JSON-serializable: {e}"
     _agree(comm, problem, f"save_state({dirpath!r})")
     names = sorted(items)
-    if len(set(comm.allgather(tuple(names)))) != 1:
-        raise CheckpointError(f"save_state({dirpath!r}): processes pass different tensor names")
+    try:
+        _agree(comm, None, f"save_state({dirpath!r})", key=tuple(names))
+    except CheckpointError:
+        raise CheckpointError(f"save_state({dirpath!r}): processes pass different tensor names") from None
 
     def new_generation():
         os.makedirs(dirpath, exist_ok=True)
@@ -520,7 +584,7 @@ def save_state(dirpath, tensors: Mapping, metadata: Mapping | None = None) -> No
     gen = _root_decides(comm, new_generation, f"save_state({dirpath!r})")
     entries = {}
     for name in names:
-        local, sharding, shape = items[name]
+        local, sharding, shape, _ = items[name]
         fname = os.path.join(gen, name + ".npy")
         write_npy(os.path.join(dirpath, fname), local, sharding, shape)
         entries[name] = {
@@ -529,6 +593,7 @@ def save_state(dirpath, tensors: Mapping, metadata: Mapping | None = None) -> No
             "dtype": np.lib.format.dtype_to_descr(np.asarray(local).dtype),
             "sharding": str(sharding),
             "mesh_shape": list(sharding.mesh.shape),
+            "periodic": flags[name],
         }
 
     def commit():
@@ -575,7 +640,9 @@ def load_state(dirpath, shardings, *, factory: Callable | None = None) -> tuple:
     ``shardings`` is one Sharding for every tensor or a mapping of name to
     Sharding (names it lacks are not loaded; names the state lacks are an
     error). Each tensor is ``factory(local, sharding, global_shape)`` or a
-    `Loaded`. Any process count, any shardings.
+    `Loaded`. Any process count, any shardings. A tensor saved with periodic
+    flags gets them back: as ``factory(..., periodic=flags)`` (as
+    `DistributedTensor.from_local` takes them) or as ``Loaded.periodic``.
 
     >>> tensors, meta = load_state("ckpt", {"u": s, "v": s}, factory=DistributedTensor.from_local)  # doctest: +SKIP
     """
@@ -594,5 +661,13 @@ def load_state(dirpath, shardings, *, factory: Callable | None = None) -> tuple:
     out = {}
     for name in sorted(wanted):
         entry = saved[name]
-        out[name] = read_npy(os.path.join(dirpath, entry["file"]), wanted[name], tuple(entry["shape"]), factory=factory)
+        local, sharding, shape = read_npy(os.path.join(dirpath, entry["file"]), wanted[name], tuple(entry["shape"]))
+        periodic = entry.get("periodic")  # states saved before periodic was stored have none
+        periodic = None if periodic is None else tuple(bool(f) for f in periodic)
+        if factory is None:
+            out[name] = Loaded(local, sharding, shape, periodic)
+        elif periodic is None:
+            out[name] = factory(local, sharding, shape)
+        else:
+            out[name] = factory(local, sharding, shape, periodic=periodic)
     return out, manifest["metadata"]

@@ -13,6 +13,7 @@ shard.sharding @mesh split_axes = [[0], [1]] sharded_dims_offsets = [0, 24, 32, 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from typing import Sequence
 
@@ -34,15 +35,12 @@ def split_sizes(dim_size: int, n: int) -> tuple:
     (2, 2, 3, 3)
     """
     base, extra = divmod(dim_size, n)
-    return tuple(base + (1 if k >= n - extra else 0) for k in range(n))
+    return (base,) * (n - extra) + (base + 1,) * extra
 
 
 def split_offsets(dim_size: int, n: int) -> tuple:
     """Start of every piece plus the end of the last: ``split_offsets(10, 4) == (0, 2, 4, 7, 10)``."""
-    out = [0]
-    for s in split_sizes(dim_size, n):
-        out.append(out[-1] + s)
-    return tuple(out)
+    return tuple(itertools.accumulate(split_sizes(dim_size, n), initial=0))
 
 
 def _int(value, field: str) -> int:
@@ -236,7 +234,7 @@ class Sharding:
         """Read ``mesh.sharding``/``shard.sharding`` text or ``#sdy.sharding<...>``.
 
         >>> m = AbstractMesh((2, 8), ("x", "y"))
-        >>> Sharding.parse('#sdy.sharding<@m, [{"y":(1)2}, {"x"}]>', m).shard_shape((8, 8), 0)
+        >>> Sharding.parse('#sdy.sharding<@mesh, [{"y":(1)2}, {"x"}]>', m).shard_shape((8, 8), 0)
         (4, 4)
         """
         from ._sharding_text import parse_sharding
@@ -284,7 +282,7 @@ def _dim_offsets(s: Sharding, shape: tuple) -> tuple:
                 f"but the tensor's dim {d} has size {size}"
             )
         lo, hi = s.halo_widths(d)
-        widths = [b - a for a, b in zip(offs, offs[1:])]
+        widths = [b - a for a, b in zip(offs, offs[1:])] if lo or hi else ()
         for k, w in enumerate(widths):
             # A halo is filled from the neighbouring shard alone, so it may not be wider than it.
             if k > 0 and lo > widths[k - 1]:

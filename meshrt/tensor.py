@@ -32,7 +32,7 @@ from .halo import HaloExchange, periodic_tuple
 from ._blockcopy import copy_block, extract, insert
 from .errors import CollectiveError, ShardingError
 from .mesh import Mesh
-from .reshard import execute_reshard, plan_reshard
+from .reshard import execute_reshard, plan_reshard, same_devices
 from .sharding import Sharding
 
 __all__ = ["DistributedTensor"]
@@ -293,10 +293,10 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         step then allocates nothing).
         """
         sharding = _check_sharding(sharding)
-        if sharding.mesh != self.mesh:
+        if not same_devices(sharding.mesh, self.mesh):
             raise ShardingError(
                 f"sharding: its mesh {sharding.mesh!r} is not this tensor's mesh {self.mesh!r}; "
-                "reshard moves data within one mesh"
+                "reshard moves data within one mesh (or between sub-axis refinements of it)"
             )
         plan = plan_reshard(self._sharding, sharding, self._global_shape)
         if out is None:

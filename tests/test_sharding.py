@@ -275,3 +275,19 @@ def test_print_parse_roundtrip(case):
     mesh, _, s = case
     assert Sharding.parse(str(s), mesh) == s
     assert hash(Sharding.parse(str(s), mesh)) == hash(s)
+
+
+def test_sdy_sharding_naming_another_mesh_is_refused():
+    m = AbstractMesh((2, 4), ("x", "y"))  # named "mesh"
+    with pytest.raises(ShardingError, match=r"names mesh '@other', but it is read against mesh '@mesh'"):
+        Sharding.parse('#sdy.sharding<@other, [{"x"}]>', m)
+    with pytest.raises(ShardingError, match=r"names mesh '@mesh', but it is read against mesh '@grid'"):
+        Sharding.parse('#sdy.sharding<@mesh, [{"x":(1)2}]>', AbstractMesh((4,), ("x",), name="grid"))
+    named = AbstractMesh((2, 4), ("x", "y"), name="other")
+    assert Sharding.parse('#sdy.sharding<@other, [{"y":(2)2}]>', named).mesh.name == "other"
+
+
+def test_sdy_sub_axis_covering_the_whole_axis_is_the_axis():
+    m = AbstractMesh((2, 4), ("x", "y"))
+    assert Sharding.parse('#sdy.sharding<@mesh, [{"y":(1)4}, {"x":(1)2}]>', m) == Sharding(m, [["y"], ["x"]])
+    assert Sharding.parse('#sdy.sharding<@mesh, [{"y":(2)1}]>', m) == Sharding(m, [])

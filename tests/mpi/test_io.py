@@ -364,3 +364,43 @@ def test_state_errors(meshes, shared_dir):
     save_state(os.path.join(shared_dir, "st"), {"a": (np.zeros(1), s, (comm.size,))})
     with pytest.raises(CheckpointError, match=r"no tensor\(s\) \['b'\]"):
         load_state(os.path.join(shared_dir, "st"), {"b": s})
+
+
+def test_state_keeps_periodic_flags(meshes, shared_dir):
+    from meshrt import DistributedTensor
+
+    mesh = meshes[1]
+    s = Sharding(mesh, [[0], [1]], halo_sizes=[1, 1, 1, 1])
+    shape = (2 * mesh.shape[0] + 1, 3 * mesh.shape[1])
+    g = global_array(shape, seed=5)
+    u = DistributedTensor.from_global(g, s, periodic=[True, False])
+    v = DistributedTensor.from_global(g, s)
+    w = (local_of(g, s), s, shape, True)
+    d = os.path.join(shared_dir, "state-periodic")
+    save_state(d, {"u": u, "v": v, "w": w})
+    if comm.rank == 0:
+        with open(os.path.join(d, "manifest.json")) as f:
+            tensors = json.load(f)["tensors"]
+        assert [tensors[k]["periodic"] for k in "uvw"] == [[True, False], None, [True, True]]
+    loaded, _ = load_state(d, s, factory=DistributedTensor.from_local)
+    assert [loaded[k].periodic for k in "uvw"] == [(True, False), None, (True, True)]
+    loaded["u"].update_halo()  # periodic along dim 0: the first row's low halo is the last row
+    if loaded["u"].shard_slices[0].start == 0:
+        cols = loaded["u"].shard_slices[1]
+        np.testing.assert_array_equal(loaded["u"].local[0, 1:-1], g[-1, cols])
+    plain, _ = load_state(d, s)
+    assert isinstance(plain["u"], Loaded) and plain["u"].periodic == (True, False) and plain["v"].periodic is None
+    local, sharding, shape_back = plain["w"]
+    assert sharding == s and shape_back == shape
+    with pytest.raises(CheckpointError, match="periodic"):
+        save_state(d, {"u": (local_of(g, s), s, shape, [True])})
+
+
+def test_state_names_must_agree(meshes, shared_dir):
+    s = Sharding(meshes[0], [[0]])
+    name = "a" if comm.rank == 0 or comm.size == 1 else "b"
+    if comm.size == 1:
+        save_state(os.path.join(shared_dir, "names"), {name: (np.zeros(1), s, (1,))})
+        return
+    with pytest.raises(CheckpointError, match="processes pass different tensor names"):
+        save_state(os.path.join(shared_dir, "names"), {name: (np.zeros(1), s, (comm.size,))})
