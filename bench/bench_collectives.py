@@ -7,10 +7,12 @@ rounds that alternate meshrt and raw) of meshrt and of raw mpi4py buffer methods
 buffers, and their ratio; then a generic (user function) all_reduce of 1 MiB
 float64 against ``MPI.Op.Create`` with a Python callback.
 
-Rows named ``op(out=)`` write into a preallocated result like the raw call
-does; the plain rows allocate a new result each call.  With MPICH here a
-fresh receive buffer of 1 MiB or more costs about a millisecond per call even
-for raw mpi4py, so compare the ``out=`` rows for the runtime's own overhead.
+Each row names the meshrt call form it measures.  Rows that make a new
+result each call are compared with raw code that does too (``np.empty`` then
+the buffer method, as a user writes it); ``(out=)`` rows reuse a result on
+both sides.  A fresh result costs page faults only if glibc returns freed
+blocks to the OS, which meshrt's import prevents (``meshrt/_malloc.py``; run
+with ``MESHRT_MALLOC=0`` to see the difference).
 """
 
 import argparse
@@ -47,7 +49,9 @@ def compare(f_meshrt, f_raw, nbytes, rounds=None):
     iters = max(3, min(1000, int(2e8 // max(nbytes, 1) // 40)))
     if rounds is None:
         rounds = 20 if nbytes <= 1 << 16 else 6
-    f_meshrt(), f_raw()  # warm-up: plans, communicators, first-touch pages
+    a, b = f_meshrt(), f_raw()  # warm-up: plans, communicators, first-touch pages
+    if isinstance(b, np.ndarray) and not np.array_equal(a, b):  # (raw calls into out= return None)
+        raise AssertionError("meshrt and the raw code disagree: the comparison would not be fair")
     best_m = best_r = float("inf")
     for k in range(rounds):
         if k % 2:
@@ -60,7 +64,9 @@ def compare(f_meshrt, f_raw, nbytes, rounds=None):
 
 
 def cases(mesh, nbytes):
-    """(name, meshrt call, raw mpi4py call) on the same buffers for ``nbytes`` of float64 per process."""
+    """(name, meshrt call, plain mpi4py + numpy call doing the same job) for ``nbytes`` of float64
+    per process, in every spelling README and SPEC show.  Where meshrt makes a new result the raw
+    side makes one too (``np.empty``, as a user would); ``(out=)`` rows reuse one on both sides."""
     g = mesh.group(None)
     n, me = g.Get_size(), g.Get_rank()
     count = max(1, nbytes // 8)
@@ -70,32 +76,108 @@ def cases(mesh, nbytes):
     piece = np.empty(count // n if count >= n else 1)
     xs = np.tile(x, n)
     other = (me + 1) % n, (me - 1) % n
-    byte = MPI.BYTE
-    yield "all_reduce", lambda: C.all_reduce(x, mesh), lambda: g.Allreduce(x, out, MPI.SUM)
-    yield "all_reduce(out=)", lambda: C.all_reduce(x, mesh, out=out), lambda: g.Allreduce(x, out, MPI.SUM)
-    yield "reduce", lambda: C.reduce(x, mesh, None, "sum", 0), lambda: g.Reduce(x, out if me == 0 else None, MPI.SUM, 0)
-    yield "broadcast", lambda: C.broadcast(x if me == 0 else out, mesh, None, 0), \
-        lambda: g.Bcast(x if me == 0 else out, 0)
-    yield "all_gather", lambda: C.all_gather(x, mesh, None, 0, sizes=count), lambda: g.Allgather(x, big)
-    yield "all_gather(auto)", lambda: C.all_gather(x, mesh, None, 0), lambda: g.Allgather(x, big)
-    yield "all_gather(out=)", lambda: C.all_gather(x, mesh, None, 0, sizes=count, out=big), \
-        lambda: g.Allgather(x, big)
-    yield "gather", lambda: C.gather(x, mesh, None, 0, 0, sizes=count), \
-        lambda: g.Gather([x, x.nbytes, byte], [big, x.nbytes, byte] if me == 0 else None, 0)
-    if count >= n:
-        yield "scatter", lambda: C.scatter(xs, mesh, None, 0, 0), \
-            lambda: g.Scatter([xs, x.nbytes, byte] if me == 0 else None, [out, x.nbytes, byte], 0)
-        yield "reduce_scatter", lambda: C.reduce_scatter(x, mesh, None, "sum", 0), \
-            lambda: g.Reduce_scatter_block(x, piece, MPI.SUM)
-        yield "reduce_scatter(out=)", lambda: C.reduce_scatter(x, mesh, None, "sum", 0, out=piece), \
-            lambda: g.Reduce_scatter_block(x, piece, MPI.SUM)
-        pb = x.nbytes // n
-        yield "all_to_all", lambda: C.all_to_all(x, mesh, None, 0, 0), \
-            lambda: g.Alltoall([x, pb, byte], [out, pb, byte])
-    yield "shift", lambda: C.shift(x, mesh, None, 0, 1, rotate=True), \
-        lambda: g.Sendrecv(x, other[0], 0x3E5, out, other[1], 0x3E5)
+    empty, SUM = np.empty, MPI.SUM
+    bx = x if me == 0 else np.empty_like(x)  # broadcast: the root's data, the others' shape
+
+    def raw_allreduce():
+        y = empty(count)
+        g.Allreduce(x, y, SUM)
+        return y
+
+    def raw_reduce():
+        y = empty(count) if me == 0 else None
+        g.Reduce(x, y, SUM, 0)
+        return y
+
+    def raw_bcast():
+        y = bx if me == 0 else empty(count)
+        g.Bcast(y, 0)
+        return y
+
+    def raw_allgather():
+        y = empty(count * n)
+        g.Allgather(x, y)
+        return y
+
+    def raw_gather():
+        y = empty(count * n) if me == 0 else None
+        g.Gather(x, y, 0)
+        return y
+
+    def raw_scatter():
+        y = empty(count)
+        g.Scatter(xs if me == 0 else None, y, 0)
+        return y
+
+    def raw_reduce_scatter():
+        y = empty(count // n)
+        g.Reduce_scatter_block(x, y, SUM)
+        return y
+
+    def raw_alltoall():
+        y = empty(count)
+        g.Alltoall(x, y)
+        return y
+
+    def raw_shift():
+        y = empty(count)
+        g.Sendrecv(x, other[0], 0x3E5, y, other[1], 0x3E5)
+        return y
+
+    peer = me ^ 1  # ping-pong between in-group ranks 0-1, 2-3, ...
+
+    def raw_pingpong():
+        if peer >= n:
+            return None
+        if me % 2 == 0:
+            g.Send(x, peer, 0x3E5)
+            y = empty(count)
+            g.Recv(y, peer, 0x3E5)
+        else:
+            y = empty(count)
+            g.Recv(y, peer, 0x3E5)
+            g.Send(x, peer, 0x3E5)
+        return y
+
+    def meshrt_pingpong():
+        if peer >= n:
+            return None
+        if me % 2 == 0:
+            C.send(x, mesh, None, peer)
+            return C.recv(x, mesh, None, peer)
+        y = C.recv(x, mesh, None, peer)
+        C.send(x, mesh, None, peer)
+        return y
+
+    yield "all_reduce(x, mesh)", lambda: C.all_reduce(x, mesh), raw_allreduce
+    yield "all_reduce(x, mesh, [0], 'sum')", lambda: C.all_reduce(x, mesh, [0], "sum"), raw_allreduce
+    yield "all_reduce(out=)", lambda: C.all_reduce(x, mesh, out=out), lambda: g.Allreduce(x, out, SUM)
     yield "all_reduce(wait=False)", lambda: C.all_reduce(x, mesh, wait=False).wait(), \
-        lambda: g.Iallreduce(x, out, MPI.SUM).Wait()
+        lambda: g.Iallreduce(x, out, SUM).Wait()
+    yield "reduce(x, mesh)", lambda: C.reduce(x, mesh), raw_reduce
+    yield "reduce(x, mesh, [0], 'sum', [0])", lambda: C.reduce(x, mesh, [0], "sum", [0]), raw_reduce
+    yield "broadcast(x, mesh)", lambda: C.broadcast(bx, mesh), raw_bcast
+    yield "broadcast(x, mesh, [0], root=[0])", lambda: C.broadcast(bx, mesh, [0], root=[0]), raw_bcast
+    yield "broadcast(x, mesh, (0,), (0,))", lambda: C.broadcast(bx, mesh, (0,), (0,)), raw_bcast
+    yield "all_gather(x, mesh, gather_axis=0)", lambda: C.all_gather(x, mesh, gather_axis=0), raw_allgather
+    yield "all_gather(x, mesh, [0], 0)", lambda: C.all_gather(x, mesh, [0], 0), raw_allgather
+    yield "all_gather(sizes=[...])", lambda: C.all_gather(x, mesh, [0], 0, sizes=[count] * n), raw_allgather
+    yield "all_gather(out=)", lambda: C.all_gather(x, mesh, out=big), lambda: g.Allgather(x, big)
+    yield "gather(x, mesh)", lambda: C.gather(x, mesh), raw_gather
+    yield "gather(x, mesh, [0], 0, [0])", lambda: C.gather(x, mesh, [0], 0, [0]), raw_gather
+    if count >= n:
+        yield "scatter(x, mesh)", lambda: C.scatter(xs, mesh), raw_scatter
+        yield "scatter(x, mesh, [0], 0, [0])", lambda: C.scatter(xs, mesh, [0], 0, [0]), raw_scatter
+        yield "reduce_scatter(x, mesh)", lambda: C.reduce_scatter(x, mesh), raw_reduce_scatter
+        yield "reduce_scatter(out=)", lambda: C.reduce_scatter(x, mesh, out=piece), \
+            lambda: g.Reduce_scatter_block(x, piece, SUM)
+        yield "all_to_all(x, mesh)", lambda: C.all_to_all(x, mesh), raw_alltoall
+        yield "all_to_all(x, mesh, [0], 0, 0)", lambda: C.all_to_all(x, mesh, [0], 0, 0), raw_alltoall
+        m = count // n
+        yield "all_slice(x, mesh, [0], 0)", lambda: C.all_slice(x, mesh, [0], 0), \
+            lambda: x[me * m:(me + 1) * m]
+    yield "shift(x, mesh, [0], 0, 1, rotate=True)", lambda: C.shift(x, mesh, [0], 0, 1, rotate=True), raw_shift
+    yield "send/recv ping-pong", meshrt_pingpong, raw_pingpong
 
 
 def absmax(a, b):
@@ -156,15 +238,16 @@ def main(argv=None):
     rows = []
     for nbytes in sizes:
         for name, fm, fr in cases(mesh, nbytes):
-            if ops and name not in ops:
+            if ops and name.split("(")[0] not in ops and name not in ops:
                 continue
             tm, tr = compare(fm, fr, nbytes)
             rows.append((name, nbytes, tm, tr))
     if comm.rank == 0:
         print(f"# meshrt vs raw mpi4py, {comm.size} processes, float64, {MPI.Get_library_version().splitlines()[0]}")
-        print(f"{'op':<24}{'size':>9}{'meshrt us':>12}{'mpi4py us':>12}{'added us':>10}{'ratio':>8}")
+        print(f"{'call':<42}{'size':>9}{'meshrt_us':>11}{'raw_us':>9}{'added_us':>10}{'ratio':>7}")
         for name, nbytes, tm, tr in rows:
-            print(f"{name:<24}{fmt_size(nbytes):>9}{tm * 1e6:12.2f}{tr * 1e6:12.2f}{(tm - tr) * 1e6:10.2f}{tm / tr:8.3f}")
+            print(f"{name:<42}{fmt_size(nbytes):>9}{tm * 1e6:11.2f}{tr * 1e6:9.2f}{(tm - tr) * 1e6:10.2f}"
+                  f"{tm / tr:7.3f}")
     if not args.no_generic:
         tm, ta, tv = bench_generic(mesh)
         if comm.rank == 0:

@@ -822,6 +822,20 @@ def all_slice(x, mesh, mesh_axes=None, slice_axis=0):
 
     No communication: the inverse of `all_gather` for replicated ``x``.
     """
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        if type(slice_axis) is not int:
+            raise KeyError
+        ref, index = _fast["all_slice", id(mesh), mesh_axes, x.shape, slice_axis]
+        if ref() is not mesh or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        index = _slice_setup(x, mesh, mesh_axes, slice_axis)
+    return x[index]
+
+
+def _slice_setup(x, mesh, mesh_axes, slice_axis):
     x = _array(x, "all_slice")
     axis = _axis(slice_axis, x.ndim, "all_slice", "slice_axis")
     if not isinstance(mesh, Mesh):
@@ -834,7 +848,10 @@ def all_slice(x, mesh, mesh_axes=None, slice_axis=0):
     off = split_offsets(x.shape[axis], n)
     index = [slice(None)] * x.ndim
     index[axis] = slice(off[k], off[k + 1])
-    return x[tuple(index)]
+    index = tuple(index)
+    if type(slice_axis) is int:
+        _remember(("all_slice", id(mesh), mesh_axes, x.shape, slice_axis), (weakref.ref(mesh), index))
+    return index
 
 
 # -- point to point --------------------------------------------------------------------
