@@ -180,6 +180,61 @@ def cases(mesh, nbytes):
     yield "send/recv ping-pong", meshrt_pingpong, raw_pingpong
 
 
+def fresh_cases(mesh, nbytes):
+    """(name, meshrt making a new result each call, the same job into a reused result): what a
+    fresh result costs.  ``out=`` where meshrt has it, else raw mpi4py into a preallocated buffer;
+    for reshard and DistributedTensor.gather a new tensor against ``reshard(out=)`` and a raw
+    ``Allgather`` into a reused buffer."""
+    from meshrt import DistributedTensor, Sharding
+
+    g = mesh.group(None)
+    n, me = g.Get_size(), g.Get_rank()
+    count = max(n, nbytes // 8 // n * n)
+    x = np.random.RandomState(me).rand(count)
+    out, big, piece = np.empty_like(x), np.empty(count * n), np.empty(count // n)
+    xs = np.tile(x, n)
+    SUM = MPI.SUM
+    yield "all_reduce", lambda: C.all_reduce(x, mesh), lambda: C.all_reduce(x, mesh, out=out)
+    yield "all_gather", lambda: C.all_gather(x, mesh, gather_axis=0), lambda: C.all_gather(x, mesh, out=big)
+    yield "reduce_scatter", lambda: C.reduce_scatter(x, mesh), lambda: C.reduce_scatter(x, mesh, out=piece)
+    yield "reduce", lambda: C.reduce(x, mesh), lambda: g.Reduce(x, out if me == 0 else None, SUM, 0)
+    yield "broadcast", lambda: C.broadcast(x, mesh), lambda: g.Bcast(x if me == 0 else out, 0)
+    yield "gather", lambda: C.gather(x, mesh), lambda: g.Gather(x, big if me == 0 else None, 0)
+    yield "scatter", lambda: C.scatter(xs, mesh), lambda: g.Scatter(xs if me == 0 else None, out, 0)
+    yield "all_to_all", lambda: C.all_to_all(x, mesh), lambda: g.Alltoall(x, out)
+    yield "shift", lambda: C.shift(x, mesh, None, 0, 1, rotate=True), \
+        lambda: g.Sendrecv(x, (me + 1) % n, 0x3E5, out, (me - 1) % n, 0x3E5)
+    # a square float64 tensor of about n * nbytes in all, rows -> columns
+    side = max(n, int((count * n) ** 0.5) // n * n)
+    rows, cols = Sharding(mesh, [[0]]), Sharding(mesh, [[], [0]])
+    t = DistributedTensor.from_global(np.arange(side * side, dtype=np.float64).reshape(side, side), rows)
+    u = DistributedTensor.empty((side, side), cols)
+    yield "DistributedTensor.reshard", lambda: t.reshard(cols), lambda: t.reshard(cols, out=u)
+    blk = t.interior.size
+    whole = np.empty(blk * n)
+    yield "DistributedTensor.gather", lambda: t.gather(), lambda: g.Allgather(t.interior, whole)
+
+
+def bench_check_cost(mesh):
+    """What an always-on agreement check of op and reduction kind would add to each call: the
+    cheapest one is a precomputed 64-bit fingerprint and its negation in one 16-byte MAX
+    ``Allreduce`` (everyone agrees iff max(fp) == fp and max(-fp) == -fp).  Returns the time per
+    call of ``all_reduce`` of 8 B without and with it."""
+    g = mesh.group(None)
+    x = np.ones(1)
+    fp = np.array([0x5EED, -0x5EED], np.int64)
+    seen = np.empty_like(fp)
+    MAX = MPI.MAX
+
+    def checked():
+        g.Allreduce(fp, seen, MAX)
+        if seen[0] != fp[0] or seen[1] != fp[1]:
+            raise AssertionError("disagree")
+        return C.all_reduce(x, mesh)
+
+    return compare(lambda: C.all_reduce(x, mesh), checked, 8, rounds=30)
+
+
 def absmax(a, b):
     return max(abs(a), abs(b))
 
@@ -231,10 +286,34 @@ def main(argv=None):
     ap.add_argument("--sizes", default="8,64K,1M,16M")
     ap.add_argument("--ops", default="")
     ap.add_argument("--no-generic", action="store_true")
+    ap.add_argument("--check-cost", action="store_true",
+                    help="instead: the cost of an always-on op/reduction-kind agreement check")
+    ap.add_argument("--fresh", action="store_true",
+                    help="instead: a new result each call against a reused one (malloc thresholds)")
     args = ap.parse_args(argv)
     mesh = Mesh((-1,))
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     ops = set(filter(None, args.ops.split(",")))
+    if args.check_cost:
+        plain, checked = bench_check_cost(mesh)
+        if comm.rank == 0:
+            print(f"all_reduce 8 B: {plain * 1e6:.2f} us; with an always-on op/kind fingerprint "
+                  f"(16-byte MAX Allreduce): {checked * 1e6:.2f} us (+{(checked - plain) * 1e6:.2f} us per call)")
+        return 0
+    if args.fresh:
+        rows = []
+        for nbytes in sizes:
+            for name, fm, fr in fresh_cases(mesh, nbytes):
+                if not ops or name in ops:
+                    rows.append((name, nbytes) + compare(fm, fr, nbytes, rounds=6))
+        if comm.rank == 0:
+            from meshrt import _malloc
+
+            print(f"# new result each call vs reused, {comm.size} processes; malloc: {_malloc.reason} {_malloc.applied}")
+            print(f"{'op':<28}{'size':>9}{'new_us':>11}{'reused_us':>11}{'ratio':>7}")
+            for name, nbytes, tm, tr in rows:
+                print(f"{name:<28}{fmt_size(nbytes):>9}{tm * 1e6:11.1f}{tr * 1e6:11.1f}{tm / tr:7.3f}")
+        return 0
     rows = []
     for nbytes in sizes:
         for name, fm, fr in cases(mesh, nbytes):
