@@ -215,6 +215,92 @@ def fresh_cases(mesh, nbytes):
     yield "DistributedTensor.gather", lambda: t.gather(), lambda: g.Allgather(t.interior, whole)
 
 
+class _NoMPI:
+    """A communicator of two whose every method does nothing: what is left is Python."""
+
+    def __getattr__(self, name):
+        return _nothing
+
+    def Get_size(self):
+        return 2
+
+    def Get_rank(self):
+        return 0
+
+
+def _nothing(*args, **kwargs):
+    return None
+
+
+def python_overhead(spellings=None, reps=7, calls=20000):
+    """Per-call Python work of each call form at 8 B, MPI calls replaced by no-ops on both sides
+    (meshrt's group faked as two processes), in CPU time of this thread: it stays meaningful on a
+    loaded machine, where wall-clock latencies of a few microseconds do not.  Serial."""
+    stub = _NoMPI()
+    mesh = Mesh((1,), comm=MPI.COMM_SELF)
+    real_new_group = C._new_group
+
+    def new_group(*args):
+        grp = real_new_group(*args)
+        grp.comm, grp.size, grp.rank = stub, 2, 0
+        return grp
+
+    C._new_group = new_group
+    try:
+        x, xs, out, big = np.ones(1), np.ones(2), np.empty(1), np.empty(2)
+        empty, SUM, g = np.empty, MPI.SUM, stub
+
+        def new1():
+            y = empty(1)
+            g.Allreduce(x, y, SUM)
+            return y
+
+        def new2():
+            y = empty(2)
+            g.Allgather(x, y)
+            return y
+
+        forms = [
+            ("all_reduce(x, mesh)", lambda: C.all_reduce(x, mesh), new1),
+            ("all_reduce(x, mesh, [0], 'sum')", lambda: C.all_reduce(x, mesh, [0], "sum"), new1),
+            ("all_reduce(out=)", lambda: C.all_reduce(x, mesh, out=out), lambda: g.Allreduce(x, out, SUM)),
+            ("reduce(x, mesh, [0], 'sum', [0])", lambda: C.reduce(x, mesh, [0], "sum", [0]), new1),
+            ("broadcast(x, mesh)", lambda: C.broadcast(x, mesh), lambda: g.Bcast(x, 0)),
+            ("broadcast(x, mesh, [0], root=[0])", lambda: C.broadcast(x, mesh, [0], root=[0]),
+             lambda: g.Bcast(x, 0)),
+            ("all_gather(x, mesh, gather_axis=0)", lambda: C.all_gather(x, mesh, gather_axis=0), new2),
+            ("all_gather(x, mesh, [0], 0, sizes=[1, 1])", lambda: C.all_gather(x, mesh, [0], 0, sizes=[1, 1]),
+             new2),
+            ("gather(x, mesh, [0], 0, [0])", lambda: C.gather(x, mesh, [0], 0, [0]), new2),
+            ("scatter(x, mesh, [0], 0, [0])", lambda: C.scatter(xs, mesh, [0], 0, [0]), new1),
+            ("reduce_scatter(x, mesh)", lambda: C.reduce_scatter(xs, mesh), new1),
+            ("all_to_all(x, mesh)", lambda: C.all_to_all(xs, mesh), new2),
+            ("all_slice(x, mesh, [0], 0)", lambda: C.all_slice(xs, mesh, [0], 0), lambda: xs[0:1]),
+            ("shift(x, mesh, [0], 0, 1, rotate=True)", lambda: C.shift(x, mesh, [0], 0, 1, rotate=True), new1),
+        ]
+        clock = time.thread_time
+        rows = []
+        for name, fm, fr in forms:
+            if spellings and name.split("(")[0] not in spellings:
+                continue
+            fm(), fr()
+            best = [float("inf"), float("inf")]
+            for rep in range(reps):
+                for side in ((0, 1) if rep % 2 else (1, 0)):
+                    f = (fm, fr)[side]
+                    t = clock()
+                    for _ in range(calls):
+                        f()
+                    best[side] = min(best[side], (clock() - t) / calls)
+            rows.append((name, best[0], best[1]))
+        return rows
+    finally:
+        C._new_group = real_new_group
+        C._groups.clear()
+        C._fast.clear()
+        mesh.free()
+
+
 def bench_check_cost(mesh):
     """What an always-on agreement check of op and reduction kind would add to each call: the
     cheapest one is a precomputed 64-bit fingerprint and its negation in one 16-byte MAX
@@ -286,6 +372,8 @@ def main(argv=None):
     ap.add_argument("--sizes", default="8,64K,1M,16M")
     ap.add_argument("--ops", default="")
     ap.add_argument("--no-generic", action="store_true")
+    ap.add_argument("--overhead", action="store_true",
+                    help="instead: meshrt's Python work per call with MPI stubbed out (robust under load)")
     ap.add_argument("--check-cost", action="store_true",
                     help="instead: the cost of an always-on op/reduction-kind agreement check")
     ap.add_argument("--fresh", action="store_true",
@@ -294,6 +382,13 @@ def main(argv=None):
     mesh = Mesh((-1,))
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     ops = set(filter(None, args.ops.split(",")))
+    if args.overhead:
+        if comm.rank == 0:
+            print("# Python work per call, MPI replaced by no-ops on both sides (CPU time, best of 7)")
+            print(f"{'call':<44}{'meshrt_ns':>10}{'raw_ns':>8}{'added_ns':>9}")
+            for name, tm, tr in python_overhead(ops):
+                print(f"{name:<44}{tm * 1e9:10.0f}{tr * 1e9:8.0f}{(tm - tr) * 1e9:9.0f}")
+        return 0
     if args.check_cost:
         plain, checked = bench_check_cost(mesh)
         if comm.rank == 0:

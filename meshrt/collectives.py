@@ -3,8 +3,9 @@
 Names and attribute names are the dialect's.  A device group is given by
 ``mesh_axes`` (None = all axes, ``()`` = a group of one); ``root``, ``source``
 and ``destination`` are in-group multi-indices (an int in-group index is
-accepted too).  Sizes that do not divide follow MLIR's uneven rule (extra
-elements on the trailing pieces).  ``wait=False`` returns a `Handle`; its
+accepted too; a list works like a tuple).  Sizes that do not divide follow
+MLIR's uneven rule (extra elements on the trailing pieces); `all_gather` and
+`gather` take the dialect's equal pieces unless given ``sizes=``.  ``wait=False`` returns a `Handle`; its
 ``wait()`` returns the result.
 
 Under ``mpiexec -n 4`` with ``mesh = Mesh((2, 2))``, device (0, 1):
@@ -20,7 +21,10 @@ the floor of the mean (sum, then floor division by the group size).
 
 ``MESHRT_CHECK=1`` makes every collective first compare op, attributes,
 shape and dtype across its group, and raise `CollectiveError` naming the
-disagreeing in-group ranks on every process.
+disagreeing in-group ranks on every process.  Without it nothing is compared
+(an always-on check would cost one more collective per call): a reduction
+kind that differs across the group (``sum`` here, ``max`` there) gives wrong
+values silently, and unequal `all_gather` pieces without ``sizes=`` may hang.
 """
 
 from __future__ import annotations
