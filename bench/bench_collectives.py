@@ -1,6 +1,9 @@
 """meshrt collectives against the same operation written directly with mpi4py.
 
     mpiexec -n 2 python bench/bench_collectives.py [--sizes 8,64K,1M,16M] [--ops all_reduce,...]
+    mpiexec -n 2 python bench/bench_collectives.py --fresh --sizes 1M,16M   # new result vs reused
+    mpiexec -n 2 python bench/bench_collectives.py --check-cost   # an always-on agreement check
+    python bench/bench_collectives.py --overhead   # Python work per call, MPI stubbed out (serial)
 
 Per op and size: the mean time per call (max over processes, best of several
 rounds that alternate meshrt and raw) of meshrt and of raw mpi4py buffer methods on the same
