@@ -407,7 +407,8 @@ def main(argv=None):
         if comm.rank == 0:
             from meshrt import _malloc
 
-            print(f"# new result each call vs reused, {comm.size} processes; malloc: {_malloc.reason} {_malloc.applied}")
+            print(f"# new result each call vs reused, {comm.size} processes; "
+                  f"malloc: {_malloc.reason} {_malloc.applied}")
             print(f"{'op':<28}{'size':>9}{'new_us':>11}{'reused_us':>11}{'ratio':>7}")
             for name, nbytes, tm, tr in rows:
                 print(f"{name:<28}{fmt_size(nbytes):>9}{tm * 1e6:11.1f}{tr * 1e6:11.1f}{tm / tr:7.3f}")

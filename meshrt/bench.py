@@ -45,8 +45,9 @@ reshard                   bytes sent to others   size                1
 ========================  =====================  ==================  ===========
 
 ``n`` is the group size; for ``halo`` and ``reshard`` the size is the largest
-over the processes, set by ``--shape`` (``--sizes`` is rejected there).  gather/scatter use nccl-tests' (n-1)/n (their root moves
-n-1 pieces).  ``send_recv`` is a ping-pong between in-group ranks 2j and 2j+1
+over the processes, set by ``--shape`` (``--sizes`` is rejected there).
+gather/scatter use nccl-tests' (n-1)/n (their root moves n-1 pieces).
+``send_recv`` is a ping-pong between in-group ranks 2j and 2j+1
 (an odd last rank idles); its latency is half the round trip, as OSU's
 ``osu_latency``.  ``halo`` splits each ``--split`` dim (halo width 1, not
 periodic): one dim over all of ``--mesh-axes``, several dims over one axis

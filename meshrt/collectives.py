@@ -5,8 +5,8 @@ Names and attribute names are the dialect's.  A device group is given by
 and ``destination`` are in-group multi-indices (an int in-group index is
 accepted too; a list works like a tuple).  Sizes that do not divide follow
 MLIR's uneven rule (extra elements on the trailing pieces); `all_gather` and
-`gather` take the dialect's equal pieces unless given ``sizes=``.  ``wait=False`` returns a `Handle`; its
-``wait()`` returns the result.
+`gather` take the dialect's equal pieces unless given ``sizes=``.
+``wait=False`` returns a `Handle`; its ``wait()`` returns the result.
 
 Under ``mpiexec -n 4`` with ``mesh = Mesh((2, 2))``, device (0, 1):
 

@@ -261,7 +261,8 @@ def _probe_malloc(**env):
     import subprocess
     import sys
 
-    base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k not in ("MESHRT_MALLOC", "GLIBC_TUNABLES")}
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith("MALLOC_") and k not in ("MESHRT_MALLOC", "GLIBC_TUNABLES")}
     from meshrt import _malloc
 
     run = subprocess.run([sys.executable, "-c", _MALLINFO_PROBE, _malloc.__file__], env={**base, **env},
