@@ -357,6 +357,43 @@ def test_all_gather_default_is_equal_pieces():
                 assert_same(got, want)
 
 
+def test_default_forms_make_one_mpi_call_each():
+    # no hidden size exchange or root translation: the call a user of mpi4py would make, once
+    mesh = Mesh((-1,))
+    if comm.size == 1 or C.CHECK:  # a group of one moves nothing; MESHRT_CHECK adds its own
+        return
+    x, xs = np.ones(3), np.ones(3 * comm.size)
+    forms = [
+        (lambda: C.all_gather(x, mesh, gather_axis=0), "Allgather"),
+        (lambda: C.gather(x, mesh, None, 0, [0]), "Gather"),
+        (lambda: C.broadcast(x, mesh, None, root=[0]), "Bcast"),
+        (lambda: C.broadcast(x, mesh, None, root=(0,)), "Bcast"),
+        (lambda: C.reduce(x, mesh, None, "max", [0]), "Reduce"),
+        (lambda: C.scatter(xs, mesh, None, 0, [0]), "Scatter"),
+        (lambda: C.all_reduce(x, mesh), "Allreduce"),
+        (lambda: C.all_to_all(xs, mesh), "Alltoall"),
+        (lambda: C.reduce_scatter(xs, mesh), "Reduce_scatter_block"),
+    ]
+    for call, _ in forms:
+        call()  # plans and communicators are made here
+    g = C._group(mesh, None, "test")
+    real, seen = g.comm, []
+
+    class Counting:
+        def __getattr__(self, name):
+            seen.append(name)
+            return getattr(real, name)
+
+    g.comm = Counting()
+    try:
+        for call, want in forms:
+            del seen[:]
+            call()
+            assert seen == [want]
+    finally:
+        g.comm = real
+
+
 def test_mismatched_gather_shapes_raise_everywhere():
     mesh = Mesh((-1,))
     if comm.size == 1:
