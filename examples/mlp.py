@@ -38,15 +38,18 @@ def main(argv=None):
     w1 = rng.standard_normal((args.d_model, args.d_ff))
     w2 = rng.standard_normal((args.d_ff, args.d_model))
 
+    # the input's pieces along dim 1 may be uneven (d_model % processes): say how big
+    pieces = [x_s.shard_shape(x.shape, d)[1] for d in range(mesh.size)]
+
     @spmd(in_shardings=(x_s, w1_s, w2_s), out_shardings=x_s)
     def mlp(x, w1, w2):
-        x = all_gather(x, mesh, ["x"], gather_axis=1)
+        x = all_gather(x, mesh, ["x"], gather_axis=1, sizes=pieces)
         h = np.maximum(x @ w1, 0.0)
         return reduce_scatter(h @ w2, mesh, ["x"], "sum", scatter_axis=1)
 
     @spmd(in_shardings=(x_s, w1_s, w2_s), out_shardings=partial_s)
     def mlp_partial(x, w1, w2):
-        x = all_gather(x, mesh, ["x"], gather_axis=1)
+        x = all_gather(x, mesh, ["x"], gather_axis=1, sizes=pieces)
         return np.maximum(x @ w1, 0.0) @ w2
 
     xt = DistributedTensor.from_global(x, x_s)

@@ -10,19 +10,23 @@ Method, as the OSU Micro-Benchmarks:
   ``iters`` timed ones (OSU's defaults: 100 and 1000 up to 8 KiB, 10 and 100
   above).  The first call absorbs one-time costs (Numba compilation, plans,
   group communicators) even with ``--warmup 0``.
-* One iteration times one meshrt call, then a barrier, then the same
-  operation written directly with mpi4py buffer methods on the same buffers
-  and group communicator, then a barrier.  The barriers are *not* timed (OSU
-  times each call between barriers and excludes them).  Interleaving the two
-  makes slow drift (other jobs on the machine) hit both sides alike, so the
-  ratio stays meaningful on a noisy machine.
+* Each side -- the meshrt call, and the same operation written directly
+  with mpi4py buffer methods on the same inputs and group communicator --
+  runs in its own loop: ``warmup`` untimed calls, then ``iters`` timed ones,
+  each followed by a barrier that is *not* timed (OSU times each call between
+  barriers and excludes them).  The two loops run twice, in the order
+  meshrt, raw, raw, meshrt, so slow drift (other jobs on the machine) hits
+  both sides alike; interleaving the two sides call by call instead would
+  make each evict the other's buffers from the cache and time that too.
+  ``iters`` is the number of timed calls per side in all (both loops).
 * Each process averages its own call times; rank 0 gathers the averages and
   reports their min/avg/max and p50/p99 (linear interpolation) across
-  processes.  ``ratio`` = meshrt avg / raw avg.
+  processes, for both sides.  ``ratio`` = meshrt avg / raw avg.
 
 Bandwidth, as nccl-tests: ``algbw = S / t`` with ``t`` the avg latency and
 ``S`` the larger of one process's send and receive buffers (nccl-tests'
-"size"), and ``busbw = algbw * factor`` (`BUSBW`), GB/s = 1e9 bytes/s.  The
+"size"), and ``busbw = algbw * factor`` (`BUSBW`), GB/s = 1e9 bytes/s (and
+MB/s = 1e6 bytes/s beside it, for small messages).  The
 ``size`` column is the OSU message size: the bytes one process contributes.
 
 ========================  =====================  ==================  ===========
@@ -41,19 +45,22 @@ reshard                   bytes sent to others   size                1
 ========================  =====================  ==================  ===========
 
 ``n`` is the group size; for ``halo`` and ``reshard`` the size is the largest
-over the processes.  gather/scatter use nccl-tests' (n-1)/n (their root moves
-n-1 pieces).  ``send_recv`` is a ping-pong between in-group ranks 2j and 2j+1
+over the processes, set by ``--shape`` (``--sizes`` is rejected there).
+gather/scatter use nccl-tests' (n-1)/n (their root moves n-1 pieces).
+``send_recv`` is a ping-pong between in-group ranks 2j and 2j+1
 (an odd last rank idles); its latency is half the round trip, as OSU's
 ``osu_latency``.  ``halo`` splits each ``--split`` dim (halo width 1, not
 periodic): one dim over all of ``--mesh-axes``, several dims over one axis
 each, in order.  ``shift`` moves one place along the last of ``--mesh-axes``
-with ``rotate``; rooted ops use in-group root 0.  ``all_gather``/``gather``
-pass ``sizes=`` (equal pieces), which skips meshrt's shape exchange.
+with ``rotate``; rooted ops use in-group root 0.  meshrt is called in its
+default form (``all_reduce(x, mesh, axes, reduction)``, ``all_gather(x, mesh,
+axes, 0)``: a new result each call).
 
-The raw references: ``comm.Allreduce(x, out, MPI.SUM)`` and friends on
-``mesh.group(axes)``, with mpi4py's predefined op and datatype (for bool and
-float16, which MPI cannot reduce natively, meshrt's own op); ``average`` is
-SUM then a numpy divide.  ``halo``: persistent ``Send_init``/``Recv_init``
+The raw references do the same job the way a user of mpi4py would: a new
+result array each call (``out = np.empty_like(x); comm.Allreduce(x, out,
+MPI.SUM)`` and friends on ``mesh.group(axes)``), with mpi4py's predefined op
+and datatype (for bool and float16, which MPI cannot reduce natively, meshrt's
+own op); ``average`` is SUM then a numpy divide.  ``halo``: persistent ``Send_init``/``Recv_init``
 requests from the same halo plan, sending contiguous boxes in place and
 packing the others with numpy.  ``reshard``: numpy packing into one buffer,
 one ``Alltoallv``, numpy unpacking.
@@ -101,9 +108,9 @@ BUSBW = {
 LARGE_MESSAGE = 8192  # OSU's boundary between small and large messages
 FIELDS = ("op", "size", "bytes", "nprocs", "group_size", "warmup", "iterations",
           "latency_min_us", "latency_avg_us", "latency_max_us", "latency_p50_us", "latency_p99_us",
-          "algbw_GBps", "busbw_GBps",
+          "algbw_MBps", "algbw_GBps", "busbw_GBps",
           "raw_latency_min_us", "raw_latency_avg_us", "raw_latency_max_us", "raw_latency_p50_us",
-          "raw_latency_p99_us", "raw_algbw_GBps", "raw_busbw_GBps", "ratio", "validation")
+          "raw_latency_p99_us", "raw_algbw_MBps", "raw_algbw_GBps", "raw_busbw_GBps", "ratio", "validation")
 
 
 class BenchError(ValueError):
@@ -210,8 +217,10 @@ def make_row(op: str, size: int, n: int, nprocs: int, warmup: int, iters: int,
     # bytes per microsecond = 1e6 B/s; / 1e3 -> GB/s
     algbw = _div(s, m["avg"]) / 1e3
     raw_algbw = _div(s, r["avg"]) / 1e3
+    row["algbw_MBps"] = algbw * 1e3
     row["algbw_GBps"] = algbw
     row["busbw_GBps"] = algbw * factor if factor else 0.0
+    row["raw_algbw_MBps"] = raw_algbw * 1e3
     row["raw_algbw_GBps"] = raw_algbw
     row["raw_busbw_GBps"] = raw_algbw * factor if factor else 0.0
     row["ratio"] = _div(m["avg"], r["avg"])
@@ -219,15 +228,18 @@ def make_row(op: str, size: int, n: int, nprocs: int, warmup: int, iters: int,
     return row
 
 
-_COLS = (("meshrt avg(us)", "latency_avg_us", 15), ("min", "latency_min_us", 10),
-         ("max", "latency_max_us", 10), ("p50", "latency_p50_us", 10), ("p99", "latency_p99_us", 10),
-         ("algbw(GB/s)", "algbw_GBps", 13), ("busbw(GB/s)", "busbw_GBps", 13),
-         ("raw avg(us)", "raw_latency_avg_us", 13), ("ratio", "ratio", 8))
+# (column name, row key, width): names without spaces, so ``split()`` and awk read the table
+_COLS = (("iters", "iterations", 7), ("avg_us", "latency_avg_us", 11), ("min_us", "latency_min_us", 11),
+         ("max_us", "latency_max_us", 11), ("p50_us", "latency_p50_us", 11), ("p99_us", "latency_p99_us", 11),
+         ("algbw_MBps", "algbw_MBps", 12), ("algbw_GBps", "algbw_GBps", 12), ("busbw_GBps", "busbw_GBps", 12),
+         ("raw_avg_us", "raw_latency_avg_us", 12), ("raw_algbw_GBps", "raw_algbw_GBps", 16),
+         ("ratio", "ratio", 8))
 
 
 def table_header(validate: bool = False) -> str:
-    """The column line, OSU style: ``# Size  meshrt avg(us)  min ...  ratio``."""
-    line = f"{'# Size':<10}" + "".join(f"{name:>{w}}" for name, _, w in _COLS)
+    """The column line, OSU style: ``# size  iters  avg_us  min_us ...  ratio`` (``avg_us``
+    etc. are meshrt's, ``raw_*`` the plain mpi4py code's)."""
+    line = f"{'#size':<10}" + "".join(f"{name:>{w}}" for name, _, w in _COLS)
     return line + ("  check" if validate else "")
 
 
@@ -243,7 +255,10 @@ def format_row(row: dict, validate: bool = False) -> str:
     """One table line for ``row`` (a `make_row` dict)."""
     out = f"{row['size']:<10d}"
     for _, key, w in _COLS:
-        out += _num(row[key], w, 3 if key == "ratio" else 2)
+        if key == "iterations":
+            out += f"{row[key]:>{w}d}"
+        else:
+            out += _num(row[key], w, 3 if key == "ratio" else 2)
     if validate:
         out += f"  {row['validation'] or '-'}"
     return out
@@ -319,8 +334,9 @@ def add_arguments(p) -> None:
     p.add_argument("--mesh", default=None, help="mesh shape, e.g. 2x2 or 2x? (default: 1-D over all processes)")
     p.add_argument("--mesh-axes", default=None,
                    help="mesh axes of the device group, e.g. 0,1 (default: all); halo: one per split dim")
-    p.add_argument("--sizes", default="8:16M",
-                   help="bytes per process: LO:HI in powers of two, one size (1M) or a list (default 8:16M)")
+    p.add_argument("--sizes", default=None,
+                   help="bytes per process: LO:HI in powers of two, one size (1M) or a list (default 8:16M); "
+                        "not for halo/reshard (--shape sets their size)")
     p.add_argument("--dtype", default="float64", help="numpy dtype of the elements (default float64)")
     p.add_argument("--reduction", default="sum",
                    help="sum, max, min, product, average, bitwise_and/or/xor (default sum)")
@@ -433,7 +449,10 @@ def check_options(args) -> BenchOptions:
         if len(set(axes)) != len(axes):
             raise BenchError(f"--mesh-axes: {args.mesh_axes!r} names an axis twice")
         o.mesh_axes = axes
-    o.sizes = parse_sizes(args.sizes)
+    if op in ("halo", "reshard") and args.sizes is not None:
+        raise BenchError(f"--sizes: not used by {op}; its message size follows from --shape (and --split, "
+                         f"--from, --to)")
+    o.sizes = parse_sizes("8:16M" if args.sizes is None else args.sizes)
     try:
         o.dtype = np.dtype(args.dtype)
     except TypeError:
@@ -581,21 +600,23 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
                 (np.floor_divide if dtype.kind in "iu" else np.divide)(buf, n, out=buf)
             return buf
 
+    new = np.empty  # the raw side makes its result each call too, as meshrt does
+
     if op == "all_reduce":
-        out = np.empty_like(x)
         fm = lambda: C.all_reduce(x, mesh, axes, reduction)  # noqa: E731
 
         def fr():
+            out = new(count, dtype)
             g.Allreduce([x, rt], [out, rt], rop)
             return finish(out)
 
         want = lambda: _model_reduce(inputs(), reduction, dtype)  # noqa: E731
         check = lambda a, b: _same(a, want()) and _same(b, want())  # noqa: E731
     elif op == "reduce":
-        out = np.empty_like(x) if k == 0 else None
         fm = lambda: C.reduce(x, mesh, axes, reduction, 0)  # noqa: E731
 
         def fr():
+            out = new(count, dtype) if k == 0 else None
             g.Reduce([x, rt], [out, rt] if k == 0 else None, rop, 0)
             return finish(out) if k == 0 else None
 
@@ -605,10 +626,10 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
             want = _model_reduce(inputs(), reduction, dtype)
             return _same(a, want) and _same(b, want)
     elif op == "reduce_scatter":
-        piece = np.empty(count // n, dtype)
         fm = lambda: C.reduce_scatter(x, mesh, axes, reduction, 0)  # noqa: E731
 
         def fr():
+            piece = new(count // n, dtype)
             g.Reduce_scatter_block([x, rt], [piece, rt], rop)
             return finish(piece)
 
@@ -616,50 +637,51 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
             want = _model_reduce(inputs(), reduction, dtype)[k * (count // n):(k + 1) * (count // n)]
             return _same(a, want) and _same(b, want)
     elif op == "broadcast":
-        out = x if k == 0 else np.zeros_like(x)
         fm = lambda: C.broadcast(x, mesh, axes, 0)  # noqa: E731
 
         def fr():
+            out = x if k == 0 else new(count, dtype)
             g.Bcast(_spec(out), 0)
             return out
 
         check = lambda a, b: _same(a, inputs()[0]) and _same(b, inputs()[0])  # noqa: E731
     elif op in ("all_gather", "gather"):
-        big = np.empty(count * n, dtype) if op == "all_gather" or k == 0 else None
         if op == "all_gather":
-            fm = lambda: C.all_gather(x, mesh, axes, 0, sizes=count)  # noqa: E731
+            fm = lambda: C.all_gather(x, mesh, axes, 0)  # noqa: E731
 
             def fr():
+                big = new(count * n, dtype)
                 g.Allgather(_spec(x), _spec(big))
                 return big
         else:
-            fm = lambda: C.gather(x, mesh, axes, 0, 0, sizes=count)  # noqa: E731
+            fm = lambda: C.gather(x, mesh, axes, 0, 0)  # noqa: E731
 
             def fr():
+                big = new(count * n, dtype) if k == 0 else None
                 g.Gather(_spec(x), _spec(big) if k == 0 else None, 0)
                 return big
 
         def check(a, b):
-            if big is None:
+            if op == "gather" and k != 0:
                 return a is None
             want = np.concatenate(inputs())
             return _same(a, want) and _same(b, want)
     elif op == "scatter":
         xs = np.concatenate(inputs()) if k == 0 else np.empty(count * n, dtype)
-        out = np.empty_like(x)
         fm = lambda: C.scatter(xs, mesh, axes, 0, 0)  # noqa: E731
 
         def fr():
+            out = new(count, dtype)
             g.Scatter(_spec(xs) if k == 0 else None, _spec(out), 0)
             return out
 
         check = lambda a, b: _same(a, x) and _same(b, x)  # noqa: E731
     elif op == "all_to_all":
-        out = np.empty_like(x)
         m = count // n
         fm = lambda: C.all_to_all(x, mesh, axes, 0, 0)  # noqa: E731
 
         def fr():
+            out = new(count, dtype)
             g.Alltoall(_spec(x), _spec(out))
             return out
 
@@ -678,18 +700,17 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
         c = mesh.coords[a]
         src = k + ((c - 1) % mesh.shape[a] - c) * stride
         dst = k + ((c + 1) % mesh.shape[a] - c) * stride
-        out = np.empty_like(x)
         tag = 0x7B1
         fm = lambda: C.shift(x, mesh, axes, a, 1, rotate=True)  # noqa: E731
 
         def fr():
+            out = new(count, dtype)
             g.Sendrecv(_spec(x), dst, tag, _spec(out), src, tag)
             return out
 
         check = lambda a_, b: _same(a_, inputs()[src]) and _same(b, inputs()[src])  # noqa: E731
     elif op == "send_recv":
         peer = k + 1 if k % 2 == 0 else k - 1
-        out = np.empty_like(x)
         tag = 0x7B2
         if peer >= n:  # the odd one out idles
             fm = fr = lambda: None  # noqa: E731
@@ -702,6 +723,7 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
 
                 def fr():
                     g.Send(_spec(x), peer, tag)
+                    out = new(count, dtype)
                     g.Recv(_spec(out), peer, tag)
                     return out
             else:
@@ -711,6 +733,7 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
                     return r
 
                 def fr():
+                    out = new(count, dtype)
                     g.Recv(_spec(out), peer, tag)
                     g.Send(_spec(x), peer, tag)
                     return out
@@ -890,26 +913,34 @@ def _reshard_case(mesh, o):
     return case
 
 
-def _time(fm, fr, warmup, iters, barrier):
-    """Per-call mean seconds of ``fm`` and ``fr``, interleaved, a barrier after each (untimed)."""
-    clock = time.perf_counter
-    for _ in range(warmup + 1):  # + 1: the first call's one-time costs stay out even with warmup 0
-        fm()
+def _loop(fn, warmup, iters, barrier, clock=time.perf_counter):
+    """Total seconds of ``iters`` timed calls of ``fn`` after ``warmup`` untimed ones; a barrier
+    (untimed) after every call."""
+    for _ in range(warmup):
+        fn()
         barrier()
-        fr()
-        barrier()
-    tm = tr = 0.0
+    total = 0.0
     for _ in range(iters):
         t0 = clock()
-        fm()
-        t1 = clock()
+        fn()
+        total += clock() - t0
         barrier()
-        t2 = clock()
-        fr()
-        t3 = clock()
-        barrier()
-        tm += t1 - t0
-        tr += t3 - t2
+    return total
+
+
+def _time(fm, fr, warmup, iters, barrier):
+    """Per-call mean seconds of ``fm`` and ``fr``: each in its own loops, in the order
+    fm, fr, fr, fm (``iters`` timed calls per side in all, split over its two loops)."""
+    fm()  # the first calls' one-time costs stay out even with warmup 0
+    barrier()
+    fr()
+    barrier()
+    first = (iters + 1) // 2
+    tm = _loop(fm, warmup, first, barrier)
+    tr = _loop(fr, warmup, first, barrier)
+    if iters > first:
+        tr += _loop(fr, warmup, iters - first, barrier)
+        tm += _loop(fm, warmup, iters - first, barrier)
     return tm / iters, tr / iters
 
 
@@ -961,7 +992,8 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
             "mesh_axes": list(mesh.axes(axes)), "group_size": n, "dtype": str(o.dtype),
             "reduction": o.reduction if o.op in REDUCING else None, "mpi": lib,
             "method": "OSU: per-process mean over timed iterations, min/avg/max/p50/p99 across processes; "
-                      "barrier after each call, not timed; meshrt and raw mpi4py interleaved",
+                      "barrier after each call, not timed; meshrt and raw mpi4py each in its own loops, "
+                      "order meshrt, raw, raw, meshrt",
             "bandwidth": "nccl-tests: algbw = bytes / avg latency, busbw = algbw * factor(op, group_size)"}
     if o.op in ("halo", "reshard"):
         meta["shape"] = list(o.shape)
@@ -979,9 +1011,9 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
              f"{','.join(map(str, mesh.axes(axes)))}, group size {n}, {o.dtype}{what}")
         emit(f"# {lib}")
         emit("# latency: per-process mean, then min/avg/max/p50/p99 across processes; barrier between "
-             "calls, untimed")
-        emit("# ratio = meshrt avg / raw mpi4py avg (same op, buffers and communicator); "
-             "bandwidth as nccl-tests")
+             "calls, untimed; each side in its own loops (meshrt, raw, raw, meshrt)")
+        emit("# avg_us..busbw_GBps: meshrt; raw_*: plain mpi4py + numpy doing the same job (a new result "
+             "each call, same communicator); ratio = avg_us / raw_avg_us; bandwidth as nccl-tests")
     rows, failed, done = [], False, set()
     header = False
     try:

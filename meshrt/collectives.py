@@ -3,9 +3,10 @@
 Names and attribute names are the dialect's.  A device group is given by
 ``mesh_axes`` (None = all axes, ``()`` = a group of one); ``root``, ``source``
 and ``destination`` are in-group multi-indices (an int in-group index is
-accepted too).  Sizes that do not divide follow MLIR's uneven rule (extra
-elements on the trailing pieces).  ``wait=False`` returns a `Handle`; its
-``wait()`` returns the result.
+accepted too; a list works like a tuple).  Sizes that do not divide follow
+MLIR's uneven rule (extra elements on the trailing pieces); `all_gather` and
+`gather` take the dialect's equal pieces unless given ``sizes=``.
+``wait=False`` returns a `Handle`; its ``wait()`` returns the result.
 
 Under ``mpiexec -n 4`` with ``mesh = Mesh((2, 2))``, device (0, 1):
 
@@ -20,7 +21,10 @@ the floor of the mean (sum, then floor division by the group size).
 
 ``MESHRT_CHECK=1`` makes every collective first compare op, attributes,
 shape and dtype across its group, and raise `CollectiveError` naming the
-disagreeing in-group ranks on every process.
+disagreeing in-group ranks on every process.  Without it nothing is compared
+(an always-on check would cost one more collective per call): a reduction
+kind that differs across the group (``sum`` here, ``max`` there) gives wrong
+values silently, and unequal `all_gather` pieces without ``sizes=`` may hang.
 """
 
 from __future__ import annotations
@@ -54,7 +58,6 @@ _DIRECT = frozenset(c for c in MPI._typedict if c in "?bBhHiIlLqQfdFD")  # mpi4p
 _DIRECT_DTYPES = frozenset(np.dtype(c) for c in _DIRECT)
 _PROC_NULL = MPI.PROC_NULL
 _empty, _contiguous, _ndarray = np.empty, np.ascontiguousarray, np.ndarray  # one global lookup on hot paths
-_MAXDIM = 32
 
 
 def set_check(flag: bool) -> bool:
@@ -219,7 +222,10 @@ def _back(buf: np.ndarray, axis: int) -> np.ndarray:
     return np.ascontiguousarray(np.moveaxis(buf, 0, axis))
 
 
-def _check(g: _Group, op: str, attrs: tuple, x: np.ndarray | None, vary_axis=None) -> None:
+_digests: dict = {}  # fingerprint of (op, attributes, shape) -> its (h, -h), made once
+
+
+def _check(g: _Group, op: str, attrs: tuple, x: np.ndarray | None, vary_axis=None, hint: str = "") -> None:
     shape = None
     if x is not None:
         shape = list(x.shape)
@@ -227,21 +233,31 @@ def _check(g: _Group, op: str, attrs: tuple, x: np.ndarray | None, vary_axis=Non
             shape[vary_axis] = "*"
         shape = (tuple(shape), x.dtype.str)
     fp = (op, attrs, shape)
-    # Compare a stable 64-bit fingerprint first (one small buffer allgather); only
+    # Compare a stable 63-bit fingerprint h first: one 16-byte MAX allreduce of (h, -h)
+    # gives (max h, -min h), equal up to sign on every process iff all h agree.  Only
     # a disagreement pays for exchanging the readable descriptions.
-    digest = hashlib.blake2b(repr(fp).encode(), digest_size=8).digest()
-    mine = np.frombuffer(digest, np.int64)
-    table = np.empty(g.size, np.int64)
-    g.comm.Allgather(mine, table)
-    first, *rest = table.tolist()
-    if all(h == first for h in rest):
+    try:
+        mine = _digests[fp]
+    except (KeyError, TypeError):
+        h = int.from_bytes(hashlib.blake2b(repr(fp).encode(), digest_size=8).digest(), "little") >> 1
+        mine = np.array([h, -h], np.int64)
+        mine.flags.writeable = False
+        try:
+            if len(_digests) > 1024:
+                _digests.clear()
+            _digests[fp] = mine
+        except TypeError:  # unhashable attributes: not cached
+            pass
+    both = _empty(2, np.int64)
+    g.comm.Allreduce(mine, both, MPI.MAX)
+    if both[0] == -both[1]:
         return
     fps = g.comm.allgather(fp)
     bad = [k for k, f in enumerate(fps) if f != fps[0]]
     raise CollectiveError(
         f"{op}: arguments disagree across the device group over mesh axes {g.axes}: "
         f"in-group rank 0 has (op, attributes, (shape, dtype)) = {fps[0]}, but "
-        + "; ".join(f"rank {k} has {fps[k]}" for k in bad)
+        + "; ".join(f"rank {k} has {fps[k]}" for k in bad) + (f" ({hint})" if hint else "")
     )
 
 
@@ -329,6 +345,8 @@ def reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wait
     """Reduce ``x`` over the group onto ``root``; ``None`` on the other devices."""
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
+    if type(root) is list:  # the dialect's in-group coordinates, as a hashable key
+        root = tuple(root)
     try:
         g, plan, same, r = _fast["reduce", id(mesh), mesh_axes, reduction, root, x.dtype, dtype]
         if g.live is not mesh._groups or not isinstance(x, _ndarray):
@@ -429,43 +447,6 @@ def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dty
 
 
 # -- data movement ---------------------------------------------------------------------
-def _exchange_shapes(g: _Group, x: np.ndarray, axis: int, op: str):
-    """Sizes along ``axis`` of every member's ``x``; raises on every process if shapes or
-    dtypes disagree elsewhere."""
-    if x.ndim > _MAXDIM:
-        raise CollectiveError(f"{op}: arrays of rank {x.ndim} > {_MAXDIM} are not supported")
-    key = ("exchange", x.shape, x.dtype)
-    mine = g.cache.get(key)  # this device's description, made once (read-only)
-    if mine is None:
-        mine = np.full(_MAXDIM + 3, -1, np.int64)
-        mine[0], mine[1], mine[2] = x.ndim, x.dtype.num, x.dtype.itemsize
-        mine[3:3 + x.ndim] = x.shape
-        mine.flags.writeable = False
-        if len(g.cache) > 256:
-            g.cache.clear()
-        g.cache[key] = mine
-    table = _empty((g.size, _MAXDIM + 3), np.int64)
-    g.comm.Allgather(mine, table)
-    col = 3 + axis
-    rows = table.tolist()
-    sizes = [row[col] for row in rows]
-    for row in rows:
-        row[col] = 0
-    ref = rows[0]
-    if any(row != ref for row in rows):
-        bad = [k for k, row in enumerate(rows) if row != ref]
-        rows = table.tolist()
-
-        def desc(row):
-            return f"shape {tuple(int(v) for v in row[3:3 + row[0]])} dtype#{row[1]}"
-
-        raise CollectiveError(
-            f"{op}: pieces must agree in dtype and in every dim but gather_axis={axis}: in-group rank 0 has "
-            f"{desc(rows[0])}, but " + "; ".join(f"rank {k} has {desc(rows[k])}" for k in bad)
-        )
-    return sizes
-
-
 def _given_sizes(sizes, g: _Group, x, axis, op):
     if hasattr(sizes, "__index__"):
         sizes = [int(sizes)] * g.size
@@ -483,41 +464,54 @@ def _given_sizes(sizes, g: _Group, x, axis, op):
 
 
 def _gather_setup(op, x, mesh, mesh_axes, gather_axis, root, sizes, out):
-    """Validate a gather or all_gather (exchanging sizes if not given): ``(g, r, layout)``,
-    or ``(g, r, None)`` for a group of one (after the checks it does there)."""
+    """Validate a gather or all_gather: ``(g, r, layout)``, or ``(g, r, None)`` for a
+    group of one (after the checks it does there).  ``sizes=None`` means equal pieces."""
     g = _group(mesh, mesh_axes, op)
     _array(x, op)
     axis = _axis(gather_axis, x.ndim, op, "gather_axis")
-    if op == "gather":
-        r = _root(g, mesh, root, "root")
-        if CHECK:
-            _check(g, op, (axis, r), x, vary_axis=axis)
-    else:
-        r = None
-        if CHECK:
-            _check(g, op, (axis,), x, vary_axis=axis)
+    r = _root(g, mesh, root, "root") if op == "gather" else None
+    if CHECK:
+        _gather_check(g, op, axis, r, x, sizes)
     if g.size == 1:
         if out is not None:
             _result(out, x.shape, x.dtype, "all_gather")
         return g, r, None
+    layout = _cached_layout(g, op, x, axis, x.shape[axis] if sizes is None else sizes)
     ts = type(sizes)
     if type(gather_axis) is int and (ts is int or ts is tuple or ts is list or sizes is None):
-        # with sizes=None the entry holds the axis: the sizes are exchanged every call
         _remember((op, id(mesh), mesh_axes, x.shape, x.dtype, gather_axis, root,
-                   tuple(sizes) if ts is list else sizes),
-                  (g, r, axis if sizes is None else _cached_layout(g, op, x, axis, sizes)))
+                   tuple(sizes) if ts is list else sizes), (g, r, layout))
+    return g, r, layout
+
+
+def _gather_check(g, op, axis, r, x, sizes):
+    """``MESHRT_CHECK``: the group agrees on the attributes, and on every dim of the
+    pieces (all of them without ``sizes``: the dialect's equal pieces)."""
+    attrs = (axis,) if r is None else (axis, r)
     if sizes is None:
-        sizes = _exchange_shapes(g, x, axis, op)
-    return g, r, _cached_layout(g, op, x, axis, sizes)
+        _check(g, op, attrs, x, hint=f"without sizes= every piece must have the same shape "
+                                     f"(the dialect's equal pieces); pass sizes= for uneven ones")
+    else:
+        try:
+            skey = (int(sizes),) * g.size if hasattr(sizes, "__index__") else tuple(int(s) for s in sizes)
+        except (TypeError, ValueError):
+            skey = repr(sizes)  # `_given_sizes` says what is wrong with it
+        _check(g, op, attrs + (skey,), x, vary_axis=axis)
 
 
 def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, wait=True):
     """Concatenate the group's pieces along ``gather_axis`` in group order, on every device.
 
-    Pieces may differ along ``gather_axis``.  With ``sizes=None`` their sizes are
-    exchanged first (one small allgather, which also checks shapes and dtypes);
-    pass ``sizes`` (an int for equal pieces, or one size per member) to skip it.
-    ``out``: a C-contiguous array to receive the result (no allocation).
+    As in the dialect, the pieces are equal: the result's ``gather_axis`` is ``x``'s
+    times the group size (``MESHRT_CHECK=1`` verifies that they are).  For pieces
+    that differ along ``gather_axis`` pass ``sizes``, one size per group member
+    (an int means equal pieces of that size).  ``out``: a C-contiguous array to
+    receive the result (no allocation).
+
+    >>> all_gather(np.ones((2, 3)), mesh, ["x"], 0).shape      # doctest: +SKIP
+    (4, 3)
+    >>> all_gather(np.ones((1 + rank, 3)), mesh, ["x"], 0, sizes=[1, 2]).shape  # doctest: +SKIP
+    (3, 3)
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -534,12 +528,8 @@ def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, 
         if layout is None:
             return _finish(_into(out, x), wait)
     else:
-        if sizes is None:  # validated before (layout is the axis); exchange the sizes
-            if CHECK:
-                _check(g, "all_gather", (layout,), x, vary_axis=layout)
-            layout = _cached_layout(g, "all_gather", x, layout, _exchange_shapes(g, x, layout, "all_gather"))
-        elif CHECK:
-            _check(g, "all_gather", (layout[0],), x, vary_axis=layout[0])
+        if CHECK:
+            _gather_check(g, "all_gather", layout[0], None, x, sizes)
     axis, counts, displs, equal, shape, oshape, direct = layout
     if axis == 0:
         send = x if x.flags.c_contiguous else _contiguous(x)
@@ -611,9 +601,12 @@ def _layout(sizes, x, axis):
 
 
 def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=True):
-    """`all_gather` onto ``root`` only; ``None`` on the other devices."""
+    """`all_gather` onto ``root`` only (equal pieces unless ``sizes`` is given);
+    ``None`` on the other devices."""
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
+    if type(root) is list:  # the dialect's in-group coordinates, as a hashable key
+        root = tuple(root)
     try:
         ts = type(sizes)
         if type(gather_axis) is not int or not (ts is int or ts is tuple or ts is list or sizes is None):
@@ -627,12 +620,8 @@ def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=T
         if layout is None:
             return _finish(x, wait)
     else:
-        if sizes is None:  # validated before (layout is the axis); exchange the sizes
-            if CHECK:
-                _check(g, "gather", (layout, r), x, vary_axis=layout)
-            layout = _cached_layout(g, "gather", x, layout, _exchange_shapes(g, x, layout, "gather"))
-        elif CHECK:
-            _check(g, "gather", (layout[0], r), x, vary_axis=layout[0])
+        if CHECK:
+            _gather_check(g, "gather", layout[0], r, x, sizes)
     axis, counts, displs, equal, shape, oshape, direct = layout
     me = g.rank == r
     if axis == 0:
@@ -669,6 +658,8 @@ def broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
     """Every device gets ``root``'s ``x`` (the others' ``x`` gives shape and dtype)."""
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
+    if type(root) is list:  # the dialect's in-group coordinates, as a hashable key
+        root = tuple(root)
     try:
         g, r, direct = _fast["broadcast", id(mesh), mesh_axes, root, x.dtype]
         if g.live is not mesh._groups or not isinstance(x, _ndarray):
@@ -721,6 +712,8 @@ def scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
     the others' ``x`` gives shape and dtype."""
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
+    if type(root) is list:  # the dialect's in-group coordinates, as a hashable key
+        root = tuple(root)
     try:
         if type(scatter_axis) is not int:
             raise KeyError
@@ -846,6 +839,20 @@ def all_slice(x, mesh, mesh_axes=None, slice_axis=0):
 
     No communication: the inverse of `all_gather` for replicated ``x``.
     """
+    if type(mesh_axes) is list:
+        mesh_axes = tuple(mesh_axes)
+    try:
+        if type(slice_axis) is not int:
+            raise KeyError
+        ref, index = _fast["all_slice", id(mesh), mesh_axes, x.shape, slice_axis]
+        if ref() is not mesh or not isinstance(x, _ndarray):
+            raise KeyError
+    except (KeyError, TypeError, AttributeError):
+        index = _slice_setup(x, mesh, mesh_axes, slice_axis)
+    return x[index]
+
+
+def _slice_setup(x, mesh, mesh_axes, slice_axis):
     x = _array(x, "all_slice")
     axis = _axis(slice_axis, x.ndim, "all_slice", "slice_axis")
     if not isinstance(mesh, Mesh):
@@ -858,7 +865,10 @@ def all_slice(x, mesh, mesh_axes=None, slice_axis=0):
     off = split_offsets(x.shape[axis], n)
     index = [slice(None)] * x.ndim
     index[axis] = slice(off[k], off[k + 1])
-    return x[tuple(index)]
+    index = tuple(index)
+    if type(slice_axis) is int:
+        _remember(("all_slice", id(mesh), mesh_axes, x.shape, slice_axis), (weakref.ref(mesh), index))
+    return index
 
 
 # -- point to point --------------------------------------------------------------------
@@ -867,6 +877,8 @@ _TAG = 0x3E5
 
 def send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
     """Send ``x`` to the in-group device ``destination``; matched by `recv` there."""
+    if type(destination) is list:
+        destination = tuple(destination)
     g = _group(mesh, mesh_axes, "send")
     if not isinstance(x, np.ndarray):
         _array(x, "send")
@@ -884,6 +896,8 @@ def send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
 
 def recv(like, mesh, mesh_axes=None, source=0, *, tag=_TAG, wait=True):
     """Receive an array shaped and typed as ``like`` from the in-group device ``source``."""
+    if type(source) is list:
+        source = tuple(source)
     g = _group(mesh, mesh_axes, "recv")
     if not isinstance(like, np.ndarray):
         _array(like, "recv", "like")

@@ -76,6 +76,9 @@ def test_make_row_bandwidths_and_ratio():
     row = B.make_row("all_reduce", 1 << 20, 4, 4, 10, 100, [1e-3, 1e-3], [5e-4, 5e-4], True)
     assert row["latency_avg_us"] == pytest.approx(1000)
     assert row["algbw_GBps"] == pytest.approx((1 << 20) / 1e-3 / 1e9)
+    assert row["algbw_MBps"] == pytest.approx(row["algbw_GBps"] * 1e3)
+    assert row["raw_algbw_MBps"] == pytest.approx(2 * row["algbw_MBps"])
+    assert row["iterations"] == 100
     assert row["busbw_GBps"] == pytest.approx(row["algbw_GBps"] * 1.5)
     assert row["ratio"] == pytest.approx(2.0)
     assert row["validation"] == "PASS"
@@ -96,13 +99,30 @@ def test_zero_times_and_one_process_do_not_raise(tmp_path):
     assert rows[0]["ratio"] == "" and rows[0]["size"] == "8"
 
 
-def test_table_header_is_osu_like():
+def test_table_header_is_osu_like_and_one_word_per_column():
     h = B.table_header()
-    assert h.startswith("# Size")
-    for col in ("meshrt avg(us)", "min", "max", "p50", "p99", "algbw(GB/s)", "busbw(GB/s)", "raw avg(us)",
-                "ratio"):
-        assert col in h
-    assert B.table_header(validate=True).endswith("check")
+    assert h.startswith("#size")
+    cols = h[1:].split()
+    assert cols == ["size", "iters", "avg_us", "min_us", "max_us", "p50_us", "p99_us", "algbw_MBps", "algbw_GBps",
+                    "busbw_GBps", "raw_avg_us", "raw_algbw_GBps", "ratio"]
+    assert B.table_header(validate=True).split()[-1] == "check"
+    row = B.make_row("all_reduce", 1 << 20, 2, 2, 10, 100, [1e-3, 1e-3], [5e-4, 5e-4], True)
+    line = B.format_row(row, validate=True).split()
+    assert len(line) == len(cols) + 1  # one field per column: split() reads the table
+    got = dict(zip(cols, line))
+    assert got["iters"] == "100" and float(got["avg_us"]) == pytest.approx(1000)
+    assert float(got["algbw_MBps"]) == pytest.approx((1 << 20) / 1e-3 / 1e6, rel=1e-3)
+    assert float(got["ratio"]) == pytest.approx(2.0) and line[-1] == "PASS"
+
+
+def test_each_side_timed_in_its_own_loops():
+    calls = []
+    tm, tr = B._time(lambda: calls.append("m"), lambda: calls.append("r"), 2, 5, lambda: calls.append("|"))
+    seq = "".join(c for c in calls if c != "|")
+    # first calls, then m-loop, r-loop, r-loop, m-loop: warm-up 2 each, 3 + 2 timed calls
+    assert seq == "mr" + "m" * (2 + 3) + "r" * (2 + 3) + "r" * (2 + 2) + "m" * (2 + 2)
+    assert calls.count("|") == len(seq)  # a barrier after every call
+    assert tm > 0 and tr > 0
 
 
 def test_plot_writes_png(tmp_path):
@@ -122,6 +142,7 @@ def _options(*argv):
 def test_check_options_defaults_and_aliases():
     o = _options("all_reduce")
     assert o.sizes == B.parse_sizes("8:16M") and o.dtype.name == "float64" and o.mesh_shape is None
+    assert _options("all_gather", "--sizes", "1K,8").sizes == [1024, 8]
     assert o.iters is None and o.warmup is None and o.progress
     assert _options("send").op == "send_recv"
     o = _options("reshard", "--shape", "8x6", "--from", "[[0]]", "--to", "[[], [0]]")
@@ -145,6 +166,8 @@ def test_check_options_defaults_and_aliases():
     (["halo", "--shape", "4xa"], "--shape"),
     (["reshard", "--from", "[[0"], "--from"),
     (["reshard", "--mesh-axes", "0"], "--mesh-axes"),
+    (["halo", "--sizes", "1M"], "--sizes: not used by halo"),
+    (["reshard", "--sizes", "8:64"], "--sizes: not used by reshard"),
     (["all_reduce", "--json", "/no/such/dir/out.json"], "--json"),
 ])
 def test_check_options_errors(argv, words):
@@ -171,6 +194,7 @@ def test_one_process_sweep(tmp_path):
     assert r.returncode == 0, r.stderr
     rows = _table(r.stdout)
     assert [int(row[0]) for row in rows] == [8, 16, 32, 64]
+    assert all(int(row[1]) == 3 for row in rows)  # the iters column
     assert all(row[-1] == "PASS" for row in rows)
     res = json.loads((tmp_path / "o.json").read_text())["results"]
     assert all(x["group_size"] == 1 and x["busbw_GBps"] == 0 for x in res)
@@ -188,7 +212,7 @@ def test_two_processes_json_csv_png(tmp_path):
     r = _bench(*args, nprocs=2, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
-    assert r.stdout.count("# Size") == 1  # rank 0 prints
+    assert r.stdout.count("#size") == 1  # rank 0 prints
     assert len(_table(r.stdout)) == 8
     doc = json.loads((tmp_path / "out.json").read_text())
     assert doc["meta"]["nprocs"] == 2 and doc["meta"]["op"] == "all_reduce"

@@ -224,3 +224,71 @@ def test_generic_that_does_not_compile():
 
     with pytest.raises(CollectiveError, match="does not compile for float64"):
         _mpi.reduce_plan(bad, np.dtype("float64"))
+
+
+# -- malloc thresholds (meshrt/_malloc.py) ----------------------------------------------------
+_MALLINFO_PROBE = r"""
+import ctypes, importlib.util, json, sys
+import numpy as np
+spec = importlib.util.spec_from_file_location("meshrt_malloc", sys.argv[1])  # the module alone: no MPI start-up
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+
+class Info(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_size_t) for f in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+mallinfo2 = ctypes.CDLL(None).mallinfo2
+mallinfo2.restype = Info
+before = mallinfo2().hblkhd
+a = np.ones(64 << 20, np.uint8)  # 64 MiB: glibc's default serves it with its own mmap
+mapped = mallinfo2().hblkhd - before
+del a
+import resource
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(2):  # a fresh 64 MiB result, as `y = all_reduce(x, mesh)` makes each call
+    b = np.ones(64 << 20, np.uint8)
+    del b
+faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 2
+print(json.dumps({"applied": m.applied, "reason": m.reason, "mapped": mapped, "faults": faults}))
+"""
+
+
+def _probe_malloc(**env):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith("MALLOC_") and k not in ("MESHRT_MALLOC", "GLIBC_TUNABLES")}
+    from meshrt import _malloc
+
+    run = subprocess.run([sys.executable, "-c", _MALLINFO_PROBE, _malloc.__file__], env={**base, **env},
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+@pytest.mark.skipif(not (hasattr(ctypes.CDLL(None), "mallinfo2")), reason="needs glibc >= 2.33 (mallinfo2)")
+def test_malloc_thresholds_keep_large_buffers_in_the_heap():
+    from meshrt import _malloc
+
+    # importing meshrt configured this process (or says why not)
+    assert _malloc.applied or _malloc.reason != "not configured yet"
+    on = _probe_malloc()
+    assert on["applied"] == {"M_TRIM_THRESHOLD": _malloc.TRIM_THRESHOLD, "M_MMAP_THRESHOLD": _malloc.MMAP_THRESHOLD}
+    assert on["mapped"] == 0  # 64 MiB came from the heap, not from its own mmap
+    # and its pages are reused, not faulted in again: 64 MiB is 16384 pages of 4 KiB, or 32 huge
+    # pages of 2 MiB (numpy asks for them), so glibc's defaults cost at least 32 faults per array
+    assert on["faults"] < 32
+    off = _probe_malloc(MESHRT_MALLOC="0")
+    assert off["applied"] == {} and off["reason"] == "MESHRT_MALLOC=0"
+    assert off["mapped"] >= 64 << 20  # glibc's defaults: mapped on its own
+    assert off["faults"] >= 32  # ... and faulted in again every time
+    mine = _probe_malloc(MALLOC_MMAP_THRESHOLD_=str(1 << 20))
+    assert mine["applied"] == {} and "MALLOC_MMAP_THRESHOLD_" in mine["reason"]
+    assert mine["mapped"] >= 64 << 20  # the user's 1 MiB threshold holds, not ours
+    tun = _probe_malloc(GLIBC_TUNABLES="glibc.malloc.trim_threshold=0")
+    assert tun["applied"] == {} and "GLIBC_TUNABLES" in tun["reason"]

@@ -213,16 +213,18 @@ def test_all_gather_and_gather_unequal_pieces():
 
             want = np.concatenate([piece(d) for d in grp], axis=axis)
             x = piece(mesh.rank)
-            assert_same(C.all_gather(x, mesh, axes, axis), want)
-            assert_same(C.all_gather(x, mesh, axes, axis, sizes=[sizes[d] for d in grp], wait=False).wait(), want)
+            gs = [sizes[d] for d in grp]
+            assert_same(C.all_gather(x, mesh, axes, axis, sizes=gs), want)
+            assert_same(C.all_gather(x, mesh, axes, axis, sizes=tuple(gs), wait=False).wait(), want)
             root = tuple(int(rng.randint(mesh.shape[a])) for a in mesh.axes(axes))
             root_k = mesh.in_group_from_multi(axes, root)
-            got = C.gather(x, mesh, axes, axis, root)
-            if me == root_k:
-                assert_same(got, want)
-            else:
-                assert got is None
-            got = C.gather(x, mesh, axes, axis, root_k, wait=False).wait()
+            for r in (root, list(root), root_k):  # in-group coordinates as a tuple or a list, or the index
+                got = C.gather(x, mesh, axes, axis, r, sizes=gs)
+                if me == root_k:
+                    assert_same(got, want)
+                else:
+                    assert got is None
+            got = C.gather(x, mesh, axes, axis, root_k, sizes=gs, wait=False).wait()
             assert (got is None) == (me != root_k)
             # equal pieces along a non-leading axis of a non-contiguous input
             y = np.asfortranarray(local_input(mi, mesh.rank, (2, 3, 2), dt))
@@ -242,12 +244,14 @@ def test_broadcast_scatter_with_in_group_roots():
             dt = DTYPES[int(rng.randint(len(DTYPES)))]
             x = local_input(mi, mesh.rank, shape, dt)
             rootx = local_input(mi, grp[rk], shape, dt)
-            assert_same(C.broadcast(x, mesh, axes, root), rootx)
+            for r in (root, list(root), rk):  # the dialect's coordinates (tuple or list) or the index
+                assert_same(C.broadcast(x, mesh, axes, r), rootx)
             assert_same(C.broadcast(x, mesh, axes, rk, wait=False).wait(), rootx)
             axis = int(rng.randint(3))
             off = split_offsets(shape[axis], n)
             want = np.take(rootx, range(off[me], off[me + 1]), axis=axis)
             assert_same(C.scatter(x, mesh, axes, axis, root), want)
+            assert_same(C.scatter(x, mesh, axes, axis, list(root)), want)
             assert_same(C.scatter(x, mesh, axes, axis, rk, wait=False).wait(), want)
             # all_slice is scatter without communication for replicated data
             assert_same(np.ascontiguousarray(C.all_slice(rootx, mesh, axes, axis)), want)
@@ -306,6 +310,14 @@ def test_send_recv_ring():
         got = C.recv(x, mesh, axes, (me - 1) % n)
         assert h.wait() is None
         assert_same(got, local_input(8, grp[(me - 1) % n], (4,), "float64"))
+        # the same with in-group coordinates as lists
+        dst = list(mesh.multi_index(grp[(me + 1) % n]))
+        src = list(mesh.multi_index(grp[(me - 1) % n]))
+        group_axes = mesh.axes(axes)
+        h = C.send(x, mesh, axes, [dst[a] for a in group_axes], wait=False)
+        got = C.recv(x, mesh, axes, [src[a] for a in group_axes])
+        assert h.wait() is None
+        assert_same(got, local_input(8, grp[(me - 1) % n], (4,), "float64"))
 
 
 def test_index_ops():
@@ -319,15 +331,95 @@ def test_index_ops():
 
 
 # -- agreement checks --------------------------------------------------------------------
+def test_all_gather_default_is_equal_pieces():
+    # the dialect's all_gather: result dim = operand dim x group size, no size exchange
+    rng = np.random.RandomState(11)
+    for mi, mesh in enumerate(meshes()):
+        for axes in axes_choices(mesh, rng):
+            grp = group_of(mesh, axes)
+            me = grp.index(mesh.rank)
+            ndim = int(rng.randint(1, 4))
+            shape = tuple(int(s) for s in rng.randint(1, 4, ndim))
+            axis = int(rng.randint(ndim))
+            dt = DTYPES[int(rng.randint(len(DTYPES)))]
+            x = local_input(mi, mesh.rank, shape, dt)
+            want = np.concatenate([local_input(mi, d, shape, dt) for d in grp], axis=axis)
+            assert want.shape[axis] == shape[axis] * len(grp)
+            assert_same(C.all_gather(x, mesh, axes, axis), want)
+            assert_same(C.all_gather(x, mesh, axes, axis, wait=False).wait(), want)
+            out = np.empty_like(want)
+            assert C.all_gather(x, mesh, axes, axis, out=out) is out
+            assert_same(out, want)
+            root = [int(rng.randint(mesh.shape[a])) for a in mesh.axes(axes)]
+            got = C.gather(x, mesh, axes, axis, root)
+            assert (got is None) == (me != mesh.in_group_from_multi(axes, root))
+            if got is not None:
+                assert_same(got, want)
+
+
+def test_default_forms_make_one_mpi_call_each():
+    # no hidden size exchange or root translation: the call a user of mpi4py would make, once
+    mesh = Mesh((-1,))
+    if comm.size == 1 or C.CHECK:  # a group of one moves nothing; MESHRT_CHECK adds its own
+        return
+    x, xs = np.ones(3), np.ones(3 * comm.size)
+    forms = [
+        (lambda: C.all_gather(x, mesh, gather_axis=0), "Allgather"),
+        (lambda: C.gather(x, mesh, None, 0, [0]), "Gather"),
+        (lambda: C.broadcast(x, mesh, None, root=[0]), "Bcast"),
+        (lambda: C.broadcast(x, mesh, None, root=(0,)), "Bcast"),
+        (lambda: C.reduce(x, mesh, None, "max", [0]), "Reduce"),
+        (lambda: C.scatter(xs, mesh, None, 0, [0]), "Scatter"),
+        (lambda: C.all_reduce(x, mesh), "Allreduce"),
+        (lambda: C.all_to_all(xs, mesh), "Alltoall"),
+        (lambda: C.reduce_scatter(xs, mesh), "Reduce_scatter_block"),
+    ]
+    for call, _ in forms:
+        call()  # plans and communicators are made here
+    g = C._group(mesh, None, "test")
+    real, seen = g.comm, []
+
+    class Counting:
+        def __getattr__(self, name):
+            seen.append(name)
+            return getattr(real, name)
+
+    g.comm = Counting()
+    try:
+        for call, want in forms:
+            del seen[:]
+            call()
+            assert seen == [want]
+    finally:
+        g.comm = real
+
+
 def test_mismatched_gather_shapes_raise_everywhere():
     mesh = Mesh((-1,))
     if comm.size == 1:
         return
-    x = np.zeros((2, 3 + comm.rank % 2))  # disagree outside the gather axis
-    with pytest.raises(CollectiveError, match="all_gather.*rank 1"):
-        C.all_gather(x, mesh, None, 0)
-    with pytest.raises(CollectiveError, match="gather"):
-        C.gather(x.astype(np.float32) if comm.rank == 0 else x, mesh, None, 1, 0)
+    old = C.set_check(True)
+    try:
+        x = np.zeros((2, 3 + comm.rank % 2))  # disagree outside the gather axis
+        with pytest.raises(CollectiveError, match="all_gather.*rank 1"):
+            C.all_gather(x, mesh, None, 0, sizes=2)
+        with pytest.raises(CollectiveError, match="gather"):
+            C.gather(x.astype(np.float32) if comm.rank == 0 else x, mesh, None, 1, 0, sizes=[3] * comm.size)
+        # the default form needs equal pieces: unequal ones are caught under MESHRT_CHECK
+        y = np.zeros((1 + comm.rank % 2, 3))
+        for call in (lambda: C.all_gather(y, mesh, None, 0), lambda: C.gather(y, mesh, None, 0, [0]),
+                     lambda: C.all_gather(y, mesh, None, 0, wait=False).wait()):
+            with pytest.raises(CollectiveError, match=r"gather.*rank 1 has.*\(2, 3\).*pass sizes="):
+                call()
+        # sizes must agree across the group too
+        with pytest.raises(CollectiveError, match="all_gather.*rank 1"):
+            C.all_gather(np.zeros((2, 3)), mesh, None, 0, sizes=[2 + (comm.rank == 1)] + [2] * (comm.size - 1))
+        # the same calls pass when the pieces are equal, and with sizes= when they are not
+        assert C.all_gather(np.zeros((2, 3)), mesh, None, 0).shape == (2 * comm.size, 3)
+        sizes = [1 + k % 2 for k in range(comm.size)]
+        assert C.all_gather(y, mesh, None, 0, sizes=sizes).shape == (sum(sizes), 3)
+    finally:
+        C.set_check(old)
 
 
 def test_meshrt_check_names_op_and_ranks():
@@ -398,5 +490,6 @@ def test_seed_rooted_ops_in_group_roots():
     assert C.scatter(src, mesh, [0], 0, [1]).tolist() == [2 * i + j, 2 * i + 1 + j]
     got = C.gather(x, mesh, [1, 0], 0, (0, 1))  # group over (1, 0): device (1, 0) is in-group (0, 1)
     assert (got.tolist() == [0, 10, 1, 11]) if (i, j) == (1, 0) else got is None
-    got = C.reduce(x, mesh, [1], "sum", (1,))
-    assert (got.tolist() == [20 * i + 1]) if j == 1 else got is None
+    for root in ((1,), [1]):
+        got = C.reduce(x, mesh, [1], "sum", root)
+        assert (got.tolist() == [20 * i + 1]) if j == 1 else got is None

@@ -81,9 +81,11 @@ def test_spmd_reshards_inputs_and_wraps_outputs():
     assert total.sharding.is_partial and total.global_shape == (1,)
     np.testing.assert_allclose(total.gather(), [g.sum()])
 
+    pieces = [rows.shard_shape(g.shape, d)[0] for d in range(comm.size)]  # uneven: all_gather needs sizes=
+
     @spmd(in_shardings=(rows, None), out_shardings=(rows, Sharding(mesh, [])))
     def scale_and_gather(x, factor):
-        return x * factor, all_gather(x, mesh, ["x"], 0)
+        return x * factor, all_gather(x, mesh, ["x"], 0, sizes=pieces)
 
     scaled, gathered = scale_and_gather(g, 3.0)  # a numpy array is the global array
     np.testing.assert_array_equal(scaled.gather(), 3 * g)
