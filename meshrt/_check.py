@@ -110,12 +110,14 @@ def agree(comm, text: str, what: str, error=CollectiveError) -> None:
     comm.Allreduce(MPI.IN_PLACE, buf, MPI.MIN)
     if buf[0] == -buf[1]:
         return
-    texts = comm.allgather(text)
+    calls = comm.allgather((what, text))
     groups: dict = {}
-    for r, t in enumerate(texts):
+    for r, (_, t) in enumerate(calls):
         groups.setdefault(t, []).append(r)
     detail = "; ".join(f"{_ranks(rs)}: {t}" for t, rs in groups.items())
-    raise error(f"{what}: the processes disagree (every process must make the same call): {detail}")
+    # the same message everywhere, though the processes may be in different operations
+    head = what if len({w for w, _ in calls}) == 1 else "different operations"
+    raise error(f"{head}: the processes disagree (every process must make the same call): {detail}")
 
 
 # -- decorators for the entry points ----------------------------------------------------------
