@@ -34,6 +34,7 @@ import numpy as np
 
 from . import collectives as _coll
 from .errors import CollectiveError, ShardingError
+from .sharding import Sharding
 
 __all__ = ["inside", "describe", "fingerprint", "agree", "method", "creation", "entry", "instrument", "WATCH"]
 
@@ -47,28 +48,38 @@ _MASK = (1 << 62) - 1
 
 
 # -- describing arguments, the same text on every process ------------------------------------
+_PLAIN = (type(None), bool, int, float, complex, str)
+_sharding_text: dict = {}  # Sharding -> its text: formatting one costs microseconds
+
+
 def _norm(v, depth=0):
     """A process-independent, readable text for an argument (no ids, no addresses)."""
-    from .sharding import Sharding
-
-    if v is None or isinstance(v, (bool, int, float, complex, str)):
+    t = type(v)
+    if t in _PLAIN or (t is tuple and all(type(x) is int for x in v)):
         return repr(v)
+    if t is Sharding:
+        text = _sharding_text.get(v)
+        if text is None:
+            if len(_sharding_text) > 256:
+                _sharding_text.clear()
+            text = _sharding_text[v] = f"<{v}>"
+        return text
     if isinstance(v, (np.integer, np.floating, np.bool_)):
         return repr(v.item())
     if isinstance(v, np.ndarray):
         return f"array(shape={v.shape}, dtype={v.dtype})"
-    if isinstance(v, Sharding):
-        return f"<{v}>"
     if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
         return str(np.dtype(v))
     if hasattr(v, "global_shape") and hasattr(v, "sharding"):  # a DistributedTensor
-        return f"tensor(shape={v.global_shape}, dtype={v.dtype}, sharding=<{v.sharding}>)"
+        return f"tensor(shape={v.global_shape}, dtype={v.dtype}, sharding={_norm(v.sharding)})"
     if depth < 2 and isinstance(v, (tuple, list)):
         inner = ", ".join(_norm(x, depth + 1) for x in v)
         return f"({inner},)" if isinstance(v, tuple) and len(v) == 1 else (f"({inner})" if isinstance(v, tuple)
                                                                              else f"[{inner}]")
     if depth < 2 and isinstance(v, dict):
         return "{" + ", ".join(f"{_norm(k, depth + 1)}: {_norm(x, depth + 1)}" for k, x in v.items()) + "}"
+    if isinstance(v, Sharding):
+        return f"<{v}>"
     if hasattr(v, "shape") and hasattr(v, "axis_names"):  # a mesh
         return f"mesh{tuple(v.shape)}"
     if callable(v):
@@ -160,6 +171,26 @@ def _canonical(field, v):
     return v
 
 
+_creation_texts: dict = {}  # (name, arguments) -> text, for the arguments that hash
+
+
+def _creation_text(name, compared, given) -> str:
+    key = (name,) + tuple(given.get(n) for n in compared)
+    try:
+        return _creation_texts[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable argument (a list): no cache
+        key = None
+    shown = ", ".join(f"{n}={_norm(_canonical(n, given[n]))}" for n in compared if n in given)
+    text = f"{name}({shown})"
+    if key is not None:
+        if len(_creation_texts) > 256:
+            _creation_texts.clear()
+        _creation_texts[key] = text
+    return text
+
+
 def creation(name: str, data=()):
     """A constructor classmethod: called from user code, the processes always agree on its
     arguments except the per-process data named in ``data`` (one small Allreduce)."""
@@ -176,11 +207,10 @@ def creation(name: str, data=()):
                 given = dict(defaults)
                 given.update(zip(names, args))
                 given.update(kwargs)
-                shown = ", ".join(f"{n}={_norm(_canonical(n, given[n]))}" for n in compared if n in given)
                 sharding = given.get("sharding")
                 comm = getattr(getattr(sharding, "mesh", None), "comm", None)
                 if comm is not None:  # a bad sharding raises its own error in the body
-                    agree(comm, f"{name}({shown})", f"DistributedTensor.{name}", ShardingError)
+                    agree(comm, _creation_text(name, compared, given), f"DistributedTensor.{name}", ShardingError)
             inside.append((f"DistributedTensor.{name}", args, kwargs))
             try:
                 return fn(cls, *args, **kwargs)

@@ -108,6 +108,17 @@ def _set_subreaper() -> None:
         pass
 
 
+def _die_with_parent() -> None:
+    # In mpiexec, before exec: should meshrt run itself be killed (SIGKILL cannot be
+    # passed on), mpiexec gets SIGTERM, on which hydra ends the whole job.
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _children_table() -> dict:
     """parent pid -> child pids, from /proc (empty where there is no /proc)."""
     table: dict = {}
@@ -204,7 +215,7 @@ class _Job:
         env = dict(os.environ, MESHRT_JOB_DIR=job_dir)
         old = {s: signal.signal(s, self._on_signal) for s in FORWARDED}
         try:
-            self.proc = subprocess.Popen(self.cmd, env=env, start_new_session=True)
+            self.proc = subprocess.Popen(self.cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
             return self._supervise(job_dir)
         finally:
             if _descendants(os.getpid()):
