@@ -52,8 +52,9 @@ _PLAIN = (type(None), bool, int, float, complex, str)
 _sharding_text: dict = {}  # Sharding -> its text: formatting one costs microseconds
 
 
-def _norm(v, depth=0):
-    """A process-independent, readable text for an argument (no ids, no addresses)."""
+def _norm(v, depth=0, shapes=True):
+    """A process-independent, readable text for an argument (no ids, no addresses); a local
+    array's shape only if ``shapes`` (local blocks of uneven shardings differ legitimately)."""
     t = type(v)
     if t in _PLAIN or (t is tuple and all(type(x) is int for x in v)):
         return repr(v)
@@ -67,17 +68,17 @@ def _norm(v, depth=0):
     if isinstance(v, (np.integer, np.floating, np.bool_)):
         return repr(v.item())
     if isinstance(v, np.ndarray):
-        return f"array(shape={v.shape}, dtype={v.dtype})"
+        return f"array(shape={v.shape}, dtype={v.dtype})" if shapes else f"array(ndim={v.ndim}, dtype={v.dtype})"
     if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
         return str(np.dtype(v))
     if hasattr(v, "global_shape") and hasattr(v, "sharding"):  # a DistributedTensor
         return f"tensor(shape={v.global_shape}, dtype={v.dtype}, sharding={_norm(v.sharding)})"
     if depth < 2 and isinstance(v, (tuple, list)):
-        inner = ", ".join(_norm(x, depth + 1) for x in v)
+        inner = ", ".join(_norm(x, depth + 1, shapes) for x in v)
         return f"({inner},)" if isinstance(v, tuple) and len(v) == 1 else (f"({inner})" if isinstance(v, tuple)
                                                                              else f"[{inner}]")
     if depth < 2 and isinstance(v, dict):
-        return "{" + ", ".join(f"{_norm(k, depth + 1)}: {_norm(x, depth + 1)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{_norm(k, depth + 1)}: {_norm(x, depth + 1, shapes)}" for k, x in v.items()) + "}"
     if isinstance(v, Sharding):
         return f"<{v}>"
     if hasattr(v, "shape") and hasattr(v, "axis_names"):  # a mesh
@@ -87,10 +88,10 @@ def _norm(v, depth=0):
     return type(v).__name__
 
 
-def describe(entry) -> str:
+def describe(entry, shapes=True) -> str:
     """``name(arg, ..., key=value)`` for an entry of `inside` (tensors and arrays summarized)."""
     name, args, kwargs = entry
-    parts = [_norm(a) for a in args] + [f"{k}={_norm(v)}" for k, v in kwargs.items()]
+    parts = [_norm(a, 0, shapes) for a in args] + [f"{k}={_norm(v, 0, shapes)}" for k, v in kwargs.items()]
     text = ", ".join(parts)
     if len(text) > 300:
         text = text[:297] + "..."
@@ -236,7 +237,7 @@ def entry(name: str, comm_of):
                 except Exception:  # noqa: BLE001 - bad arguments raise their own error below
                     pass
                 if comm is not None:
-                    agree(comm, describe((name, args, kwargs)), name)
+                    agree(comm, describe((name, args, kwargs), shapes=False), name)
             inside.append((name, args, kwargs))
             try:
                 return fn(*args, **kwargs)
