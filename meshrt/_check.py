@@ -107,7 +107,7 @@ def _ranks(rs) -> str:
     return f"process {rs[0]}" if len(rs) == 1 else "processes " + ", ".join(map(str, rs))
 
 
-def agree(comm, text: str, what: str, error=CollectiveError) -> None:
+def agree(comm, text: str, what: str, error=CollectiveError, h=None) -> None:
     """Raise ``error`` on every process of ``comm`` unless all passed the same ``text``.
 
     One ``Allreduce`` of two int64 when they agree; the message (the same
@@ -117,7 +117,8 @@ def agree(comm, text: str, what: str, error=CollectiveError) -> None:
         return
     from mpi4py import MPI
 
-    h = fingerprint(text)
+    if h is None:
+        h = fingerprint(text)
     buf = np.array([h, -h], np.int64)
     comm.Allreduce(MPI.IN_PLACE, buf, MPI.MIN)
     if buf[0] == -buf[1]:
@@ -172,10 +173,10 @@ def _canonical(field, v):
     return v
 
 
-_creation_texts: dict = {}  # (name, arguments) -> text, for the arguments that hash
+_creation_texts: dict = {}  # (name, arguments) -> (text, fingerprint), for the arguments that hash
 
 
-def _creation_text(name, compared, given) -> str:
+def _creation_text(name, compared, given) -> tuple:
     key = (name,) + tuple(given.get(n) for n in compared)
     try:
         return _creation_texts[key]
@@ -185,11 +186,12 @@ def _creation_text(name, compared, given) -> str:
         key = None
     shown = ", ".join(f"{n}={_norm(_canonical(n, given[n]))}" for n in compared if n in given)
     text = f"{name}({shown})"
+    out = (text, fingerprint(text))
     if key is not None:
         if len(_creation_texts) > 256:
             _creation_texts.clear()
-        _creation_texts[key] = text
-    return text
+        _creation_texts[key] = out
+    return out
 
 
 def creation(name: str, data=()):
@@ -211,7 +213,8 @@ def creation(name: str, data=()):
                 sharding = given.get("sharding")
                 comm = getattr(getattr(sharding, "mesh", None), "comm", None)
                 if comm is not None:  # a bad sharding raises its own error in the body
-                    agree(comm, _creation_text(name, compared, given), f"DistributedTensor.{name}", ShardingError)
+                    text, h = _creation_text(name, compared, given)
+                    agree(comm, text, f"DistributedTensor.{name}", ShardingError, h)
             inside.append((f"DistributedTensor.{name}", args, kwargs))
             try:
                 return fn(cls, *args, **kwargs)
