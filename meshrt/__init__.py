@@ -9,9 +9,9 @@ from .errors import CollectiveError, MeshError, ShardingError
 from .mesh import AbstractMesh, Mesh
 from .reduction import Generic, ReductionKind
 from .sharding import Sharding
-from . import _check, collectives as _collectives, halo as _halo, io as _io
+from . import _check, halo as _halo, io as _io
 
-_check.instrument(_collectives, _halo, _io)  # before the names below are bound
+_check.instrument(_halo, _io)  # before the names below are bound
 if _check.WATCH:
     from . import _watchdog
 

@@ -4,9 +4,8 @@ Two things live here, both cheap enough to leave on:
 
 * The record of the meshrt operations this process is inside (``inside``,
   innermost last).  Tensor methods, constructors and the module-level entry
-  points push an entry on the way in and pop it on the way out; the watchdog
-  (`meshrt._watchdog`) reads it from its own thread to say which operation a
-  process is blocked in.
+  points push an entry on the way in and pop it on the way out, so that only
+  the outermost one is checked (the ones it calls follow from it).
 * Agreement: the processes of a communicator compare a 62-bit fingerprint of
   (operation, arguments) with one ``Allreduce`` of two int64 (MIN of ``h`` and
   of ``-h``: equal fingerprints everywhere iff ``min == max``), and only on a
@@ -40,8 +39,7 @@ __all__ = ["inside", "describe", "fingerprint", "agree", "method", "creation", "
 
 inside: list = []  # (name, args, kwargs) of the meshrt operations this process is in, innermost last
 
-# The watchdog needs the raw collectives recorded too; that costs a Python wrapper
-# per call, so it is installed only when something will read the record.
+# Whether the watchdog thread runs (it reads the main thread's frames: no cost per call).
 WATCH = bool(os.environ.get("MESHRT_TIMEOUT") or os.environ.get("MESHRT_JOB_DIR"))
 
 _MASK = (1 << 62) - 1
@@ -252,18 +250,6 @@ def entry(name: str, comm_of):
     return wrap
 
 
-def _recorded(name, fn):
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        inside.append((name, args, kwargs))
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            inside.pop()
-
-    return call
-
-
 def _comm_in(*args, **kwargs):
     """The communicator of the first mesh, sharding or tensor among the arguments (one level into
     mappings and sequences), or None."""
@@ -277,18 +263,9 @@ def _comm_in(*args, **kwargs):
     return None
 
 
-def instrument(collectives, halo, io) -> None:
-    """Put the module-level entry points under `entry` (check and record), and record the raw
-    collectives and halo exchanges in `inside` when `WATCH` (it costs a wrapper per call)."""
+def instrument(halo, io) -> None:
+    """Put the module-level entry points (``update_halo`` on local arrays, ``save_state``,
+    ``load_state``) under `entry`."""
     halo.update_halo = entry("update_halo", _comm_in)(halo.update_halo)
     io.save_state = entry("save_state", _comm_in)(io.save_state)
     io.load_state = entry("load_state", _comm_in)(io.load_state)
-    if not WATCH:
-        return
-    for name in ("all_gather", "all_reduce", "all_to_all", "broadcast", "gather", "reduce", "reduce_scatter",
-                 "scatter", "send", "recv", "shift"):
-        setattr(collectives, name, _recorded(name, getattr(collectives, name)))
-    collectives.Handle.wait = _recorded("Handle.wait", collectives.Handle.wait)
-    halo.HaloExchange.__call__ = _recorded("HaloExchange()", halo.HaloExchange.__call__)
-    halo.HaloExchange.update = halo.HaloExchange.__call__
-    halo.HaloExchange.wait = _recorded("HaloExchange.wait", halo.HaloExchange.wait)

@@ -291,8 +291,8 @@ class _Job:
             self.said_waiting = True
             sys.stderr.write(
                 f"meshrt run: {_ranks(finished)} finished {now - last_finish:.0f} s ago; still waiting for "
-                f"{_ranks(rest)} (not in a meshrt operation: computing, or blocked in a raw MPI call; "
-                "Ctrl-C or MESHRT_TIMEOUT ends the job)\n")
+                f"{_ranks(rest)} (computing, or blocked in a raw MPI call; Ctrl-C ends the job):\n"
+                + self._table(status, now))
             sys.stderr.flush()
         return None
 
@@ -304,6 +304,8 @@ class _Job:
                 lines.append(f"  rank {r}: finished")
             elif state in ("blocked", "timeout"):
                 lines.append(f"  rank {r}: blocked in {text} for {now - since:.1f} s")
+            elif state == "outside":
+                lines.append(f"  rank {r}: not in a meshrt operation, at {text} for {now - since:.1f} s")
             else:
                 lines.append(f"  rank {r}: running, not in a meshrt operation")
         return "\n".join(lines) + "\n"

@@ -3,6 +3,7 @@ MESHRT_TIMEOUT.  Each case must end within 30 s with a clear message and leave n
 of the job behind (found by a marker argument every rank's command line carries)."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -122,7 +123,8 @@ def test_rank_finishing_early_ends_the_job(tmp_path):
     assert rc == 1, err
     assert "process 3 finished (the script returned) while processes 0, 1, 2 are blocked" in err
     for r in range(3):
-        assert f"rank {r}: blocked in all_reduce(array(shape=(2, 8), dtype=float64), mesh(4,)) for " in err, err
+        assert f"rank {r}: blocked in all_reduce(x=array(shape=(2, 8), dtype=float64), mesh=mesh(4,)" in err, err
+        assert "at job.py:9 for " in err
     assert "rank 3: finished" in err
     assert "total" not in out
     _assert_no_survivors(marker)
@@ -145,6 +147,8 @@ def test_late_rank_outside_meshrt_is_not_killed(tmp_path):
     rc, out, err, _ = _finish(proc, 30)
     assert rc == 0, err
     assert "rank 0 done" in out
+    assert re.search(r"finished \d+ s ago; still waiting for process 0 ", err), err  # after 4 x MESHRT_EXIT_GRACE
+    assert "rank 0: not in a meshrt operation, at job.py:8 for " in err
     _assert_no_survivors(marker)
 
 
@@ -164,8 +168,9 @@ def test_timeout_reports_every_rank_and_aborts(tmp_path):
     rc, _, err, _ = _finish(proc, 30)
     assert rc == 124, err
     # each rank prints its own line on reaching the limit; meshrt run prints everyone's state
-    assert any(f"[meshrt] rank {r} blocked in DistributedTensor.gather() for 3." in err for r in (1, 2, 3)), err
+    assert any(f"[meshrt] rank {r} blocked in DistributedTensor.gather() at job.py:8 for 3." in err
+               for r in (1, 2, 3)), err
     for r in (1, 2, 3):
-        assert f"  rank {r}: blocked in DistributedTensor.gather() for " in err, err
-    assert "  rank 0: running, not in a meshrt operation" in err
+        assert f"  rank {r}: blocked in DistributedTensor.gather() at job.py:8 for " in err, err
+    assert "  rank 0: not in a meshrt operation, at job.py:7 for " in err
     _assert_no_survivors(marker)
