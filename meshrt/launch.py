@@ -248,16 +248,20 @@ class _Job:
         _signal_job(sig)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and len(self.signals) == seen:
-            _reap()
-            if self.proc.poll() is not None and not _descendants(os.getpid()):
+            if self._gone():
                 return
             time.sleep(0.05)
-        while _descendants(os.getpid()):
+        while not self._gone():
             _signal_job(signal.SIGKILL)
             time.sleep(0.05)
-            _reap()
-        self.proc.wait()
+
+    def _gone(self) -> bool:
+        # mpiexec's own status is collected by Popen first; then reparented ranks' (as
+        # their subreaper), which a blanket waitpid would otherwise have taken from Popen.
+        if self.proc.poll() is None:
+            return False
         _reap()
+        return not _descendants(os.getpid())
 
     def _diagnose(self, status: dict):
         """End the job (returning its exit status) when a rank timed out, or when some ranks
