@@ -171,27 +171,6 @@ def _canonical(field, v):
     return v
 
 
-_creation_texts: dict = {}  # (name, arguments) -> (text, fingerprint), for the arguments that hash
-
-
-def _creation_text(name, compared, given) -> tuple:
-    key = (name,) + tuple(given.get(n) for n in compared)
-    try:
-        return _creation_texts[key]
-    except KeyError:
-        pass
-    except TypeError:  # an unhashable argument (a list): no cache
-        key = None
-    shown = ", ".join(f"{n}={_norm(_canonical(n, given[n]))}" for n in compared if n in given)
-    text = f"{name}({shown})"
-    out = (text, fingerprint(text))
-    if key is not None:
-        if len(_creation_texts) > 256:
-            _creation_texts.clear()
-        _creation_texts[key] = out
-    return out
-
-
 def creation(name: str, data=()):
     """A constructor classmethod: called from user code, the processes always agree on its
     arguments except the per-process data named in ``data`` (one small Allreduce)."""
@@ -201,17 +180,36 @@ def creation(name: str, data=()):
         names = [p.name for p in params]
         defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
         compared = [n for n in names if n not in data]
+        at = names.index("sharding")
+        first_data = min([names.index(n) for n in data], default=len(names))
+        texts: dict = {}  # the call's arguments (when they hash) -> (text, fingerprint)
+
+        def text_of(args, kwargs):
+            given = dict(defaults)
+            given.update(zip(names, args))
+            given.update(kwargs)
+            shown = ", ".join(f"{n}={_norm(_canonical(n, given[n]))}" for n in compared if n in given)
+            text = f"{name}({shown})"
+            return text, fingerprint(text)
 
         @functools.wraps(fn)
         def call(cls, *args, **kwargs):
             if not inside and not _internal_caller():
-                given = dict(defaults)
-                given.update(zip(names, args))
-                given.update(kwargs)
-                sharding = given.get("sharding")
+                sharding = args[at] if len(args) > at else kwargs.get("sharding")
                 comm = getattr(getattr(sharding, "mesh", None), "comm", None)
                 if comm is not None:  # a bad sharding raises its own error in the body
-                    text, h = _creation_text(name, compared, given)
+                    try:
+                        key = (args[:first_data], tuple(kv for kv in kwargs.items() if kv[0] not in data)
+                               if kwargs else ())
+                        if len(args) > first_data:  # data passed by position, then more arguments
+                            key += (tuple(a for i, a in enumerate(args) if names[i] not in data),)
+                        text, h = texts[key]
+                    except TypeError:  # an unhashable argument (a list)
+                        text, h = text_of(args, kwargs)
+                    except KeyError:
+                        if len(texts) > 64:
+                            texts.clear()
+                        text, h = texts[key] = text_of(args, kwargs)
                     agree(comm, text, f"DistributedTensor.{name}", ShardingError, h)
             inside.append((f"DistributedTensor.{name}", args, kwargs))
             try:
