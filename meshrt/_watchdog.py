@@ -33,7 +33,7 @@ from . import _check
 
 __all__ = ["start", "report_finished", "rank", "timeout_seconds", "write_status"]
 
-POLL = 0.1
+POLL = 0.25
 BLOCKED = 0.5  # seconds in one operation before it counts as blocked
 
 _thread = None

@@ -174,3 +174,26 @@ def test_timeout_reports_every_rank_and_aborts(tmp_path):
         assert f"  rank {r}: blocked in DistributedTensor.gather() at job.py:8 for " in err, err
     assert "  rank 0: not in a meshrt operation, at job.py:7 for " in err
     _assert_no_survivors(marker)
+
+
+def test_timeout_under_plain_mpiexec(tmp_path):
+    # Without meshrt run each rank's watchdog prints its own line and calls MPI_Abort.
+    marker = f"meshrt-plain-timeout-{os.getpid()}"
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent("""
+        import time
+        from meshrt import DistributedTensor, Mesh, Sharding
+        mesh = Mesh((-1,))
+        t = DistributedTensor.zeros((8, 8), Sharding(mesh, [[0]]))
+        if mesh.rank != 1:
+            t.gather(root=0)
+        time.sleep(120)
+    """))
+    proc = subprocess.Popen([find_mpiexec(), "-n", str(N), sys.executable, str(script), marker], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, MESHRT_TIMEOUT="3"))
+    rc, out, err, _ = _finish(proc, 30)
+    assert rc == 124, (out, err)
+    assert re.search(r"\[meshrt\] rank 0 blocked in DistributedTensor.gather\(root=0\) at job.py:7 for 3\.\d s "
+                     r"\(MESHRT_TIMEOUT=3\); aborting the job", err), err
+    _assert_no_survivors(marker)
