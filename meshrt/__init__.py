@@ -10,6 +10,13 @@ from .errors import CollectiveError, MeshError, ShardingError
 from .mesh import AbstractMesh, Mesh
 from .reduction import Generic, ReductionKind
 from .sharding import Sharding
+from . import _check, halo as _halo, io as _io
+
+_check.instrument(_halo, _io)  # before the names below are bound
+if _check.WATCH:
+    from . import _watchdog
+
+    _watchdog.start()
 from .collectives import (
     all_gather, all_reduce, all_slice, all_to_all, broadcast, gather, mesh_shape, neighbors_linear_indices,
     process_linear_index, process_multi_index, recv, reduce, reduce_scatter, scatter, send, shard_shape, shift,

@@ -8,7 +8,6 @@
 
 import argparse
 import os
-import subprocess
 import sys
 
 __all__ = ["main"]
@@ -73,10 +72,13 @@ def _run(args):
     # run from a source checkout, its meshrt/ (without compiled modules) would shadow
     # the installed one.  "-c" lets us drop that entry before importing (any Python).
     cmd = [mpiexec, "-n", str(args.n), sys.executable, "-c", _LAUNCH, args.script, *args.args]
+    from .launch import run_job
+
     try:
-        return subprocess.call(cmd)
-    except KeyboardInterrupt:
-        return 130
+        return run_job(cmd, args.n)
+    except ValueError as e:  # MESHRT_KILL_GRACE / MESHRT_EXIT_GRACE not a number
+        print(f"meshrt run: {e}", file=sys.stderr)
+        return 2
 
 
 def _bench(args):

@@ -9,9 +9,15 @@ calls ``MPI.COMM_WORLD.Abort(1)`` so mpiexec ends every process at once.
 
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import time
 
-__all__ = ["find_mpiexec", "run_script", "main"]
+__all__ = ["find_mpiexec", "run_script", "run_job", "main"]
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 
 
 def find_mpiexec():
@@ -45,6 +51,10 @@ def run_script(path, args=()):
         raise FileNotFoundError(f"meshrt.launch: script {path!r} does not exist")
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    from . import _check, _watchdog
+
+    if _check.WATCH:
+        _watchdog.start()
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
@@ -56,7 +66,14 @@ def run_script(path, args=()):
             sys.stdout.flush()
             sys.stderr.flush()
             MPI.COMM_WORLD.Abort(e.code if isinstance(e.code, int) else 1)
+        _watchdog.report_finished()
         raise
+    except KeyboardInterrupt:  # SIGINT forwarded by meshrt run: where it was, in one line
+        tb = traceback.extract_tb(sys.exc_info()[2])
+        where = f" at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name}" if tb else ""
+        sys.stderr.write(f"[rank {_watchdog.rank()}] interrupted{where}\n")
+        sys.stderr.flush()
+        os._exit(130)
     except BaseException:
         from mpi4py import MPI
 
@@ -66,6 +83,252 @@ def run_script(path, args=()):
         sys.stderr.write("".join(f"[rank {rank}] {line}\n" for line in text.splitlines()))
         sys.stderr.flush()
         MPI.COMM_WORLD.Abort(1)
+    else:
+        _watchdog.report_finished()
+
+
+# -- meshrt run: the job's supervisor ----------------------------------------------------------
+def _env_seconds(name: str, default: float) -> float:
+    text = os.environ.get(name, "")
+    try:
+        return float(text) if text.strip() else default
+    except ValueError:
+        raise ValueError(f"{name}={text!r}: expected a number of seconds") from None
+
+
+def _set_subreaper() -> None:
+    # mpiexec (hydra) starts its proxies and the ranks each in a session of their own,
+    # so no process group holds the job.  As a child subreaper, the ranks that lose
+    # their parent are reparented to us instead of to init: the job stays our subtree.
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def _die_with_parent() -> None:
+    # In mpiexec, before exec: should meshrt run itself be killed (SIGKILL cannot be
+    # passed on), mpiexec gets SIGTERM, on which hydra ends the whole job.
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _children_table() -> dict:
+    """parent pid -> child pids, from /proc (empty where there is no /proc)."""
+    table: dict = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if fields[0] == b"Z":  # a zombie is reaped below, not signalled
+            continue
+        table.setdefault(int(fields[1]), []).append(int(name))
+    return table
+
+
+def _descendants(pid: int) -> list:
+    table, out, todo = _children_table(), [], [pid]
+    while todo:
+        for child in table.get(todo.pop(), ()):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _signal_job(sig) -> int:
+    """Send ``sig`` to every descendant of this process (mpiexec, its proxies, the ranks)."""
+    pids = _descendants(os.getpid())
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    return len(pids)
+
+
+def _reap() -> None:
+    # Reparented ranks become our children: collect their exit status.
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _read_status(job_dir: str) -> dict:
+    """rank -> (state, since, description) from the ranks' status files."""
+    out = {}
+    try:
+        names = os.listdir(job_dir)
+    except OSError:
+        return out
+    for name in names:
+        if not (name.startswith("rank") and name[4:].isdigit()):
+            continue
+        try:
+            with open(os.path.join(job_dir, name)) as f:
+                state, since, text = f.read().rstrip("\n").split("\t", 2)
+            out[int(name[4:])] = (state, float(since), text)
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _ranks(rs) -> str:
+    rs = sorted(rs)
+    return f"process {rs[0]}" if len(rs) == 1 else "processes " + ", ".join(map(str, rs))
+
+
+class _Job:
+    """One mpiexec run under supervision: signals forwarded, early exits and timeouts diagnosed."""
+
+    def __init__(self, cmd, nprocs: int):
+        self.cmd, self.nprocs = cmd, nprocs
+        self.grace = _env_seconds("MESHRT_KILL_GRACE", 3.0)
+        self.exit_grace = _env_seconds("MESHRT_EXIT_GRACE", 5.0)
+        self.signals: list = []
+        self.said_timeout = self.said_waiting = False
+
+    def _on_signal(self, signum, frame):
+        self.signals.append(signum)
+
+    def run(self) -> int:
+        _set_subreaper()
+        job_dir = self.job_dir = tempfile.mkdtemp(prefix="meshrt-job-")
+        env = dict(os.environ, MESHRT_JOB_DIR=job_dir)
+        old = {s: signal.signal(s, self._on_signal) for s in FORWARDED}
+        try:
+            self.proc = subprocess.Popen(self.cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+            return self._supervise(job_dir)
+        finally:
+            if _descendants(os.getpid()):
+                self._end(signal.SIGKILL, grace=0)
+            for s, h in old.items():
+                signal.signal(s, h)
+            shutil.rmtree(job_dir, ignore_errors=True)
+
+    def _supervise(self, job_dir) -> int:
+        while True:
+            try:
+                return self.proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                pass
+            if self.signals:
+                sig = self.signals[0]
+                name = signal.Signals(sig).name
+                sys.stderr.write(f"meshrt run: got {name}; passing it to the job and ending it\n")
+                sys.stderr.flush()
+                self._end(sig, self.grace)
+                return 128 + sig
+            verdict = self._diagnose(_read_status(job_dir))
+            if verdict is not None:
+                return verdict
+
+    def _end(self, sig, grace: float) -> None:
+        """``sig`` to the whole job, then SIGKILL to whatever is left after ``grace`` seconds
+        (at once on a second signal)."""
+        seen = len(self.signals)
+        _signal_job(sig)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and len(self.signals) == seen:
+            if self._gone():
+                return
+            time.sleep(0.05)
+        while not self._gone():
+            _signal_job(signal.SIGKILL)
+            time.sleep(0.05)
+
+    def _gone(self) -> bool:
+        # mpiexec's own status is collected by Popen first; then reparented ranks' (as
+        # their subreaper), which a blanket waitpid would otherwise have taken from Popen.
+        if self.proc.poll() is None:
+            return False
+        _reap()
+        return not _descendants(os.getpid())
+
+    def _diagnose(self, status: dict):
+        """End the job (returning its exit status) when a rank timed out, or when some ranks
+        finished while all the others have been blocked in meshrt operations for a while."""
+        now = time.time()
+        timed_out = [r for r, (state, _, _) in status.items() if state == "timeout"]
+        if timed_out and not self.said_timeout:
+            self.said_timeout = True
+            time.sleep(0.5)  # the other ranks' watchdogs may be about to report too
+            sys.stderr.write("meshrt run: MESHRT_TIMEOUT reached; what every process was doing:\n"
+                             + self._table(_read_status(self.job_dir) or status, now))
+            sys.stderr.flush()
+            self._end(signal.SIGTERM, self.grace)
+            return 124
+        finished = {r for r, (state, _, _) in status.items() if state == "finished"}
+        if not finished or len(finished) == self.nprocs:
+            return None
+        rest = [r for r in range(self.nprocs) if r not in finished]
+        last_finish = max(status[r][1] for r in finished)
+        blocked = [r for r in rest if r in status and status[r][0] in ("blocked", "timeout")]
+        if len(blocked) == len(rest):
+            if now - max(last_finish, max(status[r][1] for r in rest)) >= self.exit_grace:
+                sys.stderr.write(
+                    f"meshrt run: {_ranks(finished)} finished (the script returned) while "
+                    f"{_ranks(rest)} {'is' if len(rest) == 1 else 'are'} blocked in meshrt operations that need "
+                    f"every process:\n" + self._table(status, now) + "meshrt run: ending the job\n")
+                sys.stderr.flush()
+                self._end(signal.SIGTERM, self.grace)
+                return 1
+        elif now - last_finish >= 4 * self.exit_grace and not self.said_waiting:
+            self.said_waiting = True
+            sys.stderr.write(
+                f"meshrt run: {_ranks(finished)} finished {now - last_finish:.0f} s ago; still waiting for "
+                f"{_ranks(rest)} (computing, or blocked in a raw MPI call; Ctrl-C ends the job):\n"
+                + self._table(status, now))
+            sys.stderr.flush()
+        return None
+
+    def _table(self, status: dict, now: float) -> str:
+        lines = []
+        for r in range(self.nprocs):
+            state, since, text = status.get(r, ("running", now, ""))
+            if state == "finished":
+                lines.append(f"  rank {r}: finished")
+            elif state in ("blocked", "timeout"):
+                lines.append(f"  rank {r}: blocked in {text} for {now - since:.1f} s")
+            elif state == "outside":
+                lines.append(f"  rank {r}: not in a meshrt operation, at {text} for {now - since:.1f} s")
+            else:
+                lines.append(f"  rank {r}: running, not in a meshrt operation")
+        return "\n".join(lines) + "\n"
+
+
+def run_job(cmd, nprocs: int) -> int:
+    """Run ``cmd`` (an mpiexec command line of ``nprocs`` ranks started through this module)
+    and return its exit status, supervising it:
+
+    * SIGINT, SIGTERM, SIGHUP and SIGUSR1 are passed to every process of the job
+      (mpiexec, its proxies, the ranks); whatever is left after ``MESHRT_KILL_GRACE``
+      seconds (default 3) is killed; the status is 128 + the signal's number;
+    * a rank whose script returned while all the others have been blocked in meshrt
+      operations for ``MESHRT_EXIT_GRACE`` seconds (default 5) ends the job with a
+      diagnosis naming the ranks (status 1);
+    * a rank that reached ``MESHRT_TIMEOUT`` makes it print what every rank was doing
+      and end the job (status 124).
+    """
+    return _Job(cmd, nprocs).run()
 
 
 def main(argv=None):

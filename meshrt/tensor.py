@@ -26,7 +26,7 @@ import numbers
 import numpy as np
 import numpy.lib.mixins
 
-from . import collectives
+from . import _check, collectives
 from . import io as _io
 from .halo import HaloExchange, periodic_tuple
 from ._blockcopy import copy_block, extract, insert
@@ -88,6 +88,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
     # -- creation --------------------------------------------------------------------
     @classmethod
+    @_check.creation("from_local", data=("local",))
     def from_local(cls, local, sharding: Sharding, global_shape, *, dtype=None, periodic=None) -> "DistributedTensor":
         """Wrap this process's existing buffer (owned block plus halos), without copying.
 
@@ -112,6 +113,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return cls(local, sharding, shape, periodic=periodic)
 
     @classmethod
+    @_check.creation("empty")
     def empty(cls, global_shape, sharding: Sharding, dtype=np.float64, *, periodic=None) -> "DistributedTensor":
         """A tensor with an uninitialized interior (halos are zero)."""
         sharding = _check_sharding(sharding)
@@ -121,6 +123,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return cls(local, sharding, shape, periodic=periodic)
 
     @classmethod
+    @_check.creation("zeros")
     def zeros(cls, global_shape, sharding: Sharding, dtype=np.float64, *, periodic=None) -> "DistributedTensor":
         """A tensor of zeros."""
         sharding = _check_sharding(sharding)
@@ -128,6 +131,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return cls(np.zeros(sharding.local_shape(shape), dtype=dtype), sharding, shape, periodic=periodic)
 
     @classmethod
+    @_check.creation("full", data=("fill_value",))
     def full(cls, global_shape, sharding: Sharding, fill_value, dtype=None, *, periodic=None) -> "DistributedTensor":
         """A tensor whose every element is ``fill_value`` (halos zero)."""
         if dtype is None:
@@ -137,6 +141,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return t
 
     @classmethod
+    @_check.creation("from_function", data=("fn",))
     def from_function(cls, fn, global_shape, sharding: Sharding, dtype=np.float64, *, sparse=False,
                       periodic=None) -> "DistributedTensor":
         """Fill the owned block with ``fn(*indices)``, like `numpy.fromfunction`.
@@ -156,6 +161,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return t
 
     @classmethod
+    @_check.creation("from_global", data=("array",))
     def from_global(cls, array, sharding: Sharding, root=None, *, global_shape=None, dtype=None,
                     periodic=None) -> "DistributedTensor":
         """Shard a full array.
@@ -267,6 +273,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
 
     # -- gather ----------------------------------------------------------------------------
+    @_check.method("DistributedTensor.save")
     def save(self, path) -> None:
         """Write the global array to one standard ``.npy`` file with MPI-IO (collective).
 
@@ -276,12 +283,14 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         _io.save_tensor(path, self)
 
     @classmethod
+    @_check.creation("load")
     def load(cls, path, sharding: Sharding, *, periodic=None) -> "DistributedTensor":
         """Read a ``.npy`` file (any writer, any process count) into ``sharding``;
         halos are zero until `update_halo`."""
         return _io.load_tensor(
             path, sharding, factory=lambda local, s, shape: cls.from_local(local, s, shape, periodic=periodic))
 
+    @_check.method("DistributedTensor.reshard")
     def reshard(self, sharding: Sharding, *, out: "DistributedTensor | None" = None) -> "DistributedTensor":
         """This tensor laid out by ``sharding`` (a new tensor on the same mesh).
 
@@ -312,6 +321,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             out.update_halo()
         return out
 
+    @_check.method("DistributedTensor.gather")
     def gather(self, root=None):
         """The full global array on every process, or on ``root`` only (None elsewhere).
 
@@ -361,6 +371,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
                                       reduction=s.partial_type)
 
     # -- halos -----------------------------------------------------------------------------
+    @_check.method("DistributedTensor.update_halo")
     def update_halo(self, wait: bool = True):
         """Fill the halos from the neighbouring shards (edges and corners included).
 
@@ -447,22 +458,27 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return new
 
     # -- numpy: reductions -------------------------------------------------------------------------
+    @_check.method("DistributedTensor.sum")
     def sum(self, axis=None, dtype=None, *, keep_partial=False):
         """Sum of the elements (all, or along ``axis``); see `_reduce`."""
         return self._reduce("sum", axis, dtype, keep_partial)
 
+    @_check.method("DistributedTensor.prod")
     def prod(self, axis=None, dtype=None, *, keep_partial=False):
         """Product of the elements (all, or along ``axis``)."""
         return self._reduce("prod", axis, dtype, keep_partial)
 
+    @_check.method("DistributedTensor.max")
     def max(self, axis=None, *, keep_partial=False):
         """Largest element (all, or along ``axis``); NaN wins, as in numpy."""
         return self._reduce("max", axis, None, keep_partial)
 
+    @_check.method("DistributedTensor.min")
     def min(self, axis=None, *, keep_partial=False):
         """Smallest element (all, or along ``axis``); NaN wins, as in numpy."""
         return self._reduce("min", axis, None, keep_partial)
 
+    @_check.method("DistributedTensor.mean")
     def mean(self, axis=None, dtype=None, *, keep_partial=False):
         """Mean of the elements (all, or along ``axis``): the global sum over the global count."""
         return self._reduce("mean", axis, dtype, keep_partial)

@@ -10,8 +10,8 @@ from mpi4py import MPI
 
 from meshrt import (
     AbstractMesh, CollectiveError, DistributedTensor, Mesh, MeshError, Sharding, ShardingError, all_gather,
-    all_reduce, all_to_all, broadcast, explain_reshard, gather, plan_halo, reduce, reduce_scatter, scatter, shift,
-    spmd, update_halo,
+    all_reduce, all_to_all, broadcast, explain_reshard, gather, load_state, plan_halo, reduce, reduce_scatter, scatter,
+    shift, spmd, update_halo,
 )
 from meshrt.collectives import set_check
 
@@ -59,6 +59,41 @@ def _bad_spmd_output():
     return f(T)
 
 
+def _checked(fn):
+    """Run ``fn`` with MESHRT_CHECK on (as `set_check(True)` does for the whole program)."""
+    def call():
+        old = set_check(True)
+        try:
+            return fn()
+        finally:
+            set_check(old)
+
+    return call
+
+
+def _sum_on_first_only():
+    if comm.rank == 0:
+        T.sum()  # the others skip it: they go on to gather
+    return T.gather()
+
+
+def _save_paths_differ():
+    path = os.path.join(tempfile.gettempdir(), f"meshrt-catalogue-{os.getppid()}-{comm.rank}.npy")
+    return T.save(path)
+
+
+def _halo_widths_differ():
+    local = np.zeros((4, 3))
+    return update_halo(local, MESH, [["x"]], [1, 1] if comm.rank else [1, 0])
+
+
+def _load_state_names_differ():
+    return load_state(os.path.join(tempfile.gettempdir(), f"meshrt-nothing-{os.getppid()}"),
+                      {"u" if comm.rank else "v": ROWS})
+
+
+ONE = P == 1  # a single process agrees with itself: the call must succeed (or fail alike)
+DISAGREE = "the processes disagree"
 CASES = [
     # meshes
     ("mesh size", lambda: Mesh((P + 1,), comm=comm), MeshError, f"needs exactly {P + 1} processes"),
@@ -136,6 +171,39 @@ CASES = [
     ("spmd sharding", lambda: spmd(in_shardings=("rows",), out_shardings=ROWS), ShardingError, "entry 0 is 'rows'"),
     ("spmd output", _bad_spmd_output, ShardingError, "output 0: local: shape"),
     ("foreign checkpoint", _foreign_npy, ValueError, "npy|numpy|magic"),
+    # creation agrees on global shape, dtype and sharding across the processes (always on)
+    ("zeros shape per rank", lambda: DistributedTensor.zeros((8 + comm.rank, 8), ROWS), ShardingError,
+     None if ONE else r"DistributedTensor.zeros: the processes disagree .* process 0: zeros\(global_shape=\(8, 8\)"),
+    ("empty dtype per rank", lambda: DistributedTensor.empty((8, 8), ROWS, np.float32 if comm.rank else "f8"),
+     ShardingError, None if ONE else "DistributedTensor.empty: .*dtype=float32"),
+    ("full sharding per rank", lambda: DistributedTensor.full((8, 8), ROWS if comm.rank else Sharding(MESH, []), 1.0),
+     ShardingError, None if ONE else "DistributedTensor.full: .*split_axes"),
+    ("from_function shape", lambda: DistributedTensor.from_function(lambda i: i, (4 * P - comm.rank,), ROWS),
+     ShardingError, None if ONE else "DistributedTensor.from_function: " + DISAGREE),
+    ("from_global root sharding", lambda: DistributedTensor.from_global(
+        X, ROWS if comm.rank else Sharding(MESH, []), root=0), ShardingError,
+     None if ONE else "DistributedTensor.from_global: " + DISAGREE),
+    ("from_local global shape", lambda: DistributedTensor.from_local(np.zeros((2, 3)), ROWS, (2 * P + comm.rank, 3)),
+     ShardingError, None if ONE else "DistributedTensor.from_local: " + DISAGREE),
+    ("periodic per rank", lambda: DistributedTensor.zeros((2 * P, 3), ROWS, periodic=comm.rank == 0), ShardingError,
+     None if ONE else "periodic="),
+    # MESHRT_CHECK=1: every tensor method and module entry agrees on name and arguments first
+    ("sum vs max", _checked(lambda: T.max() if comm.rank % 2 else T.sum()), CollectiveError,
+     None if ONE else r"different operations: the processes disagree .*process(es)? 0[, 0-9]*: DistributedTensor.sum\("),
+    ("sum on rank 0 only", _checked(_sum_on_first_only), CollectiveError,
+     None if ONE else r"different operations: .*process(es)? 1[, 0-9]*: DistributedTensor.gather\("),
+    ("gather roots differ", _checked(lambda: T.gather(root=0 if comm.rank == 0 else P - 1)), CollectiveError,
+     None if ONE else "DistributedTensor.gather: .*root=0.*root=%d" % (P - 1)),
+    ("reshard targets differ", _checked(lambda: T.reshard(ROWS if comm.rank else Sharding(MESH, []))),
+     CollectiveError, None if ONE else "DistributedTensor.reshard: " + DISAGREE),
+    ("halo vs sum", _checked(lambda: T.update_halo() if comm.rank else T.sum()), CollectiveError,
+     None if ONE else "different operations: " + DISAGREE),
+    ("save paths differ", _checked(_save_paths_differ), CollectiveError,
+     None if ONE else "DistributedTensor.save: " + DISAGREE),
+    ("update_halo widths differ", _checked(_halo_widths_differ), CollectiveError,
+     None if ONE else r"update_halo: .*\[1, 0\]"),
+    ("load_state names differ", _checked(_load_state_names_differ), ValueError,
+     "load_state: " + DISAGREE if not ONE else "manifest|does not exist|no checkpoint"),
 ]
 
 

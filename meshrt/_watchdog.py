@@ -1,0 +1,189 @@
+"""A per-process watchdog thread: which meshrt operation this process is blocked in.
+
+It wakes every `POLL` seconds and looks at the main thread's Python frames
+(mpi4py releases the GIL while MPI blocks, so it runs while the main thread
+waits in a collective): the frames of meshrt's public functions and methods
+(``all_reduce``, ``DistributedTensor.sum``, ``HaloExchange.__call__``...) are
+the operations it is in, and reading them costs the main thread nothing.  The
+innermost one still running after `BLOCKED` seconds makes the process
+*blocked in* that operation:
+
+* under ``meshrt run`` (``MESHRT_JOB_DIR`` set) it writes a one-line status
+  file ``rank<R>`` there (``blocked``, then ``finished`` once the script
+  returns), which the launcher reads to tell a process that finished early
+  while the others wait for it;
+* with ``MESHRT_TIMEOUT=S``, after ``S`` seconds in one operation it prints
+  ``[meshrt] rank R blocked in OP(ARGS) for S s`` and aborts the job
+  (``MPI_Abort``), a second later so that the other processes print theirs.
+
+Status file format (tab-separated, one line): ``state, time.time() since,
+description``; ``state`` is ``blocked`` (in a meshrt operation), ``outside``
+(on one line of the program, outside meshrt: computing or in a raw MPI call),
+``running``, ``timeout`` or ``finished``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+from . import _check
+
+__all__ = ["start", "report_finished", "rank", "timeout_seconds", "write_status"]
+
+POLL = 0.25
+BLOCKED = 0.5  # seconds in one operation before it counts as blocked
+
+_thread = None
+
+
+def rank() -> int:
+    """This process's rank from the launcher's environment, or from MPI if it is running."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    try:
+        from mpi4py import MPI
+
+        if MPI.Is_initialized():
+            return MPI.COMM_WORLD.Get_rank()
+    except ImportError:
+        pass
+    return 0
+
+
+def timeout_seconds():
+    """``MESHRT_TIMEOUT`` as seconds, None if unset or 0; a bad value raises ValueError."""
+    text = os.environ.get("MESHRT_TIMEOUT", "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"MESHRT_TIMEOUT={text!r}: expected a number of seconds") from None
+    if value < 0:
+        raise ValueError(f"MESHRT_TIMEOUT={text!r}: expected a number of seconds >= 0")
+    return value or None
+
+
+def write_status(state: str, since: float, text: str) -> None:
+    """Replace this process's status file in ``MESHRT_JOB_DIR`` (atomically), if there is one."""
+    job = os.environ.get("MESHRT_JOB_DIR")
+    if not job:
+        return
+    path = os.path.join(job, f"rank{rank()}")
+    tmp = f"{path}.tmp"
+    try:
+        with open(tmp, "w") as f:
+            f.write(f"{state}\t{since:.3f}\t{text}\n")
+        os.replace(tmp, path)
+    except OSError:  # the launcher's directory is gone, or on another node: nothing to tell
+        pass
+
+
+def report_finished() -> None:
+    """Tell the launcher this process's script has returned."""
+    write_status("finished", time.time(), "")
+
+
+_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_NOT_OPS = {_PKG + name for name in ("_check.py", "_watchdog.py", "launch.py", "cli.py", "testing.py", "bench.py")}
+
+
+def _is_op(code) -> bool:
+    if not code.co_filename.startswith(_PKG) or code.co_filename in _NOT_OPS:
+        return False
+    last = code.co_name
+    return not last.startswith("_") or last == "__call__"
+
+
+def operations(frame) -> tuple:
+    """(the frames of meshrt operations from ``frame`` outwards, innermost first; the frame of
+    the code that called the outermost, or None)."""
+    ops, caller, f = [], None, frame
+    while f is not None:
+        if _is_op(f.f_code):
+            ops.append(f)
+        f = f.f_back
+    if ops:
+        f = ops[-1].f_back
+        while f is not None and f.f_code.co_filename.startswith(_PKG):
+            f = f.f_back
+        caller = f
+    return ops, caller
+
+
+def _arguments(frame) -> tuple:
+    code = frame.f_code
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    values = frame.f_locals  # a snapshot; read once per report, never per call
+    return {n: values[n] for n in names if n not in ("self", "cls") and values.get(n) is not None}
+
+
+def describe(ops, caller) -> str:
+    """``DistributedTensor.sum(...) > all_reduce(x=array(...), ...) at script.py:12``."""
+    text = " > ".join(_check.describe((f.f_code.co_qualname, (), _arguments(f))) for f in reversed(ops))
+    if caller is not None:
+        text += f" at {os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
+    return text
+
+
+def _abort(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        from mpi4py import MPI
+
+        if MPI.Is_initialized() and not MPI.Is_finalized():
+            MPI.COMM_WORLD.Abort(code)
+    except ImportError:
+        pass
+    os._exit(code)
+
+
+def _run(timeout, main_id) -> None:
+    seen, first = None, 0.0  # where the main thread was last seen, and since when
+    reported = False
+    while True:
+        time.sleep(POLL)
+        frame = sys._current_frames().get(main_id)
+        if frame is None:  # the main thread has ended
+            return
+        ops, caller = operations(frame)
+        # Inside an operation: its innermost frame (a frame kept here is never reused for
+        # another call).  Outside: the line the program is at (a raw MPI call, or computing).
+        where = (ops[0], None) if ops else (frame, frame.f_lineno)
+        now = time.time()
+        if seen is None or where[0] is not seen[0] or where[1] != seen[1]:
+            if reported:
+                write_status("running", now, "")
+            seen, first, reported = where, now, False
+            continue
+        waited = now - first
+        if not reported and waited >= BLOCKED:
+            if ops:
+                write_status("blocked", first, describe(ops, caller))
+            else:
+                write_status("outside", first, f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}")
+            reported = True
+        if ops and timeout is not None and waited >= timeout:
+            what = describe(ops, caller)
+            write_status("timeout", first, what)
+            sys.stderr.write(f"[meshrt] rank {rank()} blocked in {what} for {waited:.1f} s "
+                             f"(MESHRT_TIMEOUT={timeout:g}); aborting the job\n")
+            sys.stderr.flush()
+            time.sleep(1.0)  # the others may be about to report too (meshrt run ends the job first)
+            _abort(124)
+        del frame, ops, caller
+
+
+def start() -> None:
+    """Start the watchdog thread once (a daemon: it never keeps the process alive)."""
+    global _thread
+    if _thread is not None:
+        return
+    _thread = threading.Thread(target=_run, args=(timeout_seconds(), threading.main_thread().ident),
+                               name="meshrt-watchdog", daemon=True)
+    _thread.start()
