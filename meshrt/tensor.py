@@ -535,23 +535,61 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
     # -- numpy: functions ----------------------------------------------------------------------
     def __array_function__(self, func, types, args, kwargs):
-        name = _ARRAY_FUNCTIONS.get(func)
-        if name is None or not args or args[0] is not self:
-            return NotImplemented
-        kwargs = dict(kwargs)
-        axis = kwargs.pop("axis", args[1] if len(args) > 1 else None)
+        if not all(issubclass(t, (DistributedTensor, np.ndarray)) for t in types):
+            return NotImplemented  # another array type may know this mix (NEP 18)
+        handler = _HANDLED_FUNCTIONS.get(func)
+        if handler is None:
+            raise TypeError(
+                f"{_np_name(func)} is not supported on a DistributedTensor; supported: "
+                f"{', '.join(sorted({_np_name(f) for f in _HANDLED_FUNCTIONS}))} (or gather() first)"
+            )
+        return handler(*args, **kwargs)
+
+
+# numpy function -> its handler, called with the function's own arguments (see `implements`).
+_HANDLED_FUNCTIONS = {}
+
+
+def implements(*numpy_functions):
+    """Register the decorated function as the DistributedTensor version of ``numpy_functions``.
+
+    ``__array_function__`` calls it with numpy's arguments; any numpy function
+    not registered raises TypeError naming the supported ones.
+
+    >>> @implements(np.copy)                                           # doctest: +SKIP
+    ... def _copy(a, order="K", subok=False):
+    ...     return a.copy()
+    """
+    def register(handler):
+        for f in numpy_functions:
+            _HANDLED_FUNCTIONS[f] = handler
+        return handler
+    return register
+
+
+def _np_name(func) -> str:
+    module = getattr(func, "__module__", None) or "numpy"
+    sub = module.split(".", 1)[1] if module.startswith("numpy.") and not module.startswith("numpy._") else ""
+    return f"np.{sub + '.' if sub else ''}{getattr(func, '__name__', func)}"
+
+
+def _reduction_handler(name):
+    allowed = {"dtype"} if name in ("sum", "prod", "mean") else set()
+
+    def handler(a, axis=None, *args, **kwargs):
         extra = {k: v for k, v in kwargs.items() if v is not None and not (k == "keepdims" and v is False)}
-        allowed = {"dtype"} if name in ("sum", "prod", "mean") else set()
         bad = set(extra) - allowed
-        if bad or len(args) > 2:
-            raise TypeError(f"np.{func.__name__} on a DistributedTensor takes only axis{'/dtype' if allowed else ''}, "
+        if bad or args or not isinstance(a, DistributedTensor):
+            raise TypeError(f"np.{name} on a DistributedTensor takes only axis{'/dtype' if allowed else ''}, "
                             f"got {sorted(bad) or 'extra positional arguments'}")
-        return getattr(self, name)(axis, **extra)
+        return getattr(a, name)(axis, **extra)
+    handler.__name__ = f"_np_{name}"
+    return handler
 
 
-_ARRAY_FUNCTIONS = {
-    np.sum: "sum", np.prod: "prod", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.mean: "mean",
-}
+for _name, _funcs in (("sum", (np.sum,)), ("prod", (np.prod,)), ("max", (np.max, np.amax)),
+                      ("min", (np.min, np.amin)), ("mean", (np.mean,))):
+    implements(*_funcs)(_reduction_handler(_name))
 
 
 # -- helpers ---------------------------------------------------------------------------------------
