@@ -16,6 +16,7 @@ from .collectives import (
 from .halo import HaloExchange, plan_halo, update_halo
 from .reshard import explain_reshard, plan_reshard
 from .tensor import DistributedTensor
+from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot  # noqa: E402  (binds meshrt.matmul to the function; the module stays in sys.modules)
 from .io import CheckpointError, load_state, save_state
 from .spmd import spmd
 
@@ -32,5 +33,5 @@ __all__ = [
     "all_gather", "all_reduce", "all_slice", "all_to_all", "broadcast", "gather", "reduce", "reduce_scatter",
     "scatter", "send", "recv", "shift", "update_halo", "process_linear_index", "process_multi_index",
     "mesh_shape", "neighbors_linear_indices", "shard_shape",
-    "HaloExchange", "plan_halo", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
+    "HaloExchange", "plan_halo", "matmul", "dot", "tensordot", "einsum", "explain_matmul", "explain_einsum", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
 ]

@@ -255,6 +255,12 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             "array or .interior / .local for this process's block"
         )
 
+    def __matmul__(self, other):
+        return _matmul.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _matmul.matmul(other, self)
+
     def __bool__(self):
         raise TypeError("DistributedTensor: the truth value of a tensor is ambiguous; use .any()/.all() on a gather()")
 
@@ -385,6 +391,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
     # -- numpy: elementwise ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        if ufunc in _HANDLED_FUNCTIONS and method == "__call__":  # gufuncs such as np.matmul
+            return _HANDLED_FUNCTIONS[ufunc](*inputs, out=out, **kwargs)
         name = ufunc.__name__
         if method != "__call__" or ufunc.signature is not None:
             what = f"{name}.{method}" if method != "__call__" else name
@@ -832,3 +840,6 @@ def _drop_dim(s: Sharding, dim: int, partial_axes, partial_type) -> Sharding:
             del offsets[start: start + s.dim_split_size(dim) + 1]
     return Sharding(s.mesh, split, partial_axes=partial_axes, partial_type=partial_type,
                     halo_sizes=halos or None, sharded_dims_offsets=offsets or None)
+
+
+from . import matmul as _matmul  # noqa: E402,F401  registers np.matmul & co
