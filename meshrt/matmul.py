@@ -228,9 +228,7 @@ def einsum_contraction(subscripts: str, shapes) -> Contraction:
             raise bad(f"term {t!r} repeats a label (a diagonal); not supported")
         if len(t) != len(shape):
             raise bad(f"term {t!r} has {len(t)} labels for an operand of shape {tuple(shape)}")
-    counts = {c: lhs.count(c) for c in set(lhs) - {","}}
-    if any(n > 2 for n in counts.values()):
-        raise bad("a label appears more than twice")
+    counts = {c: lhs.count(c) for c in set(lhs) - {","}}  # at most 2: two terms, no label twice in one
     if not arrow:
         out = "".join(sorted(c for c, n in counts.items() if n == 1))
     if not all(c in _LETTERS for c in out) or len(set(out)) != len(out):
