@@ -601,7 +601,7 @@ def _as_operands(op, operands):
     return out
 
 
-def _run(plan: ContractionPlan, tensors, local_fn) -> DistributedTensor:
+def _run(plan: ContractionPlan, want: tuple, tensors, local_fn) -> DistributedTensor:
     mesh = tensors[0].mesh
     blocks = []
     for t, rp in zip(tensors, plan.operand_reshards):
@@ -610,7 +610,6 @@ def _run(plan: ContractionPlan, tensors, local_fn) -> DistributedTensor:
     y = np.asarray(local_fn(*blocks))
     if not y.flags.c_contiguous or any(np.may_share_memory(y, x) for x in blocks):  # einsum may return views
         y = y.copy(order="C")
-    want = plan.result.shard_shape(plan.out_shape, mesh.rank)
     if y.shape != want:  # pragma: no cover - a planner bug, never user input
         raise AssertionError(f"{plan.contraction.op}: local result {y.shape}, planned {want}")
     result = DistributedTensor(y, plan.result, plan.out_shape)
@@ -624,12 +623,23 @@ def _run(plan: ContractionPlan, tensors, local_fn) -> DistributedTensor:
     return out
 
 
-def _contract(contraction_of, local_fn, op, operands, out_sharding, partial_ok):
+@functools.lru_cache(maxsize=256)
+def _prepare(contraction_of, extra, shapes, shardings, out_sharding, partial_ok):
+    """Once per call signature: the contraction, its plan with the reshard plans
+    built, and this process's local result shape."""
+    c = contraction_of(*shapes, *extra)
+    plan = plan_contraction(c, shardings, shapes, out_sharding=out_sharding, partial_ok=partial_ok)
+    plan.operand_reshards, plan.result_reshard  # built here, not on the first execution
+    return c, plan, plan.result.shard_shape(plan.out_shape, shardings[0].mesh.rank)
+
+
+def _contract(contraction_of, extra, local_fn, op, operands, out_sharding, partial_ok):
     tensors = _as_operands(op, operands)
-    c = contraction_of(*(t.global_shape for t in tensors))
-    plan = plan_contraction(c, [t.sharding for t in tensors], [t.global_shape for t in tensors],
-                            out_sharding=out_sharding, partial_ok=partial_ok)
-    return _run(plan, tensors, local_fn)
+    c, plan, want = _prepare(contraction_of, extra, tuple(t.global_shape for t in tensors),
+                             tuple(t.sharding for t in tensors), out_sharding, bool(partial_ok))
+    if local_fn is None:  # einsum
+        local_fn = functools.partial(np.einsum, c.subscripts, optimize=len(tensors) > 1)
+    return _run(plan, want, tensors, local_fn)
 
 
 def matmul(a, b, *, out_sharding: Sharding | None = None, partial_ok: bool = False) -> DistributedTensor:
@@ -644,14 +654,14 @@ def matmul(a, b, *, out_sharding: Sharding | None = None, partial_ok: bool = Fal
 
     >>> y = matmul(x, w, out_sharding=x.sharding)       # doctest: +SKIP
     """
-    return _contract(matmul_contraction, np.matmul, "matmul", (a, b), out_sharding, partial_ok)
+    return _contract(matmul_contraction, (), np.matmul, "matmul", (a, b), out_sharding, partial_ok)
 
 
 def dot(a, b, *, out_sharding: Sharding | None = None, partial_ok: bool = False):
     """``np.dot`` on the global arrays (a 0-d operand multiplies elementwise)."""
     if _ndim(a) == 0 or _ndim(b) == 0:
         return a * b
-    return _contract(dot_contraction, np.dot, "dot", (a, b), out_sharding, partial_ok)
+    return _contract(dot_contraction, (), np.dot, "dot", (a, b), out_sharding, partial_ok)
 
 
 def _ndim(x) -> int:
@@ -662,19 +672,22 @@ def tensordot(a, b, axes=2, *, out_sharding: Sharding | None = None, partial_ok:
     """``np.tensordot`` on the global arrays (``axes``: an int or a pair)."""
     na, nb = _ndim(a), _ndim(b)
     xa, xb = normalize_tensordot_axes(axes, na, nb)
-    return _contract(lambda sa, sb: tensordot_contraction(sa, sb, (xa, xb)),
-                     lambda x, y: np.tensordot(x, y, axes=(xa, xb)), "tensordot", (a, b), out_sharding, partial_ok)
+    return _contract(tensordot_contraction, ((xa, xb),), functools.partial(np.tensordot, axes=(xa, xb)),
+                     "tensordot", (a, b), out_sharding, partial_ok)
 
 
 def einsum(subscripts: str, *operands, out_sharding: Sharding | None = None, partial_ok: bool = False):
     """einsum-lite on the global arrays: one or two operands, no ``...``, each label
     at most twice (``"ij,jk->ik"``, ``"bij,bjk->bik"``, ``"ij->ji"``, ``"ij->i"``, ``"i,i"``).
     Anything else raises ValueError naming the subscripts."""
-    tensors = _as_operands("einsum", operands)
-    c = einsum_contraction(subscripts, [t.global_shape for t in tensors])
-    plan = plan_contraction(c, [t.sharding for t in tensors], [t.global_shape for t in tensors],
-                            out_sharding=out_sharding, partial_ok=partial_ok)
-    return _run(plan, tensors, lambda *blocks: np.einsum(c.subscripts, *blocks, optimize=len(blocks) > 1))
+    if not isinstance(subscripts, str):
+        raise TypeError(f"einsum: subscripts must be a str, got {subscripts!r}")
+    return _contract(_einsum_of, (subscripts,), None, "einsum", operands, out_sharding, partial_ok)
+
+
+def _einsum_of(*args):
+    *shapes, subscripts = args
+    return einsum_contraction(subscripts, shapes)
 
 
 def _spec(x, what):
