@@ -47,7 +47,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import ShardingError
-from .mesh import AbstractMesh
 from .reshard import ReshardPlan, execute_reshard, plan_reshard
 from .sharding import Sharding, split_offsets
 from .tensor import DistributedTensor, implements
@@ -397,7 +396,7 @@ def _plan(c: Contraction, shardings, shapes, out_sharding, partial_ok) -> Contra
         used = [a for axes in combo.values() for a in axes]
         if len(used) != len(set(used)):
             continue
-        cand = _candidate(c, mesh, bare, kept, shapes, combo, offsets, sizes, out_shape, out_sharding, partial_ok)
+        cand = _candidate(c, mesh, bare, kept, shapes, combo, offsets, out_shape, out_sharding, partial_ok)
         if best is None or cand[0] < best[0]:
             best = cand
     (volume, _), targets, result, final = best
@@ -422,7 +421,7 @@ def _combos(labels, options):
         yield combo
 
 
-def _candidate(c, mesh, bare, kept, shapes, combo, offsets, sizes, out_shape, out_sharding, partial_ok):
+def _candidate(c, mesh, bare, kept, shapes, combo, offsets, out_shape, out_sharding, partial_ok):
     def layout(labels, shape, partial=(), kind="sum"):
         axes = [combo.get(lab, ()) for lab in labels]
         return _sharding(mesh, axes, [offsets.get((lab, ax)) for lab, ax in zip(labels, axes)], shape,
