@@ -30,6 +30,7 @@ from . import collectives
 from . import io as _io
 from .halo import HaloExchange, periodic_tuple
 from ._blockcopy import copy_block, extract, insert
+from ._indexing import local_view_slices, normalize_key, plan_index
 from .errors import CollectiveError, ShardingError
 from .mesh import Mesh
 from .reshard import execute_reshard, plan_reshard
@@ -271,6 +272,67 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     def astype(self, dtype) -> "DistributedTensor":
         """A copy converted to ``dtype`` (halos included)."""
         return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
+
+    # -- indexing ------------------------------------------------------------------------------
+    def __getitem__(self, key) -> "DistributedTensor":
+        """``t[key]`` with numpy's basic indexing on the global array: ints, slices, ``...``, ``None``.
+
+        Slices with positive steps move no data: the result is a view of each
+        process's block, its sharding's ``sharded_dims_offsets`` say who holds
+        what.  An int on a split dim drops it; the result is replicated over
+        that dim's mesh axes (one broadcast from the owner).  A negative step on
+        a split dim swaps blocks between mirror devices (one Sendrecv).  The
+        result has no halos, and a view's ``local`` is a strided numpy view.
+
+        >>> u[1:-1, ::2].sharding.sharded_dims_offsets      # doctest: +SKIP
+        >>> u[:, n // 2].gather()                            # doctest: +SKIP
+        """
+        plan = plan_index(self._sharding, self._global_shape, normalize_key(key, self._global_shape))
+        block = self._interior[local_view_slices(plan.items, self._slices)]
+        if plan.int_dims:
+            block = _drop_ints(block, plan, self.mesh, self._global_shape)
+        if plan.flip_dims:
+            block = _flip(block, plan, self.mesh)
+        if plan.new_dims:
+            block = np.expand_dims(block, plan.new_dims)
+        return DistributedTensor(block, plan.result_sharding, plan.result_shape)
+
+    def __setitem__(self, key, value) -> None:
+        """``t[key] = value``: a scalar, a numpy array (the global value, the same on every process:
+        each takes its part), or a DistributedTensor of the selection's shape (resharded first).
+
+        Only owned elements are written: halos are not updated (those that
+        mirror written elements are stale until the next ``update_halo()``).
+
+        >>> u[0, :] = 1.0                                    # doctest: +SKIP
+        """
+        if self._sharding.is_partial:
+            raise ShardingError(
+                f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
+                f"{list(self._sharding.partial_axes)}); reshard it to a non-partial sharding first"
+            )
+        plan = plan_index(self._sharding, self._global_shape, normalize_key(key, self._global_shape))
+        target = self._interior[local_view_slices(plan.items, self._slices)]
+        if isinstance(value, DistributedTensor):
+            value = _to_view_layout(value, plan, self.mesh)
+            src = value._interior
+        else:
+            value = np.asarray(value)
+            if value.dtype.hasobject or value.dtype.kind in "SUV" and self.dtype.kind not in "SUV":
+                raise TypeError(f"value: dtype {value.dtype} cannot be stored in a tensor of dtype {self.dtype}")
+            if value.ndim == 0:
+                target[...] = value.astype(self.dtype, copy=False)
+                return
+            try:
+                full = np.broadcast_to(value, plan.result_shape)
+            except ValueError:
+                raise ValueError(f"could not broadcast input array from shape {value.shape} into shape "
+                                 f"{plan.result_shape}") from None
+            src = full[_to_view_index(plan)][plan.view_sharding.shard_slices(plan.view_shape)]
+        if src.dtype == target.dtype and not np.may_share_memory(src, target):
+            copy_block(target, src)
+        else:
+            target[...] = src
 
     # -- gather ----------------------------------------------------------------------------
     def save(self, path) -> None:
@@ -598,6 +660,96 @@ def _reduction_handler(name):
 for _name, _funcs in (("sum", (np.sum,)), ("prod", (np.prod,)), ("max", (np.max, np.amax)),
                       ("min", (np.min, np.amin)), ("mean", (np.mean,))):
     implements(*_funcs)(_reduction_handler(_name))
+
+
+# -- indexing helpers ------------------------------------------------------------------------------
+def _drop_ints(block, plan, mesh, shape):
+    """Index the int dims of P's local block; broadcast from the owner over the axes that split them."""
+    pick = tuple(0 if d in plan.int_dims else slice(None) for d in range(block.ndim))
+    if not plan.bcast_axes:
+        return block[pick]
+    dropped_shape = tuple(n for d, n in enumerate(plan.view_shape) if d not in plan.int_dims)
+    owner = all(mesh.coords[a] == c for a, c in zip(plan.bcast_axes, plan.bcast_root))
+    x = block[pick] if owner else np.broadcast_to(np.zeros((), block.dtype),
+                                                   plan.dropped_sharding.shard_shape(dropped_shape))
+    return collectives.broadcast(x, mesh, plan.bcast_axes, plan.bcast_root)
+
+
+def _flip(block, plan, mesh):
+    """Reverse the negative-step dims; where such a dim is split, blocks go to the mirror device."""
+    s = plan.dropped_sharding
+    rev = tuple(slice(None, None, -1) if d in plan.flip_dims else slice(None) for d in range(block.ndim))
+    block = block[rev]
+    coords = list(mesh.coords)
+    for d in plan.flip_dims:
+        axes = s.dim_axes(d)
+        if axes:
+            sizes = [mesh.shape[a] for a in axes]
+            k = s.shard_index(d)
+            coords_k = np.unravel_index(math.prod(sizes) - 1 - k, sizes)
+            for a, c in zip(axes, coords_k):
+                coords[a] = int(c)
+    partner = mesh.linear_index(coords)
+    if partner == mesh.rank:
+        return block
+    shape = tuple(n for d, n in enumerate(plan.view_shape) if d not in plan.int_dims)
+    send = np.empty(block.shape, block.dtype)
+    copy_block(send, block)
+    recv = np.empty(s.shard_shape(shape, partner), block.dtype)
+    mesh.comm.Sendrecv(send.view(np.uint8).reshape(-1), partner, _TAG_FLIP,
+                       recv.view(np.uint8).reshape(-1), partner, _TAG_FLIP)
+    return recv
+
+
+_TAG_FLIP = 0x1D9
+
+
+def _to_view_index(plan) -> tuple:
+    """The numpy index that takes a value of ``plan.result_shape`` to P's shape and order."""
+    out, kept = [], 0
+    flips = set(plan.flip_dims)
+    for it in plan.items:
+        if it is None:
+            out.append(0)  # a None dim has size 1
+        elif it.index is not None:
+            out.append(None)
+        else:
+            out.append(slice(None, None, -1) if kept in flips else slice(None))
+            kept += 1
+    return tuple(out)
+
+
+def _to_view_layout(value: "DistributedTensor", plan, mesh) -> "DistributedTensor":
+    """``value`` (of the selection's shape) as a tensor laid out like P, the positive view."""
+    if value.mesh != mesh:
+        raise ShardingError(f"value: its mesh {value.mesh!r} is not the target's mesh {mesh!r}")
+    if value.global_shape != plan.result_shape:
+        raise ShardingError(
+            f"value: a DistributedTensor of global shape {value.global_shape} cannot be assigned to a selection of "
+            f"shape {plan.result_shape}; shapes must match (no broadcasting between tensors)"
+        )
+    # Reverse, squeeze and expand on the gathered layout's index map: a reshard to the view's sharding of a
+    # tensor whose dims line up with P's.  The None dims are unsplit first, so squeezing them is local.
+    s = value.sharding
+    if any(s.dim_axes(p) for p in plan.new_dims):
+        value = value.reshard(s.replace(split_axes=[() if p in plan.new_dims else s.dim_axes(p)
+                                                    for p in range(value.ndim)], halo_sizes=None,
+                                        sharded_dims_offsets=None))
+        s = value.sharding
+    block = value._interior
+    if plan.new_dims:
+        block = block[tuple(0 if p in plan.new_dims else slice(None) for p in range(value.ndim))]
+        for p in sorted(plan.new_dims, reverse=True):
+            s = _drop_dim(s, p, s.partial_axes, s.partial_type)
+    shape = tuple(n for p, n in enumerate(value.global_shape) if p not in plan.new_dims)
+    kept = DistributedTensor(block, s.replace(halo_sizes=None), shape)
+    if plan.flip_dims:
+        kept = kept[tuple(slice(None, None, -1) if d in plan.flip_dims else slice(None) for d in range(kept.ndim))]
+    if plan.int_dims:
+        kept = kept[tuple(None if d in plan.int_dims else slice(None) for d in range(len(plan.view_shape)))]
+    if kept.sharding != plan.view_sharding:
+        kept = kept.reshard(plan.view_sharding)
+    return kept
 
 
 # -- helpers ---------------------------------------------------------------------------------------
