@@ -184,3 +184,13 @@ def test_planning_on_65536_devices_is_cheap():
 def test_contraction_is_a_value():
     c = Contraction(("ab", "bc"), "ac", op="matmul")
     assert c == matmul_contraction((2, 3), (3, 4)) and hash(c) == hash(matmul_contraction((2, 3), (3, 4)))
+
+
+def test_many_split_labels_fall_back_to_greedy_assignments():
+    mesh = AbstractMesh((1,) * 6 + (2,) * 6)
+    a = S(mesh, [[k] for k in range(6)])
+    b = S(mesh, [[k] for k in range(6, 12)])
+    shapes = ((2,) * 6, (2,) * 6)
+    plan = plan_contraction(einsum_contraction("abcdef,abcghi->defghi", shapes), (a, b), shapes, partial_ok=True)
+    used = [x for ax in plan.result.split_axes for x in ax] + list(plan.result.partial_axes)
+    assert len(used) == len(set(used)) and plan.estimated_volume == plan.elements_moved
