@@ -315,6 +315,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         target = self._interior[local_view_slices(plan.items, self._slices)]
         if isinstance(value, DistributedTensor):
             value = _to_view_layout(value, plan, self.mesh)
+            if value is None:
+                return
             src = value._interior
         else:
             value = np.asarray(value)
@@ -665,7 +667,8 @@ for _name, _funcs in (("sum", (np.sum,)), ("prod", (np.prod,)), ("max", (np.max,
 # -- indexing helpers ------------------------------------------------------------------------------
 def _drop_ints(block, plan, mesh, shape):
     """Index the int dims of P's local block; broadcast from the owner over the axes that split them."""
-    pick = tuple(0 if d in plan.int_dims else slice(None) for d in range(block.ndim))
+    # the trailing Ellipsis keeps a 0-d result a view, not a scalar
+    pick = tuple(0 if d in plan.int_dims else slice(None) for d in range(block.ndim)) + (Ellipsis,)
     if not plan.bcast_axes:
         return block[pick]
     dropped_shape = tuple(n for d, n in enumerate(plan.view_shape) if d not in plan.int_dims)
@@ -728,6 +731,8 @@ def _to_view_layout(value: "DistributedTensor", plan, mesh) -> "DistributedTenso
             f"value: a DistributedTensor of global shape {value.global_shape} cannot be assigned to a selection of "
             f"shape {plan.result_shape}; shapes must match (no broadcasting between tensors)"
         )
+    if 0 in plan.result_shape:
+        return None  # nothing to write (and nothing to move), on every process alike
     # Reverse, squeeze and expand on the gathered layout's index map: a reshard to the view's sharding of a
     # tensor whose dims line up with P's.  The None dims are unsplit first, so squeezing them is local.
     s = value.sharding
