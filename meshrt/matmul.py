@@ -388,7 +388,8 @@ def _plan(c: Contraction, shardings, shapes, out_sharding, partial_ok) -> Contra
             axes = s.dim_axes(d)
             if axes and lab not in c.replicated and axes not in opts and not set(axes) & reserved:
                 opts.append(axes)
-                offsets[lab, axes] = s.dim_offsets(shape)[d]  # the first operand with these axes sets the pieces
+                if s.sharded_dims_offsets:  # the first operand with these axes sets the pieces
+                    offsets[lab, axes] = s.dim_offsets(shape)[d]
         options[lab] = opts + [()]
 
     best = None
@@ -534,41 +535,60 @@ def _piece_index(s: Sharding, d, coords):
     return k
 
 
+def _offsets(s: Sharding, shape, d):
+    return np.asarray(s.dim_offsets(shape)[d], np.int64)
+
+
 def _length(s: Sharding, shape, d):
-    offs = np.asarray(s.dim_offsets(shape)[d], np.int64)
-    return s.dim_axes(d), lambda coords: offs[1:][_piece_index(s, d, coords)] - offs[:-1][_piece_index(s, d, coords)]
+    """Factor: the length of a device's piece of dim ``d``; over all pieces they sum to the dim."""
+    def fn(coords):
+        offs, k = _offsets(s, shape, d), _piece_index(s, d, coords)
+        return offs[1:][k] - offs[:-1][k]
+    return s.dim_axes(d), fn, shape[d]
 
 
 def _overlap(src: Sharding, dst: Sharding, shape, d):
-    os_, od = (np.asarray(x.dim_offsets(shape)[d], np.int64) for x in (src, dst))
+    """Factor: the length of the intersection of a device's ``src`` and ``dst`` pieces of dim ``d``."""
+    a_src, a_dst = src.dim_axes(d), dst.dim_axes(d)
 
     def fn(coords):
+        os_, od = _offsets(src, shape, d), _offsets(dst, shape, d)
         ks, kd = _piece_index(src, d, coords), _piece_index(dst, d, coords)
         return np.maximum(np.minimum(os_[1:][ks], od[1:][kd]) - np.maximum(os_[:-1][ks], od[:-1][kd]), 0)
-    return tuple(dict.fromkeys(src.dim_axes(d) + dst.dim_axes(d))), fn
+    total = None  # the sum over all coordinates of the axes, where it has a closed form
+    if not a_src or not a_dst or (a_src == a_dst and not src.sharded_dims_offsets and not dst.sharded_dims_offsets):
+        total = shape[d]  # one side holds the whole dim, or both cut the same pieces
+    elif a_src == a_dst:
+        os_, od = _offsets(src, shape, d), _offsets(dst, shape, d)
+        total = int(np.maximum(np.minimum(os_[1:], od[1:]) - np.maximum(os_[:-1], od[:-1]), 0).sum())
+    return tuple(dict.fromkeys(a_src + a_dst)), fn, total
 
 
 def _device_sum(mesh_shape, factors) -> int:
-    """Sum over all devices of the product of ``factors`` (``(mesh axes, fn(coords))``):
-    factors sharing mesh axes are evaluated together on every coordinate of those
-    axes (vectorized), the rest multiply, axes no factor reads count their size."""
+    """Sum over all devices of the product of ``factors`` (``(mesh axes, fn(coords),
+    sum or None)``): factors sharing mesh axes are evaluated together on every
+    coordinate of those axes (vectorized), a factor alone on its axes contributes its
+    closed-form sum, axes no factor reads count their size."""
     comps = []  # [axes set, factor list]
-    for axes, fn in factors:
-        merged = [c for c in comps if c[0] & set(axes)]
-        comp = [set(axes), [fn]]
+    for f in factors:
+        merged = [c for c in comps if c[0] & set(f[0])]
+        comp = [set(f[0]), [f]]
         for c in merged:
             comp[0] |= c[0]
             comp[1] += c[1]
             comps.remove(c)
         comps.append(comp)
     total, covered = 1, set()
-    for axes, fns in comps:
+    for axes, fs in comps:
         axes = sorted(axes)
         covered |= set(axes)
+        if len(fs) == 1 and fs[0][2] is not None:
+            total *= int(fs[0][2])
+            continue
         grid = np.indices([mesh_shape[a] for a in axes]).reshape(len(axes), -1) if axes else np.zeros((0, 1), int)
         coords = dict(zip(axes, grid))
         prod = np.ones(grid.shape[1], np.int64)
-        for fn in fns:
+        for _, fn, _ in fs:
             prod = prod * fn(coords)
         total *= int(prod.sum())
     for a, n in enumerate(mesh_shape):

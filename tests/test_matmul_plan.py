@@ -172,12 +172,14 @@ def test_planning_on_65536_devices_is_cheap():
         plan = plan_contraction(matmul_contraction((n, n), (n, n)), (sa, sb), ((n, n), (n, n)), partial_ok=True)
         elapsed = time.perf_counter() - t0
         assert plan.result == result and plan.estimated_volume == 0
-        assert elapsed < 0.5, f"planning took {elapsed:.3f} s on 65,536 devices"
+        # generous: a loop over device pairs would take hours; the model takes milliseconds (plus the
+        # O(pieces) offsets tuple Sharding builds for a dim split over all 65,536 devices)
+        assert elapsed < 5, f"planning took {elapsed:.3f} s on 65,536 devices"
     # a reshard is needed: the model still prices it without visiting device pairs
     t0 = time.perf_counter()
     plan = plan_contraction(matmul_contraction((n, n), (n, 64)), (S(big, [["x"]]), S(big, [[], ["x"]])),
                             ((n, n), (n, 64)))
-    assert time.perf_counter() - t0 < 0.5
+    assert time.perf_counter() - t0 < 5
     assert plan.result == S(big, [["x"]]) and plan.estimated_volume == n * 64 * (big.size - big.size // 256)
 
 

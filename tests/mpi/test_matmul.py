@@ -229,6 +229,10 @@ def test_partial_operand_stays_partial(meshes):
     # b touching the partial axis: a is reduced first
     b = DT.from_global(B, Sharding(m, [[], ["x"]]))
     check(a @ b, A @ B, np.float64)
+    # a max-partial operand is never multiplied as is (max of products is not the product of maxes)
+    a_max = DT.from_global(A, Sharding(m, [])).reshard(Sharding(m, [], partial_axes=["x"], partial_type="max"))
+    assert not explain_matmul(a_max, b, partial_ok=True).targets[0].is_partial
+    check(a_max @ b, A @ B, np.float64)
 
 
 def test_mixed_numpy_operand_is_the_global_array(meshes):
