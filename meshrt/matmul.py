@@ -615,6 +615,12 @@ def _as_operands(op, operands):
         arr = np.asarray(x)
         if arr.dtype.hasobject:
             raise TypeError(f"{op}: operand {i} of type {type(x).__name__} is not an array")
+        # A process passing its local block instead would plan differently from the others and hang them:
+        # one small allgather makes that an error everywhere.
+        metas = ref.mesh.comm.allgather((arr.shape, arr.dtype.str))
+        if any(m != metas[0] for m in metas):
+            raise ShardingError(f"{op}: operand {i} is a numpy array, taken as the global array, so every process "
+                                f"must pass the same one; shapes/dtypes per device: {metas}")
         arr = arr if arr.flags.c_contiguous else arr.copy(order="C")
         out.append(DistributedTensor(arr, Sharding(ref.mesh, []), arr.shape))
     return out

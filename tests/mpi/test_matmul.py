@@ -242,6 +242,9 @@ def test_mixed_numpy_operand_is_the_global_array(meshes):
     check(a @ B, A @ B, np.float64)
     check(np.matmul(a, B), A @ B, np.float64)
     check(B.T @ DT.from_global(A.T.copy(), Sharding(m, [[], ["x"]])), B.T @ A.T, np.float64)
+    if N > 1:  # a local block passed by one process: an error everywhere, not a hang
+        with pytest.raises(ShardingError, match="every process must pass the same"):
+            a @ (B if comm.rank else B[:, :2])
 
 
 EINSUMS = [
