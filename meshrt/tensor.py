@@ -493,6 +493,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         exchange and returns a handle: work on cells that read no halo, then
         ``handle.wait()``.
         """
+        if not self._local.flags.c_contiguous:
+            return self._update_halo_strided(wait)
         hx = self._halo
         if hx is None:
             hx = self._halo = HaloExchange(self._local, self._sharding, self._global_shape, periodic=self._periodic)
@@ -500,6 +502,22 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             hx()
             return None
         return hx.start()
+
+    def _update_halo_strided(self, wait):
+        # A transposed view's buffer is strided: exchange on a contiguous copy (kept), then copy back.
+        if not wait:
+            raise ShardingError("update_halo(wait=False): this tensor's local buffer is a strided view (a transpose); "
+                                "use wait=True, or copy() the tensor first")
+        if not self._sharding.halo_sizes:
+            return None
+        hx = self._halo
+        if hx is None:
+            scratch = np.empty(self._local.shape, self.dtype)
+            hx = self._halo = HaloExchange(scratch, self._sharding, self._global_shape, periodic=self._periodic)
+        copy_block(hx.array, self._local)
+        hx()
+        copy_block(self._local, hx.array)
+        return None
 
     def free(self) -> None:
         """Release the halo plan (its requests and buffers); the tensor stays usable."""
