@@ -356,3 +356,12 @@ def test_global_view_mlp_runs_the_same_collectives_as_the_spmd_one(sizes):
     if N > 1:
         # y: all_gather + reduce_scatter; y_partial: all_gather; its gather() all-reduces the partial sums
         assert [c[0] for c in by_hand] == ["all_gather", "reduce_scatter", "all_gather", "all_reduce"]
+
+
+def test_transposed_views_as_operands(meshes):
+    m = meshes["1d"]
+    A, B = data((2 * N + 3, 5), np.float64, 50), data((2 * N + 3, 3), np.float64, 51)
+    a, b = DT.from_global(A, Sharding(m, [["x"]])), DT.from_global(B, Sharding(m, [[], ["x"]]))
+    check(a.T @ a, A.T @ A, np.float64)  # strided interiors, contraction split in both
+    check(b.T @ a, B.T @ A, np.float64)
+    check(np.einsum("ij,ik->jk", a, DT.from_global(B, Sharding(m, [["x"]]))), A.T @ B, np.float64)
