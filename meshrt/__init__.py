@@ -24,6 +24,8 @@ from .collectives import (
 from .halo import HaloExchange, plan_halo, update_halo
 from .reshard import explain_reshard, plan_reshard
 from .tensor import DistributedTensor
+# binds meshrt.matmul to the function; the module stays importable as meshrt.matmul (sys.modules)
+from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
 from .io import CheckpointError, load_state, save_state
 from .spmd import spmd
 
@@ -41,4 +43,5 @@ __all__ = [
     "scatter", "send", "recv", "shift", "update_halo", "process_linear_index", "process_multi_index",
     "mesh_shape", "neighbors_linear_indices", "shard_shape",
     "HaloExchange", "plan_halo", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
+    "matmul", "dot", "tensordot", "einsum", "explain_matmul", "explain_einsum",
 ]

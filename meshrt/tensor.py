@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 
 import numpy as np
 import numpy.lib.mixins
@@ -30,10 +31,11 @@ from . import _check, collectives
 from . import io as _io
 from .halo import HaloExchange, periodic_tuple
 from ._blockcopy import copy_block, extract, insert
+from ._indexing import local_view_slices, normalize_key, plan_index
 from .errors import CollectiveError, ShardingError
 from .mesh import Mesh
 from .reshard import execute_reshard, plan_reshard, same_devices
-from .sharding import Sharding
+from .sharding import Sharding, split_offsets
 
 __all__ = ["DistributedTensor"]
 
@@ -261,6 +263,12 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             "array or .interior / .local for this process's block"
         )
 
+    def __matmul__(self, other):
+        return _matmul.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _matmul.matmul(other, self)
+
     def __bool__(self):
         raise TypeError("DistributedTensor: the truth value of a tensor is ambiguous; use .any()/.all() on a gather()")
 
@@ -271,6 +279,128 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     def astype(self, dtype) -> "DistributedTensor":
         """A copy converted to ``dtype`` (halos included)."""
         return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
+
+    # -- indexing ------------------------------------------------------------------------------
+    def __getitem__(self, key) -> "DistributedTensor":
+        """``t[key]`` with numpy's basic indexing on the global array: ints, slices, ``...``, ``None``.
+
+        Slices with positive steps move no data: the result is a view of each
+        process's block, its sharding's ``sharded_dims_offsets`` say who holds
+        what.  An int on a split dim drops it; the result is replicated over
+        that dim's mesh axes (one broadcast from the owner).  A negative step on
+        a split dim swaps blocks between mirror devices (one Sendrecv).  The
+        result has no halos, and a view's ``local`` is a strided numpy view.
+
+        >>> u[1:-1, ::2].sharding.sharded_dims_offsets      # doctest: +SKIP
+        >>> u[:, n // 2].gather()                            # doctest: +SKIP
+        """
+        plan = plan_index(self._sharding, self._global_shape, normalize_key(key, self._global_shape))
+        block = self._interior[local_view_slices(plan.items, self._slices)]
+        if plan.int_dims:
+            block = _drop_ints(block, plan, self.mesh, self._global_shape)
+        if plan.flip_dims:
+            block = _flip(block, plan, self.mesh)
+        if plan.new_dims:
+            block = np.expand_dims(block, plan.new_dims)
+        return DistributedTensor(block, plan.result_sharding, plan.result_shape)
+
+    def __setitem__(self, key, value) -> None:
+        """``t[key] = value``: a scalar, a numpy array (the global value, the same on every process:
+        each takes its part), or a DistributedTensor of the selection's shape (resharded first).
+
+        Only owned elements are written: halos are not updated (those that
+        mirror written elements are stale until the next ``update_halo()``).
+
+        >>> u[0, :] = 1.0                                    # doctest: +SKIP
+        """
+        if self._sharding.is_partial:
+            raise ShardingError(
+                f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
+                f"{list(self._sharding.partial_axes)}); reshard it to a non-partial sharding first"
+            )
+        plan = plan_index(self._sharding, self._global_shape, normalize_key(key, self._global_shape))
+        target = self._interior[local_view_slices(plan.items, self._slices)]
+        if isinstance(value, DistributedTensor):
+            value = _to_view_layout(value, plan, self.mesh)
+            if value is None:
+                return
+            src = value._interior
+        else:
+            value = np.asarray(value)
+            if value.dtype.hasobject or value.dtype.kind in "SUV" and self.dtype.kind not in "SUV":
+                raise TypeError(f"value: dtype {value.dtype} cannot be stored in a tensor of dtype {self.dtype}")
+            if value.ndim == 0:
+                target[...] = value.astype(self.dtype, copy=False)
+                return
+            try:
+                full = np.broadcast_to(value, plan.result_shape)
+            except ValueError:
+                raise ValueError(f"could not broadcast input array from shape {value.shape} into shape "
+                                 f"{plan.result_shape}") from None
+            src = full[_to_view_index(plan)][plan.view_sharding.shard_slices(plan.view_shape)]
+        if src.dtype == target.dtype and not np.may_share_memory(src, target):
+            copy_block(target, src)
+        else:
+            target[...] = src
+
+    # -- layout ------------------------------------------------------------------------------------
+    def transpose(self, *axes) -> "DistributedTensor":
+        """The tensor with its dims permuted (``axes`` as numpy's): a view, its sharding permuted too.
+
+        No data moves; halos, offsets and ``periodic`` follow their dims.
+
+        >>> t.T.sharding.split_axes                          # doctest: +SKIP
+        """
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        perm = tuple(range(self.ndim))[::-1] if axes is None or axes == () else _check_perm(axes, self.ndim)
+        s = _permute_sharding(self._sharding, self._global_shape, perm)
+        periodic = None if self._periodic is None else tuple(self._periodic[p] for p in perm)
+        return DistributedTensor(self._local.transpose(perm), s, tuple(self._global_shape[p] for p in perm),
+                                 periodic=periodic)
+
+    T = property(lambda self: self.transpose(), doc="The transposed tensor (a view; see `transpose`).")
+
+    def reshape(self, *shape) -> "DistributedTensor":
+        """The tensor with a new global shape (numpy's C order; one ``-1`` allowed).
+
+        No data moves where every split dim stays whole, or is the major dim of
+        the dims merged with it (a row split of ``(n, m)`` reshaped to
+        ``(n * m,)``) and its shard boundaries fall on whole rows of the new
+        dim; otherwise the split dims in the way are gathered first (a
+        reshard), then split again along their axes (a local slice).  Halos are
+        dropped.
+        """
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        new = _reshape_target(self._global_shape, shape)
+        return _reshape(self, new)
+
+    def cumsum(self, axis=None, dtype=None) -> "DistributedTensor":
+        """Cumulative sum along ``axis`` (``None``: of the flattened tensor, as numpy).
+
+        Each process sums its block, then adds the totals of the shards before
+        it along the split dim (an exscan: one all_gather of the per-shard
+        totals over that dim's mesh axes).  A partial tensor is reduced first.
+        """
+        if axis is None:
+            return self.reshape(-1).cumsum(0, dtype)
+        axis = _axes_tuple(axis, self.ndim, "axis")[0]
+        s = self._sharding
+        out_dtype = np.cumsum(np.zeros(1, self.dtype), dtype=dtype).dtype
+        local = np.cumsum(self._full_interior(), axis=axis, dtype=out_dtype)
+        axes = s.dim_axes(axis)
+        if axes:
+            rest = local.shape[:axis] + local.shape[axis + 1:]
+            total = local.take(-1, axis) if local.shape[axis] else np.zeros(rest, out_dtype)
+            totals = collectives.all_gather(np.array(total, out_dtype).reshape((1,) + rest), self.mesh, axes, 0, sizes=1)
+            k = s.shard_index(axis)
+            if k:
+                local += np.expand_dims(totals[:k].sum(axis=0, dtype=out_dtype), axis)
+        out = DistributedTensor.empty(self._global_shape, s.replace(partial_axes=()), out_dtype,
+                                      periodic=self._periodic)
+        out._interior[...] = local
+        return out
 
     # -- gather ----------------------------------------------------------------------------
     @_check.method("DistributedTensor.save")
@@ -380,6 +510,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         exchange and returns a handle: work on cells that read no halo, then
         ``handle.wait()``.
         """
+        if not self._local.flags.c_contiguous:
+            return self._update_halo_strided(wait)
         hx = self._halo
         if hx is None:
             hx = self._halo = HaloExchange(self._local, self._sharding, self._global_shape, periodic=self._periodic)
@@ -387,6 +519,22 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             hx()
             return None
         return hx.start()
+
+    def _update_halo_strided(self, wait):
+        # A transposed view's buffer is strided: exchange on a contiguous copy (kept), then copy back.
+        if not wait:
+            raise ShardingError("update_halo(wait=False): this tensor's local buffer is a strided view (a transpose); "
+                                "use wait=True, or copy() the tensor first")
+        if not self._sharding.halo_sizes:
+            return None
+        hx = self._halo
+        if hx is None:
+            scratch = np.empty(self._local.shape, self.dtype)
+            hx = self._halo = HaloExchange(scratch, self._sharding, self._global_shape, periodic=self._periodic)
+        copy_block(hx.array, self._local)
+        hx()
+        copy_block(self._local, hx.array)
+        return None
 
     def free(self) -> None:
         """Release the halo plan (its requests and buffers); the tensor stays usable."""
@@ -396,6 +544,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
     # -- numpy: elementwise ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        if ufunc in _HANDLED_FUNCTIONS and method == "__call__":  # gufuncs such as np.matmul
+            return _HANDLED_FUNCTIONS[ufunc](*inputs, out=out, **kwargs)
         name = ufunc.__name__
         if method != "__call__" or ufunc.signature is not None:
             what = f"{name}.{method}" if method != "__call__" else name
@@ -551,23 +701,154 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
     # -- numpy: functions ----------------------------------------------------------------------
     def __array_function__(self, func, types, args, kwargs):
-        name = _ARRAY_FUNCTIONS.get(func)
-        if name is None or not args or args[0] is not self:
-            return NotImplemented
-        kwargs = dict(kwargs)
-        axis = kwargs.pop("axis", args[1] if len(args) > 1 else None)
+        if not all(issubclass(t, (DistributedTensor, np.ndarray)) for t in types):
+            return NotImplemented  # another array type may know this mix (NEP 18)
+        handler = _HANDLED_FUNCTIONS.get(func)
+        if handler is None:
+            raise TypeError(
+                f"{_np_name(func)} is not supported on a DistributedTensor; supported: "
+                f"{', '.join(sorted({_np_name(f) for f in _HANDLED_FUNCTIONS}))} (or gather() first)"
+            )
+        return handler(*args, **kwargs)
+
+
+# numpy function -> its handler, called with the function's own arguments (see `implements`).
+_HANDLED_FUNCTIONS = {}
+
+
+def implements(*numpy_functions):
+    """Register the decorated function as the DistributedTensor version of ``numpy_functions``.
+
+    ``__array_function__`` calls it with numpy's arguments; any numpy function
+    not registered raises TypeError naming the supported ones.
+
+    >>> @implements(np.copy)                                           # doctest: +SKIP
+    ... def _copy(a, order="K", subok=False):
+    ...     return a.copy()
+    """
+    def register(handler):
+        for f in numpy_functions:
+            _HANDLED_FUNCTIONS[f] = handler
+        return handler
+    return register
+
+
+def _np_name(func) -> str:
+    module = getattr(func, "__module__", None) or "numpy"
+    sub = module.split(".", 1)[1] if module.startswith("numpy.") and not module.startswith("numpy._") else ""
+    return f"np.{sub + '.' if sub else ''}{getattr(func, '__name__', func)}"
+
+
+def _reduction_handler(name):
+    allowed = {"dtype"} if name in ("sum", "prod", "mean") else set()
+
+    def handler(a, axis=None, *args, **kwargs):
         extra = {k: v for k, v in kwargs.items() if v is not None and not (k == "keepdims" and v is False)}
-        allowed = {"dtype"} if name in ("sum", "prod", "mean") else set()
         bad = set(extra) - allowed
-        if bad or len(args) > 2:
-            raise TypeError(f"np.{func.__name__} on a DistributedTensor takes only axis{'/dtype' if allowed else ''}, "
+        if bad or args or not isinstance(a, DistributedTensor):
+            raise TypeError(f"np.{name} on a DistributedTensor takes only axis{'/dtype' if allowed else ''}, "
                             f"got {sorted(bad) or 'extra positional arguments'}")
-        return getattr(self, name)(axis, **extra)
+        return getattr(a, name)(axis, **extra)
+    handler.__name__ = f"_np_{name}"
+    return handler
 
 
-_ARRAY_FUNCTIONS = {
-    np.sum: "sum", np.prod: "prod", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.mean: "mean",
-}
+for _name, _funcs in (("sum", (np.sum,)), ("prod", (np.prod,)), ("max", (np.max, np.amax)),
+                      ("min", (np.min, np.amin)), ("mean", (np.mean,))):
+    implements(*_funcs)(_reduction_handler(_name))
+
+
+# -- indexing helpers ------------------------------------------------------------------------------
+def _drop_ints(block, plan, mesh, shape):
+    """Index the int dims of P's local block; broadcast from the owner over the axes that split them."""
+    # the trailing Ellipsis keeps a 0-d result a view, not a scalar
+    pick = tuple(0 if d in plan.int_dims else slice(None) for d in range(block.ndim)) + (Ellipsis,)
+    if not plan.bcast_axes:
+        return block[pick]
+    dropped_shape = tuple(n for d, n in enumerate(plan.view_shape) if d not in plan.int_dims)
+    owner = all(mesh.coords[a] == c for a, c in zip(plan.bcast_axes, plan.bcast_root))
+    x = block[pick] if owner else np.broadcast_to(np.zeros((), block.dtype),
+                                                   plan.dropped_sharding.shard_shape(dropped_shape))
+    return collectives.broadcast(x, mesh, plan.bcast_axes, plan.bcast_root)
+
+
+def _flip(block, plan, mesh):
+    """Reverse the negative-step dims; where such a dim is split, blocks go to the mirror device."""
+    s = plan.dropped_sharding
+    rev = tuple(slice(None, None, -1) if d in plan.flip_dims else slice(None) for d in range(block.ndim))
+    block = block[rev]
+    coords = list(mesh.coords)
+    for d in plan.flip_dims:
+        axes = s.dim_axes(d)
+        if axes:
+            sizes = [mesh.shape[a] for a in axes]
+            k = s.shard_index(d)
+            coords_k = np.unravel_index(math.prod(sizes) - 1 - k, sizes)
+            for a, c in zip(axes, coords_k):
+                coords[a] = int(c)
+    partner = mesh.linear_index(coords)
+    if partner == mesh.rank:
+        return block
+    shape = tuple(n for d, n in enumerate(plan.view_shape) if d not in plan.int_dims)
+    send = np.empty(block.shape, block.dtype)
+    copy_block(send, block)
+    recv = np.empty(s.shard_shape(shape, partner), block.dtype)
+    mesh.comm.Sendrecv(send.view(np.uint8).reshape(-1), partner, _TAG_FLIP,
+                       recv.view(np.uint8).reshape(-1), partner, _TAG_FLIP)
+    return recv
+
+
+_TAG_FLIP = 0x1D9
+
+
+def _to_view_index(plan) -> tuple:
+    """The numpy index that takes a value of ``plan.result_shape`` to P's shape and order."""
+    out, kept = [], 0
+    flips = set(plan.flip_dims)
+    for it in plan.items:
+        if it is None:
+            out.append(0)  # a None dim has size 1
+        elif it.index is not None:
+            out.append(None)
+        else:
+            out.append(slice(None, None, -1) if kept in flips else slice(None))
+            kept += 1
+    return tuple(out)
+
+
+def _to_view_layout(value: "DistributedTensor", plan, mesh) -> "DistributedTensor":
+    """``value`` (of the selection's shape) as a tensor laid out like P, the positive view."""
+    if value.mesh != mesh:
+        raise ShardingError(f"value: its mesh {value.mesh!r} is not the target's mesh {mesh!r}")
+    if value.global_shape != plan.result_shape:
+        raise ShardingError(
+            f"value: a DistributedTensor of global shape {value.global_shape} cannot be assigned to a selection of "
+            f"shape {plan.result_shape}; shapes must match (no broadcasting between tensors)"
+        )
+    if 0 in plan.result_shape:
+        return None  # nothing to write (and nothing to move), on every process alike
+    # Reverse, squeeze and expand on the gathered layout's index map: a reshard to the view's sharding of a
+    # tensor whose dims line up with P's.  The None dims are unsplit first, so squeezing them is local.
+    s = value.sharding
+    if any(s.dim_axes(p) for p in plan.new_dims):
+        value = value.reshard(s.replace(split_axes=[() if p in plan.new_dims else s.dim_axes(p)
+                                                    for p in range(value.ndim)], halo_sizes=None,
+                                        sharded_dims_offsets=None))
+        s = value.sharding
+    block = value._interior
+    if plan.new_dims:
+        block = block[tuple(0 if p in plan.new_dims else slice(None) for p in range(value.ndim))]
+        for p in sorted(plan.new_dims, reverse=True):
+            s = _drop_dim(s, p, s.partial_axes, s.partial_type)
+    shape = tuple(n for p, n in enumerate(value.global_shape) if p not in plan.new_dims)
+    kept = DistributedTensor(block, s.replace(halo_sizes=None), shape)
+    if plan.flip_dims:
+        kept = kept[tuple(slice(None, None, -1) if d in plan.flip_dims else slice(None) for d in range(kept.ndim))]
+    if plan.int_dims:
+        kept = kept[tuple(None if d in plan.int_dims else slice(None) for d in range(len(plan.view_shape)))]
+    if kept.sharding != plan.view_sharding:
+        kept = kept.reshard(plan.view_sharding)
+    return kept
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -810,3 +1091,387 @@ def _drop_dim(s: Sharding, dim: int, partial_axes, partial_type) -> Sharding:
             del offsets[start: start + s.dim_split_size(dim) + 1]
     return Sharding(s.mesh, split, partial_axes=partial_axes, partial_type=partial_type,
                     halo_sizes=halos or None, sharded_dims_offsets=offsets or None)
+
+
+# -- layout helpers --------------------------------------------------------------------------------
+def _check_perm(axes, ndim) -> tuple:
+    try:
+        perm = tuple(operator.index(a) for a in axes)
+    except TypeError:
+        raise TypeError(f"axes: {axes!r} is not a sequence of ints") from None
+    norm = tuple(a % ndim if -ndim <= a < ndim else a for a in perm)
+    if sorted(norm) != list(range(ndim)):
+        raise ValueError(f"axes: {list(perm)} is not a permutation of the {ndim} dims")
+    return norm
+
+
+def _per_dim(s: Sharding, shape) -> list:
+    """Per tensor dim: (split axes, offsets or None, halo widths)."""
+    offs = s.dim_offsets(shape) if s.sharded_dims_offsets else None
+    return [(s.dim_axes(d), offs[d] if offs and s.dim_axes(d) else None, s.halo_widths(d)) for d in range(len(shape))]
+
+
+def _from_dims(like: Sharding, dims, shape, *, keep_halos=True) -> Sharding:
+    """A sharding from per-dim (split axes, offsets or None for even, halo widths), ``like``'s partial axes.
+
+    Offsets are written only where some split dim is uneven."""
+    split = [axes for axes, _, _ in dims]
+    offs = [(o if o is not None else split_offsets(n, _axes_size(like, axes))) if axes else None
+            for (axes, o, _), n in zip(dims, shape)]
+    uneven = any(a and tuple(o) != split_offsets(n, _axes_size(like, a)) for (a, _, _), o, n in zip(dims, offs, shape))
+    flat = [x for o in offs if o is not None for x in o] if uneven else None
+    halos = [w for axes, _, hw in dims if axes for w in hw] if keep_halos and like.halo_sizes else None
+    return Sharding(like.mesh, split, partial_axes=like.partial_axes, partial_type=like.partial_type,
+                    halo_sizes=halos, sharded_dims_offsets=flat)
+
+
+def _permute_sharding(s: Sharding, shape, perm) -> Sharding:
+    dims = _per_dim(s, shape)
+    return _from_dims(s, [dims[p] for p in perm], [shape[p] for p in perm])
+
+
+def _reshape_target(old, shape) -> tuple:
+    try:
+        shape = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"shape: {shape!r} is not a sequence of ints") from None
+    size = math.prod(old)
+    if shape.count(-1) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if -1 in shape:
+        rest = math.prod(n for n in shape if n != -1)
+        if rest == 0 or size % rest:
+            raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+        shape = tuple(size // rest if n == -1 else n for n in shape)
+    if any(n < 0 for n in shape) or math.prod(shape) != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+    return shape
+
+
+def _reshape_groups(old, new):
+    """Pair runs of old dims with runs of new dims of equal size (numpy's C-order reshape factoring)."""
+    groups, i, j = [], 0, 0
+    while i < len(old) or j < len(new):
+        gi, gj = [i] if i < len(old) else [], [j] if j < len(new) else []
+        po = old[i] if i < len(old) else 1
+        pn = new[j] if j < len(new) else 1
+        i, j = i + bool(gi), j + bool(gj)
+        while po != pn:
+            if po < pn:
+                gi.append(i)
+                po *= old[i]
+                i += 1
+            else:
+                gj.append(j)
+                pn *= new[j]
+                j += 1
+        groups.append((gi, gj))
+    return groups
+
+
+def _reshape(t: "DistributedTensor", new) -> "DistributedTensor":
+    old, s = t.global_shape, t.sharding
+    if 0 in old:
+        return DistributedTensor.empty(new, s.replace(split_axes=[], halo_sizes=None, sharded_dims_offsets=None),
+                                       t.dtype)
+    offs = s.dim_offsets(old)
+    new_dims = [((), None, (0, 0))] * len(new)
+    gather = set()  # old dims to unsplit first
+    resplit = {}  # new dim -> axes to split it along again afterwards
+    for gi, gj in _reshape_groups(old, new):
+        split = [d for d in gi if s.dim_axes(d)]
+        if not split:
+            continue
+        d, k = split[0], gj[0] if gj else None
+        r_old = math.prod(old[e] for e in gi[gi.index(d) + 1:])
+        r_new = math.prod(new[e] for e in gj[1:])
+        local_ok = (len(split) == 1 and k is not None and all(old[e] == 1 for e in gi[:gi.index(d)])
+                    and all(o * r_old % r_new == 0 for o in offs[d]))
+        if local_ok:
+            new_dims[k] = (s.dim_axes(d), tuple(o * r_old // r_new for o in offs[d]), (0, 0))
+        else:
+            gather.update(split)
+            if k is not None:
+                resplit[k] = tuple(a for e in split for a in s.dim_axes(e))
+    if gather:
+        dims = _per_dim(s, old)
+        dims = [((), None, (0, 0)) if d in gather else (a, o, (0, 0)) for d, (a, o, _) in enumerate(dims)]
+        t = t.reshard(_from_dims(s, dims, old, keep_halos=False))
+        s = t.sharding
+    mid = _from_dims(s, new_dims, new, keep_halos=False)
+    out = DistributedTensor(t.interior.reshape(mid.shard_shape(new)), mid, new)
+    if resplit:
+        dims = _per_dim(mid, new)
+        for k, axes in resplit.items():
+            dims[k] = (axes, None, (0, 0))
+        out = out.reshard(_from_dims(mid, dims, new, keep_halos=False))
+    return out
+
+
+def _axes_size(s: Sharding, axes) -> int:
+    return math.prod(s.mesh.shape[a] for a in axes)
+
+
+# -- numpy functions -------------------------------------------------------------------------------
+def _only(name, kwargs, allowed=()):
+    bad = sorted(k for k, v in kwargs.items() if k not in allowed and v is not None)
+    if bad:
+        raise TypeError(f"{name} on a DistributedTensor: unsupported argument(s) {bad}")
+
+
+def _tensor(name, x) -> "DistributedTensor":
+    if not isinstance(x, DistributedTensor):
+        raise TypeError(f"{name}: expected a DistributedTensor, got {type(x).__name__}")
+    return x
+
+
+@implements(np.transpose)
+def _np_transpose(a, axes=None):
+    return _tensor("np.transpose", a).transpose(axes)
+
+
+@implements(np.moveaxis)
+def _np_moveaxis(a, source, destination):
+    a = _tensor("np.moveaxis", a)
+    src = _axes_tuple(source, a.ndim, "source")
+    dst = _axes_tuple(destination, a.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [n for n in range(a.ndim) if n not in src]
+    for d, s_ in sorted(zip(dst, src)):
+        order.insert(d, s_)
+    return a.transpose(order)
+
+
+@implements(np.swapaxes)
+def _np_swapaxes(a, axis1, axis2):
+    a = _tensor("np.swapaxes", a)
+    i, j = _axes_tuple(axis1, a.ndim, "axis1")[0], _axes_tuple(axis2, a.ndim, "axis2")[0]
+    perm = list(range(a.ndim))
+    perm[i], perm[j] = j, i
+    return a.transpose(perm)
+
+
+def _axes_tuple(axes, ndim, field) -> tuple:
+    axes = (axes,) if isinstance(axes, numbers.Integral) else tuple(axes)
+    out = []
+    for a in axes:
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim, field)
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"repeated axis in `{field}` argument")
+    return tuple(out)
+
+
+@implements(np.reshape)
+def _np_reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    if order != "C":
+        raise TypeError(f"np.reshape on a DistributedTensor: order={order!r}; only 'C' is supported")
+    return _tensor("np.reshape", a).reshape(shape if shape is not None else newshape)
+
+
+@implements(np.copy)
+def _np_copy(a, order="K", subok=False):
+    return _tensor("np.copy", a).copy()
+
+
+@implements(np.astype)
+def _np_astype(x, dtype, /, *, copy=True, device=None):
+    return _tensor("np.astype", x).astype(dtype)
+
+
+def _like(name, fill):
+    def handler(a, dtype=None, order="K", subok=True, shape=None, *, device=None, **kw):
+        a = _tensor(f"np.{name}", a)
+        if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
+            raise TypeError(f"np.{name} on a DistributedTensor: shape= must be the tensor's shape {a.shape}, "
+                            f"got {shape}")
+        dt = a.dtype if dtype is None else np.dtype(dtype)
+        s = a.sharding.replace(partial_axes=()) if a.sharding.is_partial else a.sharding
+        out = DistributedTensor.empty(a.shape, s, dt, periodic=a.periodic)
+        value = fill(kw)
+        if value is not None:
+            out.interior[...] = value
+        return out
+    return handler
+
+
+implements(np.empty_like)(_like("empty_like", lambda kw: None))
+implements(np.zeros_like)(_like("zeros_like", lambda kw: 0))
+implements(np.ones_like)(_like("ones_like", lambda kw: 1))
+
+
+@implements(np.full_like)
+def _np_full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _like("full_like", lambda kw: fill_value)(a, dtype, order, subok, shape)
+
+
+def _align(name, operands):
+    """The DistributedTensors among ``operands`` laid out like the first one (resharded if they differ);
+    numpy arrays of more than 0 dims are refused as ambiguous."""
+    ref = next((x for x in operands if isinstance(x, DistributedTensor)), None)
+    out = []
+    for i, x in enumerate(operands):
+        if isinstance(x, DistributedTensor):
+            if x.mesh != ref.mesh:
+                raise ShardingError(f"{name}: operand {i} is on mesh {x.mesh!r}, operand 0 on {ref.mesh!r}")
+            if x.shape != ref.shape:
+                raise ShardingError(f"{name}: operand {i} has global shape {x.shape}, another {ref.shape}; "
+                                    "tensors must have one shape (no broadcasting between tensors)")
+            if x.sharding != ref.sharding:
+                x = x.reshard(ref.sharding)
+            out.append(x)
+        elif isinstance(x, np.ndarray) and x.ndim > 0:
+            raise ShardingError(f"{name}: operand {i} is a numpy array of shape {x.shape} beside a DistributedTensor; "
+                                "wrap it with DistributedTensor.from_global")
+        else:
+            out.append(x)
+    return ref, out
+
+
+@implements(np.where)
+def _np_where(condition, x=None, y=None):
+    if x is None or y is None:
+        raise TypeError("np.where on a DistributedTensor needs x and y (the one-argument form returns indices: "
+                        "gather() first)")
+    ref, (c, x, y) = _align("np.where", [condition, x, y])
+    ref = ref if not ref.sharding.is_partial else None
+    if ref is None:
+        raise ShardingError("np.where: an operand is partial; reshard it to a non-partial sharding first")
+    ops = [v._interior if isinstance(v, DistributedTensor) else v for v in (c, x, y)]
+    dt = np.result_type(*(o if isinstance(o, np.ndarray) else np.asarray(o) if isinstance(o, np.generic) else o
+                          for o in ops[1:]))
+    out = DistributedTensor.empty(ref.shape, ref.sharding, dt)
+    out._interior[...] = np.where(*ops)
+    return out
+
+
+@implements(np.clip)
+def _np_clip(a, a_min=None, a_max=None, out=None, **kwargs):
+    _only("np.clip", kwargs)
+    ref, (a, lo, hi) = _align("np.clip", [a, a_min, a_max])
+    if ref.sharding.is_partial:
+        raise ShardingError("np.clip: the tensor is partial; reshard it to a non-partial sharding first")
+    ops = [v._interior if isinstance(v, DistributedTensor) else v for v in (a, lo, hi)]
+    res = np.clip(*ops)
+    if out is not None:
+        out = _tensor("np.clip out", out)
+        if out.sharding != ref.sharding or out.shape != ref.shape:
+            raise ShardingError(f"np.clip: out has sharding <{out.sharding}>, the input <{ref.sharding}>")
+        out._interior[...] = res
+        return out
+    new = DistributedTensor.empty(ref.shape, ref.sharding, res.dtype, periodic=ref.periodic)
+    new._interior[...] = res
+    return new
+
+
+def _all_true(flag: bool, t: "DistributedTensor") -> bool:
+    """Whether ``flag`` holds on every process of ``t``'s mesh (replicas hold the same blocks)."""
+    return bool(collectives.all_reduce(np.array([int(flag)], np.int32), t.mesh, None, reduction="min")[0])
+
+
+@implements(np.allclose, np.isclose)
+def _np_allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    ref, (a, b) = _align("np.allclose", [a, b])
+    blocks = [v._full_interior() if isinstance(v, DistributedTensor) else v for v in (a, b)]
+    return _all_true(bool(np.allclose(*blocks, rtol=rtol, atol=atol, equal_nan=equal_nan)), ref)
+
+
+@implements(np.array_equal)
+def _np_array_equal(a1, a2, equal_nan=False):
+    if not (isinstance(a1, DistributedTensor) and isinstance(a2, DistributedTensor)):
+        raise TypeError("np.array_equal on a DistributedTensor: both operands must be DistributedTensors")
+    if a1.shape != a2.shape:
+        return False
+    ref, (a, b) = _align("np.array_equal", [a1, a2])
+    return _all_true(bool(np.array_equal(a._full_interior(), b._full_interior(), equal_nan=equal_nan)), ref)
+
+
+@implements(np.linalg.norm)
+def _np_norm(x, ord=None, axis=None, keepdims=False):
+    x = _tensor("np.linalg.norm", x)
+    if keepdims:
+        raise TypeError("np.linalg.norm on a DistributedTensor: keepdims=True is not supported")
+    if isinstance(axis, tuple) and len(axis) == 1:
+        axis = axis[0]
+    vector = axis is not None or x.ndim == 1
+    if axis is None and x.ndim > 1 and ord not in (None, "fro"):
+        raise TypeError(f"np.linalg.norm on a DistributedTensor: ord={ord!r} with axis=None on {x.ndim} dims; "
+                        "supported: None/'fro' (Frobenius), or a vector norm with axis=k")
+    if axis is not None and not isinstance(axis, numbers.Integral):
+        raise TypeError(f"np.linalg.norm on a DistributedTensor: axis={axis!r}; supported: None or one int")
+    if not vector or ord is None or ord == 2:
+        a = abs(x)
+        return np.sqrt((a * a).sum(axis))
+    if isinstance(ord, str):
+        raise ValueError(f"Invalid norm order '{ord}' for vectors")
+    a = abs(x)
+    if a.dtype.kind in "biu":
+        a = a.astype(np.float64)
+    if ord == np.inf:
+        return a.max(axis)
+    if ord == -np.inf:
+        return a.min(axis)
+    if ord == 0:
+        return (a != 0).astype(a.dtype).sum(axis)
+    if ord == 1:
+        return a.sum(axis)
+    return ((a ** ord).sum(axis)) ** (1.0 / ord)
+
+
+@implements(np.cumsum)
+def _np_cumsum(a, axis=None, dtype=None, out=None):
+    a = _tensor("np.cumsum", a)
+    if out is not None:
+        raise TypeError("np.cumsum on a DistributedTensor: out= is not supported")
+    return a.cumsum(axis, dtype)
+
+
+@implements(np.concatenate)
+def _np_concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    if out is not None:
+        raise TypeError("np.concatenate on a DistributedTensor: out= is not supported")
+    arrays = [_tensor("np.concatenate", x) for x in arrays]
+    ref = arrays[0]
+    if axis is None:
+        arrays, axis = [x.reshape(-1) for x in arrays], 0
+    axis = _axes_tuple(axis, ref.ndim, "axis")[0]
+    for i, x in enumerate(arrays):
+        if x.mesh != ref.mesh or x.ndim != ref.ndim or x.shape[:axis] + x.shape[axis + 1:] != \
+                ref.shape[:axis] + ref.shape[axis + 1:]:
+            raise ValueError(f"np.concatenate: array {i} has shape {x.shape} (mesh {x.mesh!r}); all dims but "
+                             f"axis {axis} must match array 0's {ref.shape} on one mesh")
+    # The result is split like array 0; along ``axis`` each piece is gathered (a reshard), joined, and split
+    # again along the same mesh axes (a local slice).
+    s = ref.sharding
+    dims = [(a, None, (0, 0)) for a, _, _ in _per_dim(s, ref.shape)]
+    axes = dims[axis][0]
+    dims[axis] = ((), None, (0, 0))
+    ops = [x.reshard(_from_dims(s.replace(partial_axes=()), dims, x.shape, keep_halos=False)) for x in arrays]
+    parts = [x._interior for x in ops]
+    dt = dtype if dtype is not None else np.result_type(*parts)
+    block = np.concatenate(parts, axis=axis, dtype=dt, casting=casting)
+    shape = ref.shape[:axis] + (sum(x.shape[axis] for x in arrays),) + ref.shape[axis + 1:]
+    joined = DistributedTensor(block, ops[0].sharding, shape)
+    if axes:
+        dims[axis] = (axes, None, (0, 0))
+        joined = joined.reshard(_from_dims(ops[0].sharding, dims, shape, keep_halos=False))
+    return joined
+
+
+@implements(np.stack)
+def _np_stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    arrays = [_tensor("np.stack", x) for x in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    axis = _axes_tuple(axis, arrays[0].ndim + 1, "axis")[0]
+    shapes = {x.shape for x in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"all input arrays must have the same shape, got {sorted(shapes)}")
+    key = (slice(None),) * axis + (None,)
+    return _np_concatenate([x[key] for x in arrays], axis=axis, out=out, dtype=dtype, casting=casting)
+
+
+from . import matmul as _matmul  # noqa: E402,F401  registers np.matmul & co

@@ -85,7 +85,7 @@ def test_operators_and_misuse(mesh):
     with pytest.raises(TypeError, match="gather"):
         np.asarray(t)
     with pytest.raises(TypeError, match="only elementwise"):
-        np.matmul(t, t)
+        np.add.outer(t, t)  # (np.matmul is supported: meshrt.matmul)
     with pytest.raises(TypeError, match="axis"):
         np.sum(t, keepdims=True)
     assert np.sum(t, dtype=np.float32) == 6.0 and np.sum(t, dtype=np.float32).dtype == np.float32
@@ -140,3 +140,24 @@ def test_stencil_kernels_match_numpy():
     assert np.array_equal(out[1:-1, 1:-1], ((n == 3) | ((n == 2) & (b[1:-1, 1:-1] == 1))).astype(np.uint8))
     with pytest.raises(ValueError, match="past the halo"):
         heat2d_box(u, v, 0.2, [(0, 3), (1, 2)])
+
+
+def test_numpy_function_registry(mesh):
+    from meshrt.tensor import _HANDLED_FUNCTIONS, implements
+    t = DT.from_global(np.arange(6.0).reshape(2, 3), Sharding(mesh, [[0]]))
+    assert {np.sum, np.prod, np.max, np.amax, np.min, np.amin, np.mean} <= set(_HANDLED_FUNCTIONS)
+    assert np.max(t, 1).gather().tolist() == [2.0, 5.0] and np.amin(t) == 0.0 and np.mean(t, axis=0).shape == (3,)
+    with pytest.raises(TypeError, match=r"np\.fft\.fft is not supported on a DistributedTensor; supported: .*np\.sum"):
+        np.fft.fft(t)
+    with pytest.raises(TypeError, match=r"np\.sort is not supported"):
+        np.sort(t)
+    with pytest.raises(TypeError, match="positional"):
+        np.sum(t, 0, None, None)
+
+    @implements(np.ptp)
+    def _ptp(a, axis=None):
+        return a.max(axis) - a.min(axis)
+    try:
+        assert np.ptp(t) == 5.0
+    finally:
+        del _HANDLED_FUNCTIONS[np.ptp]
