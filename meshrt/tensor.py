@@ -83,10 +83,18 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         self._global_shape = sharding.check_shape(global_shape)
         self._local = local
         self._periodic = _normalize_periodic(periodic, len(self._global_shape))
-        self._slices = sharding.shard_slices(self._global_shape)
-        index = _interior_index(sharding, self._global_shape)
-        self._interior = local[index] if index else local[...]  # a 0-d tensor: a view, not a scalar
+        layout = _layout(sharding, self._global_shape)
+        self._slices = layout.slices
+        self._interior = local[layout.index]
         self._halo = None
+
+    @classmethod
+    def _fast(cls, local, interior, sharding, shape, slices, periodic) -> "DistributedTensor":
+        # The elementwise fast path: every argument already validated (a sibling tensor's).
+        t = object.__new__(cls)
+        t._local, t._interior, t._sharding, t._global_shape, t._slices = local, interior, sharding, shape, slices
+        t._periodic, t._halo = periodic, None
+        return t
 
     # -- creation --------------------------------------------------------------------
     @classmethod
@@ -527,6 +535,10 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
     # -- numpy: elementwise ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        if out is None and not kwargs and method == "__call__":
+            result = _fast_ufunc(ufunc, inputs)
+            if result is not None:
+                return result
         name = ufunc.__name__
         if method != "__call__" or ufunc.signature is not None:
             what = f"{name}.{method}" if method != "__call__" else name
@@ -825,6 +837,83 @@ def _to_view_layout(value: "DistributedTensor", plan, mesh) -> "DistributedTenso
     if kept.sharding != plan.view_sharding:
         kept = kept.reshard(plan.view_sharding)
     return kept
+
+
+# -- the elementwise fast path ---------------------------------------------------------------------
+class _Layout:
+    """What a (sharding, global shape) means on this process, computed once: the owned region, the
+    interior's index into the local buffer, the local shape."""
+
+    __slots__ = ("slices", "index", "local_shape", "halos")
+
+    def __init__(self, sharding: Sharding, shape: tuple):
+        self.slices = sharding.shard_slices(shape)
+        # the trailing Ellipsis keeps a 0-d tensor's interior a view, not a scalar
+        self.index = _interior_index(sharding, shape) + (Ellipsis,)
+        self.local_shape = sharding.local_shape(shape)
+        self.halos = bool(sharding.halo_sizes)
+
+
+_LAYOUTS: dict = {}
+_SCALARS = (float, int, complex, bool)
+_UFUNC_DTYPES: dict = {}
+
+
+def _layout(sharding: Sharding, shape: tuple) -> _Layout:
+    key = (sharding, shape)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        if len(_LAYOUTS) > 4096:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[key] = _Layout(sharding, shape)
+    return layout
+
+
+def _fast_ufunc(ufunc, inputs):
+    """``r * r``, ``r + 1.0``, ``-r``: tensors of one sharding (not partial) and Python or numpy scalars.
+
+    Returns None where it does not apply (the general path then checks and
+    explains).  The result dtype numpy will pick is cached per (ufunc,
+    operand types), so the result is computed straight into a new local buffer.
+    """
+    t = None
+    args = []
+    key = [ufunc]
+    for x in inputs:
+        tx = type(x)
+        if tx is DistributedTensor:
+            if t is None:
+                t = x
+            elif x._sharding is not t._sharding and x._sharding != t._sharding or x._global_shape != t._global_shape:
+                return None
+            args.append(x._interior)
+            key.append(x._interior.dtype)
+        elif tx in _SCALARS:
+            args.append(x)
+            key.append(tx)
+        elif isinstance(x, np.generic):
+            args.append(x)
+            key.append(x.dtype)
+        else:
+            return None
+    if t is None or ufunc.nout != 1 or ufunc.signature is not None or t._sharding._partial_axes:
+        return None
+    key = tuple(key)
+    dt = _UFUNC_DTYPES.get(key)
+    if dt is None:
+        try:
+            dt = ufunc.resolve_dtypes(tuple(k for k in key[1:]) + (None,))[-1]
+        except Exception:
+            return None
+        _UFUNC_DTYPES[key] = dt
+    layout = _layout(t._sharding, t._global_shape)
+    if layout.halos:
+        local = np.zeros(layout.local_shape, dt)
+        interior = local[layout.index]
+    else:
+        local = interior = np.empty(layout.local_shape, dt)
+    ufunc(*args, out=interior)
+    return DistributedTensor._fast(local, interior, t._sharding, t._global_shape, layout.slices, t._periodic)
 
 
 # -- helpers ---------------------------------------------------------------------------------------

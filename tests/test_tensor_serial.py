@@ -161,3 +161,27 @@ def test_numpy_function_registry(mesh):
         assert np.ptp(t) == 5.0
     finally:
         del _HANDLED_FUNCTIONS[np.ptp]
+
+
+def test_elementwise_fast_path_matches_numpy(mesh):
+    """The cached-dtype fast path gives numpy's values and dtypes (NEP 50 scalars included)."""
+    rng = np.random.default_rng(0)
+    for halos in (None, [1, 2]):
+        s = Sharding(mesh, [[0]], halo_sizes=halos)
+        for dt in (np.int8, np.int64, np.float32, np.float64, np.complex64, np.bool_):
+            g = (rng.random((5, 3)) * 10).astype(dt)
+            t = DT.from_global(g, s)
+            for op, want in ((lambda x: x * x, g * g), (lambda x: x + 1, g + 1), (lambda x: 2.5 * x, 2.5 * g),
+                             (lambda x: x - np.float32(1), g - np.float32(1)), (lambda x: -x if dt != np.bool_ else ~x,
+                                                                               -g if dt != np.bool_ else ~g),
+                             (lambda x: x == x, g == g), (np.sqrt, np.sqrt(g))):
+                r = op(t)
+                assert r.dtype == want.dtype and np.array_equal(r.gather(), want), (dt, halos, want.dtype)
+                if halos:
+                    assert np.all(r.local[:1] == 0) and np.all(r.local[-2:] == 0)
+    tt = DT.from_global(np.arange(6.0).reshape(2, 3), Sharding(mesh, [[0]])).T  # a strided interior
+    assert (tt * tt).local.flags.c_contiguous and np.array_equal((tt * 2).gather(), np.arange(6.0).reshape(2, 3).T * 2)
+    with pytest.raises(TypeError, match="only elementwise"):
+        np.matmul(tt, tt)
+    with pytest.raises(OverflowError):
+        DT.from_global(np.zeros(3, np.int8), Sharding(mesh, [[0]])) + 1000
