@@ -290,8 +290,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         >>> u[1:-1, ::2].sharding.sharded_dims_offsets      # doctest: +SKIP
         >>> u[:, n // 2].gather()                            # doctest: +SKIP
         """
-        plan = plan_index(self._sharding, self._global_shape, normalize_key(key, self._global_shape))
-        block = self._interior[local_view_slices(plan.items, self._slices)]
+        plan, local = _index_plan(self, key)
+        block = self._interior[local]
         if plan.int_dims:
             block = _drop_ints(block, plan, self.mesh, self._global_shape)
         if plan.flip_dims:
@@ -314,8 +314,11 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
                 f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
                 f"{list(self._sharding.partial_axes)}); reshard it to a non-partial sharding first"
             )
-        plan = plan_index(self._sharding, self._global_shape, normalize_key(key, self._global_shape))
-        target = self._interior[local_view_slices(plan.items, self._slices)]
+        plan, local = _index_plan(self, key)
+        if type(value) in _SCALARS:  # the common boundary-condition write: no checks numpy does not make
+            self._interior[local] = value
+            return
+        target = self._interior[local]
         if isinstance(value, DistributedTensor):
             value = _to_view_layout(value, plan, self.mesh)
             if value is None:
@@ -914,6 +917,42 @@ def _fast_ufunc(ufunc, inputs):
         local = interior = np.empty(layout.local_shape, dt)
     ufunc(*args, out=interior)
     return DistributedTensor._fast(local, interior, t._sharding, t._global_shape, layout.slices, t._periodic)
+
+
+# -- indexing plans, cached per (sharding, shape, key) ---------------------------------------------------
+_INDEX_PLANS: dict = {}
+
+
+def _key_id(key):
+    """A hashable stand-in for a basic key (slices are unhashable before Python 3.12), or None."""
+    parts = key if type(key) is tuple else (key,)
+    out = []
+    for k in parts:
+        tk = type(k)
+        if tk is slice:
+            if not all(v is None or type(v) is int for v in (k.start, k.stop, k.step)):
+                return None
+            out.append((k.start, k.stop, k.step))
+        elif tk is int or k is None or k is Ellipsis:
+            out.append(k)
+        else:
+            return None
+    return tuple(out), type(key) is tuple
+
+
+def _index_plan(t: "DistributedTensor", key):
+    """(IndexPlan, this process's slices of the owned block) for ``t[key]``."""
+    kid = _key_id(key)
+    ck = (t._sharding, t._global_shape, kid)
+    entry = _INDEX_PLANS.get(ck) if kid is not None else None
+    if entry is None:
+        plan = plan_index(t._sharding, t._global_shape, normalize_key(key, t._global_shape))
+        entry = plan, local_view_slices(plan.items, t._slices) + (Ellipsis,)
+        if kid is not None:
+            if len(_INDEX_PLANS) > 4096:
+                _INDEX_PLANS.clear()
+            _INDEX_PLANS[ck] = entry
+    return entry
 
 
 # -- helpers ---------------------------------------------------------------------------------------
