@@ -543,6 +543,9 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             if result is not None:
                 return result
         name = ufunc.__name__
+        handler = _HANDLED_FUNCTIONS.get(ufunc) if method == "__call__" else None
+        if handler is not None:  # a registered gufunc, e.g. np.matmul (see `implements`)
+            return handler(*inputs, **kwargs) if out is None else handler(*inputs, out=out, **kwargs)
         if method != "__call__" or ufunc.signature is not None:
             what = f"{name}.{method}" if method != "__call__" else name
             raise TypeError(
@@ -711,7 +714,9 @@ def implements(*numpy_functions):
     """Register the decorated function as the DistributedTensor version of ``numpy_functions``.
 
     ``__array_function__`` calls it with numpy's arguments; any numpy function
-    not registered raises TypeError naming the supported ones.
+    not registered raises TypeError naming the supported ones.  A ufunc
+    registered here (``np.matmul`` is a gufunc, not an array function) is
+    called from ``__array_ufunc__`` the same way, ``out=`` passed on if given.
 
     >>> @implements(np.copy)                                           # doctest: +SKIP
     ... def _copy(a, order="K", subok=False):

@@ -157,10 +157,14 @@ def test_numpy_function_registry(mesh):
     @implements(np.ptp)
     def _ptp(a, axis=None):
         return a.max(axis) - a.min(axis)
+    @implements(np.matmul)
+    def _mm(a, b, out=None):
+        return "matmul handler"
     try:
         assert np.ptp(t) == 5.0
+        assert np.matmul(t, t) == "matmul handler" and t @ t == "matmul handler"
     finally:
-        del _HANDLED_FUNCTIONS[np.ptp]
+        del _HANDLED_FUNCTIONS[np.ptp], _HANDLED_FUNCTIONS[np.matmul]
 
 
 def test_elementwise_fast_path_matches_numpy(mesh):
