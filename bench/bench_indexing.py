@@ -15,7 +15,6 @@ repetitions; per side the best repetition of the slowest process is kept.
 import argparse
 import time
 
-import numpy as np
 from mpi4py import MPI
 
 from meshrt import DistributedTensor, Mesh, Sharding

@@ -326,7 +326,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             src = value._interior
         else:
             value = np.asarray(value)
-            if value.dtype.hasobject or value.dtype.kind in "SUV" and self.dtype.kind not in "SUV":
+            if value.dtype.hasobject or (value.dtype.kind in "SUV" and self.dtype.kind not in "SUV"):
                 raise TypeError(f"value: dtype {value.dtype} cannot be stored in a tensor of dtype {self.dtype}")
             if value.ndim == 0:
                 target[...] = value.astype(self.dtype, copy=False)
@@ -392,7 +392,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         if axes:
             rest = local.shape[:axis] + local.shape[axis + 1:]
             total = local.take(-1, axis) if local.shape[axis] else np.zeros(rest, out_dtype)
-            totals = collectives.all_gather(np.array(total, out_dtype).reshape((1,) + rest), self.mesh, axes, 0, sizes=1)
+            total = np.array(total, out_dtype).reshape((1,) + rest)
+            totals = collectives.all_gather(total, self.mesh, axes, 0, sizes=1)
             k = s.shard_index(axis)
             if k:
                 local += np.expand_dims(totals[:k].sum(axis=0, dtype=out_dtype), axis)
@@ -823,8 +824,9 @@ def _to_view_layout(value: "DistributedTensor", plan, mesh) -> "DistributedTenso
         )
     if 0 in plan.result_shape:
         return None  # nothing to write (and nothing to move), on every process alike
-    # Reverse, squeeze and expand on the gathered layout's index map: a reshard to the view's sharding of a
-    # tensor whose dims line up with P's.  The None dims are unsplit first, so squeezing them is local.
+    # Undo the key on the value, dim by dim, without moving data where possible: squeeze the None dims
+    # (unsplit first, so squeezing is local), reverse the negative-step dims, insert the int dims as
+    # length-1 dims; then one reshard to P's sharding if it still differs.
     s = value.sharding
     if any(s.dim_axes(p) for p in plan.new_dims):
         value = value.reshard(s.replace(split_axes=[() if p in plan.new_dims else s.dim_axes(p)
@@ -1391,30 +1393,35 @@ def _np_astype(x, dtype, /, *, copy=True, device=None):
     return _tensor("np.astype", x).astype(dtype)
 
 
-def _like(name, fill):
-    def handler(a, dtype=None, order="K", subok=True, shape=None, *, device=None, **kw):
-        a = _tensor(f"np.{name}", a)
-        if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
-            raise TypeError(f"np.{name} on a DistributedTensor: shape= must be the tensor's shape {a.shape}, "
-                            f"got {shape}")
-        dt = a.dtype if dtype is None else np.dtype(dtype)
-        s = a.sharding.replace(partial_axes=()) if a.sharding.is_partial else a.sharding
-        out = DistributedTensor.empty(a.shape, s, dt, periodic=a.periodic)
-        value = fill(kw)
-        if value is not None:
-            out.interior[...] = value
-        return out
-    return handler
+def _new_like(name, a, dtype, shape, value):
+    a = _tensor(f"np.{name}", a)
+    if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
+        raise TypeError(f"np.{name} on a DistributedTensor: shape= must be the tensor's shape {a.shape}, got {shape}")
+    s = a.sharding.replace(partial_axes=()) if a.sharding.is_partial else a.sharding
+    out = DistributedTensor.empty(a.shape, s, a.dtype if dtype is None else np.dtype(dtype), periodic=a.periodic)
+    if value is not None:
+        out.interior[...] = value
+    return out
 
 
-implements(np.empty_like)(_like("empty_like", lambda kw: None))
-implements(np.zeros_like)(_like("zeros_like", lambda kw: 0))
-implements(np.ones_like)(_like("ones_like", lambda kw: 1))
+@implements(np.empty_like)
+def _np_empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _new_like("empty_like", a, dtype, shape, None)
+
+
+@implements(np.zeros_like)
+def _np_zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _new_like("zeros_like", a, dtype, shape, 0)
+
+
+@implements(np.ones_like)
+def _np_ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _new_like("ones_like", a, dtype, shape, 1)
 
 
 @implements(np.full_like)
 def _np_full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _like("full_like", lambda kw: fill_value)(a, dtype, order, subok, shape)
+    return _new_like("full_like", a, dtype, shape, fill_value)
 
 
 def _align(name, operands):
@@ -1446,14 +1453,11 @@ def _np_where(condition, x=None, y=None):
         raise TypeError("np.where on a DistributedTensor needs x and y (the one-argument form returns indices: "
                         "gather() first)")
     ref, (c, x, y) = _align("np.where", [condition, x, y])
-    ref = ref if not ref.sharding.is_partial else None
-    if ref is None:
+    if ref.sharding.is_partial:
         raise ShardingError("np.where: an operand is partial; reshard it to a non-partial sharding first")
-    ops = [v._interior if isinstance(v, DistributedTensor) else v for v in (c, x, y)]
-    dt = np.result_type(*(o if isinstance(o, np.ndarray) else np.asarray(o) if isinstance(o, np.generic) else o
-                          for o in ops[1:]))
-    out = DistributedTensor.empty(ref.shape, ref.sharding, dt)
-    out._interior[...] = np.where(*ops)
+    res = np.where(*(v._interior if isinstance(v, DistributedTensor) else v for v in (c, x, y)))
+    out = DistributedTensor.empty(ref.shape, ref.sharding, res.dtype, periodic=ref.periodic)
+    out._interior[...] = res
     return out
 
 

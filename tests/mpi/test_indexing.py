@@ -139,7 +139,8 @@ def test_setitem_random(meshes):
                     if len(rshape) and 0 not in rshape and rng.random() < 0.5:
                         value = value[(0,) * (len(rshape) - 1)]  # broadcast along the leading dims
                 else:
-                    vs = Sharding(m1, [[0]] if len(rshape) else [], halo_sizes=[1, 1] if len(rshape) and rshape[0] >= 2 * N else None)
+                    halos = [1, 1] if len(rshape) and rshape[0] >= 2 * N else None
+                    vs = Sharding(m1, [[0]] if len(rshape) else [], halo_sizes=halos)
                     if len(rshape) and rshape[0] and rng.random() < 0.5:
                         vs = Sharding(m1, [[]] * (len(rshape) - 1) + [[0]]) if len(rshape) > 1 else vs
                     value = DT.from_global(global_array(rshape, dtype, seed=i), vs)
