@@ -198,3 +198,13 @@ def test_errors_are_clear_and_everywhere(meshes):
         p[0] = 1.0
     with pytest.raises(TypeError, match="cannot be stored"):
         t[0] = "abc"
+
+
+def test_partial_tensors_index_and_stay_partial(meshes):
+    m = meshes["2d"]
+    g = global_array((7, 5), np.float64, 9)
+    t = DT.from_global(g, Sharding(m, [[1]]))
+    p = t.reshard(Sharding(m, [[1]], partial_axes=[0]))
+    for key in (3, (slice(None, None, -1), 2), (None, slice(1, 5, 2)), (-1, -1)):
+        r = p[key]
+        assert r.sharding.partial_axes == (0,) and np.allclose(r.gather(), g[key]), key
