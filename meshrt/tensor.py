@@ -290,7 +290,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         >>> u[1:-1, ::2].sharding.sharded_dims_offsets      # doctest: +SKIP
         >>> u[:, n // 2].gather()                            # doctest: +SKIP
         """
-        plan, local = _index_plan(self, key)
+        plan, local, _ = _index_plan(self, key)
         block = self._interior[local]
         if plan.int_dims:
             block = _drop_ints(block, plan, self.mesh, self._global_shape)
@@ -314,9 +314,9 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
                 f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
                 f"{list(self._sharding.partial_axes)}); reshard it to a non-partial sharding first"
             )
-        plan, local = _index_plan(self, key)
+        plan, local, write = _index_plan(self, key)
         if type(value) in _SCALARS:  # the common boundary-condition write: no checks numpy does not make
-            self._interior[local] = value
+            self._interior[write] = value
             return
         target = self._interior[local]
         if isinstance(value, DistributedTensor):
@@ -948,13 +948,17 @@ def _key_id(key):
 
 
 def _index_plan(t: "DistributedTensor", key):
-    """(IndexPlan, this process's slices of the owned block) for ``t[key]``."""
+    """(IndexPlan, this process's slices of the owned block, the same for a write) for ``t[key]``."""
     kid = _key_id(key)
     ck = (t._sharding, t._global_shape, kid)
     entry = _INDEX_PLANS.get(ck) if kid is not None else None
     if entry is None:
         plan = plan_index(t._sharding, t._global_shape, normalize_key(key, t._global_shape))
-        entry = plan, local_view_slices(plan.items, t._slices) + (Ellipsis,)
+        local = local_view_slices(plan.items, t._slices)
+        # for writes, an owned int index stays an int: numpy assigns through it faster than a length-1 slice
+        src = [it for it in plan.items if it is not None]
+        write = tuple(sl.start if it.index is not None and sl.stop > sl.start else sl for it, sl in zip(src, local))
+        entry = plan, local + (Ellipsis,), write
         if kid is not None:
             if len(_INDEX_PLANS) > 4096:
                 _INDEX_PLANS.clear()

@@ -183,6 +183,10 @@ def test_errors_are_clear_and_everywhere(meshes):
         t[t > 3]
     with pytest.raises(TypeError, match="supported: ints, slices"):
         t[1.5]
+    assert np.array_equal(t[1].gather(), np.arange(6.0, 12.0))  # cached: True must not hit 1's plan
+    with pytest.raises(TypeError, match="bool"):
+        t[True]
+    assert np.array_equal(t[np.int64(1), np.int8(2):].gather(), np.arange(8.0, 12.0))
     with pytest.raises(IndexError, match="out of bounds for axis 1 with size 6"):
         t[0, 6]
     with pytest.raises(IndexError, match="too many indices"):
