@@ -16,6 +16,12 @@ interiors only, so a result's halos are zero (``out=`` leaves the target's
 halos as they were): call ``update_halo()`` before a stencil reads them.
 Computing on interiors keeps numpy's floating-point warnings exact (a zero
 halo under ``1 / t`` would warn where the global array does not).
+
+Global view: ``t[key]`` and ``t[key] = value`` take numpy's basic keys on
+the global array (slices are views with uneven ``sharded_dims_offsets``;
+writes leave halos stale until ``update_halo``), and the numpy functions
+registered with `implements` (layout ops, ``where``, ``clip``, ``cumsum``,
+``linalg.norm``, ...) work on tensors; any other raises TypeError.
 """
 
 from __future__ import annotations
