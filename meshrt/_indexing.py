@@ -69,7 +69,7 @@ def normalize_key(key, shape) -> tuple:
     if used > len(shape):
         raise IndexError(f"too many indices for a DistributedTensor: it is {len(shape)}-dimensional, but {used} "
                          "were indexed")
-    if Ellipsis in [k for k in key if k is Ellipsis]:
+    if any(k is Ellipsis for k in key):
         i = next(j for j, k in enumerate(key) if k is Ellipsis)
         key = key[:i] + (slice(None),) * (len(shape) - used) + key[i + 1:]
     else:

@@ -16,6 +16,12 @@ interiors only, so a result's halos are zero (``out=`` leaves the target's
 halos as they were): call ``update_halo()`` before a stencil reads them.
 Computing on interiors keeps numpy's floating-point warnings exact (a zero
 halo under ``1 / t`` would warn where the global array does not).
+
+Global view: ``t[key]`` and ``t[key] = value`` take numpy's basic keys on
+the global array (slices are views with uneven ``sharded_dims_offsets``;
+writes leave halos stale until ``update_halo``), and the numpy functions
+registered with `implements` (layout ops, ``where``, ``clip``, ``cumsum``,
+``linalg.norm``, ...) work on tensors; any other raises TypeError.
 """
 
 from __future__ import annotations
@@ -83,10 +89,18 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         self._global_shape = sharding.check_shape(global_shape)
         self._local = local
         self._periodic = _normalize_periodic(periodic, len(self._global_shape))
-        self._slices = sharding.shard_slices(self._global_shape)
-        index = _interior_index(sharding, self._global_shape)
-        self._interior = local[index] if index else local[...]  # a 0-d tensor: a view, not a scalar
+        layout = _layout(sharding, self._global_shape)
+        self._slices = layout.slices
+        self._interior = local[layout.index]
         self._halo = None
+
+    @classmethod
+    def _fast(cls, local, interior, sharding, shape, slices, periodic) -> "DistributedTensor":
+        # The elementwise fast path: every argument already validated (a sibling tensor's).
+        t = object.__new__(cls)
+        t._local, t._interior, t._sharding, t._global_shape, t._slices = local, interior, sharding, shape, slices
+        t._periodic, t._halo = periodic, None
+        return t
 
     # -- creation --------------------------------------------------------------------
     @classmethod
@@ -294,8 +308,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         >>> u[1:-1, ::2].sharding.sharded_dims_offsets      # doctest: +SKIP
         >>> u[:, n // 2].gather()                            # doctest: +SKIP
         """
-        plan = plan_index(self._sharding, self._global_shape, normalize_key(key, self._global_shape))
-        block = self._interior[local_view_slices(plan.items, self._slices)]
+        plan, local, _ = _index_plan(self, key)
+        block = self._interior[local]
         if plan.int_dims:
             block = _drop_ints(block, plan, self.mesh, self._global_shape)
         if plan.flip_dims:
@@ -318,8 +332,11 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
                 f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
                 f"{list(self._sharding.partial_axes)}); reshard it to a non-partial sharding first"
             )
-        plan = plan_index(self._sharding, self._global_shape, normalize_key(key, self._global_shape))
-        target = self._interior[local_view_slices(plan.items, self._slices)]
+        plan, local, write = _index_plan(self, key)
+        if type(value) in _SCALARS:  # the common boundary-condition write: no checks numpy does not make
+            self._interior[write] = value
+            return
+        target = self._interior[local]
         if isinstance(value, DistributedTensor):
             value = _to_view_layout(value, plan, self.mesh)
             if value is None:
@@ -327,7 +344,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             src = value._interior
         else:
             value = np.asarray(value)
-            if value.dtype.hasobject or value.dtype.kind in "SUV" and self.dtype.kind not in "SUV":
+            if value.dtype.hasobject or (value.dtype.kind in "SUV" and self.dtype.kind not in "SUV"):
                 raise TypeError(f"value: dtype {value.dtype} cannot be stored in a tensor of dtype {self.dtype}")
             if value.ndim == 0:
                 target[...] = value.astype(self.dtype, copy=False)
@@ -393,7 +410,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         if axes:
             rest = local.shape[:axis] + local.shape[axis + 1:]
             total = local.take(-1, axis) if local.shape[axis] else np.zeros(rest, out_dtype)
-            totals = collectives.all_gather(np.array(total, out_dtype).reshape((1,) + rest), self.mesh, axes, 0, sizes=1)
+            total = np.array(total, out_dtype).reshape((1,) + rest)
+            totals = collectives.all_gather(total, self.mesh, axes, 0, sizes=1)
             k = s.shard_index(axis)
             if k:
                 local += np.expand_dims(totals[:k].sum(axis=0, dtype=out_dtype), axis)
@@ -544,9 +562,14 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
     # -- numpy: elementwise ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
-        if ufunc in _HANDLED_FUNCTIONS and method == "__call__":  # gufuncs such as np.matmul
-            return _HANDLED_FUNCTIONS[ufunc](*inputs, out=out, **kwargs)
+        if out is None and not kwargs and method == "__call__":
+            result = _fast_ufunc(ufunc, inputs)
+            if result is not None:
+                return result
         name = ufunc.__name__
+        handler = _HANDLED_FUNCTIONS.get(ufunc) if method == "__call__" else None
+        if handler is not None:  # a registered gufunc, e.g. np.matmul (see `implements`)
+            return handler(*inputs, **kwargs) if out is None else handler(*inputs, out=out, **kwargs)
         if method != "__call__" or ufunc.signature is not None:
             what = f"{name}.{method}" if method != "__call__" else name
             raise TypeError(
@@ -720,7 +743,9 @@ def implements(*numpy_functions):
     """Register the decorated function as the DistributedTensor version of ``numpy_functions``.
 
     ``__array_function__`` calls it with numpy's arguments; any numpy function
-    not registered raises TypeError naming the supported ones.
+    not registered raises TypeError naming the supported ones.  A ufunc
+    registered here (``np.matmul`` is a gufunc, not an array function) is
+    called from ``__array_ufunc__`` the same way, ``out=`` passed on if given.
 
     >>> @implements(np.copy)                                           # doctest: +SKIP
     ... def _copy(a, order="K", subok=False):
@@ -827,8 +852,9 @@ def _to_view_layout(value: "DistributedTensor", plan, mesh) -> "DistributedTenso
         )
     if 0 in plan.result_shape:
         return None  # nothing to write (and nothing to move), on every process alike
-    # Reverse, squeeze and expand on the gathered layout's index map: a reshard to the view's sharding of a
-    # tensor whose dims line up with P's.  The None dims are unsplit first, so squeezing them is local.
+    # Undo the key on the value, dim by dim, without moving data where possible: squeeze the None dims
+    # (unsplit first, so squeezing is local), reverse the negative-step dims, insert the int dims as
+    # length-1 dims; then one reshard to P's sharding if it still differs.
     s = value.sharding
     if any(s.dim_axes(p) for p in plan.new_dims):
         value = value.reshard(s.replace(split_axes=[() if p in plan.new_dims else s.dim_axes(p)
@@ -849,6 +875,123 @@ def _to_view_layout(value: "DistributedTensor", plan, mesh) -> "DistributedTenso
     if kept.sharding != plan.view_sharding:
         kept = kept.reshard(plan.view_sharding)
     return kept
+
+
+# -- the elementwise fast path ---------------------------------------------------------------------
+class _Layout:
+    """What a (sharding, global shape) means on this process, computed once: the owned region, the
+    interior's index into the local buffer, the local shape."""
+
+    __slots__ = ("slices", "index", "local_shape", "halos")
+
+    def __init__(self, sharding: Sharding, shape: tuple):
+        self.slices = sharding.shard_slices(shape)
+        # the trailing Ellipsis keeps a 0-d tensor's interior a view, not a scalar
+        self.index = _interior_index(sharding, shape) + (Ellipsis,)
+        self.local_shape = sharding.local_shape(shape)
+        self.halos = bool(sharding.halo_sizes)
+
+
+_LAYOUTS: dict = {}
+_SCALARS = (float, int, complex, bool)
+_UFUNC_DTYPES: dict = {}
+
+
+def _layout(sharding: Sharding, shape: tuple) -> _Layout:
+    key = (sharding, shape)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        if len(_LAYOUTS) > 4096:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[key] = _Layout(sharding, shape)
+    return layout
+
+
+def _fast_ufunc(ufunc, inputs):
+    """``r * r``, ``r + 1.0``, ``-r``: tensors of one sharding (not partial) and Python or numpy scalars.
+
+    Returns None where it does not apply (the general path then checks and
+    explains).  The result dtype numpy will pick is cached per (ufunc,
+    operand types), so the result is computed straight into a new local buffer.
+    """
+    t = None
+    args = []
+    key = [ufunc]
+    for x in inputs:
+        tx = type(x)
+        if tx is DistributedTensor:
+            if t is None:
+                t = x
+            elif x._sharding is not t._sharding and x._sharding != t._sharding or x._global_shape != t._global_shape:
+                return None
+            args.append(x._interior)
+            key.append(x._interior.dtype)
+        elif tx in _SCALARS:
+            args.append(x)
+            key.append(tx)
+        elif isinstance(x, np.generic):
+            args.append(x)
+            key.append(x.dtype)
+        else:
+            return None
+    if t is None or ufunc.nout != 1 or ufunc.signature is not None or t._sharding._partial_axes:
+        return None
+    key = tuple(key)
+    dt = _UFUNC_DTYPES.get(key)
+    if dt is None:
+        try:
+            dt = ufunc.resolve_dtypes(tuple(k for k in key[1:]) + (None,))[-1]
+        except Exception:
+            return None
+        _UFUNC_DTYPES[key] = dt
+    layout = _layout(t._sharding, t._global_shape)
+    if layout.halos:
+        local = np.zeros(layout.local_shape, dt)
+        interior = local[layout.index]
+    else:
+        local = interior = np.empty(layout.local_shape, dt)
+    ufunc(*args, out=interior)
+    return DistributedTensor._fast(local, interior, t._sharding, t._global_shape, layout.slices, t._periodic)
+
+
+# -- indexing plans, cached per (sharding, shape, key) ---------------------------------------------------
+_INDEX_PLANS: dict = {}
+
+
+def _key_id(key):
+    """A hashable stand-in for a basic key (slices are unhashable before Python 3.12), or None."""
+    parts = key if type(key) is tuple else (key,)
+    out = []
+    for k in parts:
+        tk = type(k)
+        if tk is slice:
+            if not all(v is None or type(v) is int for v in (k.start, k.stop, k.step)):
+                return None
+            out.append((k.start, k.stop, k.step))
+        elif tk is int or k is None or k is Ellipsis:
+            out.append(k)
+        else:
+            return None
+    return tuple(out), type(key) is tuple
+
+
+def _index_plan(t: "DistributedTensor", key):
+    """(IndexPlan, this process's slices of the owned block, the same for a write) for ``t[key]``."""
+    kid = _key_id(key)
+    ck = (t._sharding, t._global_shape, kid)
+    entry = _INDEX_PLANS.get(ck) if kid is not None else None
+    if entry is None:
+        plan = plan_index(t._sharding, t._global_shape, normalize_key(key, t._global_shape))
+        local = local_view_slices(plan.items, t._slices)
+        # for writes, an owned int index stays an int: numpy assigns through it faster than a length-1 slice
+        src = [it for it in plan.items if it is not None]
+        write = tuple(sl.start if it.index is not None and sl.stop > sl.start else sl for it, sl in zip(src, local))
+        entry = plan, local + (Ellipsis,), write
+        if kid is not None:
+            if len(_INDEX_PLANS) > 4096:
+                _INDEX_PLANS.clear()
+            _INDEX_PLANS[ck] = entry
+    return entry
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -1282,30 +1425,35 @@ def _np_astype(x, dtype, /, *, copy=True, device=None):
     return _tensor("np.astype", x).astype(dtype)
 
 
-def _like(name, fill):
-    def handler(a, dtype=None, order="K", subok=True, shape=None, *, device=None, **kw):
-        a = _tensor(f"np.{name}", a)
-        if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
-            raise TypeError(f"np.{name} on a DistributedTensor: shape= must be the tensor's shape {a.shape}, "
-                            f"got {shape}")
-        dt = a.dtype if dtype is None else np.dtype(dtype)
-        s = a.sharding.replace(partial_axes=()) if a.sharding.is_partial else a.sharding
-        out = DistributedTensor.empty(a.shape, s, dt, periodic=a.periodic)
-        value = fill(kw)
-        if value is not None:
-            out.interior[...] = value
-        return out
-    return handler
+def _new_like(name, a, dtype, shape, value):
+    a = _tensor(f"np.{name}", a)
+    if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
+        raise TypeError(f"np.{name} on a DistributedTensor: shape= must be the tensor's shape {a.shape}, got {shape}")
+    s = a.sharding.replace(partial_axes=()) if a.sharding.is_partial else a.sharding
+    out = DistributedTensor.empty(a.shape, s, a.dtype if dtype is None else np.dtype(dtype), periodic=a.periodic)
+    if value is not None:
+        out.interior[...] = value
+    return out
 
 
-implements(np.empty_like)(_like("empty_like", lambda kw: None))
-implements(np.zeros_like)(_like("zeros_like", lambda kw: 0))
-implements(np.ones_like)(_like("ones_like", lambda kw: 1))
+@implements(np.empty_like)
+def _np_empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _new_like("empty_like", a, dtype, shape, None)
+
+
+@implements(np.zeros_like)
+def _np_zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _new_like("zeros_like", a, dtype, shape, 0)
+
+
+@implements(np.ones_like)
+def _np_ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _new_like("ones_like", a, dtype, shape, 1)
 
 
 @implements(np.full_like)
 def _np_full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _like("full_like", lambda kw: fill_value)(a, dtype, order, subok, shape)
+    return _new_like("full_like", a, dtype, shape, fill_value)
 
 
 def _align(name, operands):
@@ -1337,14 +1485,11 @@ def _np_where(condition, x=None, y=None):
         raise TypeError("np.where on a DistributedTensor needs x and y (the one-argument form returns indices: "
                         "gather() first)")
     ref, (c, x, y) = _align("np.where", [condition, x, y])
-    ref = ref if not ref.sharding.is_partial else None
-    if ref is None:
+    if ref.sharding.is_partial:
         raise ShardingError("np.where: an operand is partial; reshard it to a non-partial sharding first")
-    ops = [v._interior if isinstance(v, DistributedTensor) else v for v in (c, x, y)]
-    dt = np.result_type(*(o if isinstance(o, np.ndarray) else np.asarray(o) if isinstance(o, np.generic) else o
-                          for o in ops[1:]))
-    out = DistributedTensor.empty(ref.shape, ref.sharding, dt)
-    out._interior[...] = np.where(*ops)
+    res = np.where(*(v._interior if isinstance(v, DistributedTensor) else v for v in (c, x, y)))
+    out = DistributedTensor.empty(ref.shape, ref.sharding, res.dtype, periodic=ref.periodic)
+    out._interior[...] = res
     return out
 
 

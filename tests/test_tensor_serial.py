@@ -157,7 +157,82 @@ def test_numpy_function_registry(mesh):
     @implements(np.ptp)
     def _ptp(a, axis=None):
         return a.max(axis) - a.min(axis)
+    @implements(np.matmul)
+    def _mm(a, b, out=None):
+        return "matmul handler"
     try:
         assert np.ptp(t) == 5.0
+        assert np.matmul(t, t) == "matmul handler" and t @ t == "matmul handler"
     finally:
-        del _HANDLED_FUNCTIONS[np.ptp]
+        del _HANDLED_FUNCTIONS[np.ptp], _HANDLED_FUNCTIONS[np.matmul]
+
+
+def test_elementwise_fast_path_matches_numpy(mesh):
+    """The cached-dtype fast path gives numpy's values and dtypes (NEP 50 scalars included)."""
+    rng = np.random.default_rng(0)
+    for halos in (None, [1, 2]):
+        s = Sharding(mesh, [[0]], halo_sizes=halos)
+        for dt in (np.int8, np.int64, np.float32, np.float64, np.complex64, np.bool_):
+            g = (rng.random((5, 3)) * 10).astype(dt)
+            t = DT.from_global(g, s)
+            for op, want in ((lambda x: x * x, g * g), (lambda x: x + 1, g + 1), (lambda x: 2.5 * x, 2.5 * g),
+                             (lambda x: x - np.float32(1), g - np.float32(1)), (lambda x: -x if dt != np.bool_ else ~x,
+                                                                               -g if dt != np.bool_ else ~g),
+                             (lambda x: x == x, g == g), (np.sqrt, np.sqrt(g))):
+                r = op(t)
+                assert r.dtype == want.dtype and np.array_equal(r.gather(), want), (dt, halos, want.dtype)
+                if halos:
+                    assert np.all(r.local[:1] == 0) and np.all(r.local[-2:] == 0)
+    tt = DT.from_global(np.arange(6.0).reshape(2, 3), Sharding(mesh, [[0]])).T  # a strided interior
+    assert (tt * tt).local.flags.c_contiguous and np.array_equal((tt * 2).gather(), np.arange(6.0).reshape(2, 3).T * 2)
+    with pytest.raises(TypeError, match="only elementwise"):
+        np.matmul(tt, tt)
+    with pytest.raises(OverflowError):
+        DT.from_global(np.zeros(3, np.int8), Sharding(mesh, [[0]])) + 1000
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.data())
+def test_index_plan_covers_the_global_selection(data):
+    """Pure planner, every device of an abstract mesh: the device's part of the positive view P (from
+    its block and `local_view_slices`) is P's global array at the device's region under P's sharding,
+    and the final result sharding has the result's shape."""
+    from meshrt._indexing import local_view_slices, normalize_key, plan_index
+    mesh = AbstractMesh(data.draw(st.sampled_from([(1,), (3,), (2, 2), (4, 1)])))
+    ndim = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.lists(st.integers(0, 9), min_size=ndim, max_size=ndim)))
+    axes = list(range(mesh.ndim))
+    split = [[] for _ in range(ndim)]
+    for a in axes:
+        split[data.draw(st.integers(0, ndim - 1))].append(a)
+    s = Sharding(mesh, split)
+    key = []
+    for n in shape:
+        kind = data.draw(st.sampled_from(["int", "slice", "full"] if n else ["slice", "full"]))
+        if kind == "int":
+            key.append(data.draw(st.integers(-n, n - 1)))
+        elif kind == "slice":
+            b = st.one_of(st.none(), st.integers(-n - 2, n + 2))
+            key.append(slice(data.draw(b), data.draw(b), data.draw(st.sampled_from([None, 1, 2, 3, -1, -2]))))
+        else:
+            key.append(slice(None))
+    if data.draw(st.booleans()):
+        key.insert(data.draw(st.integers(0, len(key))), None)
+    key = tuple(key)
+    g = np.arange(max(1, int(np.prod(shape)))).reshape(-1)[: int(np.prod(shape))].reshape(shape)
+    items = normalize_key(key, shape)
+    plan = plan_index(s, shape, items)
+    assert plan.result_shape == g[key].shape
+    assert plan.result_sharding.check_shape(plan.result_shape) == plan.result_shape
+    # P: ints as length-1 slices, negative steps mirrored, no None
+    p_key = tuple(slice(it.start, it.start + 1) if it.index is not None else
+                  slice(0, 0) if it.n == 0 else
+                  (slice(it.start, it.start + (it.n - 1) * it.step + 1, it.step) if it.step > 0 else
+                   slice(it.start + (it.n - 1) * it.step, it.start + 1, -it.step))
+                  for it in items if it is not None)
+    p = g[p_key]
+    assert p.shape == plan.view_shape
+    for dev in range(mesh.size):
+        block = g[s.shard_slices(shape, dev)]
+        mine = block[local_view_slices(items, s.shard_slices(shape, dev))]
+        assert np.array_equal(mine, p[plan.view_sharding.shard_slices(plan.view_shape, dev)]), (key, dev)

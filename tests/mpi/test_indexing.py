@@ -139,7 +139,8 @@ def test_setitem_random(meshes):
                     if len(rshape) and 0 not in rshape and rng.random() < 0.5:
                         value = value[(0,) * (len(rshape) - 1)]  # broadcast along the leading dims
                 else:
-                    vs = Sharding(m1, [[0]] if len(rshape) else [], halo_sizes=[1, 1] if len(rshape) and rshape[0] >= 2 * N else None)
+                    halos = [1, 1] if len(rshape) and rshape[0] >= 2 * N else None
+                    vs = Sharding(m1, [[0]] if len(rshape) else [], halo_sizes=halos)
                     if len(rshape) and rshape[0] and rng.random() < 0.5:
                         vs = Sharding(m1, [[]] * (len(rshape) - 1) + [[0]]) if len(rshape) > 1 else vs
                     value = DT.from_global(global_array(rshape, dtype, seed=i), vs)
@@ -182,6 +183,10 @@ def test_errors_are_clear_and_everywhere(meshes):
         t[t > 3]
     with pytest.raises(TypeError, match="supported: ints, slices"):
         t[1.5]
+    assert np.array_equal(t[1].gather(), np.arange(6.0, 12.0))  # cached: True must not hit 1's plan
+    with pytest.raises(TypeError, match="bool"):
+        t[True]
+    assert np.array_equal(t[np.int64(1), np.int8(2):].gather(), np.arange(8.0, 12.0))
     with pytest.raises(IndexError, match="out of bounds for axis 1 with size 6"):
         t[0, 6]
     with pytest.raises(IndexError, match="too many indices"):
@@ -197,3 +202,13 @@ def test_errors_are_clear_and_everywhere(meshes):
         p[0] = 1.0
     with pytest.raises(TypeError, match="cannot be stored"):
         t[0] = "abc"
+
+
+def test_partial_tensors_index_and_stay_partial(meshes):
+    m = meshes["2d"]
+    g = global_array((7, 5), np.float64, 9)
+    t = DT.from_global(g, Sharding(m, [[1]]))
+    p = t.reshard(Sharding(m, [[1]], partial_axes=[0]))
+    for key in (3, (slice(None, None, -1), 2), (None, slice(1, 5, 2)), (-1, -1)):
+        r = p[key]
+        assert r.sharding.partial_axes == (0,) and np.allclose(r.gather(), g[key]), key
