@@ -5,6 +5,20 @@
 (3, 3)
 """
 
+import os as _os
+
+try:
+    from . import _blockcopy  # noqa: F401  (compiled by setup.py; every module below needs it)
+except ModuleNotFoundError as _e:  # like numpy: say what to run instead of a bare module name
+    if _e.name != __name__ + "._blockcopy":
+        raise
+    raise ImportError(
+        f"meshrt's compiled extensions are missing ({_e.name} was not found in {_os.path.dirname(__file__)}). "
+        "You are probably importing meshrt from a source checkout that was not built: run "
+        "`pip install -e .` (or `python setup.py build_ext --inplace`) in the repository root, or, with an "
+        "installed meshrt, run Python from outside the source tree so the installed package is imported."
+    ) from None
+
 from .errors import CollectiveError, MeshError, ShardingError
 from .mesh import AbstractMesh, Mesh
 from .reduction import Generic, ReductionKind
@@ -18,6 +32,7 @@ from .reshard import explain_reshard, plan_reshard
 from .tensor import DistributedTensor
 from .io import CheckpointError, load_state, save_state
 from .spmd import spmd
+from .stencil import Dirichlet, Neumann, apply_stencil, fill_ghosts, staggered, t_eff, update_halos
 
 try:
     from importlib.metadata import version as _version
@@ -32,5 +47,6 @@ __all__ = [
     "all_gather", "all_reduce", "all_slice", "all_to_all", "broadcast", "gather", "reduce", "reduce_scatter",
     "scatter", "send", "recv", "shift", "update_halo", "process_linear_index", "process_multi_index",
     "mesh_shape", "neighbors_linear_indices", "shard_shape",
-    "HaloExchange", "plan_halo", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
+    "HaloExchange", "plan_halo", "apply_stencil", "update_halos", "fill_ghosts", "Dirichlet", "Neumann",
+    "staggered", "t_eff", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
 ]
