@@ -5,19 +5,15 @@
 (3, 3)
 """
 
+import importlib.util as _util
 import os as _os
 
-try:
-    from . import _blockcopy  # noqa: F401  (compiled by setup.py; every module below needs it)
-except ModuleNotFoundError as _e:  # like numpy: say what to run instead of a bare module name
-    if _e.name != __name__ + "._blockcopy":
-        raise
+if _util.find_spec(__name__ + "._blockcopy") is None:  # like numpy: say what to run, not a bare module name
     raise ImportError(
-        f"meshrt's compiled extensions are missing ({_e.name} was not found in {_os.path.dirname(__file__)}). "
-        "You are probably importing meshrt from a source checkout that was not built: run "
-        "`pip install -e .` (or `python setup.py build_ext --inplace`) in the repository root, or, with an "
-        "installed meshrt, run Python from outside the source tree so the installed package is imported."
-    ) from None
+        f"meshrt's compiled extensions are missing ({__name__}._blockcopy was not found in "
+        f"{_os.path.dirname(__file__)}). You are probably importing meshrt from a source checkout that was not "
+        "built: run `pip install -e .` (or `python setup.py build_ext --inplace`) in the repository root, or, "
+        "with an installed meshrt, run Python from outside the source tree so the installed package is imported.")
 
 from .errors import CollectiveError, MeshError, ShardingError
 from .mesh import AbstractMesh, Mesh

@@ -19,7 +19,7 @@ each rim box (ImplicitGlobalGrid's ``@hide_communication``, PETSc's
 
 Arguments after the kernel are passed to it in order, each DistributedTensor
 as its local buffer. ``reads``: the fields whose neighbours (halos) the
-kernel reads; they are exchanged, in one message per neighbour (see
+kernel reads; they are exchanged together, one message per neighbour (see
 `update_halos`), and must not be written by the kernel. The kernel covers the
 owned cells of ``over`` (default: the first tensor argument), optionally
 narrowed by ``where`` (slices of the *global* index space, e.g.
@@ -323,11 +323,11 @@ def _compat_key(t: DistributedTensor):
 
 
 def update_halos(*tensors, wait: bool = True):
-    """Update the halos of several tensors, one message per neighbour for all of them.
+    """Update the halos of several tensors, one message per neighbour direction for all of them.
 
     IGG's ``update_halo!(A, B, C)``: tensors of compatible shardings (same
     mesh, split axes and periodic flags on the sharded dims; halo widths,
-    dtypes and sizes may differ) share one message per neighbour; others get
+    dtypes and sizes may differ) share each message (faces, edges, corners); others get
     their own exchange. The exchange is built once per tuple of tensors and
     cached. With ``wait=False`` returns a handle whose ``.wait()`` finishes.
 

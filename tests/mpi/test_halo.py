@@ -13,6 +13,7 @@ from mpi4py import MPI
 
 from meshrt.halo import HaloExchange, clear_halo_cache, update_halo, _exchange_cache
 from meshrt.mesh import Mesh, dims_create
+from meshrt.errors import ShardingError
 from meshrt.sharding import Sharding
 
 comm = MPI.COMM_WORLD
@@ -251,5 +252,32 @@ def test_nine_point_periodic_matches_serial():
         update_halo(x, mesh, [[0], [1]], [1, 1, 1, 1], periodic=True)
         x[1:-1, 1:-1] = nine_point(x)
     _all_ok(np.array_equal(x[1:-1, 1:-1], G[ri, rj]) or "nine-point differs", "9-point periodic")
+    clear_halo_cache()
+    mesh.free()
+
+
+def test_local_shape_halo_wider_than_owned_raises_everywhere():
+    """Issue 14: 2 owned rows, halos [3, 3], no global_shape: the neighbour would get our halo cells."""
+    mesh = Mesh((-1,), ("x",), comm=comm)
+    x = np.zeros((2 + 6, 5))
+    try:
+        update_halo(x, mesh, [["x"]], [3, 3])
+    except ShardingError as e:
+        ok = True if "halo 3 is wider than this shard's 2 owned cells" in str(e) else f"message: {e}"
+    else:  # one process: no neighbour, nothing is sent
+        ok = True if comm.size == 1 else "no error"
+    _all_ok(ok, "width check")
+    # One owned row on the last rank is enough for halos [1, 1].
+    y = np.zeros((1 + 2, 5) if comm.rank == comm.size - 1 else (4 + 2, 5))
+    update_halo(y, mesh, [["x"]], [1, 1])
+    # One owned row on the last rank only, halos [2, 2]: it would send a halo row down; all ranks raise.
+    z = np.zeros((1 + 4, 5) if comm.rank == comm.size - 1 else (4 + 4, 5))
+    try:
+        update_halo(z, mesh, [["x"]], [2, 2])
+    except ShardingError as e:
+        ok = True if "(on rank" in str(e) and f"{comm.size - 1}" in str(e).split("(on rank")[1] else f"message: {e}"
+    else:
+        ok = True if comm.size == 1 else "no error"
+    _all_ok(ok, "one narrow rank")
     clear_halo_cache()
     mesh.free()
