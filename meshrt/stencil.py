@@ -291,30 +291,29 @@ def _ghosts(s: Sharding, g, per, bcs, device) -> tuple:
 # execution (MPI through the halo exchanges)
 # ---------------------------------------------------------------------------
 
-# Grouped exchanges, most recently used last; an entry keeps its arrays alive,
-# so the ids in its key are never reused while it lives.
-_GROUP_CACHE_SIZE = 32
+# Grouped exchanges and prepared stencil calls, most recently used last. An
+# entry keeps its tensors or arrays alive, so the ids in its key are never
+# reused while it lives; evicted exchanges are freed (a local operation).
+_CACHE_SIZE = 32
 _group_cache: "collections.OrderedDict" = collections.OrderedDict()
+_call_cache: "collections.OrderedDict" = collections.OrderedDict()
 
 
 def clear_stencil_cache() -> None:
     """Free every grouped exchange cached by `update_halos` and `apply_stencil`."""
+    _call_cache.clear()
     while _group_cache:
         _, (ex, _) = _group_cache.popitem()
         ex.free()
     _plan_cache.clear()
 
 
-class _Handles:
-    __slots__ = ("_hs", "_result")
-
-    def __init__(self, hs, result):
-        self._hs, self._result = hs, result
-
-    def wait(self):
-        for h in self._hs:
-            h.wait()
-        return self._result
+def _lru_put(cache, key, value, on_evict=None):
+    cache[key] = value
+    while len(cache) > _CACHE_SIZE:
+        _, old = cache.popitem(last=False)
+        if on_evict is not None:
+            on_evict(old)
 
 
 def _compat_key(t: DistributedTensor):
@@ -322,18 +321,8 @@ def _compat_key(t: DistributedTensor):
     return (s.mesh, tuple((d, s.dim_axes(d), bool(per and per[d])) for d in s.sharded_dims))
 
 
-def update_halos(*tensors, wait: bool = True):
-    """Update the halos of several tensors, one message per neighbour direction for all of them.
-
-    IGG's ``update_halo!(A, B, C)``: tensors of compatible shardings (same
-    mesh, split axes and periodic flags on the sharded dims; halo widths,
-    dtypes and sizes may differ) share each message (faces, edges, corners); others get
-    their own exchange. The exchange is built once per tuple of tensors and
-    cached. With ``wait=False`` returns a handle whose ``.wait()`` finishes.
-
-    >>> update_halos(p, vx, vy)                       # doctest: +SKIP
-    >>> h = update_halos(u, v, wait=False); work(); h.wait()  # doctest: +SKIP
-    """
+def _starters(tensors) -> list:
+    """One ``start()`` per exchange the tensors need: grouped by compatible sharding."""
     for i, t in enumerate(tensors):
         if not isinstance(t, DistributedTensor):
             raise ShardingError(f"tensors[{i}]: {type(t).__name__} is not a DistributedTensor")
@@ -342,10 +331,10 @@ def update_halos(*tensors, wait: bool = True):
     groups: dict = {}
     for t in tensors:
         groups.setdefault(_compat_key(t), []).append(t)
-    handles = []
+    out = []
     for ts in groups.values():
         if len(ts) == 1:
-            handles.append(ts[0].update_halo(wait=False))
+            out.append((ts[0], None))
             continue
         key = tuple((id(t.local), t.sharding, t.global_shape, t.periodic) for t in ts)
         entry = _group_cache.get(key)
@@ -355,14 +344,43 @@ def update_halos(*tensors, wait: bool = True):
             old = _group_cache.pop(key, None)
             if old is not None:
                 old[0].free()
-            _group_cache[key] = entry = (ex, tuple(t.local for t in ts))
-            while len(_group_cache) > _GROUP_CACHE_SIZE:
-                _, (evicted, _) = _group_cache.popitem(last=False)
-                evicted.free()
+            entry = (ex, tuple(t.local for t in ts))
+            _lru_put(_group_cache, key, entry, lambda e: e[0].free())
         else:
             _group_cache.move_to_end(key)
-        handles.append(entry[0].start())
-    h = _Handles(handles, None)
+        out.append((None, entry[0]))
+    return out
+
+
+class _Handles:
+    __slots__ = ("_hs",)
+
+    def __init__(self, hs):
+        self._hs = hs
+
+    def wait(self):
+        for h in self._hs:
+            h.wait()
+
+
+def _start(starters):
+    return _Handles([t.update_halo(False) if ex is None else ex.start() for t, ex in starters])
+
+
+def update_halos(*tensors, wait: bool = True):
+    """Update the halos of several tensors, one message per neighbour direction for all of them.
+
+    IGG's ``update_halo!(A, B, C)``: tensors of compatible shardings (same
+    mesh, split axes and periodic flags on the sharded dims; halo widths,
+    dtypes and sizes may differ) share each message (faces, edges, corners);
+    others get their own exchange. The exchange is built once per tuple of
+    tensors and cached. With ``wait=False`` returns a handle whose
+    ``.wait()`` finishes.
+
+    >>> update_halos(p, vx, vy)                       # doctest: +SKIP
+    >>> h = update_halos(u, v, wait=False); work(); h.wait()  # doctest: +SKIP
+    """
+    h = _start(_starters(tensors))
     if wait:
         h.wait()
         return None
@@ -393,57 +411,91 @@ def _run_ghosts(local, ops):
             local[dst] = local[src]
 
 
-def apply_stencil(kernel, *args, reads=(), over=None, where=None, boundary=None, overlap: bool = True):
-    """Run ``kernel(lo, hi, *args)`` over the owned box of ``over``, halo exchange hidden behind it.
+def _hashable(v):
+    if isinstance(v, slice):
+        return ("slice", v.start, v.stop, v.step)
+    if isinstance(v, (list, tuple)):
+        return tuple(_hashable(e) for e in v)
+    return v
 
-    See the module docstring for the rules; returns None. Every process must
-    call it alike (it is collective through the halo exchange).
 
-    >>> apply_stencil(heat, v, u, 0.2, reads=[u], boundary=Dirichlet(0.0))  # doctest: +SKIP
-    """
-    pos = {id(a): i for i, a in enumerate(args) if isinstance(a, DistributedTensor)}
-    if not pos:
-        raise ShardingError("args: no DistributedTensor among the kernel's arguments")
-    order = sorted(pos.values())
-    if isinstance(reads, DistributedTensor):
-        reads = (reads,)
+class _Call:
+    """A prepared `apply_stencil`: its tensors, plan, exchanges and ghost fills."""
+
+    __slots__ = ("tensors", "plan", "starters", "fills", "inner", "rims", "box")
+
+    def __init__(self, tensors, plan, starters, fills):
+        self.tensors, self.plan, self.starters, self.fills = tensors, plan, starters, fills
+        self.inner = tuple(zip(*plan.inner)) if plan.inner else None
+        self.rims = tuple(tuple(zip(*b)) for b in plan.rims)
+        self.box = None if _empty(plan.box) else tuple(zip(*plan.box))
+
+    def valid(self, tensors) -> bool:
+        return all(a is b for a, b in zip(self.tensors, tensors)) and not any(
+            ex is not None and ex.freed for _, ex in self.starters)
+
+
+def _prepare(args, tensors, reads, over, where, boundary) -> _Call:
+    order = {id(t): i for i, t in enumerate(tensors)}
     read_pos = []
     for r in reads:
-        if id(r) not in pos:
+        if id(r) not in order:
             raise ShardingError(f"reads: a tensor of global shape {getattr(r, 'global_shape', r)!r} is not among "
                                 "the kernel's arguments")
-        read_pos.append(order.index(pos[id(r)]))
+        read_pos.append(order[id(r)])
     if over is None:
         over_pos = 0
-    elif id(over) in pos:
-        over_pos = order.index(pos[id(over)])
+    elif id(over) in order:
+        over_pos = order[id(over)]
     else:
         raise ShardingError("over: the tensor is not among the kernel's arguments")
     if over_pos in read_pos:
         raise ShardingError("reads: the tensor the kernel writes (over) is also read through its halos; "
                             "its halos would be sent while the kernel overwrites them: use two buffers")
-    tensors = [args[i] for i in order]
     fields = tuple(_field(t) for t in tensors)
     g = fields[over_pos][1]
     plan = _plan(fields, over_pos, tuple(read_pos), _where_ranges(where, g), _bc_table(boundary, len(g)),
                  tensors[0].mesh.rank)
-    call = tuple(a.local if isinstance(a, DistributedTensor) else a for a in args)
-    h = update_halos(*reads, wait=False) if reads else None
-    if overlap and plan.inner is not None:
-        lo, hi = zip(*plan.inner)
-        kernel(lo, hi, *call)
+    fills = tuple((r.local, ops) for r, ops in zip(reads, plan.ghosts) if ops)
+    return _Call(tensors, plan, _starters(reads) if reads else (), fills)
+
+
+def apply_stencil(kernel, *args, reads=(), over=None, where=None, boundary=None, overlap: bool = True):
+    """Run ``kernel(lo, hi, *args)`` over the owned box of ``over``, halo exchange hidden behind it.
+
+    See the module docstring for the rules; returns None. Every process must
+    call it alike (it is collective through the halo exchange). The plan,
+    exchanges and boxes are prepared on the first call with given tensors
+    and reused after (a few microseconds of Python per call).
+
+    >>> apply_stencil(heat, v, u, 0.2, reads=[u], boundary=Dirichlet(0.0))  # doctest: +SKIP
+    """
+    tensors = tuple(a for a in args if isinstance(a, DistributedTensor))
+    if not tensors:
+        raise ShardingError("args: no DistributedTensor among the kernel's arguments")
+    if isinstance(reads, DistributedTensor):
+        reads = (reads,)
+    key = (tuple(map(id, tensors)), tuple(map(id, reads)), id(over), _hashable(where), _hashable(boundary))
+    call = _call_cache.get(key)
+    if call is None or not call.valid(tensors):
+        call = _prepare(args, tensors, tuple(reads), over, where, boundary)
+        _call_cache.pop(key, None)
+        _lru_put(_call_cache, key, call)
+    else:
+        _call_cache.move_to_end(key)
+    local = tuple(a.local if isinstance(a, DistributedTensor) else a for a in args)
+    h = _start(call.starters) if call.starters else None
+    if overlap and call.inner is not None:
+        kernel(*call.inner, *local)
     if h is not None:
         h.wait()
-    for r, ops in zip(reads, plan.ghosts):
-        if ops:
-            _run_ghosts(r.local, ops)
+    for buf, ops in call.fills:
+        _run_ghosts(buf, ops)
     if overlap:
-        for box in plan.rims:
-            lo, hi = zip(*box)
-            kernel(lo, hi, *call)
-    elif not _empty(plan.box):
-        lo, hi = zip(*plan.box)
-        kernel(lo, hi, *call)
+        for lo, hi in call.rims:
+            kernel(lo, hi, *local)
+    elif call.box is not None:
+        kernel(*call.box, *local)
 
 
 # ---------------------------------------------------------------------------
