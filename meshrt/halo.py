@@ -616,9 +616,9 @@ class HaloGroupExchange:
     axes on every sharded dim and the same ``periodic`` flags there, so every
     field has the same neighbour in every direction. Halo widths, dtypes and
     global shapes may differ (staggered fields of size ``n + 1``). For each
-    neighbour, the boxes of all fields travel in one message: boxes that are
-    contiguous in their buffer go zero-copy (an MPI ``hindexed`` datatype on
-    absolute addresses), the others are packed by the compiled copy table.
+    neighbour direction, the boxes of all fields travel in one message,
+    packed into one staging block by the compiled copy table (a message of a
+    single contiguous box goes zero-copy).
     Built once, run many times; ``free()`` frees its requests and datatypes.
 
         ex = HaloGroupExchange([p.local, vx.local], [p.sharding, vx.sharding],
@@ -626,7 +626,9 @@ class HaloGroupExchange:
         h = ex.start(); interior_work(); h.wait()
         ex.free()
 
-    ``global_shapes`` entries may be ``None`` (plan from the local shape alone).
+    ``global_shapes`` and ``periodic`` have one entry per array (a global
+    shape or ``None`` to plan from the local shape alone; ``periodic`` as for
+    `HaloExchange`); a bare ``periodic=None``/``True``/``False`` applies to all.
     """
 
     def __init__(self, arrays, shardings, global_shapes=None, periodic=None):
@@ -706,31 +708,25 @@ class HaloGroupExchange:
                     peer, tag = m.peer, (m.recv_tag if is_recv else m.send_tag)
                 if views:
                     ops.append((views, peer, tag, is_recv))
-        staged = [v for views, _, _, _ in ops for v in views if not v.flags.c_contiguous]
+        # A message of one contiguous box goes zero-copy; several boxes are packed into one
+        # contiguous staging block. (An hindexed datatype on the boxes' addresses avoids the
+        # copy but measured 1.2-2.3x slower than separate exchanges with MPICH; packing 0.3-0.45x.)
+        staged = [v for views, _, _, _ in ops for v in views if len(views) > 1 or not v.flags.c_contiguous]
         self._staging = np.empty(sum(v.nbytes for v in staged), dtype=np.uint8)
         pos, pack, unpack = 0, [], []
         for views, peer, tag, is_recv in ops:
-            blocks = []
-            for v in views:
-                if v.flags.c_contiguous:
-                    blocks.append(v.reshape(-1).view(np.uint8))
-                    continue
-                buf = self._staging[pos:pos + v.nbytes]
-                pos += v.nbytes
-                typed = buf.view(v.dtype).reshape(v.shape)
-                (unpack if is_recv else pack).append((v, typed) if is_recv else (typed, v))
-                blocks.append(buf)
-            if len(blocks) == 1:
-                spec = [blocks[0], MPI.BYTE]
+            if len(views) == 1 and views[0].flags.c_contiguous:
+                spec = [views[0].reshape(-1).view(np.uint8), MPI.BYTE]
             else:
-                dt = MPI.BYTE.Create_hindexed([b.nbytes for b in blocks],
-                                              [MPI.Get_address(b) for b in blocks]).Commit()
-                self._types.append(dt)
-                spec = [MPI.BOTTOM, 1, dt]
+                start = pos
+                for v in views:
+                    typed = self._staging[pos:pos + v.nbytes].view(v.dtype).reshape(v.shape)
+                    pos += v.nbytes
+                    (unpack if is_recv else pack).append((v, typed) if is_recv else (typed, v))
+                spec = [self._staging[start:pos], MPI.BYTE]
             init = comm.Recv_init if is_recv else comm.Send_init
             self._reqs.append(init(spec, peer, tag))
         self._nsends = sum(1 for op in ops if not op[3])
-        self._keep = ops  # the views behind the absolute addresses stay alive
         self._pack = _CopyTable(pack) if pack else None
         self._unpack = _CopyTable(unpack) if unpack else None
         local = [(x[r], x[s]) for x, p in zip(self.arrays, self.plans) for r, s in p.local_copies]
