@@ -130,3 +130,33 @@ def test_unbuilt_checkout_import_error(tmp_path):
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: meshrt's compiled extensions are missing"), proc.stderr
     assert "pip install -e ." in last and "ModuleNotFoundError" not in proc.stderr
+
+
+def test_default_counts():
+    from meshrt.stencil_bench import default_counts
+
+    assert default_counts(1) == [1]
+    assert default_counts(6) == [1, 2, 4, 6]
+    assert default_counts(8) == [1, 2, 4, 8]
+
+
+def test_bench_stencil_weak_scaling_driver(tmp_path):
+    """`meshrt bench stencil` at 2 processes: one row per count, T_eff and efficiency, JSON."""
+    import json
+
+    from meshrt.launch import find_mpiexec
+
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        pytest.skip("no mpiexec found")
+    out = tmp_path / "s.json"
+    cmd = [mpiexec, "-n", "2", sys.executable, "-m", "meshrt.cli", "bench", "stencil", "--local", "24",
+           "--steps", "2", "--reps", "1", "--json", str(out)]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["procs"] for r in rows] == [1, 2]
+    assert rows[1]["global_shape"] == [48, 24] and rows[0]["efficiency"] == 1.0
+    assert all(r["t_eff_gbs"] > 0 for r in rows) and "T_eff_GB/s" in proc.stdout
+    bad = subprocess.run(cmd[:6] + ["--procs", "3"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--procs" in bad.stderr
