@@ -158,5 +158,5 @@ def test_bench_stencil_weak_scaling_driver(tmp_path):
     assert [r["procs"] for r in rows] == [1, 2]
     assert rows[1]["global_shape"] == [48, 24] and rows[0]["efficiency"] == 1.0
     assert all(r["t_eff_gbs"] > 0 for r in rows) and "T_eff_GB/s" in proc.stdout
-    bad = subprocess.run(cmd[:6] + ["--procs", "3"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(cmd[:8] + ["--procs", "3"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--procs" in bad.stderr
