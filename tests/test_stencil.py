@@ -160,3 +160,13 @@ def test_bench_stencil_weak_scaling_driver(tmp_path):
     assert all(r["t_eff_gbs"] > 0 for r in rows) and "T_eff_GB/s" in proc.stdout
     bad = subprocess.run(cmd[:8] + ["--procs", "3"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--procs" in bad.stderr
+
+
+def test_docs_examples():
+    """docs/sharding.md's examples are doctests; the docs the README points to exist."""
+    result = doctest.testfile(os.path.join(ROOT, "docs", "sharding.md"), module_relative=False)
+    assert result.failed == 0 and result.attempted >= 5
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    assert "shared folder" not in readme
+    for name in ("sharding.md", "collectives.md", "stencil.md", "multinode.md"):
+        assert f"docs/{name}" in readme and os.path.exists(os.path.join(ROOT, "docs", name))
