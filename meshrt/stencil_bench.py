@@ -30,7 +30,7 @@ import numpy as np
 
 from .mesh import Mesh
 from .sharding import Sharding
-from .stencil import apply_stencil, t_eff
+from .stencil import apply_stencil, clear_stencil_cache, t_eff
 from .tensor import DistributedTensor
 
 __all__ = ["main", "default_counts"]
@@ -79,6 +79,7 @@ def _measure(comm, ndim, local, steps, reps, overlap):
             times.append(comm.allreduce((time.perf_counter() - t0) / steps, op=_max()))
         return statistics.median(times), shape, mesh.shape, u.dtype.itemsize
     finally:
+        clear_stencil_cache()  # the prepared calls hold the tensors
         u.free()
         v.free()
         mesh.free()

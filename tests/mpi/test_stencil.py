@@ -336,7 +336,7 @@ def test_bad_input_raises_on_every_process():
     u = DistributedTensor.zeros((4 * comm.size, 3), s)
     v = DistributedTensor.zeros((4 * comm.size, 3), s)
     _raises_everywhere(lambda: apply_stencil(heat, v, u, 0.1, reads=[v]), "also read through its halos")
-    _raises_everywhere(lambda: apply_stencil(heat, v, u, 0.1, reads=[DistributedTensor.zeros((4, 3), s)]),
+    _raises_everywhere(lambda: apply_stencil(heat, v, u, 0.1, reads=[DistributedTensor.zeros((4 * comm.size, 3), s)]),
                        "not among the kernel's arguments")
     other = DistributedTensor.zeros((4 * comm.size, 3), Sharding(mesh, [[0]], halo_sizes=[2, 2]))
     _raises_everywhere(lambda: apply_stencil(heat, v, other, 0.1, reads=[other]), "would name different global cells")
