@@ -263,6 +263,11 @@ def _make_plan(fields, over, reads, where, bcs, device) -> StencilPlan:
                        () if _empty(box) else rims, ghosts)
 
 
+def _reversed(start: int, stop: int) -> slice:
+    """``[start, stop)`` read backwards (the mirror image of a ghost slab)."""
+    return slice(stop - 1, start - 1 if start > 0 else None, -1)
+
+
 def _ghosts(s: Sharding, g, per, bcs, device) -> tuple:
     local = s.local_shape(g, device)
     owned = s.shard_shape(g, device)
@@ -274,9 +279,8 @@ def _ghosts(s: Sharding, g, per, bcs, device) -> tuple:
         k, n = s.shard_index(d, device), s.dim_split_size(d)
         full = [slice(0, m) for m in local]
         e = lo + owned[d]
-        for bc, h, at_edge, dst, src in (
-                (bcs[d][0], lo, k == 0, slice(0, lo), slice(2 * lo - 1, lo - 1 if lo else None, -1)),
-                (bcs[d][1], hi, k == n - 1, slice(e, e + hi), slice(e - 1, e - 1 - hi if e - 1 - hi >= 0 else None, -1))):
+        for bc, h, at_edge, dst, src in ((bcs[d][0], lo, k == 0, slice(0, lo), _reversed(lo, 2 * lo)),
+                                         (bcs[d][1], hi, k == n - 1, slice(e, e + hi), _reversed(e - hi, e))):
             if bc is None or not h or not at_edge:
                 continue
             ix = tuple(full[:d]) + (dst,) + tuple(full[d + 1:])
