@@ -619,7 +619,7 @@ class HaloGroupExchange:
     neighbour direction, the boxes of all fields travel in one message,
     packed into one staging block by the compiled copy table (a message of a
     single contiguous box goes zero-copy).
-    Built once, run many times; ``free()`` frees its requests and datatypes.
+    Built once, run many times; ``free()`` frees its persistent requests.
 
         ex = HaloGroupExchange([p.local, vx.local], [p.sharding, vx.sharding],
                                [p.global_shape, vx.global_shape])
@@ -647,34 +647,40 @@ class HaloGroupExchange:
                 raise CollectiveError(f"shardings[{i}]: its mesh is an AbstractMesh; an exchange needs a Mesh")
         mesh = shardings[0].mesh
         arrays = [_check_array(x) for x in arrays]
-        plans, error = [], None
-        for i, (x, s, g, p) in enumerate(zip(arrays, shardings, global_shapes, periodic)):
+        # Neighbours follow from the sharding alone, so this check gives every process the same verdict.
+        ref = None
+        for i, (x, s, p) in enumerate(zip(arrays, shardings, periodic)):
             if s.mesh != mesh:
                 raise ShardingError(f"shardings[{i}]: mesh {s.mesh} differs from field 0's mesh {mesh}")
-            if g is None:
-                try:
-                    plans.append(_plan_local(s, x.shape, periodic_tuple(p, x.ndim), mesh.rank))
-                except ShardingError as e:
-                    error = error or f"field {i}: {e}"
-                    plans.append(None)
+            if not any(s.halo_sizes or ()):
                 continue
-            shape = s.check_shape(g)
-            plan = _plan_global(s, shape, periodic_tuple(p, len(shape)), mesh.rank)
-            if plan.local_shape != x.shape:
+            per = periodic_tuple(p, x.ndim)
+            layout = tuple((d, s.dim_axes(d), per[d]) for d in s.sharded_dims)
+            if ref is None:
+                ref = (i, layout, per)
+            elif layout != ref[1]:
                 raise ShardingError(
-                    f"arrays[{i}]: shape {x.shape} is not this shard's local shape {plan.local_shape} "
-                    f"(global shape {shape}, {s})")
+                    f"shardings[{i}]: {s} with periodic {list(per)} splits or wraps its dims otherwise than "
+                    f"field {ref[0]}'s {shardings[ref[0]]} (periodic {list(ref[2])}); one exchange needs "
+                    "the same split axes and periodic flags on every sharded dim")
+        # A local shape may be wrong on some processes only: every process raises alike.
+        plans, error = [], None
+        for i, (x, s, g, p) in enumerate(zip(arrays, shardings, global_shapes, periodic)):
+            try:
+                if g is None:
+                    plan = _plan_local(s, x.shape, periodic_tuple(p, x.ndim), mesh.rank)
+                else:
+                    shape = s.check_shape(g)
+                    plan = _plan_global(s, shape, periodic_tuple(p, len(shape)), mesh.rank)
+                    if plan.local_shape != x.shape:
+                        raise ShardingError(
+                            f"arrays[{i}]: shape {x.shape} is not this shard's local shape {plan.local_shape} "
+                            f"(global shape {shape}, {s})")
+            except ShardingError as e:
+                error = error or f"field {i}: {e}"
+                plan = None
             plans.append(plan)
-        if any(g is None for g in global_shapes):
-            _agree_errors(mesh.group(tuple(range(mesh.ndim))), error)
-        with_msgs = [i for i, p in enumerate(plans) if p.messages]
-        for i in with_msgs[1:]:
-            a, b = plans[with_msgs[0]], plans[i]
-            if [(m.direction, m.peer) for m in a.messages] != [(m.direction, m.peer) for m in b.messages]:
-                raise ShardingError(
-                    f"shardings[{i}]: {b.sharding} (periodic {b.periodic}) has other neighbours than field "
-                    f"{with_msgs[0]}'s {a.sharding} (periodic {a.periodic}); one exchange needs the same "
-                    "split axes and periodic flags on every sharded dim")
+        _agree_errors(mesh.group(tuple(range(mesh.ndim))), error)
         self.plans = tuple(plans)
         self.arrays = tuple(arrays)
         self._reqs, self._types = [], []

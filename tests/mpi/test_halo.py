@@ -315,3 +315,27 @@ def test_group_exchange_random_cases_match_global_array():
             _all_ok(ok, "group halo contents")
         finally:
             mesh.free()
+
+
+def test_group_exchange_bad_input_raises_everywhere():
+    """Other periodic flags, or one process's wrong local shape: the same error on every process."""
+    from meshrt.halo import HaloGroupExchange
+
+    mesh = Mesh((-1,), comm=comm)
+    s = Sharding(mesh, [[0]], halo_sizes=[1, 1])
+    shape = (3 * comm.size, 4)
+    a, b = np.zeros(s.local_shape(shape)), np.zeros(s.local_shape(shape))
+    cases = [
+        (lambda: HaloGroupExchange([a, b], [s, s], [shape] * 2, [True, False]), "periodic flags"),
+        (lambda: HaloGroupExchange([a, b if comm.rank else np.zeros((2, 4))], [s, s], [shape] * 2),
+         "is not this shard's local shape"),
+    ]
+    for fn, match in cases:
+        try:
+            fn().free()
+        except ShardingError as e:
+            ok = True if match in str(e) else f"message: {e}"
+        else:
+            ok = "no error"
+        _all_ok(ok, match)
+    mesh.free()
