@@ -16,6 +16,11 @@ Overlap (ImplicitGlobalGrid's ``hide_communication``)::
     h.wait()
     for box in rims:
         heat2d_box(u.local, v.local, r, box)
+
+`meshrt.apply_stencil` does this for any kernel written on a box
+``(lo, hi, *args)``, as `wave2d_leapfrog` and `heat3d_7pt` below are::
+
+    apply_stencil(heat3d_7pt, v, u, r, reads=[u])
 """
 
 import os
@@ -27,7 +32,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["inner_and_rim", "interior_box", "heat2d_box", "heat3d_box", "life_box"]
+__all__ = ["inner_and_rim", "interior_box", "heat2d_box", "heat3d_box", "life_box", "wave2d_leapfrog",
+           "heat3d_7pt"]
 
 
 def interior_box(tensor) -> list:
@@ -251,3 +257,28 @@ def _check(u, v, box, ndim):
     for d, (lo, hi) in enumerate(box):
         if hi > lo and (lo < 1 or hi > u.shape[d] - 1):
             raise ValueError(f"stencil: box {list(box)} reaches past the halo of a buffer of shape {u.shape}")
+
+
+# -- kernels for meshrt.apply_stencil: ``kernel(lo, hi, *args)`` on a box of local indices --------
+
+@njit(cache=True, nogil=True)
+def wave2d_leapfrog(lo, hi, old, u, C):
+    """Leapfrog wave step in place: ``old = (2 c - old) + C * (((n + s) + (w + e)) - 4 c)``."""
+    for i in range(lo[0], hi[0]):
+        north, row, south, out = u[i - 1], u[i], u[i + 1], old[i]  # 1-D rows: the inner loop vectorizes
+        for j in range(lo[1], hi[1]):
+            c = row[j]
+            out[j] = (2.0 * c - out[j]) + C * (((north[j] + south[j]) + (row[j - 1] + row[j + 1])) - 4.0 * c)
+
+
+@njit(cache=True, nogil=True)
+def heat3d_7pt(lo, hi, v, u, r):
+    """``v = c + r * ((((x- + x+) + (y- + y+)) + (z- + z+)) - 6.0 * c)`` (same order as `heat3d_box`)."""
+    for i in range(lo[0], hi[0]):
+        for j in range(lo[1], hi[1]):
+            west, east = u[i - 1, j], u[i + 1, j]
+            south, row, north, out = u[i, j - 1], u[i, j], u[i, j + 1], v[i, j]
+            for k in range(lo[2], hi[2]):
+                c = row[k]
+                out[k] = c + r * ((((west[k] + east[k]) + (south[k] + north[k])) + (row[k - 1] + row[k + 1]))
+                                  - 6.0 * c)

@@ -5,7 +5,18 @@
 (3, 3)
 """
 
+import importlib.util as _util
+import os as _os
+
+if _util.find_spec(__name__ + "._blockcopy") is None:  # like numpy: say what to run, not a bare module name
+    raise ImportError(
+        f"meshrt's compiled extensions are missing ({__name__}._blockcopy was not found in "
+        f"{_os.path.dirname(__file__)}). You are probably importing meshrt from a source checkout that was not "
+        "built: run `pip install -e .` (or `python setup.py build_ext --inplace`) in the repository root, or, "
+        "with an installed meshrt, run Python from outside the source tree so the installed package is imported.")
+
 from . import _malloc  # noqa: F401  (glibc: keep large buffers in the heap; MESHRT_MALLOC=0 opts out)
+
 from .errors import CollectiveError, MeshError, ShardingError
 from .mesh import AbstractMesh, Mesh
 from .reduction import Generic, ReductionKind
@@ -28,6 +39,7 @@ from .tensor import DistributedTensor
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
 from .io import CheckpointError, load_state, save_state
 from .spmd import spmd
+from .stencil import Dirichlet, Neumann, apply_stencil, fill_ghosts, staggered, t_eff, update_halos
 
 try:
     from importlib.metadata import version as _version
@@ -42,6 +54,7 @@ __all__ = [
     "all_gather", "all_reduce", "all_slice", "all_to_all", "broadcast", "gather", "reduce", "reduce_scatter",
     "scatter", "send", "recv", "shift", "update_halo", "process_linear_index", "process_multi_index",
     "mesh_shape", "neighbors_linear_indices", "shard_shape",
-    "HaloExchange", "plan_halo", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
+    "HaloExchange", "plan_halo", "apply_stencil", "update_halos", "fill_ghosts", "Dirichlet", "Neumann",
+    "staggered", "t_eff", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
     "matmul", "dot", "tensordot", "einsum", "explain_matmul", "explain_einsum",
 ]

@@ -7,6 +7,7 @@
 """
 
 import argparse
+import subprocess
 import os
 import sys
 
@@ -118,6 +119,11 @@ def _mesh_shape(text):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["bench", "stencil"]:  # weak-scaling stencil driver, its own options: meshrt/stencil_bench.py
+        from .stencil_bench import main as stencil_main
+
+        return stencil_main(argv[2:])
     parser = argparse.ArgumentParser(prog="meshrt", description=__doc__.splitlines()[0])
     parser.error = _error_on_rank0(parser)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -133,7 +139,8 @@ def main(argv=None):
     p = sub.add_parser("bench", help="OSU-style benchmark of a collective, halo or reshard vs raw mpi4py",
                        description="OSU-style benchmark of OP under mpiexec: latency min/avg/max/p50/p99 "
                                    "across processes, nccl-tests bandwidths, and the ratio to the same "
-                                   "operation in raw mpi4py. See meshrt/bench.py for the method.")
+                                   "operation in raw mpi4py. See meshrt/bench.py for the method. "
+                                   "`meshrt bench stencil -h`: weak scaling of a stencil, T_eff.")
     from .bench import add_arguments
 
     add_arguments(p)

@@ -22,6 +22,9 @@ RUNS = [
      ["heat2d: serial check: bit-for-bit identical"]),
     ("life.py", ["--n", "30", "--m", "27", "--steps", "25"], ["life: serial check: identical"]),
     ("heat3d.py", ["--n", "13", "--steps", "8"], ["heat3d: serial check: bit-for-bit identical"]),
+    ("wave2d.py", ["--n", "37", "--steps", "20", "--bc", "neumann"], ["wave2d: serial check: bit-for-bit identical"]),
+    ("acoustic2d.py", ["--nx", "29", "--ny", "22", "--steps", "25"],
+     ["acoustic2d: serial check of P, Vx, Vy: bit-for-bit identical"]),
     ("show_sharding.py", [], ["rank 0: coords", "show_sharding: every sharding gathers back"]),
     ("mlp.py", ["--batch", "5", "--d-model", "13", "--d-ff", "21"], ["matches serial numpy: True"]),
 ]

@@ -13,6 +13,7 @@ from mpi4py import MPI
 
 from meshrt.halo import HaloExchange, clear_halo_cache, update_halo, _exchange_cache
 from meshrt.mesh import Mesh, dims_create
+from meshrt.errors import ShardingError
 from meshrt.sharding import Sharding
 
 comm = MPI.COMM_WORLD
@@ -252,4 +253,89 @@ def test_nine_point_periodic_matches_serial():
         x[1:-1, 1:-1] = nine_point(x)
     _all_ok(np.array_equal(x[1:-1, 1:-1], G[ri, rj]) or "nine-point differs", "9-point periodic")
     clear_halo_cache()
+    mesh.free()
+
+
+def test_local_shape_halo_wider_than_owned_raises_everywhere():
+    """Issue 14: 2 owned rows, halos [3, 3], no global_shape: the neighbour would get our halo cells."""
+    mesh = Mesh((-1,), ("x",), comm=comm)
+    x = np.zeros((2 + 6, 5))
+    try:
+        update_halo(x, mesh, [["x"]], [3, 3])
+    except ShardingError as e:
+        ok = True if "halo 3 is wider than this shard's 2 owned cells" in str(e) else f"message: {e}"
+    else:  # one process: no neighbour, nothing is sent
+        ok = True if comm.size == 1 else "no error"
+    _all_ok(ok, "width check")
+    # One owned row on the last rank is enough for halos [1, 1].
+    y = np.zeros((1 + 2, 5) if comm.rank == comm.size - 1 else (4 + 2, 5))
+    update_halo(y, mesh, [["x"]], [1, 1])
+    # One owned row on the last rank only, halos [2, 2]: it would send a halo row down; all ranks raise.
+    z = np.zeros((1 + 4, 5) if comm.rank == comm.size - 1 else (4 + 4, 5))
+    try:
+        update_halo(z, mesh, [["x"]], [2, 2])
+    except ShardingError as e:
+        ok = True if "(on rank" in str(e) and f"{comm.size - 1}" in str(e).split("(on rank")[1] else f"message: {e}"
+    else:
+        ok = True if comm.size == 1 else "no error"
+    _all_ok(ok, "one narrow rank")
+    clear_halo_cache()
+    mesh.free()
+
+
+def test_group_exchange_random_cases_match_global_array():
+    """HaloGroupExchange on local arrays: two fields, same split axes and periodic flags,
+    different halo widths and dtypes, one message per neighbour direction."""
+    from meshrt.halo import HaloGroupExchange
+
+    rng = np.random.default_rng(4242)
+    for _ in range(8):
+        case = random_case(rng, comm.size)
+        mesh = Mesh((-1,) * case["mesh_ndim"], comm=comm)
+        try:
+            s = Sharding(mesh, case["split"], halo_sizes=case["halos"], sharded_dims_offsets=case["offsets"])
+            # second field: halos no wider than the first's (so the same shapes stay valid), another dtype
+            halos2 = [int(rng.integers(0, h + 1)) for h in case["halos"]]
+            s2 = Sharding(mesh, case["split"], halo_sizes=halos2, sharded_dims_offsets=case["offsets"])
+            G1 = global_array(case["shape"], case["dtype"])
+            G2 = global_array(case["shape"], np.int16) * 3
+            x1, x2 = local_buffer(G1, s, -1), local_buffer(G2, s2, -1)
+            ex = HaloGroupExchange([x1, x2], [s, s2], [case["shape"]] * 2, [case["periodic"]] * 2)
+            ex()
+            ex.start().wait()
+            single = HaloExchange(x1.copy(), s, case["shape"], case["periodic"])
+            ok = True
+            if not (np.array_equal(x1, expected(G1, s, case["periodic"], -1))
+                    and np.array_equal(x2, expected(G2, s2, case["periodic"], -1))):
+                ok = f"{case} halos2={halos2}: mismatch"
+            elif ex.nsends != len(single.plan.sends) and any(halos2):
+                ok = f"{ex.nsends} messages, a single field sends {len(single.plan.sends)}"
+            ex.free()
+            single.free()
+            _all_ok(ok, "group halo contents")
+        finally:
+            mesh.free()
+
+
+def test_group_exchange_bad_input_raises_everywhere():
+    """Other periodic flags, or one process's wrong local shape: the same error on every process."""
+    from meshrt.halo import HaloGroupExchange
+
+    mesh = Mesh((-1,), comm=comm)
+    s = Sharding(mesh, [[0]], halo_sizes=[1, 1])
+    shape = (3 * comm.size, 4)
+    a, b = np.zeros(s.local_shape(shape)), np.zeros(s.local_shape(shape))
+    cases = [
+        (lambda: HaloGroupExchange([a, b], [s, s], [shape] * 2, [True, False]), "periodic flags"),
+        (lambda: HaloGroupExchange([a, b if comm.rank else np.zeros((2, 4))], [s, s], [shape] * 2),
+         "is not this shard's local shape"),
+    ]
+    for fn, match in cases:
+        try:
+            fn().free()
+        except ShardingError as e:
+            ok = True if match in str(e) else f"message: {e}"
+        else:
+            ok = "no error"
+        _all_ok(ok, match)
     mesh.free()
