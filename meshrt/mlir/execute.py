@@ -484,8 +484,19 @@ def _multi(op, key, env, first=1):
     return _static(op.attributes[key], it)
 
 
+def _piece_sizes(op, x, mesh, axes, axis):
+    """The group's piece sizes along ``axis`` when the operand's type leaves that dim dynamic
+    (shard-partition's form for an unevenly split dim), else None: meshrt's default is the
+    dialect's equal pieces, which a static type guarantees."""
+    if op.operands[0].type.shape[axis] is not None or not axes:
+        return None
+    sizes = mesh.group(axes).allgather(x.shape[axis])
+    return sizes if len(set(sizes)) > 1 else None
+
+
 def _all_gather(p, op, env):
-    return [C.all_gather(env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["gather_axis"]))]
+    x, mesh, axes, axis = env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["gather_axis"])
+    return [C.all_gather(x, mesh, axes, axis, sizes=_piece_sizes(op, x, mesh, axes, axis))]
 
 
 def _all_reduce(p, op, env):
@@ -502,13 +513,12 @@ def _all_slice(p, op, env):
 def _all_to_all(p, op, env):
     x, mesh, axes = env[op.operands[0]], _mesh(p, op), _axes(op)
     sa, ca = int(op.attributes["split_axis"]), int(op.attributes["concat_axis"])
-    if op.operands[0].type.shape[ca] is None and axes:
-        # A dynamic concat dim may differ across the group (an unevenly split dim, as
-        # shard-partition makes at 4 processes for 10 rows); meshrt's all_to_all wants
-        # equal shapes, so gather the pieces whole and keep this device's slice then.
-        sizes = mesh.group(axes).allgather(x.shape[ca])
-        if len(set(sizes)) > 1:
-            return [np.ascontiguousarray(C.all_slice(C.all_gather(x, mesh, axes, ca), mesh, axes, sa))]
+    # A dynamic concat dim may differ across the group (an unevenly split dim, as
+    # shard-partition makes at 4 processes for 10 rows); meshrt's all_to_all wants
+    # equal shapes, so gather the pieces whole and keep this device's slice then.
+    sizes = _piece_sizes(op, x, mesh, axes, ca)
+    if sizes is not None:
+        return [np.ascontiguousarray(C.all_slice(C.all_gather(x, mesh, axes, ca, sizes=sizes), mesh, axes, sa))]
     return [C.all_to_all(x, mesh, axes, sa, ca)]
 
 
@@ -528,8 +538,8 @@ def _undefined_like(op, x, dt):
 
 
 def _gather(p, op, env):
-    x = env[op.operands[0]]
-    r = C.gather(x, _mesh(p, op), _axes(op), int(op.attributes["gather_axis"]), _multi(op, "root", env))
+    x, mesh, axes, axis = env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["gather_axis"])
+    r = C.gather(x, mesh, axes, axis, _multi(op, "root", env), sizes=_piece_sizes(op, x, mesh, axes, axis))
     return [r if r is not None else _undefined_like(op, x, x.dtype)]  # non-root: undefined in the dialect
 
 
