@@ -46,8 +46,8 @@ def _extensions():
 
 
 setup(
-    packages=["meshrt", "meshrt.kernels"],
-    package_dir={"meshrt": "meshrt", "meshrt.kernels": "kernels"},
+    packages=["meshrt", "meshrt.kernels", "meshrt.mlir"],
+    package_dir={"meshrt": "meshrt", "meshrt.kernels": "kernels", "meshrt.mlir": "meshrt/mlir"},
     ext_modules=cythonize(
         _extensions(),
         include_path=[_mirror_pxd(), CSRC],
