@@ -699,6 +699,9 @@ def execute_reshard(plan: ReshardPlan, owned, mesh, out=None):
     from . import collectives
 
     shape = plan.global_shape
+    if 0 in shape:  # nothing to move, yet the empty blocks' shapes may change (a dim of 1 row over 2 devices)
+        block = plan.dst.shard_shape(shape, mesh.rank)
+        return out if out is not None else np.empty(block, owned.dtype)
     x = owned
     steps = [s for s in plan.steps if s.op != "update_halo"]
     if steps:  # the steps' mesh, finer than ``mesh`` when one side uses sub-axes

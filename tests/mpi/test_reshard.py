@@ -87,3 +87,20 @@ def test_out_buffer_receives_the_result():
     assert res is out
     np.testing.assert_array_equal(out, g[dst.shard_slices(shape)])
     mesh.free()
+
+
+@pytest.mark.parametrize("mesh_index", [0, 1])
+def test_zero_size_tensors_change_block_shapes(mesh_index):
+    """Nothing moves, but each empty block takes the target's shape on every process (a dim of
+    1 row over p devices: (1, 0, 6) on one, (0, 0, 6) on the others), with and without ``out``."""
+    mesh = meshes()[mesh_index]
+    rng = np.random.default_rng(7 + mesh_index)
+    for case in range(15):
+        shape = [int(x) for x in rng.integers(0, comm.size + 2, 3)]
+        shape[int(rng.integers(0, 3))] = 0
+        g = np.zeros(shape, np.int64)  # integer: every partial kind is allowed
+        src, dst = random_sharding(rng, mesh, g.shape), random_sharding(rng, mesh, g.shape)
+        run_case(mesh, g, src, dst)
+        plan = plan_reshard(src, dst, g.shape)
+        out = np.empty(dst.shard_shape(g.shape), g.dtype)
+        assert execute_reshard(plan, owned_input(g, src, mesh.rank), mesh, out=out) is out
