@@ -15,9 +15,10 @@ process ``size // 2 + 3`` of the mesh would.  Each time is the minimum over
 * ``io file view``: `meshrt.io.file_view`, the block a checkpoint reads/writes;
 * ``spmd``: the planning an `spmd` call does besides resharding (output
   shapes from offsets);
-* ``from_global counts`` / ``gather counts``: the per-device byte counts that
-  `DistributedTensor.from_global(root=)` and `gather()` build today, one
-  `shard_shape` per device (in tensor.py; not changed here, see the README);
+* ``from_global/gather counts``: the per-device blocks (starts, sizes) that the
+  root of `DistributedTensor.from_global(root=)` and `gather()` needs for its
+  v-collective, from per-dim offsets with numpy (`tensor._block_layout`); a
+  non-root process of a rooted call needs only its own count;
 * ``all_gather layout`` / ``scatter layout``: collectives' counts and
   displacements for a group of every device.
 
@@ -35,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from meshrt import AbstractMesh, Sharding, reshard, sharding as sharding_mod
+from meshrt.tensor import _block_layout
 from meshrt.io import file_view
 from meshrt.spmd import _offsets_end
 
@@ -93,14 +95,6 @@ def plan_and_program(src, dst, shape, device):
     return len(peers)
 
 
-def gather_counts(s, shape):
-    """`DistributedTensor.gather`'s byte counts as tensor.py builds them (one replica of each block sends)."""
-    mesh = s.mesh
-    rest = [a for a in range(mesh.ndim) if a not in {a for axes in s.split_axes for a in axes}]
-    return [math.prod(s.shard_shape(shape, d)) * 8 if all(mesh.multi_index(d)[a] == 0 for a in rest) else 0
-            for d in range(mesh.size)]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--meshes", default="16x16,64x64,256x256")
@@ -133,9 +127,7 @@ def main():
         row("spmd out shape", mesh, best_ms(lambda: _offsets_end(so, 0), args.reps))
 
         s = Sharding(mesh, [["x"], ["y"]])
-        row("from_global counts", mesh, best_ms(
-            lambda: [math.prod(s.shard_shape((n, n), d)) * 8 for d in range(mesh.size)], args.reps))
-        row("gather counts", mesh, best_ms(lambda: gather_counts(s, (n, n)), args.reps))
+        row("from_global/gather counts", mesh, best_ms(lambda: _block_layout(s, (n, n)), args.reps))
 
         from meshrt import collectives
 

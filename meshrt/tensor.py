@@ -229,18 +229,18 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         shape = _check_global(shape, dt, sharding, global_shape)
         t = cls.empty(shape, sharding, dt, periodic=periodic)
 
-        counts = [math.prod(sharding.shard_shape(shape, d)) * dt.itemsize for d in range(mesh.size)]
-        displs = _displs(counts)
-        if mesh.rank == root:
-            sendbuf = np.empty(sum(counts), np.uint8)
-            for d in range(mesh.size):
-                if counts[d]:
-                    block = sendbuf[displs[d]: displs[d] + counts[d]].view(dt).reshape(sharding.shard_shape(shape, d))
-                    extract(arr, sharding.shard_slices(shape, d), out=block)
+        if mesh.rank == root:  # only the root needs every device's count (Scatterv)
+            starts, sizes = _block_layout(sharding, shape)
+            counts = sizes.prod(axis=1) * dt.itemsize
+            displs = _displs(counts)
+            sendbuf = np.empty(int(counts.sum()), np.uint8)
+            for d in np.flatnonzero(counts):
+                block = sendbuf[displs[d]: displs[d] + counts[d]].view(dt).reshape(sizes[d])
+                extract(arr, tuple(slice(a, a + n) for a, n in zip(starts[d], sizes[d])), out=block)
             send = [sendbuf, (counts, displs)]
         else:
             send = None
-        recv = np.empty(counts[mesh.rank], np.uint8)
+        recv = np.empty(math.prod(t._interior.shape) * dt.itemsize, np.uint8)
         comm.Scatterv(send, recv, root=root)
         if recv.size:
             copy_block(t._interior, recv.view(dt).reshape(t._interior.shape))
@@ -484,30 +484,36 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         block = self._full_interior()
         used = {a for axes in s.split_axes for a in axes}
         rest = [a for a in range(mesh.ndim) if a not in used]
-
-        def sends(d):
-            c = mesh.multi_index(d)
-            return all(c[a] == 0 for a in rest)
-
-        counts = [math.prod(s.shard_shape(shape, d)) * dt.itemsize if sends(d) else 0 for d in range(mesh.size)]
+        mine = math.prod(block.shape) * dt.itemsize if all(mesh.coords[a] == 0 for a in rest) else 0
+        keep = root is None or mesh.rank == root
+        if not keep:  # a Gatherv sender needs only its own count
+            mesh.comm.Gatherv(np.ascontiguousarray(block).view(np.uint8).reshape(-1)[:mine], None, root=root)
+            return None
+        starts, sizes = _block_layout(s, shape)
+        senders = np.ones(mesh.size, bool)
+        if rest:
+            coords = np.stack(np.unravel_index(np.arange(mesh.size), mesh.shape), axis=1)
+            senders = (coords[:, rest] == 0).all(axis=1)
+        counts = np.where(senders, sizes.prod(axis=1) * dt.itemsize, 0)
         displs = _displs(counts)
-        mine = counts[mesh.rank]
+        out = np.empty(shape, dt)
+        # Blocks that, in device order, are consecutive runs of whole rows of ``out`` (a split of dim 0
+        # only, in device order) are received in place: no staging buffer, no unpacking.
+        row = math.prod(shape[1:]) * dt.itemsize
+        in_place = out.ndim > 0 and out.size > 0 and all(not s.dim_axes(d) for d in range(1, len(shape))) and \
+            np.array_equal(displs[senders], starts[senders, 0] * row)
         sendbuf = np.empty(mine, np.uint8)
         if mine:
             copy_block(sendbuf.view(dt).reshape(block.shape), block)
-        keep = root is None or mesh.rank == root
-        recvbuf = np.empty(sum(counts) if keep else 0, np.uint8)
+        recvbuf = out.reshape(-1).view(np.uint8) if in_place else np.empty(int(counts.sum()), np.uint8)
         if root is None:
             mesh.comm.Allgatherv(sendbuf, [recvbuf, (counts, displs)])
         else:
-            mesh.comm.Gatherv(sendbuf, [recvbuf, (counts, displs)] if keep else None, root=root)
-            if not keep:
-                return None
-        out = np.empty(shape, dt)
-        for d in range(mesh.size):
-            if counts[d]:
-                part = recvbuf[displs[d]: displs[d] + counts[d]].view(dt).reshape(s.shard_shape(shape, d))
-                insert(out, s.shard_slices(shape, d), part)
+            mesh.comm.Gatherv(sendbuf, [recvbuf, (counts, displs)], root=root)
+        if not in_place:
+            for d in np.flatnonzero(counts):
+                part = recvbuf[displs[d]: displs[d] + counts[d]].view(dt).reshape(sizes[d])
+                insert(out, tuple(slice(a, a + n) for a, n in zip(starts[d], sizes[d])), part)
         return out
 
     def _full_interior(self) -> np.ndarray:
@@ -1067,12 +1073,38 @@ def _check_root(root, mesh) -> int:
     return int(root)
 
 
-def _displs(counts):
-    out, acc = [], 0
-    for c in counts:
-        out.append(acc)
-        acc += c
-    return out
+
+def _block_layout(sharding: Sharding, shape) -> tuple:
+    """Every device's owned block as arrays over devices: ``(starts, sizes)``, each of shape
+    (P, ndim), from per-dim offsets with numpy: O(P) vector work, no Python loop over devices
+    (65,536 simulated devices take milliseconds).
+
+    >>> from meshrt import AbstractMesh
+    >>> starts, sizes = _block_layout(Sharding(AbstractMesh((2, 2)), [[0], [1]]), (5, 4))
+    >>> sizes.tolist()
+    [[2, 2], [2, 2], [3, 2], [3, 2]]
+    """
+    mesh = sharding.mesh
+    coords = np.stack(np.unravel_index(np.arange(mesh.size), mesh.shape), axis=1) if mesh.ndim else \
+        np.zeros((1, 0), np.int64)
+    offsets = sharding.dim_offsets(shape)
+    starts = np.zeros((mesh.size, len(shape)), np.int64)
+    sizes = np.tile(np.asarray(shape, np.int64), (mesh.size, 1))
+    for d, offs in enumerate(offsets):
+        axes = sharding.dim_axes(d)
+        if not axes:
+            continue
+        k = np.zeros(mesh.size, np.int64)
+        for a in mesh.axes(axes):  # first listed = outermost, as Mesh.in_group_index
+            k = k * mesh.shape[a] + coords[:, a]
+        offs = np.asarray(offs, np.int64)
+        starts[:, d], sizes[:, d] = offs[k], offs[k + 1] - offs[k]
+    return starts, sizes
+
+def _displs(counts) -> np.ndarray:
+    """Each piece's start in a buffer holding the pieces back to back."""
+    counts = np.asarray(counts, np.int64)
+    return np.concatenate(([0], np.cumsum(counts)[:-1])) if counts.size else counts
 
 
 def _describe(role, i):

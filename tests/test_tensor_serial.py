@@ -240,3 +240,23 @@ def test_index_plan_covers_the_global_selection(data):
         block = g[s.shard_slices(shape, dev)]
         mine = block[local_view_slices(items, s.shard_slices(shape, dev))]
         assert np.array_equal(mine, p[plan.view_sharding.shard_slices(plan.view_shape, dev)]), (key, dev)
+
+
+@pytest.mark.parametrize("mesh_shape,split,shape", [
+    ((3, 2), [[1], [0]], (7, 5)),
+    ((2, 2, 2), [[2, 0], [], [1]], (9, 4, 3)),
+    ((256, 256), [["x"], ["y"]], (8192, 1000)),
+    ((256, 256), [["y", "x"]], (100_003,)),
+])
+def test_block_layout_is_every_devices_shard(mesh_shape, split, shape):
+    """gather/from_global's per-device counts come from per-dim arrays, not a loop over devices;
+    they must be each device's shard_slices (all devices on small meshes, a sample at 65,536)."""
+    from meshrt.tensor import _block_layout
+    names = ("x", "y", "z")[: len(mesh_shape)]
+    s = Sharding(AbstractMesh(mesh_shape, names), split)
+    starts, sizes = _block_layout(s, shape)
+    size = int(np.prod(mesh_shape))
+    devices = range(size) if size <= 64 else np.random.default_rng(0).integers(0, size, 200)
+    for d in devices:
+        want = s.shard_slices(shape, int(d))
+        assert [(a.start, a.stop) for a in want] == [(int(a), int(a + n)) for a, n in zip(starts[d], sizes[d])]
