@@ -26,6 +26,7 @@ registered with `implements` (layout ops, ``where``, ``clip``, ``cumsum``,
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import operator
@@ -502,9 +503,12 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         row = math.prod(shape[1:]) * dt.itemsize
         in_place = out.ndim > 0 and out.size > 0 and all(not s.dim_axes(d) for d in range(1, len(shape))) and \
             np.array_equal(displs[senders], starts[senders, 0] * row)
-        sendbuf = np.empty(mine, np.uint8)
-        if mine:
-            copy_block(sendbuf.view(dt).reshape(block.shape), block)
+        if mine and block.flags.c_contiguous:
+            sendbuf = block.reshape(-1).view(np.uint8)
+        else:
+            sendbuf = np.empty(mine, np.uint8)
+            if mine:
+                copy_block(sendbuf.view(dt).reshape(block.shape), block)
         recvbuf = out.reshape(-1).view(np.uint8) if in_place else np.empty(int(counts.sum()), np.uint8)
         if root is None:
             mesh.comm.Allgatherv(sendbuf, [recvbuf, (counts, displs)])
@@ -1074,6 +1078,7 @@ def _check_root(root, mesh) -> int:
 
 
 
+@functools.lru_cache(maxsize=64)  # shardings are immutable values; gather() in a loop plans once
 def _block_layout(sharding: Sharding, shape) -> tuple:
     """Every device's owned block as arrays over devices: ``(starts, sizes)``, each of shape
     (P, ndim), from per-dim offsets with numpy: O(P) vector work, no Python loop over devices
@@ -1099,6 +1104,7 @@ def _block_layout(sharding: Sharding, shape) -> tuple:
             k = k * mesh.shape[a] + coords[:, a]
         offs = np.asarray(offs, np.int64)
         starts[:, d], sizes[:, d] = offs[k], offs[k + 1] - offs[k]
+    starts.flags.writeable = sizes.flags.writeable = False  # shared through the cache
     return starts, sizes
 
 def _displs(counts) -> np.ndarray:
