@@ -300,17 +300,23 @@ def test_group_exchange_random_cases_match_global_array():
             G1 = global_array(case["shape"], case["dtype"])
             G2 = global_array(case["shape"], np.int16) * 3
             x1, x2 = local_buffer(G1, s, -1), local_buffer(G2, s2, -1)
-            ex = HaloGroupExchange([x1, x2], [s, s2], [case["shape"]] * 2, [case["periodic"]] * 2)
-            ex()
-            ex.start().wait()
             single = HaloExchange(x1.copy(), s, case["shape"], case["periodic"])
             ok = True
-            if not (np.array_equal(x1, expected(G1, s, case["periodic"], -1))
-                    and np.array_equal(x2, expected(G2, s2, case["periodic"], -1))):
-                ok = f"{case} halos2={halos2}: mismatch"
-            elif ex.nsends != len(single.plan.sends) and any(halos2):
-                ok = f"{ex.nsends} messages, a single field sends {len(single.plan.sends)}"
-            ex.free()
+            for coalesce in (True, "auto", False):
+                x1, x2 = local_buffer(G1, s, -1), local_buffer(G2, s2, -1)
+                ex = HaloGroupExchange([x1, x2], [s, s2], [case["shape"]] * 2, [case["periodic"]] * 2,
+                                       coalesce=coalesce)
+                ex()
+                ex.start().wait()
+                sends = len(single.plan.sends)
+                if not (np.array_equal(x1, expected(G1, s, case["periodic"], -1))
+                        and np.array_equal(x2, expected(G2, s2, case["periodic"], -1))):
+                    ok = f"{case} halos2={halos2} coalesce={coalesce}: mismatch"
+                elif coalesce is True and ex.nsends != sends and any(halos2):
+                    ok = f"{ex.nsends} messages, a single field sends {sends}"
+                elif coalesce is False and ex.nsends != sum(len(p.sends) for p in ex.plans):
+                    ok = f"coalesce=False: {ex.nsends} messages, the two fields send {[len(p.sends) for p in ex.plans]}"
+                ex.free()
             single.free()
             _all_ok(ok, "group halo contents")
         finally:
