@@ -717,7 +717,7 @@ class HaloGroupExchange:
         split_ok = self._coalesce is not True and _TAG_BASE + (len(self.arrays) + 1) * span < 32768
         for is_recv in (True, False):  # receives first: Startall posts them before our sends
             for k, direction in enumerate(directions):
-                views, peer, tag, fields = [], None, None, []
+                views, peer, tag, fields, same_both_sides = [], None, None, [], True
                 for i, (x, p) in enumerate(zip(self.arrays, self.plans)):
                     if p is None or not p.messages:
                         continue
@@ -726,11 +726,11 @@ class HaloGroupExchange:
                         continue
                     views.append(x[m.recv_box if is_recv else m.send_box])
                     fields.append(i)
+                    same_both_sides &= _contiguous_for_peer(views[-1].shape, x.shape, p.sharding.sharded_dims)
                     peer, tag = m.peer, (m.recv_tag if is_recv else m.send_tag)
                 if not views:
                     continue
-                contiguous = all(v.flags.c_contiguous for v in views)
-                if len(views) > 1 and split_ok and (self._coalesce is False or contiguous):
+                if len(views) > 1 and split_ok and (self._coalesce is False or same_both_sides):
                     ops += [([v], peer, tag + (i + 1) * span, is_recv) for v, i in zip(views, fields)]
                 else:
                     ops.append((views, peer, tag, is_recv))
@@ -778,6 +778,24 @@ class HaloGroupExchange:
     def __repr__(self):
         state = "freed" if self._freed else f"{len(self._reqs)} persistent requests"
         return f"HaloGroupExchange({len(self.arrays)} fields, {state})"
+
+
+def _contiguous_for_peer(box_shape, local_shape, split_dims) -> bool:
+    """Whether a box is contiguous in a way its peer's matching box is too.
+
+    Sender and receiver must agree on splitting a direction into per-field
+    messages (the tags differ), yet each sees only its own local shape, which
+    differs from the peer's along split dims. So a box counts as contiguous
+    only if every dim after its first non-trivial one is whole and unsplit:
+    a rule on shapes both sides share.
+
+        >>> _contiguous_for_peer((2, 64), (66, 64), {0})
+        True
+        >>> _contiguous_for_peer((2, 64), (66, 64), {0, 1})
+        False
+    """
+    dims = [d for d, n in enumerate(box_shape) if n != 1]
+    return all(box_shape[d] == local_shape[d] and d not in split_dims for d in dims[1:])
 
 
 def _check_array(x):
