@@ -39,6 +39,7 @@ from . import io as _io
 from .halo import HaloExchange, periodic_tuple
 from ._blockcopy import copy_block, extract, insert
 from ._indexing import local_view_slices, normalize_key, plan_index
+from ._keys import ScalarWrites, install_setitem, key_id as _key_id
 from .errors import CollectiveError, ShardingError
 from .mesh import Mesh
 from .reshard import execute_reshard, plan_reshard, same_devices
@@ -83,7 +84,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     it, so it is a property of the tensor, not of its sharding.
     """
 
-    __slots__ = ("_local", "_sharding", "_global_shape", "_periodic", "_interior", "_slices", "_halo")
+    __slots__ = ("_local", "_sharding", "_global_shape", "_periodic", "_interior", "_slices", "_halo", "_writes")
 
     def __init__(self, local: np.ndarray, sharding: Sharding, global_shape, *, periodic=None):
         self._sharding = _check_sharding(sharding)
@@ -93,14 +94,14 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         layout = _layout(sharding, self._global_shape)
         self._slices = layout.slices
         self._interior = local[layout.index]
-        self._halo = None
+        self._halo = self._writes = None
 
     @classmethod
     def _fast(cls, local, interior, sharding, shape, slices, periodic) -> "DistributedTensor":
         # The elementwise fast path: every argument already validated (a sibling tensor's).
         t = object.__new__(cls)
         t._local, t._interior, t._sharding, t._global_shape, t._slices = local, interior, sharding, shape, slices
-        t._periodic, t._halo = periodic, None
+        t._periodic, t._halo, t._writes = periodic, None, None
         return t
 
     # -- creation --------------------------------------------------------------------
@@ -319,12 +320,15 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             block = np.expand_dims(block, plan.new_dims)
         return DistributedTensor(block, plan.result_sharding, plan.result_shape)
 
-    def __setitem__(self, key, value) -> None:
+    def _setitem(self, key, value) -> None:
         """``t[key] = value``: a scalar, a numpy array (the global value, the same on every process:
         each takes its part), or a DistributedTensor of the selection's shape (resharded first).
 
         Only owned elements are written: halos are not updated (those that
         mirror written elements are stale until the next ``update_halo()``).
+        A scalar write through a basic key is remembered per tensor, so a loop
+        repeating ``u[0, :] = 1.0`` costs a lookup, not a plan
+        (`meshrt._keys.setitem`, this method's compiled front).
 
         >>> u[0, :] = 1.0                                    # doctest: +SKIP
         """
@@ -336,6 +340,10 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         plan, local, write = _index_plan(self, key)
         if type(value) in _SCALARS:  # the common boundary-condition write: no checks numpy does not make
             self._interior[write] = value
+            if _key_id(key) is not None:
+                if self._writes is None:
+                    self._writes = ScalarWrites(self._interior)
+                self._writes.remember(key, write if self._interior[write].size else None)
             return
         target = self._interior[local]
         if isinstance(value, DistributedTensor):
@@ -360,6 +368,9 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             copy_block(target, src)
         else:
             target[...] = src
+
+    __setitem__ = install_setitem(_setitem)
+    __setitem__.__doc__ = _setitem.__doc__
 
     # -- layout ------------------------------------------------------------------------------------
     def transpose(self, *axes) -> "DistributedTensor":
@@ -966,23 +977,6 @@ def _fast_ufunc(ufunc, inputs):
 
 # -- indexing plans, cached per (sharding, shape, key) ---------------------------------------------------
 _INDEX_PLANS: dict = {}
-
-
-def _key_id(key):
-    """A hashable stand-in for a basic key (slices are unhashable before Python 3.12), or None."""
-    parts = key if type(key) is tuple else (key,)
-    out = []
-    for k in parts:
-        tk = type(k)
-        if tk is slice:
-            if not all(v is None or type(v) is int for v in (k.start, k.stop, k.step)):
-                return None
-            out.append((k.start, k.stop, k.step))
-        elif tk is int or k is None or k is Ellipsis:
-            out.append(k)
-        else:
-            return None
-    return tuple(out), type(key) is tuple
 
 
 def _index_plan(t: "DistributedTensor", key):

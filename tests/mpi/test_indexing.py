@@ -149,6 +149,50 @@ def test_setitem_random(meshes):
                 assert np.array_equal(t.gather(), g), (name, dtype, key, kind)
 
 
+def test_repeated_scalar_writes_match_numpy(meshes):
+    # A scalar write through a key seen before skips planning (the tensor remembers its local index):
+    # repeat a few keys in random order, with every scalar type, as a boundary-condition loop does.
+    rng = np.random.default_rng(11)
+    for name, s, shape in cases(meshes):
+        for dtype in (np.float64, np.int32, np.complex128):
+            g = global_array(shape, dtype, seed=2)
+            t = DT.from_global(g, s)
+            keys = [random_key(rng, shape) for _ in range(4)]
+            for i in range(24):
+                key = keys[rng.integers(len(keys))]
+                value = [float(i) + 0.5, i, bool(i % 2), complex(i, -i)][i % 4 if dtype == np.complex128 else i % 3]
+                g[key] = value
+                t[key] = value
+            assert np.array_equal(t.gather(), g), (name, dtype, keys)
+    # more distinct keys than the tensor remembers, then the first ones again
+    t = DT.from_global(np.zeros((3 * N + 2, 70)), Sharding(meshes["1d"], [[0]]))
+    g = np.zeros((3 * N + 2, 70))
+    for rounds in range(2):
+        for j in range(70):
+            t[1, j] = g[1, j] = j + 100 * rounds
+            t[:, j:j + 1] = g[:, j:j + 1] = -j
+    assert np.array_equal(t.gather(), g)
+
+
+def test_remembered_write_keys_are_exact(meshes):
+    # 0 == 0.0 == False, but only the int is a valid key here: a remembered t[0, :] must not take the others
+    t = DT.from_global(np.zeros((2 * N, 3)), Sharding(meshes["1d"], [[0]]))
+    for _ in range(2):
+        t[0, :] = 1.0
+    with pytest.raises(TypeError, match="bool"):
+        t[False, :] = 2.0
+    with pytest.raises(TypeError, match="supported: ints, slices"):
+        t[0.0, :] = 2.0
+    with pytest.raises(TypeError, match="slice indices must be integers"):
+        t[0, 0.0:] = 2.0
+    t[np.int64(0), :] = 3.0  # a numpy int means what the int means
+    with pytest.raises(TypeError):
+        t[0, :] = "x"
+    expect = np.zeros((2 * N, 3))
+    expect[0] = 3.0
+    assert np.array_equal(t.gather(), expect)
+
+
 def test_setitem_boundary_condition_and_aliasing(meshes):
     m = meshes["2d"]
     a, b = m.shape
