@@ -260,3 +260,30 @@ def test_block_layout_is_every_devices_shard(mesh_shape, split, shape):
     for d in devices:
         want = s.shard_slices(shape, int(d))
         assert [(a.start, a.stop) for a in want] == [(int(a), int(a + n)) for a, n in zip(starts[d], sizes[d])]
+
+
+@pytest.mark.parametrize("mesh_shape,split,shape,equal,in_place", [
+    ((4,), [["x"]], (8, 3), True, True),         # rows, even: one Allgather straight into the result
+    ((4,), [["x"]], (9, 3), False, True),        # rows, uneven: Allgatherv, still in place
+    ((4,), [[], ["x"]], (8, 4), True, False),    # columns: staged, then unpacked
+    ((2, 2), [["x"]], (8, 3), False, True),      # replicas along y: only y == 0 sends
+    ((2, 2), [["y"], ["x"]], (4, 4), True, False),
+    ((2, 2), [["x", "y"]], (8, 2), True, True),  # one dim over both axes in device order
+    ((2, 2), [["y", "x"]], (8, 2), True, False),  # y outermost: blocks not in device order
+    ((4,), [["x"]], (2, 3), False, True),        # empty blocks
+])
+def test_gather_layout(mesh_shape, split, shape, equal, in_place):
+    """gather()'s cached plan: who sends how many bytes, whether one Allgather fits, whether the
+    blocks land in place; checked against each device's shard_slices."""
+    from meshrt.tensor import _gather_layout
+    names = ("x", "y")[: len(mesh_shape)]
+    s = Sharding(AbstractMesh(mesh_shape, names), split)
+    g = _gather_layout(s, shape, 8)
+    assert (g.equal, g.in_place) == (equal, in_place)
+    mesh = s.mesh
+    for d in range(mesh.size):
+        coords = np.unravel_index(d, mesh_shape)
+        sends = all(coords[a] == 0 for a in g.rest)
+        n = int(np.prod([sl.stop - sl.start for sl in s.shard_slices(shape, d)]))
+        assert g.counts[d] == (8 * n if sends else 0)
+    assert g.displs.tolist() == np.concatenate(([0], np.cumsum(g.counts)[:-1])).tolist()
