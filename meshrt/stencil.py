@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import collections
 import math
+import operator
 from dataclasses import dataclass
 from typing import Optional
 
@@ -360,8 +361,12 @@ def _starters(tensors) -> list:
 
 def _still_valid(entry, tensors) -> bool:
     """A cached (tensors, starters) entry still fits these tensors and its exchanges live."""
-    return all(a is b for a, b in zip(entry[0], tensors)) and not any(
-        ex is not None and ex.freed for _, ex in entry[1])
+    if not all(map(operator.is_, entry[0], tensors)):  # (map: this runs on every update_halos call)
+        return False
+    for _, ex in entry[1]:
+        if ex is not None and ex.freed:
+            return False
+    return True
 
 
 class _Handles:
@@ -400,7 +405,9 @@ def update_halos(*tensors, wait: bool = True):
         _lru_put(_halos_cache, key, entry)
     else:
         _halos_cache.move_to_end(key)
-    h = _start(entry[1])
+    starters = entry[1]
+    # tensors of one compatible sharding (the common case) have one grouped exchange: no handle list
+    h = starters[0][1].start() if len(starters) == 1 and starters[0][1] is not None else _start(starters)
     if wait:
         h.wait()
         return None
