@@ -1094,6 +1094,7 @@ def _block_layout(sharding: Sharding, shape) -> tuple:
     starts.flags.writeable = sizes.flags.writeable = False  # shared through the cache
     return starts, sizes
 
+
 class _GatherLayout(NamedTuple):
     rest: tuple         # mesh axes that split no dim: only their coordinate-0 replicas send
     starts: np.ndarray  # (P, ndim) every device's block
