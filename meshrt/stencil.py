@@ -381,6 +381,9 @@ class _Handles:
 
 
 def _start(starters):
+    if len(starters) == 1:  # one exchange (one tensor read, or one compatible group): its own handle
+        t, ex = starters[0]
+        return t.update_halo(False) if ex is None else ex.start()
     return _Handles([t.update_halo(False) if ex is None else ex.start() for t, ex in starters])
 
 
@@ -405,9 +408,7 @@ def update_halos(*tensors, wait: bool = True):
         _lru_put(_halos_cache, key, entry)
     else:
         _halos_cache.move_to_end(key)
-    starters = entry[1]
-    # tensors of one compatible sharding (the common case) have one grouped exchange: no handle list
-    h = starters[0][1].start() if len(starters) == 1 and starters[0][1] is not None else _start(starters)
+    h = _start(entry[1])
     if wait:
         h.wait()
         return None
@@ -457,9 +458,6 @@ class _Call:
         self.rims = tuple(tuple(zip(*b)) for b in plan.rims)
         self.box = None if _empty(plan.box) else tuple(zip(*plan.box))
 
-    def valid(self, tensors) -> bool:
-        return _still_valid((self.tensors, self.starters), tensors)
-
 
 def _prepare(tensors, reads, over, where, boundary) -> _Call:
     order = {id(t): i for i, t in enumerate(tensors)}
@@ -497,20 +495,22 @@ def apply_stencil(kernel, *args, reads=(), over=None, where=None, boundary=None,
 
     >>> apply_stencil(heat, v, u, 0.2, reads=[u], boundary=Dirichlet(0.0))  # doctest: +SKIP
     """
-    tensors = tuple(a for a in args if isinstance(a, DistributedTensor))
+    # (runs every time step: list comprehensions and the cache check in C, not generators)
+    tensors = tuple([a for a in args if isinstance(a, DistributedTensor)])
     if not tensors:
         raise ShardingError("args: no DistributedTensor among the kernel's arguments")
     if isinstance(reads, DistributedTensor):
         reads = (reads,)
-    key = (tuple(map(id, tensors)), tuple(map(id, reads)), id(over), _hashable(where), _hashable(boundary))
+    key = (tuple(map(id, tensors)), tuple(map(id, reads)), id(over),
+           None if where is None else _hashable(where), None if boundary is None else _hashable(boundary))
     call = _call_cache.get(key)
-    if call is None or not call.valid(tensors):
+    if call is None or not _still_valid((call.tensors, call.starters), tensors):
         call = _prepare(tensors, tuple(reads), over, where, boundary)
         _call_cache.pop(key, None)
         _lru_put(_call_cache, key, call)
     else:
         _call_cache.move_to_end(key)
-    local = tuple(a.local if isinstance(a, DistributedTensor) else a for a in args)
+    local = [a.local if isinstance(a, DistributedTensor) else a for a in args]
     h = _start(call.starters) if call.starters else None
     if overlap and call.inner is not None:
         kernel(*call.inner, *local)
