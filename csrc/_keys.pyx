@@ -80,7 +80,9 @@ cdef class ScalarWrites:
     """The basic keys a tensor's owned block was assigned a scalar through, with local indices.
 
     The local index is what this process assigns into ``array``, its owned
-    block (``None``: the key selects nothing here).  ``u[0, :] = 1`` in a time loop
+    block; where the key selects nothing here it is an empty selection, still
+    assigned, so a value numpy refuses raises on every process alike (numpy
+    checks the cast even for no elements).  ``u[0, :] = 1`` in a time loop
     then costs a lookup instead of a plan: `setitem` scans these few keys
     with exact, type-aware equality.
 
@@ -112,9 +114,7 @@ cdef class ScalarWrites:
         cdef Py_ssize_t i
         for i in range(len(self.keys)):
             if _same_key(self.keys[i], key):
-                index = self.indices[i]
-                if index is not None:
-                    self.array[index] = value
+                self.array[self.indices[i]] = value
                 return True
         return False
 

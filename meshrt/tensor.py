@@ -344,7 +344,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             if _key_id(key) is not None:
                 if self._writes is None:
                     self._writes = ScalarWrites(self._interior)
-                self._writes.remember(key, write if self._interior[write].size else None)
+                self._writes.remember(key, write)
             return
         target = self._interior[local]
         if isinstance(value, DistributedTensor):

@@ -186,8 +186,15 @@ def test_remembered_write_keys_are_exact(meshes):
     with pytest.raises(TypeError, match="slice indices must be integers"):
         t[0, 0.0:] = 2.0
     t[np.int64(0), :] = 3.0  # a numpy int means what the int means
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="cannot be stored"):
         t[0, :] = "x"
+    # values numpy refuses raise on every process, also where the remembered key selects nothing
+    with pytest.raises(TypeError, match="complex"):
+        t[0, :] = 1j
+    small = DT.from_global(np.zeros((2 * N, 3), np.int8), Sharding(meshes["1d"], [[0]]))
+    small[-1, 1:] = 5
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        small[-1, 1:] = 300
     expect = np.zeros((2 * N, 3))
     expect[0] = 3.0
     assert np.array_equal(t.gather(), expect)
