@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import ShardingError
-from .reshard import ReshardPlan, execute_reshard, plan_reshard
+from .reshard import ReshardPlan, execute_reshard, plan_reshard, scatter_target
 from .sharding import Sharding, split_offsets
 from .tensor import DistributedTensor, implements
 
@@ -487,7 +487,7 @@ def reshard_volume(src: Sharding, dst: Sharding, shape) -> int:
         g = math.prod(cur.mesh.shape[a] for a in axes)
         full = cur.replace(partial_axes=(), partial_type="sum")
         local = _device_sum(cur.mesh.shape, [_length(full, shape, d) for d in range(len(shape))])
-        after = _scatter_target(cur, full, target, shape)
+        after = scatter_target(cur, target, shape)
         if after is not None:
             volume += local * (g - 1) // g
             cur = after
@@ -499,25 +499,6 @@ def reshard_volume(src: Sharding, dst: Sharding, shape) -> int:
     if cur != want:
         volume += _lacking(cur, want, shape)
     return volume
-
-
-def _scatter_target(cur, full, target, shape):
-    """The sharding after a reduce_scatter as plan_reshard picks it, or None."""
-    if target.is_partial or cur.sharded_dims_offsets:
-        return None
-    axes = cur.partial_axes
-    for d in range(len(shape)):
-        have, want = cur.dim_axes(d), target.dim_axes(d)
-        if len(want) == len(have) + len(axes) and want[: len(have)] == have and set(want[len(have):]) == set(axes):
-            split = list(full.split_axes) + [()] * (len(shape) - len(full.split_axes))
-            split[d] = want
-            after = Sharding(full.mesh, split)
-            inner, outer = after.dim_offsets(shape)[d], full.dim_offsets(shape)[d]
-            k = after.dim_split_size(d) // full.dim_split_size(d)
-            if all(tuple(outer[j] + x for x in split_offsets(outer[j + 1] - outer[j], k))
-                   == tuple(inner[j * k: (j + 1) * k + 1]) for j in range(len(outer) - 1)):
-                return after
-    return None
 
 
 def _lacking(src: Sharding, dst: Sharding, shape) -> int:

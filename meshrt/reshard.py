@@ -417,19 +417,35 @@ def _reduce_step(cur: Sharding, target: Sharding, shape) -> ReshardStep:
     g = math.prod(cur.mesh.shape[a] for a in axes)
     full = cur.replace(partial_axes=(), partial_type="sum")
     local = _total_volume(full, shape)
-    # reduce_scatter when the target splits one dim on (its current axes + exactly the partial axes)
-    if not target.is_partial:
-        for d in range(len(shape)):
-            have, want = cur.dim_axes(d), target.dim_axes(d)
-            if len(want) == len(have) + len(axes) and want[: len(have)] == have and set(want[len(have):]) == set(axes):
-                split = list(full.split_axes) + [()] * (len(shape) - len(full.split_axes))
-                split[d] = want
-                after = Sharding(full.mesh, split)
-                if _pieces_nest(full, after, shape, d) and not cur.sharded_dims_offsets:
-                    return ReshardStep("reduce_scatter", tuple(want[len(have):]),
-                                       (("reduction", kind), ("scatter_axis", d)),
-                                       cur, after, local * (g - 1) // g)
+    after = scatter_target(cur, target, shape)
+    if after is not None:
+        d = next(d for d in range(len(shape)) if after.dim_axes(d) != cur.dim_axes(d))
+        return ReshardStep("reduce_scatter", after.dim_axes(d)[len(cur.dim_axes(d)):],
+                           (("reduction", kind), ("scatter_axis", d)), cur, after, local * (g - 1) // g)
     return ReshardStep("all_reduce", axes, (("reduction", kind),), cur, full, 2 * local * (g - 1) // g)
+
+
+def scatter_target(cur: Sharding, target: Sharding, shape):
+    """The sharding a partial ``cur`` reaches by one reduce_scatter on its way to ``target``, or None.
+
+    That is when ``target`` (not partial) splits one dim on that dim's current
+    axes followed by exactly the partial axes, and the scattered pieces nest in
+    ``cur``'s blocks as the collective cuts them; otherwise the planner reduces
+    with an all_reduce. Shared by `plan_reshard` and matmul's cost model.
+    """
+    if target.is_partial or cur.sharded_dims_offsets:
+        return None
+    axes = cur.partial_axes
+    full = cur.replace(partial_axes=(), partial_type="sum")
+    for d in range(len(shape)):
+        have, want = cur.dim_axes(d), target.dim_axes(d)
+        if len(want) == len(have) + len(axes) and want[: len(have)] == have and set(want[len(have):]) == set(axes):
+            split = list(full.split_axes) + [()] * (len(shape) - len(full.split_axes))
+            split[d] = want
+            after = Sharding(full.mesh, split)
+            if _pieces_nest(full, after, shape, d):
+                return after
+    return None
 
 
 def _pieces_nest(outer: Sharding, inner: Sharding, shape, dim) -> bool:
