@@ -9,6 +9,7 @@ registration happens once either way.
 import pytest
 from mpi4py import MPI
 
+from meshrt import Mesh
 from meshrt.testing import pytest_configure  # noqa: F401  (the hook itself)
 
 
@@ -16,3 +17,12 @@ from meshrt.testing import pytest_configure  # noqa: F401  (the hook itself)
 def comm():
     """MPI.COMM_WORLD; tests assert what must hold at comm.size."""
     return MPI.COMM_WORLD
+
+
+@pytest.fixture(scope="module")
+def meshes():
+    """1-, 2- and 3-d meshes over all processes (``"1d"``, ``"2d"``, ``"3d"``), freed after the module."""
+    ms = {"1d": Mesh((-1,)), "2d": Mesh((-1, -1)), "3d": Mesh((-1, -1, -1))}
+    yield ms
+    for m in ms.values():
+        m.free()

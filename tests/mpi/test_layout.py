@@ -9,20 +9,12 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from meshrt import Mesh, ShardingError
+from meshrt import ShardingError
 from meshrt.sharding import Sharding
 from meshrt.tensor import DistributedTensor as DT
 
 comm = MPI.COMM_WORLD
 N = comm.size
-
-
-@pytest.fixture(scope="module")
-def meshes():
-    ms = {"1d": Mesh((-1,), comm=comm), "2d": Mesh((-1, -1), comm=comm)}
-    yield ms
-    for m in ms.values():
-        m.free()
 
 
 def cases(meshes):
