@@ -1361,15 +1361,23 @@ def _insert_slice(p, name, pos, nres):
     return _op(name, p.resolve([src, dst] + dyn, [st, dt_] + [_INDEX] * len(dyn)), [dt_], attrs)
 
 
-@_custom("tensor.cast", "tensor.bitcast")
-def _tensor_cast(p, name, pos, nres):
+def _conversion(p, name, separator):
+    """``%a attr-dict : T0 <separator> T1``: one operand of type T0, one result of type T1."""
     a = p.value_name()
     attrs = p.opt_attr_dict({})
     p.expect(":")
     src = p.type()
-    p.expect_keyword("to")
+    if separator == "to":
+        p.expect_keyword("to")
+    else:
+        p.expect(separator)
     dst = p.type()
     return _op(name, p.resolve([a], [src]), [dst], attrs)
+
+
+@_custom("tensor.cast", "tensor.bitcast")
+def _tensor_cast(p, name, pos, nres):
+    return _conversion(p, name, "to")
 
 
 @_custom("tensor.dim")
@@ -1922,13 +1930,7 @@ def _shard_shard(p, name, pos, nres):
 
 @_custom("shard.get_sharding")
 def _shard_get_sharding(p, name, pos, nres):
-    src = p.value_name()
-    attrs = p.opt_attr_dict({})
-    p.expect(":")
-    t = p.type()
-    p.expect("->")
-    rt = p.type()
-    return _op(name, p.resolve([src], [t]), [rt], attrs)
+    return _conversion(p, name, "->")
 
 
 @_custom("shard.shard_shape")
