@@ -5,8 +5,9 @@ It wakes every `POLL` seconds and looks at the main thread's Python frames
 waits in a collective): the frames of meshrt's public functions and methods
 (``all_reduce``, ``DistributedTensor.sum``, ``HaloExchange.__call__``...) are
 the operations it is in, and reading them costs the main thread nothing.  The
-innermost one still running after `BLOCKED` seconds makes the process
-*blocked in* that operation:
+collectives are compiled and have no frame; they publish the call they are
+in (`meshrt._collfront.current`) instead.  The innermost operation still
+running after `BLOCKED` seconds makes the process *blocked in* it:
 
 * under ``meshrt run`` (``MESHRT_JOB_DIR`` set) it writes a one-line status
   file ``rank<R>`` there (``blocked``, then ``finished`` once the script
@@ -37,6 +38,10 @@ POLL = 0.25
 BLOCKED = 0.5  # seconds in one operation before it counts as blocked
 
 _thread = None
+try:
+    from ._collfront import current as _current
+except ImportError:  # an unbuilt checkout: meshrt's import says so
+    _current = None
 
 
 def rank() -> int:
@@ -99,20 +104,47 @@ def _is_op(code) -> bool:
     return not last.startswith("_") or last == "__call__"
 
 
-def operations(frame) -> tuple:
-    """(the frames of meshrt operations from ``frame`` outwards, innermost first; the frame of
-    the code that called the outermost, or None)."""
-    ops, caller, f = [], None, frame
+_COLLECTIVES = _PKG + "collectives.py"
+
+
+def operations(frame, mark=None) -> tuple:
+    """(the meshrt operations the thread at ``frame`` is in, innermost first; the frame of the
+    code that called the outermost, or None).
+
+    An operation is the frame of a public meshrt function or method, or ``mark``, the
+    compiled collective `meshrt._collfront.current` says the thread is in (a compiled
+    function has no frame).  The mark sits just outside the frame of its Python
+    implementation (``_all_reduce`` for ``all_reduce``) when that is running, else it is
+    the innermost operation.
+    """
+    ops, f = [], frame
+    slow = None if mark is None else "_" + mark[0][0]
+    if mark is not None and not _has_frame(frame, slow):
+        ops.append(mark)
+    last = None  # the outermost frame visited inside meshrt's operations
     while f is not None:
-        if _is_op(f.f_code):
+        code = f.f_code
+        if _is_op(code):
             ops.append(f)
+            last = f
+        elif slow is not None and code.co_name == slow and code.co_filename == _COLLECTIVES:
+            ops.append(mark)
+            last = f
         f = f.f_back
-    if ops:
-        f = ops[-1].f_back
-        while f is not None and f.f_code.co_filename.startswith(_PKG):
-            f = f.f_back
-        caller = f
-    return ops, caller
+    if not ops:
+        return ops, None
+    f = frame if last is None else last.f_back
+    while f is not None and f.f_code.co_filename.startswith(_PKG):
+        f = f.f_back
+    return ops, f
+
+
+def _has_frame(frame, name) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == name and frame.f_code.co_filename == _COLLECTIVES:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _arguments(frame) -> tuple:
@@ -122,9 +154,16 @@ def _arguments(frame) -> tuple:
     return {n: values[n] for n in names if n not in ("self", "cls") and values.get(n) is not None}
 
 
+def _describe_op(op) -> str:
+    if type(op) is tuple:  # a compiled operation's mark: ((name, argument names), value, ...)
+        (name, names), values = op[0], op[1:]
+        return _check.describe((name, (), {n: v for n, v in zip(names, values) if v is not None}))
+    return _check.describe((op.f_code.co_qualname, (), _arguments(op)))
+
+
 def describe(ops, caller) -> str:
     """``DistributedTensor.sum(...) > all_reduce(x=array(...), ...) at script.py:12``."""
-    text = " > ".join(_check.describe((f.f_code.co_qualname, (), _arguments(f))) for f in reversed(ops))
+    text = " > ".join(_describe_op(op) for op in reversed(ops))
     if caller is not None:
         text += f" at {os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
     return text
@@ -151,9 +190,9 @@ def _run(timeout, main_id) -> None:
         frame = sys._current_frames().get(main_id)
         if frame is None:  # the main thread has ended
             return
-        ops, caller = operations(frame)
-        # Inside an operation: its innermost frame (a frame kept here is never reused for
-        # another call).  Outside: the line the program is at (a raw MPI call, or computing).
+        ops, caller = operations(frame, _current() if _current is not None else None)
+        # Inside an operation: the innermost one's frame or mark (an object kept here is never
+        # reused for another call).  Outside: the line the program is at (a raw MPI call, or computing).
         where = (ops[0], None) if ops else (frame, frame.f_lineno)
         now = time.time()
         if seen is None or where[0] is not seen[0] or where[1] != seen[1]:

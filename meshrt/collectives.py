@@ -37,6 +37,8 @@ import weakref
 import numpy as np
 from mpi4py import MPI
 
+from . import _collfront
+from ._collfront import Group, Handle, done
 from ._mpi import reduce_plan
 from .errors import CollectiveError, MeshError
 from .mesh import Mesh
@@ -64,62 +66,19 @@ def set_check(flag: bool) -> bool:
     """Turn the cross-process argument check on or off; returns the previous setting."""
     global CHECK
     old, CHECK = CHECK, bool(flag)
+    _collfront.set_check(CHECK)
     return old
 
 
-class Handle:
-    """A collective in flight; ``wait()`` completes it and returns its result.
-
-    Holds the buffers MPI is using until then.
-    """
-
-    __slots__ = ("_reqs", "_result", "_post", "_keep", "_done")
-
-    def __init__(self, reqs, result, post=None, keep=None):
-        self._reqs, self._result, self._post, self._keep, self._done = reqs, result, post, keep, False
-
-    def wait(self):
-        if not self._done:
-            if isinstance(self._reqs, list):
-                MPI.Request.Waitall(self._reqs)
-            else:
-                self._reqs.Wait()
-            if self._post is not None:
-                self._result = self._post(self._result)
-            self._done, self._keep, self._post = True, None, None
-        return self._result
-
-    def test(self) -> bool:
-        """Whether the operation has finished (then ``wait()`` returns at once)."""
-        if self._done:
-            return True
-        reqs = self._reqs if isinstance(self._reqs, list) else [self._reqs]
-        return MPI.Request.Testall(reqs)
-
-    def __repr__(self):
-        return f"<meshrt.Handle {'done' if self._done else 'in flight'}>"
-
-
-class _Done(Handle):
-    __slots__ = ()
-
-    def __init__(self, result):
-        self._reqs, self._result, self._post, self._keep, self._done = None, result, None, None, True
-
-
 def _finish(result, wait):
-    return result if wait else _Done(result)
+    return result if wait else done(result)
 
 
 # -- device groups, cached per (mesh, mesh_axes as given) ---------------------------
-class _Group:
-    __slots__ = ("mesh_ref", "live", "axes", "comm", "size", "rank", "roots", "cache")
-
-
 _groups: dict = {}
 
 
-def _group(mesh, mesh_axes, op) -> _Group:
+def _group(mesh, mesh_axes, op) -> Group:
     # The hot path: one dict lookup and two identity checks.  ``live`` is the
     # mesh's communicator cache, which `Mesh.free` replaces: a freed group misses.
     if type(mesh_axes) is list:
@@ -136,7 +95,7 @@ def _group(mesh, mesh_axes, op) -> _Group:
     return _new_group(mesh, mesh_axes, key, op)
 
 
-def _new_group(mesh, mesh_axes, key, op) -> _Group:
+def _new_group(mesh, mesh_axes, key, op) -> Group:
     if not isinstance(mesh, Mesh):
         what = "an AbstractMesh" if hasattr(mesh, "axes") else type(mesh).__name__
         raise CollectiveError(
@@ -144,7 +103,7 @@ def _new_group(mesh, mesh_axes, key, op) -> _Group:
         )
     axes = mesh.axes(mesh_axes)
     comm = mesh.group(axes)
-    g = _Group()
+    g = Group()
     g.mesh_ref, g.axes, g.comm, g.live = weakref.ref(mesh), axes, comm, mesh._groups
     g.size, g.rank = comm.Get_size(), comm.Get_rank()
     g.roots, g.cache = {}, {}
@@ -152,7 +111,7 @@ def _new_group(mesh, mesh_axes, key, op) -> _Group:
     return g
 
 
-def _root(g: _Group, mesh, root, field: str) -> int:
+def _root(g: Group, mesh, root, field: str) -> int:
     try:
         return g.roots[root]
     except KeyError:
@@ -225,7 +184,7 @@ def _back(buf: np.ndarray, axis: int) -> np.ndarray:
 _digests: dict = {}  # fingerprint of (op, attributes, shape) -> its (h, -h), made once
 
 
-def _check(g: _Group, op: str, attrs: tuple, x: np.ndarray | None, vary_axis=None, hint: str = "") -> None:
+def _check(g: Group, op: str, attrs: tuple, x: np.ndarray | None, vary_axis=None, hint: str = "") -> None:
     shape = None
     if x is not None:
         shape = list(x.shape)
@@ -301,11 +260,18 @@ def _reduce_setup(op, x, mesh, mesh_axes, reduction, dtype, root=None):
     plan = _rplan(reduction, x, dtype)
     same = x.dtype == plan.dtype
     if op == "all_reduce":
-        return _remember((op, id(mesh), mesh_axes, reduction, x.dtype, dtype), (g, plan, same))
-    return _remember((op, id(mesh), mesh_axes, reduction, root, x.dtype, dtype), (g, plan, same, r))
+        return _remember((op, id(mesh), mesh_axes, reduction, x.dtype, dtype), (g, plan, same, _bare_op(plan, same)))
+    return _remember((op, id(mesh), mesh_axes, reduction, root, x.dtype, dtype),
+                     (g, plan, same, r, _bare_op(plan, same)))
 
 
-def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None, wait=True):
+def _bare_op(plan, same):
+    """The MPI op when ``x`` itself is the send buffer and the result needs no finishing
+    (the compiled front's condition for its fast path), else None."""
+    return plan.op if plan.direct and same and not plan.average else None
+
+
+def _all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None, wait=True):
     """Reduce ``x`` over the group; every device gets the result (of type ``dtype``).
 
     ``reduction``: a `ReductionKind` (or its name), or for ``generic`` a function
@@ -315,11 +281,11 @@ def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
     try:
-        g, plan, same = _fast["all_reduce", id(mesh), mesh_axes, reduction, x.dtype, dtype]
+        g, plan, same, _ = _fast["all_reduce", id(mesh), mesh_axes, reduction, x.dtype, dtype]
         if g.live is not mesh._groups or not isinstance(x, _ndarray):
             raise KeyError
     except (KeyError, TypeError, AttributeError):
-        g, plan, same = _reduce_setup("all_reduce", x, mesh, mesh_axes, reduction, dtype)
+        g, plan, same, _ = _reduce_setup("all_reduce", x, mesh, mesh_axes, reduction, dtype)
     pd = plan.dtype
     send = x if same and x.flags.c_contiguous else _contiguous(x, dtype=pd)
     if CHECK:
@@ -341,18 +307,18 @@ def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None
     return Handle(req, res, _finish_average(plan, g.size) if plan.average else None, send)
 
 
-def reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wait=True):
+def _reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wait=True):
     """Reduce ``x`` over the group onto ``root``; ``None`` on the other devices."""
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
     if type(root) is list:  # the dialect's in-group coordinates, as a hashable key
         root = tuple(root)
     try:
-        g, plan, same, r = _fast["reduce", id(mesh), mesh_axes, reduction, root, x.dtype, dtype]
+        g, plan, same, r, _ = _fast["reduce", id(mesh), mesh_axes, reduction, root, x.dtype, dtype]
         if g.live is not mesh._groups or not isinstance(x, _ndarray):
             raise KeyError
     except (KeyError, TypeError, AttributeError):
-        g, plan, same, r = _reduce_setup("reduce", x, mesh, mesh_axes, reduction, dtype, root)
+        g, plan, same, r, _ = _reduce_setup("reduce", x, mesh, mesh_axes, reduction, dtype, root)
     pd = plan.dtype
     send = x if same and x.flags.c_contiguous else _contiguous(x, dtype=pd)
     if CHECK:
@@ -385,13 +351,14 @@ def _rs_setup(x, mesh, mesh_axes, reduction, scatter_axis, dtype):
     rshape = (sizes[g.rank],) + rest
     oshape = x.shape[:axis] + (sizes[g.rank],) + x.shape[axis + 1:]
     counts = None if sizes[0] == sizes[-1] else [s * math.prod(rest) for s in sizes]
-    entry = (g, plan, x.dtype == plan.dtype, axis, rshape, oshape, counts)
+    same = x.dtype == plan.dtype
+    entry = (g, plan, same, axis, rshape, oshape, counts, _bare_op(plan, same))
     if type(scatter_axis) is not int:
         return entry
     return _remember(("reduce_scatter", id(mesh), mesh_axes, x.shape, x.dtype, axis, reduction, dtype), entry)
 
 
-def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dtype=None, *, out=None, wait=True):
+def _reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dtype=None, *, out=None, wait=True):
     """Reduce over the group, then device ``k`` keeps piece ``k`` along ``scatter_axis``
     (uneven rule).  ``out``: an array to receive the piece."""
     if type(mesh_axes) is list:
@@ -399,12 +366,12 @@ def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dty
     try:
         if type(scatter_axis) is not int:  # 1.0 would find the entry of 1
             raise KeyError
-        g, plan, same, axis, rshape, oshape, counts = _fast[
+        g, plan, same, axis, rshape, oshape, counts, _ = _fast[
             "reduce_scatter", id(mesh), mesh_axes, x.shape, x.dtype, scatter_axis, reduction, dtype]
         if g.live is not mesh._groups or not isinstance(x, _ndarray):
             raise KeyError
     except (KeyError, TypeError, AttributeError):
-        g, plan, same, axis, rshape, oshape, counts = _rs_setup(x, mesh, mesh_axes, reduction, scatter_axis, dtype)
+        g, plan, same, axis, rshape, oshape, counts, _ = _rs_setup(x, mesh, mesh_axes, reduction, scatter_axis, dtype)
     pd = plan.dtype
     if CHECK:
         _check(g, "reduce_scatter", (str(plan.kind), pd.str, axis), x)
@@ -447,7 +414,7 @@ def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dty
 
 
 # -- data movement ---------------------------------------------------------------------
-def _given_sizes(sizes, g: _Group, x, axis, op):
+def _given_sizes(sizes, g: Group, x, axis, op):
     if hasattr(sizes, "__index__"):
         sizes = [int(sizes)] * g.size
     try:
@@ -489,8 +456,8 @@ def _gather_check(g, op, axis, r, x, sizes):
     pieces (all of them without ``sizes``: the dialect's equal pieces)."""
     attrs = (axis,) if r is None else (axis, r)
     if sizes is None:
-        _check(g, op, attrs, x, hint=f"without sizes= every piece must have the same shape "
-                                     f"(the dialect's equal pieces); pass sizes= for uneven ones")
+        _check(g, op, attrs, x, hint="without sizes= every piece must have the same shape "
+                                     "(the dialect's equal pieces); pass sizes= for uneven ones")
     else:
         try:
             skey = (int(sizes),) * g.size if hasattr(sizes, "__index__") else tuple(int(s) for s in sizes)
@@ -499,7 +466,7 @@ def _gather_check(g, op, axis, r, x, sizes):
         _check(g, op, attrs + (skey,), x, vary_axis=axis)
 
 
-def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, wait=True):
+def _all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, wait=True):
     """Concatenate the group's pieces along ``gather_axis`` in group order, on every device.
 
     As in the dialect, the pieces are equal: the result's ``gather_axis`` is ``x``'s
@@ -560,7 +527,7 @@ def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, 
     return Handle(g.comm.Iallgatherv(*args), buf, post, send)
 
 
-def _cached_layout(g: _Group, op: str, x, axis: int, sizes):
+def _cached_layout(g: Group, op: str, x, axis: int, sizes):
     """`_layout`, validated and computed once per (op, shape, dtype, axis, sizes) and group:
     ``(axis, counts, displs, equal, shape, out_shape, direct)``."""
     if type(sizes) is int:
@@ -600,7 +567,7 @@ def _layout(sizes, x, axis):
     return counts, displs, min(counts) == max(counts), shape
 
 
-def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=True):
+def _gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=True):
     """`all_gather` onto ``root`` only (equal pieces unless ``sizes`` is given);
     ``None`` on the other devices."""
     if type(mesh_axes) is list:
@@ -654,7 +621,7 @@ def _bcast_setup(x, mesh, mesh_axes, root):
     return _remember(("broadcast", id(mesh), mesh_axes, root, x.dtype), (g, r, x.dtype in _DIRECT_DTYPES))
 
 
-def broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
+def _broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
     """Every device gets ``root``'s ``x`` (the others' ``x`` gives shape and dtype)."""
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -707,7 +674,7 @@ def _scatter_setup(x, mesh, mesh_axes, scatter_axis, root):
     return _remember(("scatter", id(mesh), mesh_axes, x.shape, x.dtype, axis, root), entry)
 
 
-def scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
+def _scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
     """Device ``k`` gets piece ``k`` of ``root``'s ``x`` along ``scatter_axis`` (uneven rule);
     the others' ``x`` gives shape and dtype."""
     if type(mesh_axes) is list:
@@ -783,7 +750,7 @@ def _a2a_setup(x, mesh, mesh_axes, split_axis, concat_axis):
     return _remember(("all_to_all", id(mesh), mesh_axes, x.shape, x.dtype, sa, ca), entry)
 
 
-def all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=True):
+def _all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=True):
     """Split ``x`` along ``split_axis`` into one piece per device (uneven rule), send piece
     ``j`` to device ``j``, and concatenate what arrives along ``concat_axis`` in group order.
 
@@ -834,7 +801,7 @@ def all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=Tru
     return Handle(g.comm.Ialltoallv(*args), buf, post, send)
 
 
-def all_slice(x, mesh, mesh_axes=None, slice_axis=0):
+def _all_slice(x, mesh, mesh_axes=None, slice_axis=0):
     """This device's piece of ``x`` along ``slice_axis`` (uneven rule), as a view.
 
     No communication: the inverse of `all_gather` for replicated ``x``.
@@ -875,7 +842,7 @@ def _slice_setup(x, mesh, mesh_axes, slice_axis):
 _TAG = 0x3E5
 
 
-def send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
+def _send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
     """Send ``x`` to the in-group device ``destination``; matched by `recv` there."""
     if type(destination) is list:
         destination = tuple(destination)
@@ -894,7 +861,7 @@ def send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
     return Handle(g.comm.Isend(msg, d, tag), None, None, buf)
 
 
-def recv(like, mesh, mesh_axes=None, source=0, *, tag=_TAG, wait=True):
+def _recv(like, mesh, mesh_axes=None, source=0, *, tag=_TAG, wait=True):
     """Receive an array shaped and typed as ``like`` from the in-group device ``source``."""
     if type(source) is list:
         source = tuple(source)
@@ -950,7 +917,7 @@ def _shift_setup(x, mesh, mesh_axes, shift_axis, offset, rotate):
                      (g, src, dst, bool(rotate), x.dtype in _DIRECT_DTYPES, case))
 
 
-def shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wait=True):
+def _shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wait=True):
     """Shift ``x`` by ``offset`` places along the mesh axis ``shift_axis`` inside each group.
 
     As ``MPI_Cart_shift``: device ``j`` receives from ``j - offset``.  Without
@@ -985,6 +952,24 @@ def shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wait
         g.comm.Sendrecv(sb, dst, _TAG, None, src, _TAG)
         return res
     return Handle([g.comm.Isend(sb, dst, _TAG)], res, None, buf)
+
+
+# -- the public names: compiled fronts over the Python implementations above -----------
+# Each runs a call planned before in C (`meshrt._collfront`) and hands every other call
+# to the Python implementation, which plans it and raises every error.
+_PYTHON = {"all_reduce": _all_reduce, "reduce": _reduce, "reduce_scatter": _reduce_scatter, "broadcast": _broadcast,
+           "all_gather": _all_gather, "gather": _gather, "scatter": _scatter, "all_to_all": _all_to_all,
+           "all_slice": _all_slice, "shift": _shift, "send": _send, "recv": _recv}
+_collfront.install(_fast, _groups, _DIRECT_DTYPES, _PYTHON, CHECK)
+from ._collfront import (  # noqa: E402  (the fronts need the implementations above)
+    all_gather, all_reduce, all_slice, all_to_all, broadcast, gather, recv, reduce, reduce_scatter, scatter, send,
+    shift,
+)
+
+for _name, _impl in _PYTHON.items():
+    _public = getattr(_collfront, _name)
+    _public.__doc__, _public.__module__ = _impl.__doc__, __name__
+del _name, _impl, _public
 
 
 # -- index ops -------------------------------------------------------------------------

@@ -292,3 +292,55 @@ def test_malloc_thresholds_keep_large_buffers_in_the_heap():
     assert mine["mapped"] >= 64 << 20  # the user's 1 MiB threshold holds, not ours
     tun = _probe_malloc(GLIBC_TUNABLES="glibc.malloc.trim_threshold=0")
     assert tun["applied"] == {} and "GLIBC_TUNABLES" in tun["reason"]
+
+
+# -- the compiled fronts and the watchdog ---------------------------------------------------
+def test_compiled_fronts_publish_the_call_they_are_in(mesh):
+    from meshrt import _collfront
+
+    seen = []
+    x = np.ones(2)
+
+    class Spy:  # a comm whose Allreduce looks at what the watchdog would see, then does it
+        def __getattr__(self, name):
+            real = getattr(MPI.COMM_SELF, name)
+
+            def call(*args):
+                seen.append(_collfront.current())
+                return real(*args)
+            return call
+
+    g = C._group(mesh, None, "test")
+    g.size, real = 2, g.comm  # pretend to be a group of two: the path that calls MPI
+    g.comm = Spy()
+    try:
+        C.all_reduce(x, mesh)  # plans (Python), then
+        C.all_reduce(x, mesh)  # the compiled front
+    finally:
+        g.comm, g.size = real, 1
+        C._fast.clear()
+    (name, names), *values = seen[-1]
+    assert name == "all_reduce" and dict(zip(names, values))["x"] is x
+    assert _collfront.current() is None  # cleared on return
+
+
+def test_watchdog_places_a_compiled_mark_among_frames():
+    import sys
+
+    from meshrt import _watchdog
+
+    mark = (("all_reduce", ("x", "mesh", "mesh_axes")), np.ones((2, 8)), None, None)
+    # the fast path: no Python frame of the op; the mark is innermost, the caller is this test
+    ops, caller = _watchdog.operations(sys._getframe(), mark)
+    assert ops == [mark] and caller.f_code.co_name == "test_watchdog_places_a_compiled_mark_among_frames"
+    assert _watchdog.describe(ops, caller).startswith(
+        "all_reduce(x=array(shape=(2, 8), dtype=float64)) at test_collectives_serial.py:")
+    # the Python path: the mark sits where the implementation's frame (_all_reduce) is, outside
+    # the public operations it calls (here a stand-in named `group`)
+    ns = {}
+    exec(compile("def _all_reduce(f):\n    return f()\n\ndef group(f):\n    return f()\n", C.__file__, "exec"), ns)
+    ops, caller = ns["_all_reduce"](lambda: ns["group"](lambda: _watchdog.operations(sys._getframe(), mark)))
+    assert [op if op is mark else op.f_code.co_name for op in ops] == ["group", mark]
+    assert caller.f_code.co_name == "test_watchdog_places_a_compiled_mark_among_frames"
+    # no mark: frames only
+    assert _watchdog.operations(sys._getframe(), None) == ([], None)

@@ -197,3 +197,29 @@ def test_timeout_under_plain_mpiexec(tmp_path):
     assert re.search(r"\[meshrt\] rank 0 blocked in DistributedTensor.gather\(root=0\) at job.py:7 for 3\.\d s "
                      r"\(MESHRT_TIMEOUT=3\); aborting the job", err), err
     _assert_no_survivors(marker)
+
+
+def test_timeout_names_a_compiled_collective(tmp_path):
+    # The second all_reduce runs the compiled front (no Python frame): the watchdog still
+    # names it, with its arguments and the script's line.
+    marker = f"meshrt-compiled-timeout-{os.getpid()}"
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent("""
+        import time
+        import numpy as np
+        from meshrt import Mesh, all_reduce
+        mesh = Mesh((-1,))
+        x = np.ones(4)
+        all_reduce(x, mesh)
+        if mesh.rank != 1:
+            all_reduce(x, mesh)
+        time.sleep(120)
+    """))
+    proc = subprocess.Popen([find_mpiexec(), "-n", str(N), sys.executable, str(script), marker], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, MESHRT_TIMEOUT="3"))
+    rc, out, err, _ = _finish(proc, 30)
+    assert rc == 124, (out, err)
+    assert re.search(r"\[meshrt\] rank [023] blocked in all_reduce\(x=array\(shape=\(4,\), dtype=float64\), "
+                     r"mesh=mesh\(4,\), reduction='sum'\) at job.py:9 for 3\.\d s", err), err
+    _assert_no_survivors(marker)

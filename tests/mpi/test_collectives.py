@@ -330,6 +330,161 @@ def test_index_ops():
     assert C.neighbors_linear_indices(mesh, mesh.rank, [1]) == mesh.neighbors([1])
 
 
+# -- the compiled fronts --------------------------------------------------------------------
+FRONT_DTYPES = ["float64", "int32", "bool", "float16", ">f8"]  # the last two travel as bytes
+
+
+def _repeated_cases(mesh, axes, dt, rows):
+    """(name, call(x, w, out, wait), wanted result of this device or None, out's shape or None) per
+    spelling, for inputs made by ``inputs(device)`` (shape (rows, 3)) and ``wide(device)``
+    (rows * n rows)."""
+    grp = group_of(mesh, axes)
+    n, me = len(grp), grp.index(mesh.rank)
+    gaxes = mesh.axes(axes)
+    as_list = None if axes is None else list(axes)
+    root = n - 1
+    root_coords = [mesh.multi_index(grp[root])[a] for a in gaxes]
+
+    def piece(a, k):
+        off = split_offsets(a.shape[0], n)
+        return a[off[k]:off[k + 1]]
+
+    def cases(inputs, wide):
+        xs = [inputs(d) for d in grp]
+        ws = [wide(d) for d in grp]
+        gathered = np.concatenate(xs)
+        if not np.dtype(dt).isnative:  # reductions refuse non-native byte orders (tested elsewhere)
+            yield from moving(inputs, xs, ws, gathered)
+            return
+        total = np_reduce("sum", xs, dt)
+        yield "all_reduce", lambda x, w, out, wait: C.all_reduce(x, mesh, as_list, "sum", wait=wait), total, None
+        yield "all_reduce(out=)", lambda x, w, out, wait: C.all_reduce(x, mesh, axes, out=out, wait=wait), \
+            total, xs[me].shape
+        yield "reduce", lambda x, w, out, wait: C.reduce(x, mesh, axes, "sum", root_coords, wait=wait), \
+            total if me == root else None, None
+        yield "reduce_scatter", lambda x, w, out, wait: C.reduce_scatter(w, mesh, axes, wait=wait), \
+            piece(np_reduce("sum", ws, dt), me), None
+        yield "reduce_scatter(out=)", lambda x, w, out, wait: C.reduce_scatter(w, mesh, axes, out=out, wait=wait), \
+            piece(np_reduce("sum", ws, dt), me), piece(ws[me], me).shape
+        yield from moving(inputs, xs, ws, gathered)
+
+    def moving(inputs, xs, ws, gathered):
+        yield "broadcast", lambda x, w, out, wait: C.broadcast(x, mesh, axes, root=root_coords, wait=wait), \
+            xs[root], None
+        yield "broadcast(int root)", lambda x, w, out, wait: C.broadcast(x, mesh, axes, root, wait=wait), \
+            xs[root], None
+        yield "all_gather", lambda x, w, out, wait: C.all_gather(x, mesh, axes, 0, wait=wait), gathered, None
+        yield "all_gather(sizes=)", lambda x, w, out, wait: C.all_gather(x, mesh, as_list, 0, sizes=[rows] * n,
+                                                                          wait=wait), gathered, None
+        yield "all_gather(out=)", lambda x, w, out, wait: C.all_gather(x, mesh, axes, out=out, wait=wait), \
+            gathered, gathered.shape
+        yield "gather", lambda x, w, out, wait: C.gather(x, mesh, axes, 0, root_coords, wait=wait), \
+            gathered if me == root else None, None
+        yield "scatter", lambda x, w, out, wait: C.scatter(w, mesh, axes, 0, root, wait=wait), \
+            piece(ws[root], me), None
+        yield "all_to_all", lambda x, w, out, wait: C.all_to_all(w, mesh, axes, 0, 0, wait=wait), \
+            np.concatenate([piece(ws[j], me) for j in range(n)]), None
+        moved = [a for a in gaxes if mesh.shape[a] > 1]  # along an axis of one, shift is a copy
+        if moved:
+            src = list(mesh.coords)
+            a = moved[-1]
+            src[a] = (src[a] - 1) % mesh.shape[a]
+            yield "shift", lambda x, w, out, wait: C.shift(x, mesh, as_list, a, 1, True, wait=wait), \
+                inputs(mesh.linear_index(src)), None
+
+    return cases
+
+
+def test_repeated_calls_take_the_compiled_path_and_agree_with_numpy():
+    # The first call of a spelling plans in Python; the next ones run the compiled front
+    # (meshrt._collfront).  Both are checked against numpy, blocking and not, new result and out=.
+    from meshrt import _collfront
+
+    rng = np.random.RandomState(11)
+    for mi, mesh in enumerate(meshes()):
+        for axes in axes_choices(mesh, rng, 1):
+            n = len(group_of(mesh, axes))
+            for dt in FRONT_DTYPES if comm.size <= 4 else FRONT_DTYPES[::3]:  # oversubscribed: fewer
+                for rows in (2, 3):  # rows * n rows for the scattering ops: even pieces, then uneven ones
+                    wide_rows = rows * n + (rows == 3 and n > 1)
+                    cases = _repeated_cases(mesh, axes, dt, rows)
+                    fast_expected = n > 1 and dt not in ("float16", ">f8")
+                    C._fast.clear()  # it starts over at 1024 plans: not in the middle of this block
+                    for rep in range(2):
+                        seed = mi * 1000 + rep * 100 + rows
+
+                        def inputs(d):
+                            return local_input(seed, d, (rows, 3), dt)
+
+                        def wide(d):
+                            return local_input(seed + 7, d, (wide_rows, 3), dt)
+
+                        for name, call, want, out_shape in cases(inputs, wide):
+                            uneven = wide_rows % n != 0 and name in ("reduce_scatter", "reduce_scatter(out=)",
+                                                                    "scatter", "all_to_all")
+                            for wait in (True, False):
+                                out = None if out_shape is None else np.empty(out_shape, np.dtype(dt))
+                                before = _collfront.hits()
+                                got = call(inputs(mesh.rank), wide(mesh.rank), out, wait)
+                                if not wait:
+                                    got = got.wait()
+                                where = (name, axes, dt, rows, rep, wait)
+                                if want is None:
+                                    assert got is None, where
+                                else:
+                                    assert_same(got, want.astype(dt))  # np.concatenate makes byte order native
+                                    if out is not None:
+                                        assert got is out, where
+                                if rep and fast_expected and not uneven and not C.CHECK:
+                                    assert _collfront.hits() == before + 1, where
+
+
+def test_compiled_path_misses_a_freed_mesh():
+    # A freed mesh's plans name freed communicators: the next call makes new ones (Mesh.free
+    # replaces the mesh's group cache, which the compiled front checks), and a new mesh that
+    # reuses a dead one's id never finds the dead one's plans.
+    x = np.full(2, float(comm.rank))
+    want = np.full(2, float(sum(range(comm.size))))
+    for _ in range(3):
+        mesh = Mesh((-1,))
+        for _ in range(2):
+            for _ in range(3):
+                assert_same(C.all_reduce(x, mesh), want)
+                assert_same(C.all_gather(x, mesh)[::2], np.arange(comm.size, dtype=float))
+            mesh.free()
+        del mesh
+
+
+def test_compiled_path_refuses_what_the_python_path_refuses():
+    mesh = Mesh((-1,))
+    x = np.ones((2, 3))
+    for _ in range(2):  # planned, then through the compiled front
+        C.all_reduce(x, mesh)
+        C.all_gather(x, mesh)
+        C.reduce_scatter(np.ones((2 * comm.size, 3)), mesh)
+    with pytest.raises(CollectiveError, match="out has shape"):
+        C.all_reduce(x, mesh, out=np.empty((3, 2)))
+    with pytest.raises(CollectiveError, match="out has shape"):
+        C.all_reduce(x, mesh, out=np.empty((2, 3), np.float32))
+    with pytest.raises(CollectiveError, match="C-contiguous"):
+        C.all_reduce(x, mesh, out=np.empty((3, 2)).T)
+    ro = np.empty((2, 3))
+    ro.flags.writeable = False
+    with pytest.raises(CollectiveError, match="writeable"):
+        C.all_reduce(x, mesh, out=ro)
+    with pytest.raises(CollectiveError, match="out has shape"):
+        C.all_gather(x, mesh, out=np.empty((2 * comm.size + 1, 3)))
+    with pytest.raises(CollectiveError, match="out has shape"):
+        C.reduce_scatter(np.ones((2 * comm.size, 3)), mesh, out=np.empty((3, 3)))
+    with pytest.raises(CollectiveError, match="numpy.ndarray"):
+        C.all_reduce([1.0, 2.0], mesh)
+    # a non-contiguous x after a contiguous one: same result, through the Python path
+    y = np.arange(12.0).reshape(3, 4)[:, ::2]
+    assert_same(C.all_reduce(np.ascontiguousarray(y), mesh), y * comm.size)
+    assert_same(C.all_reduce(y, mesh), y * comm.size)
+    mesh.free()
+
+
 # -- agreement checks --------------------------------------------------------------------
 def test_all_gather_default_is_equal_pieces():
     # the dialect's all_gather: result dim = operand dim x group size, no size exchange
