@@ -87,6 +87,11 @@ def cases(mesh, nbytes):
         g.Allreduce(x, y, SUM)
         return y
 
+    def raw_iallreduce():
+        y = empty(count)
+        g.Iallreduce(x, y, SUM).Wait()
+        return y
+
     def raw_reduce():
         y = empty(count) if me == 0 else None
         g.Reduce(x, y, SUM, 0)
@@ -155,8 +160,7 @@ def cases(mesh, nbytes):
     yield "all_reduce(x, mesh)", lambda: C.all_reduce(x, mesh), raw_allreduce
     yield "all_reduce(x, mesh, [0], 'sum')", lambda: C.all_reduce(x, mesh, [0], "sum"), raw_allreduce
     yield "all_reduce(out=)", lambda: C.all_reduce(x, mesh, out=out), lambda: g.Allreduce(x, out, SUM)
-    yield "all_reduce(wait=False)", lambda: C.all_reduce(x, mesh, wait=False).wait(), \
-        lambda: g.Iallreduce(x, out, SUM).Wait()
+    yield "all_reduce(wait=False)", lambda: C.all_reduce(x, mesh, wait=False).wait(), raw_iallreduce
     yield "reduce(x, mesh)", lambda: C.reduce(x, mesh), raw_reduce
     yield "reduce(x, mesh, [0], 'sum', [0])", lambda: C.reduce(x, mesh, [0], "sum", [0]), raw_reduce
     yield "broadcast(x, mesh)", lambda: C.broadcast(bx, mesh), raw_bcast

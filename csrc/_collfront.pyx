@@ -169,10 +169,6 @@ def set_check(bint flag):
 cdef object _MISS = object()  # a fast path's "not mine": take the Python path
 
 
-cdef inline object _key_axes(object a):
-    return tuple(a) if type(a) is list else a
-
-
 cdef inline object _entry(object key, object mesh):
     """The validated entry for ``key`` if its group is still the mesh's, else None."""
     cdef object e
@@ -190,16 +186,81 @@ cdef inline object _entry(object key, object mesh):
     return e
 
 
+cdef class _Last:
+    """One op's last call that found its plan: the arguments its plan key holds (lists as
+    tuples), the array's dtype and shape, the mesh's group cache, and the plan.  A loop
+    repeating a call then matches by identity instead of building and hashing a key."""
+
+    cdef object entry, live, k0, k1, k2, k3, descr, shape
+
+
+cdef inline object _canon(object v):
+    return tuple(v) if type(v) is list else v
+
+
+cdef inline bint _same(object given, object cached):
+    """``given`` is ``cached``, or a list holding ``cached``'s items (the same objects)."""
+    cdef Py_ssize_t i, n
+    if given is cached:
+        return True
+    if type(given) is not list or type(cached) is not tuple:
+        return False
+    n = len(<list>given)
+    if n != len(<tuple>cached):
+        return False
+    for i in range(n):
+        if (<list>given)[i] is not (<tuple>cached)[i]:
+            return False
+    return True
+
+
+cdef inline bint _same_shape(cnp.ndarray x, object shape):
+    cdef Py_ssize_t i, nd = cnp.PyArray_NDIM(x)
+    if nd != len(<tuple>shape):
+        return False
+    for i in range(nd):
+        if cnp.PyArray_DIM(x, <int>i) != <cnp.npy_intp>(<tuple>shape)[i]:
+            return False
+    return True
+
+
+cdef object _recall(_Last last, object mesh, object k0, object k1, object k2, object k3, object descr,
+                    cnp.ndarray x, bint shaped):
+    """``last``'s plan if this call repeats it, else None."""
+    if last.entry is None or descr is not last.descr:
+        return None
+    if not (_same(k0, last.k0) and _same(k1, last.k1) and _same(k2, last.k2) and _same(k3, last.k3)):
+        return None
+    if shaped and not _same_shape(x, last.shape):
+        return None
+    try:
+        if mesh._groups is not last.live:  # another mesh, or this one freed since
+            return None
+    except AttributeError:
+        return None
+    return last.entry
+
+
+cdef inline void _note(_Last last, object e, object k0, object k1, object k2, object k3, object descr, object shape):
+    last.entry, last.live, last.descr, last.shape = e, (<Group>(<tuple>e)[0]).live, descr, shape
+    last.k0, last.k1, last.k2, last.k3 = _canon(k0), _canon(k1), _canon(k2), _canon(k3)
+
+
+cdef _Last _LAST_ALL_REDUCE = _Last(), _LAST_REDUCE = _Last(), _LAST_REDUCE_SCATTER = _Last()
+cdef _Last _LAST_BROADCAST = _Last(), _LAST_ALL_GATHER = _Last(), _LAST_GATHER = _Last(), _LAST_SCATTER = _Last()
+cdef _Last _LAST_ALL_TO_ALL = _Last(), _LAST_SHIFT = _Last()
+
+
 cdef inline object _like(cnp.ndarray x):
     """A new C-ordered array of ``x``'s shape and (builtin) dtype."""
     return cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(x), cnp.PyArray_DIMS(x), cnp.PyArray_TYPE(x))
 
 
 cdef object _new(tuple shape, int typenum):
-    cdef cnp.npy_intp dims[64]
+    cdef cnp.npy_intp dims[64]  # numpy's NPY_MAXDIMS: a planned shape never has more
     cdef Py_ssize_t i, nd = len(shape)
     if nd > 64:
-        return None
+        return np.empty(shape, cnp.PyArray_DescrFromType(typenum))
     for i in range(nd):
         dims[i] = shape[i]
     return cnp.PyArray_SimpleNew(<int>nd, dims, typenum)
@@ -246,10 +307,13 @@ cdef inline object _sizes_key(object sizes):
 
 # -- reductions -------------------------------------------------------------------------
 cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, wait):
-    e = _entry(("all_reduce", PyLong_FromVoidPtr(<void *>mesh), _key_axes(mesh_axes), reduction,
-                _dtype(x), dtype), mesh)
+    e = _recall(_LAST_ALL_REDUCE, mesh, mesh_axes, reduction, dtype, None, _dtype(x), x, False)
     if e is None:
-        return _MISS
+        e = _entry(("all_reduce", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), reduction,
+                    _dtype(x), dtype), mesh)
+        if e is None:
+            return _MISS
+        _note(_LAST_ALL_REDUCE, e, mesh_axes, reduction, dtype, None, _dtype(x), None)
     cdef Group g = <Group>(<tuple>e)[0]
     op = (<tuple>e)[3]
     if op is None or g.size == 1 or not _plain(x):
@@ -260,7 +324,7 @@ cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, w
         res = out
     else:
         return _MISS
-    if wait is True:
+    if wait:
         g.comm.Allreduce(x, res, op)
         return res
     return _handle(g.comm.Iallreduce(x, res, op), res, x)
@@ -282,17 +346,20 @@ def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None
 
 
 cdef object _reduce(cnp.ndarray x, mesh, mesh_axes, reduction, root, dtype, wait):
-    e = _entry(("reduce", PyLong_FromVoidPtr(<void *>mesh), _key_axes(mesh_axes), reduction,
-                tuple(root) if type(root) is list else root, _dtype(x), dtype), mesh)
+    e = _recall(_LAST_REDUCE, mesh, mesh_axes, reduction, root, dtype, _dtype(x), x, False)
     if e is None:
-        return _MISS
+        e = _entry(("reduce", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), reduction,
+                    _canon(root), _dtype(x), dtype), mesh)
+        if e is None:
+            return _MISS
+        _note(_LAST_REDUCE, e, mesh_axes, reduction, root, dtype, _dtype(x), None)
     cdef Group g = <Group>(<tuple>e)[0]
     r = (<tuple>e)[3]
     op = (<tuple>e)[4]
     if op is None or g.size == 1 or not _plain(x):
         return _MISS
     res = _like(x) if g.rank == r else None
-    if wait is True:
+    if wait:
         g.comm.Reduce(x, res, op, r)
         return res
     return _handle(g.comm.Ireduce(x, res, op, r), res, x)
@@ -316,10 +383,13 @@ def reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wait
 cdef object _reduce_scatter(cnp.ndarray x, mesh, mesh_axes, reduction, scatter_axis, dtype, out, wait):
     if type(scatter_axis) is not int:
         return _MISS
-    e = _entry(("reduce_scatter", PyLong_FromVoidPtr(<void *>mesh), _key_axes(mesh_axes), _shape(x), _dtype(x),
-                scatter_axis, reduction, dtype), mesh)
+    e = _recall(_LAST_REDUCE_SCATTER, mesh, mesh_axes, reduction, scatter_axis, dtype, _dtype(x), x, True)
     if e is None:
-        return _MISS
+        e = _entry(("reduce_scatter", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), _shape(x),
+                    _dtype(x), scatter_axis, reduction, dtype), mesh)
+        if e is None:
+            return _MISS
+        _note(_LAST_REDUCE_SCATTER, e, mesh_axes, reduction, scatter_axis, dtype, _dtype(x), _shape(x))
     cdef Group g = <Group>(<tuple>e)[0]
     # (g, plan, same, axis, rshape, oshape, counts, op)
     op = (<tuple>e)[7]
@@ -332,7 +402,7 @@ cdef object _reduce_scatter(cnp.ndarray x, mesh, mesh_axes, reduction, scatter_a
         res = out
     else:
         return _MISS
-    if wait is True:
+    if wait:
         g.comm.Reduce_scatter_block(x, res, op)
         return res
     return _handle(g.comm.Ireduce_scatter_block(x, res, op), res, x)
@@ -355,10 +425,13 @@ def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dty
 
 # -- data movement ----------------------------------------------------------------------
 cdef object _broadcast(cnp.ndarray x, mesh, mesh_axes, root, wait):
-    e = _entry(("broadcast", PyLong_FromVoidPtr(<void *>mesh), _key_axes(mesh_axes),
-                tuple(root) if type(root) is list else root, _dtype(x)), mesh)
+    e = _recall(_LAST_BROADCAST, mesh, mesh_axes, root, None, None, _dtype(x), x, False)
     if e is None:
-        return _MISS
+        e = _entry(("broadcast", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), _canon(root), _dtype(x)),
+                   mesh)
+        if e is None:
+            return _MISS
+        _note(_LAST_BROADCAST, e, mesh_axes, root, None, None, _dtype(x), None)
     cdef Group g = <Group>(<tuple>e)[0]
     # (g, r, direct)
     r = (<tuple>e)[1]
@@ -370,7 +443,7 @@ cdef object _broadcast(cnp.ndarray x, mesh, mesh_axes, root, wait):
         buf = x
     else:
         buf = _like(x)
-    if wait is True:
+    if wait:
         g.comm.Bcast(buf, r)
         return buf
     return _handle(g.comm.Ibcast(buf, r), buf, None)
@@ -391,17 +464,20 @@ def broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
         _current = prev
 
 
-cdef object _gather_layout(str op, cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes):
+cdef object _gather_layout(_Last last, str op, cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes):
     """The cached entry ``(g, r, layout)`` of an axis-0, equal-piece, bare-dtype gather, or None."""
     if type(gather_axis) is not int:
         return None
-    skey = _sizes_key(sizes)
-    if skey is _MISS:
-        return None
-    e = _entry((op, PyLong_FromVoidPtr(<void *>mesh), _key_axes(mesh_axes), _shape(x), _dtype(x), gather_axis,
-                root, skey), mesh)
+    e = _recall(last, mesh, mesh_axes, gather_axis, root, sizes, _dtype(x), x, True)
     if e is None:
-        return None
+        skey = _sizes_key(sizes)
+        if skey is _MISS:
+            return None
+        e = _entry((op, PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), _shape(x), _dtype(x), gather_axis,
+                    _canon(root), skey), mesh)
+        if e is None:
+            return None
+        _note(last, e, mesh_axes, gather_axis, root, sizes, _dtype(x), _shape(x))
     # layout: (axis, counts, displs, equal, shape, oshape, direct)
     layout = <tuple>(<tuple>e)[2]
     if layout[0] != 0 or layout[3] is not True or layout[6] is not True or not _plain(x):
@@ -410,7 +486,7 @@ cdef object _gather_layout(str op, cnp.ndarray x, mesh, mesh_axes, gather_axis, 
 
 
 cdef object _all_gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, sizes, out, wait):
-    e = _gather_layout("all_gather", x, mesh, mesh_axes, gather_axis, None, sizes)
+    e = _gather_layout(_LAST_ALL_GATHER, "all_gather", x, mesh, mesh_axes, gather_axis, None, sizes)
     if e is None:
         return _MISS
     cdef Group g = <Group>(<tuple>e)[0]
@@ -421,7 +497,7 @@ cdef object _all_gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, sizes, out,
         buf = out
     else:
         return _MISS
-    if wait is True:
+    if wait:
         g.comm.Allgather(x, buf)
         return buf
     return _handle(g.comm.Iallgather(x, buf), buf, x)
@@ -443,13 +519,13 @@ def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, 
 
 
 cdef object _gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes, wait):
-    e = _gather_layout("gather", x, mesh, mesh_axes, gather_axis, tuple(root) if type(root) is list else root, sizes)
+    e = _gather_layout(_LAST_GATHER, "gather", x, mesh, mesh_axes, gather_axis, root, sizes)
     if e is None:
         return _MISS
     cdef Group g = <Group>(<tuple>e)[0]
     r = (<tuple>e)[1]
     buf = _new(<tuple>(<tuple>(<tuple>e)[2])[4], cnp.PyArray_TYPE(x)) if g.rank == r else None
-    if wait is True:
+    if wait:
         g.comm.Gather(x, buf, r)
         return buf
     return _handle(g.comm.Igather(x, buf, r), buf, x)
@@ -473,10 +549,13 @@ def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=T
 cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, wait):
     if type(scatter_axis) is not int:
         return _MISS
-    e = _entry(("scatter", PyLong_FromVoidPtr(<void *>mesh), _key_axes(mesh_axes), _shape(x), _dtype(x),
-                scatter_axis, tuple(root) if type(root) is list else root), mesh)
+    e = _recall(_LAST_SCATTER, mesh, mesh_axes, scatter_axis, root, None, _dtype(x), x, True)
     if e is None:
-        return _MISS
+        e = _entry(("scatter", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), _shape(x), _dtype(x),
+                    scatter_axis, _canon(root)), mesh)
+        if e is None:
+            return _MISS
+        _note(_LAST_SCATTER, e, mesh_axes, scatter_axis, root, None, _dtype(x), _shape(x))
     cdef Group g = <Group>(<tuple>e)[0]
     r = (<tuple>e)[1]
     # layout: (axis, bshape, count, counts, displs, direct)
@@ -490,7 +569,7 @@ cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, wait):
     else:
         send = None
     buf = _new(<tuple>layout[1], cnp.PyArray_TYPE(x))
-    if wait is True:
+    if wait:
         g.comm.Scatter(send, buf, r)
         return buf
     return _handle(g.comm.Iscatter(send, buf, r), buf, send)
@@ -514,10 +593,13 @@ def scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
 cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis, wait):
     if type(split_axis) is not int or type(concat_axis) is not int:
         return _MISS
-    e = _entry(("all_to_all", PyLong_FromVoidPtr(<void *>mesh), _key_axes(mesh_axes), _shape(x), _dtype(x),
-                split_axis, concat_axis), mesh)
+    e = _recall(_LAST_ALL_TO_ALL, mesh, mesh_axes, split_axis, concat_axis, None, _dtype(x), x, True)
     if e is None:
-        return _MISS
+        e = _entry(("all_to_all", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), _shape(x), _dtype(x),
+                    split_axis, concat_axis), mesh)
+        if e is None:
+            return _MISS
+        _note(_LAST_ALL_TO_ALL, e, mesh_axes, split_axis, concat_axis, None, _dtype(x), _shape(x))
     cdef Group g = <Group>(<tuple>e)[0]
     # layout: (sa, ca, bshape, bview, count, v, direct)
     layout = <tuple>(<tuple>e)[1]
@@ -525,7 +607,7 @@ cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis,
             or not _plain(x)):
         return _MISS
     buf = _new(<tuple>layout[2], cnp.PyArray_TYPE(x))
-    if wait is True:
+    if wait:
         g.comm.Alltoall(x, buf)
         return buf
     return _handle(g.comm.Ialltoall(x, buf), buf, x)
@@ -551,7 +633,7 @@ def all_slice(x, mesh, mesh_axes=None, slice_axis=0):
     # no communication, so nothing for the watchdog; entry: (weak reference to the mesh, index)
     if type(x) is ndarray and type(slice_axis) is int:
         try:
-            e = _fast.get(("all_slice", PyLong_FromVoidPtr(<void *>mesh), _key_axes(mesh_axes), _shape(x),
+            e = _fast.get(("all_slice", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), _shape(x),
                            slice_axis))
         except TypeError:
             e = None
@@ -562,17 +644,20 @@ def all_slice(x, mesh, mesh_axes=None, slice_axis=0):
 
 
 cdef object _shift(cnp.ndarray x, mesh, mesh_axes, shift_axis, offset, rotate, wait):
-    e = _entry(("shift", PyLong_FromVoidPtr(<void *>mesh), _key_axes(mesh_axes), shift_axis, offset, rotate,
-                _dtype(x)), mesh)
+    e = _recall(_LAST_SHIFT, mesh, mesh_axes, shift_axis, offset, rotate, _dtype(x), x, False)
     if e is None:
-        return _MISS
+        e = _entry(("shift", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), shift_axis, offset, rotate,
+                    _dtype(x)), mesh)
+        if e is None:
+            return _MISS
+        _note(_LAST_SHIFT, e, mesh_axes, shift_axis, offset, rotate, _dtype(x), None)
     cdef Group g = <Group>(<tuple>e)[0]
     # (g, src, dst, rotate, direct, case): case 0 is a send and a receive
     if (<tuple>e)[5] != 0 or (<tuple>e)[4] is not True or not _plain(x):
         return _MISS
     src, dst = (<tuple>e)[1], (<tuple>e)[2]
     res = _like(x)
-    if wait is True:
+    if wait:
         g.comm.Sendrecv(x, dst, _TAG, res, src, _TAG)
         return res
     return _handle([g.comm.Isend(x, dst, _TAG), g.comm.Irecv(res, src, _TAG)], res, x)
@@ -594,16 +679,29 @@ def shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wait
 
 
 # -- point to point ---------------------------------------------------------------------
-cdef object _peer(mesh, mesh_axes, peer):
-    """``(group, in-group rank of peer)`` if both were resolved before, else None."""
+cdef _Last _LAST_SEND = _Last(), _LAST_RECV = _Last()
+
+
+cdef object _peer(_Last last, mesh, mesh_axes, peer, descr):
+    """``(group, in-group rank of peer)`` if both were resolved before and ``descr`` travels
+    bare, else None."""
+    e = _recall(last, mesh, mesh_axes, peer, None, None, descr, None, False)
+    if e is not None:
+        return e
+    if descr not in _direct:
+        return None
     try:
-        g = _groups.get((PyLong_FromVoidPtr(<void *>mesh), _key_axes(mesh_axes)))
+        g = _groups.get((PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes)))
         if g is None or (<Group>g).live is not mesh._groups or (<Group>g).mesh_ref() is not mesh:
             return None
-        k = (<Group>g).roots.get(tuple(peer) if type(peer) is list else peer)
+        k = (<Group>g).roots.get(_canon(peer))
     except (TypeError, AttributeError):
         return None
-    return None if k is None else (g, k)
+    if k is None:
+        return None
+    e = (g, k)
+    _note(last, e, mesh_axes, peer, None, None, descr, None)
+    return e
 
 
 def send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
@@ -611,12 +709,12 @@ def send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
     prev = _current
     _current = (_SEND, x, mesh, mesh_axes, destination)
     try:
-        if not _check and type(x) is ndarray and _plain(<cnp.ndarray>x) and _dtype(x) in _direct:
-            p = _peer(mesh, mesh_axes, destination)
+        if not _check and type(x) is ndarray and _plain(<cnp.ndarray>x):
+            p = _peer(_LAST_SEND, mesh, mesh_axes, destination, _dtype(x))
             if p is not None:
                 g = (<Group>(<tuple>p)[0]).comm
                 _hits += 1
-                if wait is True:
+                if wait:
                     g.Send(x, (<tuple>p)[1], tag)
                     return None
                 return _handle(g.Isend(x, (<tuple>p)[1], tag), None, x)
@@ -630,13 +728,13 @@ def recv(like, mesh, mesh_axes=None, source=0, *, tag=_TAG, wait=True):
     prev = _current
     _current = (_RECV, like, mesh, mesh_axes, source)
     try:
-        if not _check and type(like) is ndarray and _dtype(like) in _direct:
-            p = _peer(mesh, mesh_axes, source)
+        if not _check and type(like) is ndarray:
+            p = _peer(_LAST_RECV, mesh, mesh_axes, source, _dtype(like))
             if p is not None:
                 g = (<Group>(<tuple>p)[0]).comm
                 buf = _like(<cnp.ndarray>like)
                 _hits += 1
-                if wait is True:
+                if wait:
                     g.Recv(buf, (<tuple>p)[1], tag)
                     return buf
                 return _handle(g.Irecv(buf, (<tuple>p)[1], tag), buf, None)

@@ -439,6 +439,41 @@ def test_repeated_calls_take_the_compiled_path_and_agree_with_numpy():
                                     assert _collfront.hits() == before + 1, where
 
 
+def test_compiled_path_tells_alternating_calls_apart():
+    # The compiled front remembers each op's last call and matches the next by identity (lists
+    # by their items): a mutated list, another reduction, dtype, shape or root must not match.
+    mesh = Mesh((-1, -1))
+    axes = [0]
+    for rep in range(3):
+        for a in (0, 1):
+            axes[0] = a  # the same list object, another group
+            grp = group_of(mesh, axes)
+            n, me = len(grp), grp.index(mesh.rank)
+            for kind in ("sum", "max"):
+                for dt in ("float64", "int32"):
+                    x = local_input(rep + a, mesh.rank, (2, 3), dt)
+                    want = np_reduce(kind, [local_input(rep + a, d, (2, 3), dt) for d in grp], dt)
+                    assert_same(C.all_reduce(x, mesh, axes, kind), want)
+            for rows in (1, 2):
+                x = local_input(rep, mesh.rank, (rows, 2), "float64")
+                want = np.concatenate([local_input(rep, d, (rows, 2), "float64") for d in grp])
+                assert_same(C.all_gather(x, mesh, axes, 0), want)
+            for root in (0, n - 1):
+                x = local_input(rep, mesh.rank, (3,), "float64")
+                assert_same(C.broadcast(x, mesh, axes, [root]), local_input(rep, grp[root], (3,), "float64"))
+                got = C.gather(x, mesh, axes, 0, [root])
+                assert (got is None) == (me != root)
+    mesh.free()
+    ring, n, me = Mesh((-1,)), comm.size, comm.rank
+    for rep in range(3):
+        for dt in ("float64", "float16", ">f8", "int32"):  # bare, as bytes, as bytes, bare
+            x = local_input(rep, me, (3,), dt)
+            h = C.send(x, ring, [0], [(me + 1) % n], wait=False)
+            assert_same(C.recv(x, ring, [0], [(me - 1) % n]), local_input(rep, (me - 1) % n, (3,), dt))
+            assert h.wait() is None
+    ring.free()
+
+
 def test_compiled_path_misses_a_freed_mesh():
     # A freed mesh's plans name freed communicators: the next call makes new ones (Mesh.free
     # replaces the mesh's group cache, which the compiled front checks), and a new mesh that
