@@ -92,6 +92,19 @@ def cases(mesh, nbytes):
         g.Iallreduce(x, y, SUM).Wait()
         return y
 
+    x32 = x.astype(np.float32)
+
+    def raw_cast_allreduce():
+        y = empty(count)
+        g.Allreduce(x32.astype(np.float64), y, SUM)
+        return y
+
+    def raw_average():
+        y = empty(count)
+        g.Allreduce(x, y, SUM)
+        y /= n
+        return y
+
     def raw_reduce():
         y = empty(count) if me == 0 else None
         g.Reduce(x, y, SUM, 0)
@@ -161,6 +174,9 @@ def cases(mesh, nbytes):
     yield "all_reduce(x, mesh, [0], 'sum')", lambda: C.all_reduce(x, mesh, [0], "sum"), raw_allreduce
     yield "all_reduce(out=)", lambda: C.all_reduce(x, mesh, out=out), lambda: g.Allreduce(x, out, SUM)
     yield "all_reduce(wait=False)", lambda: C.all_reduce(x, mesh, wait=False).wait(), raw_iallreduce
+    yield "all_reduce(x32, mesh, dtype=float64)", lambda: C.all_reduce(x32, mesh, dtype=np.float64), \
+        raw_cast_allreduce
+    yield "all_reduce(x, mesh, None, 'average')", lambda: C.all_reduce(x, mesh, None, "average"), raw_average
     yield "reduce(x, mesh)", lambda: C.reduce(x, mesh), raw_reduce
     yield "reduce(x, mesh, [0], 'sum', [0])", lambda: C.reduce(x, mesh, [0], "sum", [0]), raw_reduce
     yield "broadcast(x, mesh)", lambda: C.broadcast(bx, mesh), raw_bcast

@@ -283,6 +283,25 @@ cdef bint _fits(object out, tuple shape, int typenum):
     return True
 
 
+cdef inline object _send_buffer(cnp.ndarray x, object same, int typenum):
+    """``x`` itself, or ``x`` cast to the reduction's dtype (``dtype=``) as a new C-ordered array."""
+    return x if same is True else cnp.PyArray_Cast(x, typenum)
+
+
+cdef inline object _new_of(cnp.ndarray x, int typenum):
+    """A new C-ordered array of ``x``'s shape and the builtin ``typenum``."""
+    return cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(x), cnp.PyArray_DIMS(x), typenum)
+
+
+cdef inline object _average(object res, int avg, int n):
+    """``average``: the sum divided by the group size in place (floor division on ints, as numpy)."""
+    if avg == 1:
+        res /= n
+    elif avg == 2:
+        res //= n
+    return res
+
+
 cdef inline bint _plain(cnp.ndarray x):
     return cnp.PyArray_IS_C_CONTIGUOUS(x)
 
@@ -315,19 +334,24 @@ cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, w
             return _MISS
         _note(_LAST_ALL_REDUCE, e, mesh_axes, reduction, dtype, None, _dtype(x), None)
     cdef Group g = <Group>(<tuple>e)[0]
-    op = (<tuple>e)[3]
-    if op is None or g.size == 1 or not _plain(x):
+    # (g, plan, same, (op, result type number, average))
+    f = (<tuple>e)[3]
+    if f is None or g.size == 1 or not _plain(x):
+        return _MISS
+    cdef int typenum = (<tuple>f)[1], avg = (<tuple>f)[2]
+    if avg and not wait:
         return _MISS
     if out is None:
-        res = _like(x)
-    elif _fits(out, _shape(x), cnp.PyArray_TYPE(x)):
+        res = _new_of(x, typenum)
+    elif _fits(out, _shape(x), typenum):
         res = out
     else:
         return _MISS
+    send = _send_buffer(x, (<tuple>e)[2], typenum)
     if wait:
-        g.comm.Allreduce(x, res, op)
-        return res
-    return _handle(g.comm.Iallreduce(x, res, op), res, x)
+        g.comm.Allreduce(send, res, (<tuple>f)[0])
+        return _average(res, avg, g.size)
+    return _handle(g.comm.Iallreduce(send, res, (<tuple>f)[0]), res, send)
 
 
 def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None, wait=True):
@@ -354,15 +378,20 @@ cdef object _reduce(cnp.ndarray x, mesh, mesh_axes, reduction, root, dtype, wait
             return _MISS
         _note(_LAST_REDUCE, e, mesh_axes, reduction, root, dtype, _dtype(x), None)
     cdef Group g = <Group>(<tuple>e)[0]
+    # (g, plan, same, root, (op, result type number, average))
     r = (<tuple>e)[3]
-    op = (<tuple>e)[4]
-    if op is None or g.size == 1 or not _plain(x):
+    f = (<tuple>e)[4]
+    if f is None or g.size == 1 or not _plain(x):
         return _MISS
-    res = _like(x) if g.rank == r else None
+    cdef int typenum = (<tuple>f)[1], avg = (<tuple>f)[2]
+    if avg and not wait:
+        return _MISS
+    res = _new_of(x, typenum) if g.rank == r else None
+    send = _send_buffer(x, (<tuple>e)[2], typenum)
     if wait:
-        g.comm.Reduce(x, res, op, r)
-        return res
-    return _handle(g.comm.Ireduce(x, res, op, r), res, x)
+        g.comm.Reduce(send, res, (<tuple>f)[0], r)
+        return None if res is None else _average(res, avg, g.size)
+    return _handle(g.comm.Ireduce(send, res, (<tuple>f)[0], r), res, send)
 
 
 def reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wait=True):
@@ -391,21 +420,25 @@ cdef object _reduce_scatter(cnp.ndarray x, mesh, mesh_axes, reduction, scatter_a
             return _MISS
         _note(_LAST_REDUCE_SCATTER, e, mesh_axes, reduction, scatter_axis, dtype, _dtype(x), _shape(x))
     cdef Group g = <Group>(<tuple>e)[0]
-    # (g, plan, same, axis, rshape, oshape, counts, op)
-    op = (<tuple>e)[7]
-    if op is None or (<tuple>e)[3] != 0 or (<tuple>e)[6] is not None or g.size == 1 or not _plain(x):
+    # (g, plan, same, axis, rshape, oshape, counts, (op, result type number, average))
+    f = (<tuple>e)[7]
+    if f is None or (<tuple>e)[3] != 0 or (<tuple>e)[6] is not None or g.size == 1 or not _plain(x):
+        return _MISS
+    cdef int typenum = (<tuple>f)[1], avg = (<tuple>f)[2]
+    if avg and not wait:
         return _MISS
     rshape = <tuple>(<tuple>e)[4]
     if out is None:
-        res = _new(rshape, cnp.PyArray_TYPE(x))
-    elif _fits(out, rshape, cnp.PyArray_TYPE(x)):
+        res = _new(rshape, typenum)
+    elif _fits(out, rshape, typenum):
         res = out
     else:
         return _MISS
+    send = _send_buffer(x, (<tuple>e)[2], typenum)
     if wait:
-        g.comm.Reduce_scatter_block(x, res, op)
-        return res
-    return _handle(g.comm.Ireduce_scatter_block(x, res, op), res, x)
+        g.comm.Reduce_scatter_block(send, res, (<tuple>f)[0])
+        return _average(res, avg, g.size)
+    return _handle(g.comm.Ireduce_scatter_block(send, res, (<tuple>f)[0]), res, send)
 
 
 def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dtype=None, *, out=None, wait=True):
@@ -628,18 +661,30 @@ def all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=Tru
         _current = prev
 
 
+cdef _Last _LAST_ALL_SLICE = _Last()  # entry: (weak reference to the mesh, index to apply)
+
+
 def all_slice(x, mesh, mesh_axes=None, slice_axis=0):
+    # no communication, so nothing for the watchdog; the plan: (weak reference to the mesh, index)
     global _hits
-    # no communication, so nothing for the watchdog; entry: (weak reference to the mesh, index)
+    cdef _Last last = _LAST_ALL_SLICE
     if type(x) is ndarray and type(slice_axis) is int:
+        if (last.entry is not None and slice_axis is last.k1 and _same(mesh_axes, last.k0)
+                and _same_shape(<cnp.ndarray>x, last.shape) and (<tuple>last.entry)[0]() is mesh):
+            _hits += 1
+            return x[(<tuple>last.entry)[1]]
         try:
             e = _fast.get(("all_slice", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), _shape(x),
                            slice_axis))
         except TypeError:
             e = None
         if e is not None and (<tuple>e)[0]() is mesh:
+            index = (<tuple>e)[1]
+            if slice_axis == 0:  # x[a:b] is x[a:b, :, ...], and numpy takes one slice faster than a tuple
+                index = (<tuple>index)[0]
+            last.entry, last.k0, last.k1, last.shape = ((<tuple>e)[0], index), _canon(mesh_axes), slice_axis, _shape(x)
             _hits += 1
-            return x[(<tuple>e)[1]]
+            return x[index]
     return _slow_all_slice(x, mesh, mesh_axes, slice_axis)
 
 

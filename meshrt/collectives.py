@@ -260,15 +260,18 @@ def _reduce_setup(op, x, mesh, mesh_axes, reduction, dtype, root=None):
     plan = _rplan(reduction, x, dtype)
     same = x.dtype == plan.dtype
     if op == "all_reduce":
-        return _remember((op, id(mesh), mesh_axes, reduction, x.dtype, dtype), (g, plan, same, _bare_op(plan, same)))
+        return _remember((op, id(mesh), mesh_axes, reduction, x.dtype, dtype), (g, plan, same, _fast_reduction(plan)))
     return _remember((op, id(mesh), mesh_axes, reduction, root, x.dtype, dtype),
-                     (g, plan, same, r, _bare_op(plan, same)))
+                     (g, plan, same, r, _fast_reduction(plan)))
 
 
-def _bare_op(plan, same):
-    """The MPI op when ``x`` itself is the send buffer and the result needs no finishing
-    (the compiled front's condition for its fast path), else None."""
-    return plan.op if plan.direct and same and not plan.average else None
+def _fast_reduction(plan):
+    """What the compiled front needs to run ``plan`` itself: ``(MPI op, result dtype's type
+    number, 0 | 1 divide by the group size | 2 floor-divide)``, or None when the buffers
+    travel with an explicit datatype (float16 and the like: the Python path)."""
+    if not plan.direct:
+        return None
+    return plan.op, plan.dtype.num, 0 if not plan.average else 2 if plan.dtype.kind in "iu" else 1
 
 
 def _all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None, wait=True):
@@ -352,7 +355,7 @@ def _rs_setup(x, mesh, mesh_axes, reduction, scatter_axis, dtype):
     oshape = x.shape[:axis] + (sizes[g.rank],) + x.shape[axis + 1:]
     counts = None if sizes[0] == sizes[-1] else [s * math.prod(rest) for s in sizes]
     same = x.dtype == plan.dtype
-    entry = (g, plan, same, axis, rshape, oshape, counts, _bare_op(plan, same))
+    entry = (g, plan, same, axis, rshape, oshape, counts, _fast_reduction(plan))
     if type(scatter_axis) is not int:
         return entry
     return _remember(("reduce_scatter", id(mesh), mesh_axes, x.shape, x.dtype, axis, reduction, dtype), entry)
