@@ -89,10 +89,9 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
     def __init__(self, local: np.ndarray, sharding: Sharding, global_shape, *, periodic=None):
         self._sharding = _check_sharding(sharding)
-        self._global_shape = sharding.check_shape(global_shape)
+        self._global_shape, layout = _checked_layout(sharding, global_shape)
         self._local = local
         self._periodic = _normalize_periodic(periodic, len(self._global_shape))
-        layout = _layout(sharding, self._global_shape)
         self._slices = layout.slices
         self._interior = local[layout.index]
         self._halo = self._writes = None
@@ -136,18 +135,22 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     def empty(cls, global_shape, sharding: Sharding, dtype=np.float64, *, periodic=None) -> "DistributedTensor":
         """A tensor with an uninitialized interior (halos are zero)."""
         sharding = _check_sharding(sharding)
-        shape = sharding.check_shape(global_shape)
-        local = np.empty(sharding.local_shape(shape), dtype=dtype)
-        _zero_halos(local, sharding, shape)
-        return cls(local, sharding, shape, periodic=periodic)
+        shape, layout = _checked_layout(sharding, global_shape)
+        local = np.empty(layout.local_shape, dtype=dtype)
+        if layout.halos:
+            _zero_halos(local, sharding, shape)
+        return cls._fast(local, local[layout.index], sharding, shape, layout.slices,
+                         _normalize_periodic(periodic, len(shape)))
 
     @classmethod
     @_check.creation("zeros")
     def zeros(cls, global_shape, sharding: Sharding, dtype=np.float64, *, periodic=None) -> "DistributedTensor":
         """A tensor of zeros."""
         sharding = _check_sharding(sharding)
-        shape = sharding.check_shape(global_shape)
-        return cls(np.zeros(sharding.local_shape(shape), dtype=dtype), sharding, shape, periodic=periodic)
+        shape, layout = _checked_layout(sharding, global_shape)
+        local = np.zeros(layout.local_shape, dtype=dtype)
+        return cls._fast(local, local[layout.index], sharding, shape, layout.slices,
+                         _normalize_periodic(periodic, len(shape)))
 
     @classmethod
     @_check.creation("full", data=("fill_value",))
@@ -909,6 +912,18 @@ class _Layout:
 _LAYOUTS: dict = {}
 _SCALARS = (float, int, complex, bool)
 _UFUNC_DTYPES: dict = {}
+
+
+def _checked_layout(sharding: Sharding, global_shape) -> tuple:
+    """``(global_shape validated as a tuple, its _Layout)``.  A tuple of ints that already has a
+    layout was validated when that layout was made, so it is not checked again (a float or a
+    numpy integer among the dims is, even where it compares equal to a cached shape)."""
+    if type(global_shape) is tuple:
+        layout = _LAYOUTS.get((sharding, global_shape))
+        if layout is not None and all(type(n) is int for n in global_shape):
+            return global_shape, layout
+    shape = sharding.check_shape(global_shape)
+    return shape, _layout(sharding, shape)
 
 
 def _layout(sharding: Sharding, shape: tuple) -> _Layout:
