@@ -218,6 +218,20 @@ def fresh_cases(mesh, nbytes):
     xs = np.tile(x, n)
     SUM = MPI.SUM
     yield "all_reduce", lambda: C.all_reduce(x, mesh), lambda: C.all_reduce(x, mesh, out=out)
+
+    def raw_fresh_allreduce():
+        y = np.empty_like(x)
+        g.Allreduce(x, y, SUM)
+        return y
+
+    def raw_fresh_allgather():
+        y = np.empty(count * n)
+        g.Allgather(x, y)
+        return y
+
+    # what a fresh result costs plain mpi4py code: the floor for the two rows above and below
+    yield "raw-mpi4py-Allreduce", raw_fresh_allreduce, lambda: g.Allreduce(x, out, SUM)
+    yield "raw-mpi4py-Allgather", raw_fresh_allgather, lambda: g.Allgather(x, big)
     yield "all_gather", lambda: C.all_gather(x, mesh, gather_axis=0), lambda: C.all_gather(x, mesh, out=big)
     yield "reduce_scatter", lambda: C.reduce_scatter(x, mesh), lambda: C.reduce_scatter(x, mesh, out=piece)
     yield "reduce", lambda: C.reduce(x, mesh), lambda: g.Reduce(x, out if me == 0 else None, SUM, 0)
