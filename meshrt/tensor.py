@@ -494,6 +494,13 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         does not split the tensor), packed with the compiled block copy, in one
         ``Allgatherv`` (``Gatherv`` with a root; ``Allgather`` when the blocks are equal).
         """
+        if root is None:  # a gather seen before that is one Allgather straight into the result
+            key = (self._sharding, self._global_shape, self._local.dtype)
+            comm = _ALLGATHERS.get(key)
+            if comm is not None and self._interior.flags.c_contiguous:
+                out = np.empty(key[1], key[2])
+                comm.Allgather(self._interior, out)
+                return out
         mesh, s, shape, dt = self.mesh, self._sharding, self._global_shape, self.dtype
         if root is not None:
             root = _check_root(root, mesh)
@@ -516,6 +523,10 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             # Equal blocks (every process sends, same size): MPICH's Allgather is 1.6-2.3x faster
             # than its Allgatherv with equal counts at 1-8 MiB per process (measured, 2 processes).
             mesh.comm.Allgather(sendbuf, recvbuf)
+            if in_place and not s.is_partial and dt in _BARE_DTYPES:
+                if len(_ALLGATHERS) > 64:
+                    _ALLGATHERS.clear()
+                _ALLGATHERS[s, shape, dt] = mesh.comm
         elif root is None:
             mesh.comm.Allgatherv(sendbuf, [recvbuf, (counts, displs)])
         else:
@@ -1118,6 +1129,12 @@ class _GatherLayout(NamedTuple):
     displs: np.ndarray
     equal: bool         # every device sends the same nonzero count
     in_place: bool      # the blocks, in device order, are consecutive runs of whole rows of the result
+
+
+# (sharding, global shape, dtype) -> the communicator, for gathers that are one Allgather of
+# equal, contiguous blocks straight into the result; filled by gather()'s first such call.
+_ALLGATHERS: dict = {}
+_BARE_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfdFD")  # mpi4py infers these from the array
 
 
 @functools.lru_cache(maxsize=64)  # gather() in a loop plans once
