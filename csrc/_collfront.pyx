@@ -142,13 +142,14 @@ cdef bint _check = False
 cdef object _slow_all_reduce, _slow_reduce, _slow_reduce_scatter, _slow_broadcast, _slow_all_gather
 cdef object _slow_gather, _slow_scatter, _slow_all_to_all, _slow_all_slice, _slow_shift, _slow_send
 cdef object _slow_recv
-cdef int _TAG = 0x3E5
+TAG = 0x3E5  # point-to-point messages' default tag (collectives.py uses it too)
+cdef int _TAG = TAG
 
 
 def install(fast, groups, direct, slow, check):
     """Share `meshrt.collectives`' plan cache ``fast``, group cache ``groups`` and the set of
     dtypes mpi4py takes bare; ``slow`` maps each op's name to its Python implementation."""
-    global _fast, _groups, _direct, _check, _TAG
+    global _fast, _groups, _direct, _check
     global _slow_all_reduce, _slow_reduce, _slow_reduce_scatter, _slow_broadcast, _slow_all_gather
     global _slow_gather, _slow_scatter, _slow_all_to_all, _slow_all_slice, _slow_shift, _slow_send, _slow_recv
     _fast, _groups, _direct, _check = fast, groups, direct, check

@@ -842,7 +842,7 @@ def _slice_setup(x, mesh, mesh_axes, slice_axis):
 
 
 # -- point to point --------------------------------------------------------------------
-_TAG = 0x3E5
+_TAG = _collfront.TAG
 
 
 def _send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
