@@ -119,8 +119,7 @@ def operations(frame, mark=None) -> tuple:
     """
     ops, f = [], frame
     slow = None if mark is None else "_" + mark[0][0]
-    if mark is not None and not _has_frame(frame, slow):
-        ops.append(mark)
+    placed = False
     last = None  # the outermost frame visited inside meshrt's operations
     while f is not None:
         code = f.f_code
@@ -129,22 +128,16 @@ def operations(frame, mark=None) -> tuple:
             last = f
         elif slow is not None and code.co_name == slow and code.co_filename == _COLLECTIVES:
             ops.append(mark)
-            last = f
+            placed, last = True, f
         f = f.f_back
+    if mark is not None and not placed:  # the fast path: the mark is the innermost operation
+        ops.insert(0, mark)
     if not ops:
         return ops, None
     f = frame if last is None else last.f_back
     while f is not None and f.f_code.co_filename.startswith(_PKG):
         f = f.f_back
     return ops, f
-
-
-def _has_frame(frame, name) -> bool:
-    while frame is not None:
-        if frame.f_code.co_name == name and frame.f_code.co_filename == _COLLECTIVES:
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _arguments(frame) -> tuple:
