@@ -54,6 +54,14 @@ def _start(tmp_path, body, marker, **env):
         env=dict(os.environ, **env))
 
 
+def _start_plain(tmp_path, body, marker, **env):
+    """``body`` as job.py under plain ``mpiexec -n N`` (no ``meshrt run``)."""
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(body))
+    return subprocess.Popen([find_mpiexec(), "-n", str(N), sys.executable, str(script), marker], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
+
+
 def _finish(proc, limit):
     t0 = time.monotonic()
     try:
@@ -179,8 +187,7 @@ def test_timeout_reports_every_rank_and_aborts(tmp_path):
 def test_timeout_under_plain_mpiexec(tmp_path):
     # Without meshrt run each rank's watchdog prints its own line and calls MPI_Abort.
     marker = f"meshrt-plain-timeout-{os.getpid()}"
-    script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent("""
+    proc = _start_plain(tmp_path, """
         import time
         from meshrt import DistributedTensor, Mesh, Sharding
         mesh = Mesh((-1,))
@@ -188,10 +195,7 @@ def test_timeout_under_plain_mpiexec(tmp_path):
         if mesh.rank != 1:
             t.gather(root=0)
         time.sleep(120)
-    """))
-    proc = subprocess.Popen([find_mpiexec(), "-n", str(N), sys.executable, str(script), marker], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, MESHRT_TIMEOUT="3"))
+    """, marker, MESHRT_TIMEOUT="3")
     rc, out, err, _ = _finish(proc, 30)
     assert rc == 124, (out, err)
     assert re.search(r"\[meshrt\] rank 0 blocked in DistributedTensor.gather\(root=0\) at job.py:7 for 3\.\d s "
@@ -203,8 +207,7 @@ def test_timeout_names_a_compiled_collective(tmp_path):
     # The second all_reduce runs the compiled front (no Python frame): the watchdog still
     # names it, with its arguments and the script's line.
     marker = f"meshrt-compiled-timeout-{os.getpid()}"
-    script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent("""
+    proc = _start_plain(tmp_path, """
         import time
         import numpy as np
         from meshrt import Mesh, all_reduce
@@ -214,10 +217,7 @@ def test_timeout_names_a_compiled_collective(tmp_path):
         if mesh.rank != 1:
             all_reduce(x, mesh)
         time.sleep(120)
-    """))
-    proc = subprocess.Popen([find_mpiexec(), "-n", str(N), sys.executable, str(script), marker], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, MESHRT_TIMEOUT="3"))
+    """, marker, MESHRT_TIMEOUT="3")
     rc, out, err, _ = _finish(proc, 30)
     assert rc == 124, (out, err)
     assert re.search(r"\[meshrt\] rank [023] blocked in all_reduce\(x=array\(shape=\(4,\), dtype=float64\), "
