@@ -33,7 +33,7 @@ def _info(args):
 
     comm = MPI.COMM_WORLD
     if comm.rank == 0:
-        lib = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
+        lib = " ".join(MPI.Get_library_version().replace("\0", "").strip().splitlines()[0].split())
         major, minor = MPI.Get_version()
         print(f"meshrt  {_version('meshrt')}")
         print(f"mpi4py  {mpi4py.__version__}")
@@ -41,6 +41,7 @@ def _info(args):
         print(f"numpy   {numpy.__version__}")
         print(f"numba   {numba.__version__}")
         print(f"processes: {comm.size}")
+        print(f"launcher: {_launcher_line()}")
     from .mesh import Mesh
 
     shape = args.mesh if args.mesh else (comm.size,)
@@ -54,8 +55,21 @@ def _info(args):
     return 0
 
 
+def _launcher_line() -> str:
+    from .mpiexec import find_launcher
+
+    try:
+        launcher = find_launcher()
+    except FileNotFoundError as e:
+        return str(e)
+    if launcher is None:
+        return "none found (meshrt run needs one: install meshrt[mpich] or an MPI)"
+    return launcher.describe() + "".join(f"\n  note: {n}" for n in launcher.notes)
+
+
 def _run(args):
-    from .launch import find_mpiexec
+    from .launch import run_job
+    from .mpiexec import find_launcher
 
     if not os.path.isfile(args.script):
         print(f"meshrt run: script {args.script!r} does not exist", file=sys.stderr)
@@ -63,18 +77,22 @@ def _run(args):
     if args.n < 1:
         print(f"meshrt run: -n must be at least 1, got {args.n}", file=sys.stderr)
         return 2
-    mpiexec = find_mpiexec()
-    if mpiexec is None:
-        print("meshrt run: no mpiexec found next to the Python executable, on PATH "
-              "or in MESHRT_MPIEXEC; install meshrt[mpich] or an MPI",
+    try:
+        launcher = find_launcher()
+    except FileNotFoundError as e:  # MESHRT_MPIEXEC names no executable
+        print(f"meshrt run: {e}", file=sys.stderr)
+        return 2
+    if launcher is None:
+        print("meshrt run: no mpiexec found beside the MPI library mpi4py loads, next to the Python "
+              "executable, on PATH or in MESHRT_MPIEXEC; install meshrt[mpich] or an MPI",
               file=sys.stderr)
         return 2
     # Not "-m meshrt.launch": that puts the working directory first on sys.path, and
     # run from a source checkout, its meshrt/ (without compiled modules) would shadow
     # the installed one.  "-c" lets us drop that entry before importing (any Python).
-    cmd = [mpiexec, "-n", str(args.n), sys.executable, "-c", _LAUNCH, args.script, *args.args]
-    from .launch import run_job
-
+    cmd, notes = launcher.command(args.n, [sys.executable, "-c", _LAUNCH, args.script, *args.args])
+    for note in (*launcher.notes, *notes):
+        print(f"meshrt run: note: {note}", file=sys.stderr)
     try:
         return run_job(cmd, args.n)
     except ValueError as e:  # MESHRT_KILL_GRACE / MESHRT_EXIT_GRACE not a number
@@ -228,18 +246,19 @@ def _mlir_worker(argv):
 
 
 def _mlir_launch(args):
-    from .launch import find_mpiexec
+    from .mpiexec import find_launcher
 
-    mpiexec = find_mpiexec()
-    if mpiexec is None:
-        print("meshrt mlir run: no mpiexec found next to the Python executable, on PATH or in "
-              "MESHRT_MPIEXEC; install meshrt[mpich] or an MPI", file=sys.stderr)
+    launcher = find_launcher()
+    if launcher is None:
+        print("meshrt mlir run: no mpiexec found beside the MPI library mpi4py loads, next to the "
+              "Python executable, on PATH or in MESHRT_MPIEXEC; install meshrt[mpich] or an MPI",
+              file=sys.stderr)
         return 2
     inner = ["mlir", "run", args.file, "--func", args.function, "--out", args.out, "--args", *args.args]
     if args.shardings_from:
         inner += ["--shardings-from", args.shardings_from]
     try:
-        return subprocess.call([mpiexec, "-n", str(args.n), sys.executable, "-c", _MLIR_WORKER, *inner])
+        return subprocess.call(launcher.command(args.n, [sys.executable, "-c", _MLIR_WORKER, *inner])[0])
     except KeyboardInterrupt:
         return 130
 

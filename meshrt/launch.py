@@ -21,21 +21,15 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 
 
 def find_mpiexec():
-    """Path of the mpiexec to use, or None.
+    """Path of the mpiexec to use, or None: the launcher of the MPI mpi4py loads.
 
-    Order: next to ``sys.executable`` (the mpich wheel installs it in the
-    venv's bin), then ``PATH``, then the environment variable ``MESHRT_MPIEXEC``.
+    See ``meshrt.mpiexec.find_launcher`` for the order (``MESHRT_MPIEXEC``,
+    beside the loaded ``libmpi``, next to ``sys.executable``, ``PATH``).
     """
-    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    if os.path.isfile(here) and os.access(here, os.X_OK):
-        return here
-    found = shutil.which("mpiexec")
-    if found:
-        return found
-    env = os.environ.get("MESHRT_MPIEXEC")
-    if env and shutil.which(env):
-        return shutil.which(env)
-    return None
+    from .mpiexec import find_launcher
+
+    launcher = find_launcher()
+    return None if launcher is None else launcher.path
 
 
 def run_script(path, args=()):

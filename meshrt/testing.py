@@ -24,9 +24,9 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from .launch import find_mpiexec
+from .mpiexec import find_launcher
 
-__all__ = ["run_mpi_pytest", "MPIRunResult", "RankFailure", "mpi_nprocs_of",
+__all__ = ["run_mpi_pytest", "mpiexec_command", "MPIRunResult", "RankFailure", "mpi_nprocs_of",
            "default_nprocs", "MPIPlugin"]
 
 DEFAULT_NPROCS = (1, 2, 3, 4, 8)
@@ -119,17 +119,24 @@ def default_nprocs():
     return tuple(int(x) for x in env.replace(" ", "").split(",") if x)
 
 
-def _mpiexec_flags(mpiexec, nprocs):
-    try:
-        version = subprocess.run([mpiexec, "--version"], capture_output=True,
-                                 text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        version = ""
-    if "Open MPI" in version or "OpenRTE" in version:
-        return ["--oversubscribe", "--tag-output"]
-    if "HYDRA" in version.upper():
-        return ["-prepend-rank"]  # hydra oversubscribes without being asked
-    return []
+def mpiexec_command(nprocs, argv, *, env=None, tag_output=False):
+    """The command line that starts ``argv`` on ``nprocs`` processes with this Python's MPI.
+
+    Spelled for the launcher ``meshrt.mpiexec.find_launcher`` picks: Open MPI
+    gets ``--oversubscribe`` beyond the cores, ``--allow-run-as-root`` as root
+    and ``-x NAME`` for the ``MESHRT_*``/``PYTHON*`` names in ``env`` (default:
+    this process's environment); hydra (MPICH, Intel MPI) needs none of them.
+    Tests build every ``mpiexec`` command through this, never by hand.
+
+    >>> mpiexec_command(2, ["python", "-c", "pass"])  # doctest: +SKIP
+    ['/venv/bin/mpiexec', '-n', '2', 'python', '-c', 'pass']
+    """
+    launcher = find_launcher()
+    if launcher is None:
+        raise FileNotFoundError(
+            "no mpiexec found beside the MPI library mpi4py loads, next to sys.executable, on PATH "
+            "or in MESHRT_MPIEXEC; install the mpich extra (pip install 'meshrt[mpich]') or an MPI")
+    return launcher.command(nprocs, list(argv), env=env, tag_output=tag_output)[0]
 
 
 def _inner_env(report_dir, test_timeout):
@@ -166,19 +173,14 @@ def run_mpi_pytest(path, nprocs, timeout=None, *, test_timeout=None, pytest_args
     """
     if timeout is None:
         timeout = float(os.environ.get("MESHRT_MPI_TIMEOUT", "300"))
-    mpiexec = find_mpiexec()
-    if mpiexec is None:
-        raise FileNotFoundError(
-            "no mpiexec found next to sys.executable, on PATH or in MESHRT_MPIEXEC; "
-            "install the mpich extra (pip install 'meshrt[mpich]') or an MPI")
     paths = [os.path.abspath(path)] if isinstance(path, (str, os.PathLike)) else [os.path.abspath(p) for p in path]
     path = paths[0] if len(paths) == 1 else paths
-    cmd = [mpiexec, *_mpiexec_flags(mpiexec, nprocs), "-n", str(nprocs),
-           sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
-           "-p", "meshrt.testing", *pytest_args]
     with tempfile.TemporaryDirectory(prefix="meshrt-mpitest-") as report_dir:
+        env = _inner_env(report_dir, test_timeout)
+        cmd = mpiexec_command(nprocs, [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
+                                       "-p", "meshrt.testing", *pytest_args], env=env, tag_output=True)
         proc = subprocess.Popen(
-            cmd, cwd=os.path.dirname(paths[0]), env=_inner_env(report_dir, test_timeout),
+            cmd, cwd=os.path.dirname(paths[0]), env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             errors="replace", start_new_session=True)
         timed_out = False

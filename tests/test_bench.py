@@ -12,6 +12,7 @@ import pytest
 
 import meshrt.bench as B
 from meshrt.launch import find_mpiexec
+from meshrt.testing import mpiexec_command
 
 needs_mpiexec = pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -180,7 +181,7 @@ def test_check_options_errors(argv, words):
 def _bench(*args, nprocs=None, cwd, timeout=60):
     cmd = [sys.executable, "-m", "meshrt", "bench", *args]
     if nprocs is not None:
-        cmd = [find_mpiexec(), "-n", str(nprocs), *cmd]
+        cmd = mpiexec_command(nprocs, cmd)
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from meshrt.launch import find_mpiexec
+from meshrt.testing import mpiexec_command
 
 needs_mpiexec = pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
 
@@ -28,8 +29,8 @@ def test_info_serial(tmp_path):
 
 @needs_mpiexec
 def test_info_two_processes_with_mesh(tmp_path):
-    r = subprocess.run([find_mpiexec(), "-n", "2", sys.executable, "-m", "meshrt.cli",
-                        "info", "--mesh", "2x1"], cwd=tmp_path, capture_output=True,
+    r = subprocess.run(mpiexec_command(2, [sys.executable, "-m", "meshrt.cli",
+                        "info", "--mesh", "2x1"]), cwd=tmp_path, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "processes: 2" in r.stdout

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from meshrt.launch import find_mpiexec
+from meshrt.testing import mpiexec_command
 
 MPIEXEC = find_mpiexec()
 pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec found next to sys.executable or on PATH")
@@ -122,7 +123,7 @@ def _env():
 def _start(tmp_path, script, nprocs, *args):
     fn = tmp_path / f"script_{abs(hash(script))}.py"
     fn.write_text(textwrap.dedent(script))
-    cmd = [MPIEXEC, "-n", str(nprocs), sys.executable, "-m", "meshrt.launch", str(fn), *map(str, args)]
+    cmd = mpiexec_command(nprocs, [sys.executable, "-m", "meshrt.launch", str(fn), *map(str, args)])
     # cwd: "python -m" puts it first on sys.path, and a source checkout's meshrt/ would shadow the install
     return subprocess.Popen(cmd, env=_env(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)

@@ -1,9 +1,10 @@
 """Run every tests/mpi/test_*.py under mpiexec at several process counts.
 
 Counts: MESHRT_TEST_NPROCS (default 1,2,3,4,8), intersected with a file's
-MPI_NPROCS. All files allowed at one count run in ONE mpiexec job (imports and
-start-up on 8 oversubscribed processes cost seconds per job); each file still
-gets its own outcome, ``test_mpi[FILE-nN]``, reporting only its own failures.
+MPI_NPROCS. All files selected at one count (``-k halo`` selects by name) run in
+ONE mpiexec job (imports and start-up on 8 oversubscribed processes cost seconds
+per job); each file still gets its own outcome, ``test_mpi[FILE-nN]``, reporting
+only its own failures.
 Whole-job timeout: MESHRT_MPI_TIMEOUT (default 900 s).
 """
 
@@ -25,10 +26,12 @@ def _allowed(path, n):
     return allowed is None or n in allowed
 
 
-def _job(n):
+def _job(n, session):
     if n not in _JOBS:
         timeout = float(os.environ.get("MESHRT_MPI_TIMEOUT", "900"))
-        _JOBS[n] = run_mpi_pytest([p for p in FILES if _allowed(p, n)], n, timeout=timeout)
+        selected = {item.callspec.params["path"] for item in session.items
+                    if getattr(item, "originalname", None) == "test_mpi" and item.callspec.params["nprocs"] == n}
+        _JOBS[n] = run_mpi_pytest([p for p in FILES if p in selected and _allowed(p, n)], n, timeout=timeout)
     return _JOBS[n]
 
 
@@ -43,8 +46,8 @@ def _cases():
 
 @pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
 @pytest.mark.parametrize("path,nprocs", list(_cases()))
-def test_mpi(path, nprocs):
-    result = _job(nprocs)
+def test_mpi(path, nprocs, request):
+    result = _job(nprocs, request.session)
     name = os.path.basename(path)
     if not result.passed_in(name):
         pytest.fail(result.summary(name), pytrace=False)

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from meshrt.launch import find_mpiexec
+from meshrt.testing import mpiexec_command
 
 pytestmark = pytest.mark.skipif(find_mpiexec() is None or not os.path.isdir("/proc"),
                                 reason="needs mpiexec and /proc")
@@ -58,7 +59,7 @@ def _start_plain(tmp_path, body, marker, **env):
     """``body`` as job.py under plain ``mpiexec -n N`` (no ``meshrt run``)."""
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent(body))
-    return subprocess.Popen([find_mpiexec(), "-n", str(N), sys.executable, str(script), marker], cwd=tmp_path,
+    return subprocess.Popen(mpiexec_command(N, [sys.executable, str(script), marker]), cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
 
 

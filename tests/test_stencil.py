@@ -145,13 +145,13 @@ def test_bench_stencil_weak_scaling_driver(tmp_path):
     import json
 
     from meshrt.launch import find_mpiexec
+    from meshrt.testing import mpiexec_command
 
-    mpiexec = find_mpiexec()
-    if mpiexec is None:
+    if find_mpiexec() is None:
         pytest.skip("no mpiexec found")
     out = tmp_path / "s.json"
-    cmd = [mpiexec, "-n", "2", sys.executable, "-m", "meshrt.cli", "bench", "stencil", "--local", "24",
-           "--steps", "2", "--reps", "1", "--json", str(out)]
+    cmd = mpiexec_command(2, [sys.executable, "-m", "meshrt.cli", "bench", "stencil", "--local", "24",
+           "--steps", "2", "--reps", "1", "--json", str(out)])
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = json.loads(out.read_text())["rows"]
