@@ -35,6 +35,7 @@ from .collectives import (
 from .halo import HaloExchange, plan_halo, update_halo
 from .reshard import explain_reshard, plan_reshard
 from .tensor import DistributedTensor
+from . import _npreduce  # noqa: F401  (registers np.var, np.argmax, ... for DistributedTensor)
 # binds meshrt.matmul to the function; the module stays importable as meshrt.matmul (sys.modules)
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
 from .io import CheckpointError, load_state, save_state

@@ -278,10 +278,45 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         )
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(
-            "DistributedTensor: no implicit conversion to a numpy array; use .gather() for the global "
-            "array or .interior / .local for this process's block"
-        )
+        """A fully replicated tensor is its block on every process: returned without communication."""
+        s = self._sharding
+        if any(s.split_axes) or s.is_partial:
+            raise TypeError(
+                f"DistributedTensor: no implicit conversion to a numpy array of a tensor sharded <{s}>; use "
+                ".gather() for the global array or .interior / .local for this process's block"
+            )
+        block = self._interior
+        if dtype is not None and np.dtype(dtype) != block.dtype:
+            if copy is False:
+                raise ValueError(f"np.asarray(copy=False): the tensor is {block.dtype}, {np.dtype(dtype)} asked for")
+            return block.astype(dtype)
+        return block.copy() if copy else block
+
+    def _scalar(self, what):
+        """The value of a 0-d tensor (replicated: the same on every process; a partial one is reduced)."""
+        if self._global_shape:
+            raise TypeError(f"{what}: only a 0-d DistributedTensor converts to a Python scalar, this one has "
+                            f"shape {self._global_shape}; reduce it (t.sum(), t.max(), ...) or gather() first")
+        return self._full_interior()[()]
+
+    def item(self):
+        """The value of a 0-d tensor as a Python scalar, on every process (``float(t[1, 1])`` too)."""
+        return self._scalar("item()").item()
+
+    def __float__(self):
+        return float(self._scalar("float()"))
+
+    def __int__(self):
+        return int(self._scalar("int()"))
+
+    def __complex__(self):
+        return complex(self._scalar("complex()"))
+
+    def __index__(self):
+        value = self._scalar("operator.index()")
+        if self.dtype.kind not in "biu":
+            raise TypeError(f"operator.index(): a {self.dtype} tensor is not an integer")
+        return int(value)
 
     def __matmul__(self, other):
         return _matmul.matmul(self, other)
@@ -290,7 +325,10 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return _matmul.matmul(other, self)
 
     def __bool__(self):
-        raise TypeError("DistributedTensor: the truth value of a tensor is ambiguous; use .any()/.all() on a gather()")
+        if self._global_shape:
+            raise TypeError(f"DistributedTensor: the truth value of a tensor of shape {self._global_shape} is "
+                            "ambiguous; use np.any(t) / np.all(t)")
+        return bool(self._scalar("bool()"))
 
     def copy(self) -> "DistributedTensor":
         """A new tensor with a copy of the local buffer (halos included)."""
@@ -598,11 +636,15 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         handler = _HANDLED_FUNCTIONS.get(ufunc) if method == "__call__" else None
         if handler is not None:  # a registered gufunc, e.g. np.matmul (see `implements`)
             return handler(*inputs, **kwargs) if out is None else handler(*inputs, out=out, **kwargs)
+        if method in ("reduce", "accumulate") and out is None:
+            from . import _npreduce
+
+            return _npreduce.ufunc_method(ufunc, method, inputs, dict(kwargs))
         if method != "__call__" or ufunc.signature is not None:
             what = f"{name}.{method}" if method != "__call__" else name
             raise TypeError(
-                f"{what}: only elementwise ufunc calls work on a DistributedTensor; use t.sum()/t.max()/... "
-                "for reductions, or gather() first"
+                f"{what}: only elementwise ufunc calls, and reduce/accumulate of the ufuncs with an MPI "
+                "reduction, work on a DistributedTensor; use t.sum()/t.max()/... for reductions, or gather() first"
             )
         outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
         operands = [("input", i, x) for i, x in enumerate(inputs)]
@@ -684,6 +726,42 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         """Mean of the elements (all, or along ``axis``): the global sum over the global count."""
         return self._reduce("mean", axis, dtype, keep_partial)
 
+    def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
+        """Variance, as ``np.var``: per-shard moments merged exactly (see ``meshrt._npreduce.var``)."""
+        from . import _npreduce
+
+        return _npreduce.var(self, axis, dtype, ddof, keepdims)
+
+    def std(self, axis=None, dtype=None, ddof=0, keepdims=False):
+        """Standard deviation, as ``np.std``."""
+        from . import _npreduce
+
+        return _npreduce.var(self, axis, dtype, ddof, keepdims, std=True)
+
+    def argmax(self, axis=None, keepdims=False):
+        """Global index of the largest element (flat, or along ``axis``); first occurrence, NaN wins."""
+        from . import _npreduce
+
+        return _npreduce.argextreme(self, "max", axis, keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        """Global index of the smallest element (flat, or along ``axis``); first occurrence, NaN wins."""
+        from . import _npreduce
+
+        return _npreduce.argextreme(self, "min", axis, keepdims)
+
+    def any(self, axis=None, keepdims=False):
+        """Whether any element is true (all, or along ``axis``), as ``np.any``."""
+        from . import _npreduce
+
+        return _npreduce.reduce(self, "any", axis, None, keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        """Whether every element is true (all, or along ``axis``), as ``np.all``."""
+        from . import _npreduce
+
+        return _npreduce.reduce(self, "all", axis, None, keepdims)
+
     def _reduce(self, op: str, axis, dtype, keep_partial: bool):
         """Reduce the interior locally, then over the mesh axes that split the reduced dims.
 
@@ -699,11 +777,15 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         """
         kind, kernel, ufunc = _REDUCTIONS[op]
         s, shape, mesh = self._sharding, self._global_shape, self.mesh
+        if isinstance(axis, (tuple, list)) and len(axis) != 1 and not keep_partial:
+            from . import _npreduce
+
+            return _npreduce.reduce(self, op, tuple(axis), dtype)
         if axis is not None:
-            if isinstance(axis, tuple) and len(axis) == 1:
+            if isinstance(axis, (tuple, list)) and len(axis) == 1:
                 axis = axis[0]
             if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
-                raise ShardingError(f"axis: {axis!r}; reductions take None or one int axis")
+                raise ShardingError(f"axis: {axis!r}; reductions take None, an int or a tuple of ints")
             if not -len(shape) <= axis < len(shape):
                 raise ShardingError(f"axis: {axis} is out of range for a tensor of {len(shape)} dims (shape {shape})")
             axis = int(axis) % len(shape)
@@ -790,25 +872,6 @@ def _np_name(func) -> str:
     module = getattr(func, "__module__", None) or "numpy"
     sub = module.split(".", 1)[1] if module.startswith("numpy.") and not module.startswith("numpy._") else ""
     return f"np.{sub + '.' if sub else ''}{getattr(func, '__name__', func)}"
-
-
-def _reduction_handler(name):
-    allowed = {"dtype"} if name in ("sum", "prod", "mean") else set()
-
-    def handler(a, axis=None, *args, **kwargs):
-        extra = {k: v for k, v in kwargs.items() if v is not None and not (k == "keepdims" and v is False)}
-        bad = set(extra) - allowed
-        if bad or args or not isinstance(a, DistributedTensor):
-            raise TypeError(f"np.{name} on a DistributedTensor takes only axis{'/dtype' if allowed else ''}, "
-                            f"got {sorted(bad) or 'extra positional arguments'}")
-        return getattr(a, name)(axis, **extra)
-    handler.__name__ = f"_np_{name}"
-    return handler
-
-
-for _name, _funcs in (("sum", (np.sum,)), ("prod", (np.prod,)), ("max", (np.max, np.amax)),
-                      ("min", (np.min, np.amin)), ("mean", (np.mean,))):
-    implements(*_funcs)(_reduction_handler(_name))
 
 
 # -- indexing helpers ------------------------------------------------------------------------------
@@ -1615,7 +1678,7 @@ def _all_true(flag: bool, t: "DistributedTensor") -> bool:
     return bool(collectives.all_reduce(np.array([int(flag)], np.int32), t.mesh, None, reduction="min")[0])
 
 
-@implements(np.allclose, np.isclose)
+@implements(np.allclose)
 def _np_allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     ref, (a, b) = _align("np.allclose", [a, b])
     blocks = [v._full_interior() if isinstance(v, DistributedTensor) else v for v in (a, b)]
