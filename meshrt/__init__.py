@@ -36,6 +36,7 @@ from .halo import HaloExchange, plan_halo, update_halo
 from .reshard import explain_reshard, plan_reshard
 from .tensor import DistributedTensor
 from . import _npreduce  # noqa: F401  (registers np.var, np.argmax, ... for DistributedTensor)
+from ._elementwise import explain_op
 # binds meshrt.matmul to the function; the module stays importable as meshrt.matmul (sys.modules)
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
 from .io import CheckpointError, load_state, save_state
@@ -56,6 +57,6 @@ __all__ = [
     "scatter", "send", "recv", "shift", "update_halo", "process_linear_index", "process_multi_index",
     "mesh_shape", "neighbors_linear_indices", "shard_shape",
     "HaloExchange", "plan_halo", "apply_stencil", "update_halos", "fill_ghosts", "Dirichlet", "Neumann",
-    "staggered", "t_eff", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
+    "staggered", "t_eff", "explain_op", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
     "matmul", "dot", "tensordot", "einsum", "explain_matmul", "explain_einsum",
 ]

@@ -647,6 +647,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
                 "reduction, work on a DistributedTensor; use t.sum()/t.max()/... for reductions, or gather() first"
             )
         outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
+        if _mixed_operands(inputs, outs):
+            return _elementwise_call(ufunc, inputs, outs, kwargs)
         operands = [("input", i, x) for i, x in enumerate(inputs)]
         operands += [("out", i, x) for i, x in enumerate(outs) if x is not None]
         if "where" in kwargs and not isinstance(kwargs["where"], bool):
@@ -1238,6 +1240,73 @@ def _displs(counts) -> np.ndarray:
 
 def _describe(role, i):
     return f"{role} {i}" if role != "where" else "where="
+
+
+def _mixed_operands(inputs, outs) -> bool:
+    """Whether an elementwise call needs the sharding rule: numpy arrays, or tensors of different
+    shardings or shapes (including ``out=``)."""
+    first = None
+    for x in (*inputs, *outs):
+        if isinstance(x, DistributedTensor):
+            if first is None:
+                first = x
+            elif x._sharding != first._sharding or x._global_shape != first._global_shape:
+                return True
+        elif isinstance(x, np.ndarray) and x.ndim > 0:
+            return True
+    return False
+
+
+def _elementwise_call(ufunc, inputs, outs, kwargs):
+    """An elementwise ufunc over mixed operands, by `meshrt._elementwise.plan_elementwise`'s rule."""
+    from ._elementwise import array_fingerprint, describe_operand, plan_elementwise
+
+    name = f"np.{ufunc.__name__}"
+    if any(o is not None and not isinstance(o, DistributedTensor) for o in outs):
+        return NotImplemented
+    if "where" in kwargs and not isinstance(kwargs["where"], bool):
+        raise TypeError(f"{name}: where= with operands of different shardings or numpy arrays is not supported; "
+                        "reshard them to one sharding first")
+    target = outs[0] if outs and outs[0] is not None else None
+    ops = [describe_operand(x, DistributedTensor) for x in inputs]
+    plan = plan_elementwise(ops, None if target is None else target._sharding, name)
+    shape, result = plan.result_shape, plan.result_sharding
+    for o in outs:
+        if o is not None and o._global_shape != shape:
+            raise ShardingError(f"{name}: out has global shape {o._global_shape}; the result's is {shape}")
+    slices = _layout(result, shape).slices
+    mesh = result.mesh
+    args = []
+    for i, (x, act) in enumerate(zip(inputs, plan.actions)):
+        if act.action == "scalar":
+            args.append(x)
+        elif act.action == "local":
+            args.append(x._interior)
+        elif act.action == "reshard":
+            args.append(x.reshard(act.target)._interior)
+        else:
+            if isinstance(x, DistributedTensor):
+                arr = x._interior
+            else:
+                arr = x
+                if collectives.CHECK:
+                    _check.agree(mesh.comm, array_fingerprint(x), f"{name} numpy operand {i}", ShardingError)
+            lead = len(shape) - arr.ndim
+            args.append(arr[tuple(slices[lead + j] if n == shape[lead + j] else slice(None)
+                                  for j, n in enumerate(arr.shape))])
+    if outs:
+        results = ufunc(*args, out=tuple(o._interior if o is not None else None for o in outs), **kwargs)
+        results = (results,) if ufunc.nout == 1 else results
+        wrapped = tuple(o if o is not None else DistributedTensor._wrap(r, target) for o, r in zip(outs, results))
+        return wrapped[0] if ufunc.nout == 1 else wrapped
+    results = ufunc(*args, **kwargs)
+    results = (results,) if ufunc.nout == 1 else results
+    news = []
+    for r in results:
+        new = DistributedTensor.empty(shape, result, np.asarray(r).dtype)
+        new._interior[...] = r
+        news.append(new)
+    return news[0] if ufunc.nout == 1 else tuple(news)
 
 
 def _check_same(name, ref, other):

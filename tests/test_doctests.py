@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", "meshrt.reshard",
-           "meshrt.reduction", "meshrt.halo", "meshrt._indexing", "meshrt._keys", "meshrt.mpiexec"]
+           "meshrt.reduction", "meshrt.halo", "meshrt._indexing", "meshrt._keys", "meshrt.mpiexec", "meshrt._npreduce", "meshrt._elementwise"]
 
 
 @pytest.mark.parametrize("name", MODULES)
