@@ -35,7 +35,7 @@ from .collectives import (
 from .halo import HaloExchange, plan_halo, update_halo
 from .reshard import explain_reshard, plan_reshard
 from .tensor import DistributedTensor
-from . import _npreduce  # noqa: F401  (registers np.var, np.argmax, ... for DistributedTensor)
+from . import _npreduce, _npshift  # noqa: F401  (register np.var, np.roll, ... for DistributedTensor)
 from ._elementwise import explain_op
 # binds meshrt.matmul to the function; the module stays importable as meshrt.matmul (sys.modules)
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot

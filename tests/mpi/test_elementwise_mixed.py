@@ -9,6 +9,8 @@ from mpi4py import MPI
 from meshrt import DistributedTensor as DT, Sharding, ShardingError, collectives, explain_op
 from test_tensor import cases, global_array
 
+MPI_NPROCS = (1, 2, 3, 4)  # the counts; 8 oversubscribed adds a minute for no new case
+
 comm = MPI.COMM_WORLD
 
 

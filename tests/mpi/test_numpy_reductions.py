@@ -12,6 +12,8 @@ from mpi4py import MPI
 from meshrt import DistributedTensor as DT, Sharding, ShardingError
 from test_tensor import cases, global_array
 
+MPI_NPROCS = (1, 2, 3, 4)  # the counts; 8 oversubscribed adds a minute for no new case
+
 comm = MPI.COMM_WORLD
 DTYPES = (np.float32, np.float64, np.int64, np.bool_, np.complex128)
 
