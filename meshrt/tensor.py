@@ -1299,6 +1299,11 @@ def _elementwise_call(ufunc, inputs, outs, kwargs):
         results = (results,) if ufunc.nout == 1 else results
         wrapped = tuple(o if o is not None else DistributedTensor._wrap(r, target) for o, r in zip(outs, results))
         return wrapped[0] if ufunc.nout == 1 else wrapped
+    dtypes = _result_dtypes(ufunc, args, kwargs)
+    if dtypes is not None and "where" not in kwargs:  # computed straight into the new blocks
+        news = tuple(DistributedTensor.empty(shape, result, dt) for dt in dtypes)
+        ufunc(*args, out=tuple(t._interior for t in news), **kwargs)
+        return news[0] if ufunc.nout == 1 else news
     results = ufunc(*args, **kwargs)
     results = (results,) if ufunc.nout == 1 else results
     news = []
