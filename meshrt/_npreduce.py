@@ -187,6 +187,8 @@ def var(t: DistributedTensor, axis=None, dtype=None, ddof=0, keepdims=False, *, 
     out_dt = np.empty(0, acc).real.dtype if acc.kind == "c" else acc
     n_local = math.prod(block.shape[d] for d in dims)
     n_total = math.prod(t.shape[d] for d in dims)
+    if len(dims) == t.ndim and acc.kind == "f" and block.dtype == acc:  # the same choice on every process
+        return _var_all(t, block, axes, n_local, n_total, ddof, keepdims, std)
     values = block.astype(acc, copy=False)
     local_sum = np.add.reduce(values, axis=dims, dtype=acc) if block.size else np.zeros(
         tuple(n for d, n in enumerate(block.shape) if d not in dims), acc)
@@ -206,6 +208,24 @@ def var(t: DistributedTensor, axis=None, dtype=None, ddof=0, keepdims=False, *, 
     if std:
         red = np.sqrt(red)
     return _finish(t, red, dims, keepdims, out_dt)
+
+
+def _var_all(t, block, axes, n_local, n_total, ddof, keepdims, std):
+    """``var`` over every dim of a real float block: two compiled passes (sum, squared deviations),
+    no temporaries; the same merge as `var`."""
+    from .tensor import _kernel
+
+    local_sum = np.array([_kernel("local_sum")(block)], block.dtype)
+    local_mean = local_sum[0] / n_local if n_local else block.dtype.type(0)
+    total = collectives.all_reduce(local_sum, t.mesh, axes, reduction="sum") if axes else local_sum
+    mean = total[0] / n_total
+    m2 = _kernel("local_sq_dev")(block, local_mean)
+    if axes:
+        m2 = collectives.all_reduce(np.array([m2 + n_local * (local_mean - mean) ** 2], block.dtype), t.mesh,
+                                    axes, reduction="sum")[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        red = np.divide(m2, max(n_total - ddof, 0), dtype=block.dtype)
+    return _finish(t, np.sqrt(red) if std else red, tuple(range(t.ndim)), keepdims, block.dtype)
 
 
 def argextreme(t: DistributedTensor, op: str, axis=None, keepdims=False):
