@@ -35,7 +35,8 @@ from ..halo import update_halo
 from ..mesh import AbstractMesh, Mesh
 from ..sharding import Sharding
 from . import linalg as L
-from .ir import DYNAMIC, DenseElements, Module, ScalarType, TensorType
+from .ir import DYNAMIC, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module, ScalarType, TensorType
+from .tosa import TOSA_OPS, tosa_function
 from .verify import verify
 
 __all__ = ["Program", "run_function", "check_function", "function_shardings", "is_partitioned"]
@@ -106,7 +107,8 @@ def check_function(module: Module, name: str) -> None:
 def _check_ops(blocks, where):
     for block in blocks:
         for op in block.operations:
-            if op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS:
+            if (op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
+                    and op.name not in TOSA_OPS):
                 raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{where})")
             if op.name in L.LINALG_OPS:
                 for r in op.regions:
@@ -239,9 +241,20 @@ class Program:
         elif name in ("shard.sharding", "scf.if", "scf.for", "scf.while"):
             def run(env):
                 return h(self, op, env, gm)
+        elif h is not None and name in _COMMUNICATING and any(isinstance(r.type, TensorType) for r in op.results):
+            def run(env):
+                res = h(self, op, env)
+                for r, v in zip(res, op.results):  # the static dims of a '?'-free result, at run time
+                    _check_shape(op, r, v.type)
+                return res
         elif h is not None:
             def run(env):
                 return h(self, op, env)
+        elif name in TOSA_OPS:
+            fn, operands = tosa_function(op), tuple(op.operands)
+
+            def run(env):
+                return (fn(*[env[v] for v in operands]),)
         elif name in L.LINALG_OPS:
             run = L.prepare(op, self._captured)
         else:
@@ -286,6 +299,43 @@ def _check_shape(op, r, t):
 
 
 # -- handlers: (program, op, env) -> list of results ---------------------------------------------------
+
+def _affine_source(e) -> str:
+    if isinstance(e, AffineDim):
+        return f"d[{e.position}]"
+    if isinstance(e, AffineConst):
+        return str(e.value)
+    if isinstance(e, AffineBinary):
+        a, b = _affine_source(e.lhs), _affine_source(e.rhs)
+        # Python's // and % floor like MLIR's floordiv/mod (whose divisor is positive)
+        return {"+": f"({a} + {b})", "*": f"({a} * {b})", "mod": f"({a} % {b})",
+                "floordiv": f"({a} // {b})", "ceildiv": f"(-((-{a}) // {b}))"}[e.op]
+    return f"s[{e.position}]"
+
+
+@functools.lru_cache(maxsize=None)
+def affine_function(amap: AffineMap):
+    """``f(dims, symbols) -> tuple of ints`` evaluating ``amap``, compiled once per map.
+
+    >>> from meshrt.mlir import parse
+    >>> m = parse('#m = affine_map<(d0)[s0] -> (d0 floordiv 2, s0 mod 3)>\\n"x.y"() {m = #m} : () -> ()')
+    >>> affine_function(m.operations[0].attributes["m"])((7,), (-1,))
+    (3, 2)
+    """
+    body = ", ".join(_affine_source(e) for e in amap.results)
+    return eval(f"lambda d, s: ({body}{',' if len(amap.results) == 1 else ''})")  # noqa: S307 (our own text)
+
+
+def _affine(p, op, env):
+    amap = op.attributes["map"]
+    vals = [int(env[v]) for v in op.operands]
+    r = affine_function(amap)(vals[:amap.dims], vals[amap.dims:])
+    if op.name == "affine.min":
+        return [np.int64(min(r))]
+    if op.name == "affine.max":
+        return [np.int64(max(r))]
+    return [np.int64(r[0])]
+
 
 def _constant(p, op, env):
     v = op.attributes["value"]
@@ -649,6 +699,7 @@ _HANDLERS = {
     "shard.process_multi_index": _process_multi_index, "shard.process_linear_index": _process_linear_index,
     "shard.grid_shape": _grid_shape_op, "shard.neighbors_linear_indices": _neighbors,
     "shard.shard_shape": _shard_shape,
+    "affine.apply": _affine, "affine.min": _affine, "affine.max": _affine,
 }
 for _t in _TERMINATORS:
     _HANDLERS[_t] = None  # handled by the block runner; listed so the pre-pass accepts them
