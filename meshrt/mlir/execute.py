@@ -104,9 +104,16 @@ def check_function(module: Module, name: str) -> None:
         _check_ops(f.regions[0].blocks, f.attributes.get("sym_name"))
 
 
-def _check_ops(blocks, where):
+def _check_ops(blocks, where, sharded=None):
+    if sharded is None:  # values a shard.shard defines: the only ones shard.get_sharding can answer for
+        sharded = {r for b in blocks for o in b.operations for x in o.walk() if x.name == "shard.shard"
+                   for r in x.results}
     for block in blocks:
         for op in block.operations:
+            if op.name == "shard.get_sharding" and op.operands[0] not in sharded:
+                raise MLIRError(f"{op.location}: unsupported op 'shard.get_sharding' of {op.operands[0].name}, "
+                                "which no shard.shard defines: the program does not say its sharding (in @"
+                                f"{where})")
             if (op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
                     and op.name not in TOSA_OPS):
                 raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{where})")
@@ -122,7 +129,7 @@ def _check_ops(blocks, where):
                                             "(only a constant or outside value can be yielded)")
             else:
                 for r in op.regions:
-                    _check_ops(r.blocks, where)
+                    _check_ops(r.blocks, where, sharded)
 
 
 def _grid_shape(module, name, where):
@@ -608,11 +615,14 @@ def _scatter(p, op, env):
 
 def _send(p, op, env):
     x = env[op.operands[0]]
-    C.send(x, _mesh(p, op), _axes(op), _multi(op, "destination", env))
+    if _axes(op):  # over no grid axes the group is the device alone: nothing moves (as MLIR folds it)
+        C.send(x, _mesh(p, op), _axes(op), _multi(op, "destination", env))
     return [x]
 
 
 def _recv(p, op, env):
+    if not _axes(op):
+        return [env[op.operands[0]]]
     if "source" not in op.attributes:
         raise MLIRError(f"{op.location}: 'shard.recv' without a source cannot run (meshrt receives from one device)")
     x = env[op.operands[0]]

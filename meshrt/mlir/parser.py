@@ -97,6 +97,7 @@ _FASTMATH |= {f"math.{n}" for n in (
     "atanh absf ceil floor round roundeven trunc erf erfc powf cbrt copysign fma fpowi"
 ).split()}
 _OVERFLOW = {f"arith.{n}" for n in "addi subi muli shli trunci".split()}
+_NAN_MODE = {f"tosa.{n}" for n in "clamp maximum minimum reduce_max reduce_min argmax max_pool2d".split()}
 
 _I1 = ScalarType("i1")
 _INDEX = ScalarType("index")
@@ -988,6 +989,8 @@ def _normalize(p, op, pos):
         if not 0 <= a["predicate"] < len(names):
             p.error(f"'{op.name}' predicate {a['predicate']} is out of range", pos)
         a["predicate"] = names[a["predicate"]]
+    if op.name in _NAN_MODE:
+        a.setdefault("nan_mode", "PROPAGATE")  # the default mlir-opt prints
     if op.name in ("shard.reduce_scatter", "shard.scatter") and "scatter_dim" in a:
         a["scatter_axis"] = a.pop("scatter_dim")  # the newer dialect's name for the same attribute
 

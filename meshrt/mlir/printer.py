@@ -159,7 +159,8 @@ def dense_text(d: DenseElements) -> str:
 
 
 def _partial_sharding(v, op):
-    raise MLIRError(f"{op.location}: 'shard.sharding' with partial_type = {v!r}: LLVM 22's shard dialect has "
+    kind, axes = op.attributes.get("partial_type"), list(op.attributes.get("partial_axes", ()))
+    raise MLIRError(f"{op.location}: 'shard.sharding' with partial = {kind} {axes}: LLVM 22's shard dialect has "
                     "no partial annotation (upstream removed it from the sharding op in 2025), so no MLIR "
                     "text says this sharding; reduce the partial axes first (an all_reduce) or keep meshrt's "
                     "own form (str(Sharding))")
@@ -192,7 +193,7 @@ ATTRIBUTE_KINDS = {
                  "permutation": _array("i64"), "dimensions": _array("i64"), "dim": _typed_int("i64")},
     "cf.*": {"operandSegmentSizes": _array("i32")},
     "tosa.*": {"axis": _typed_int("i32"), "perms": _array("i32"), "min_val": _by_element_type,
-               "max_val": _by_element_type, "new_shape": _array("i64")},
+               "max_val": _by_element_type, "new_shape": _array("i64"), "nan_mode": _enum("tosa", "nan_mode")},
     "vector.*": {"mask_dim_sizes": _array("i64"), "reduction_dims": _array("i64"), "kind": _enum("vector", "kind")},
 }
 

@@ -15,7 +15,9 @@ clamp bounds, zero points' roles) read once.  Semantics are TOSA's
 - ``nan_mode = "IGNORE"`` on ``clamp``/``maximum``/``minimum``/``reduce_max``
   picks the non-NaN operand (numpy's ``fmax``/``fmin``), ``"PROPAGATE"``
   (the default) returns NaN;
-- ``reduce_sum``/``reduce_max`` keep the reduced axis with size 1.
+- ``reduce_sum``/``reduce_max`` keep the reduced axis with size 1;
+- ``exp log tanh sigmoid rsqrt`` are defined on floats only (an integer
+  operand is an error naming the op, not a silent cast).
 
 >>> import numpy as np
 >>> from meshrt.mlir import parse
@@ -209,6 +211,7 @@ TOSA_OPS = {
     "tosa.log": _unary(np.log, floats_only=True),
     "tosa.tanh": _unary(np.tanh, floats_only=True),
     "tosa.sigmoid": _unary(_sigmoid, floats_only=True),
+    "tosa.rsqrt": _unary(lambda x: 1 / np.sqrt(x), floats_only=True),
     "tosa.clamp": _clamp,
     "tosa.maximum": _maxmin("max"),
     "tosa.minimum": _maxmin("min"),
