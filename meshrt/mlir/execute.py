@@ -117,6 +117,8 @@ def _check_ops(blocks, where, sharded=None):
             if (op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
                     and op.name not in TOSA_OPS):
                 raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{where})")
+            if op.name in TOSA_OPS:
+                tosa_function(op)  # its attributes and element types, checked before anything runs
             if op.name in L.LINALG_OPS:
                 for r in op.regions:
                     for b in r.blocks:
