@@ -285,3 +285,19 @@ def test_tool_splits_files_into_function_modules():
     [(name, text)] = tool.function_modules(c2)
     assert name == "c" and text.startswith("module attributes {my.k = 1} {") and parse(text).attributes["my.k"] == 1
     assert tool.expected_error_line(c2, l2) == 19
+
+
+def test_question_mark_result_dims_are_checked_when_run(monkeypatch):
+    """A '?' the shape rule fixes is checked against the size the op produced, naming op and process."""
+    from meshrt import collectives as C
+
+    m = parse("shard.grid @g(shape = ?)\nfunc.func @f(%a: tensor<3x6xi8>) -> tensor<3x?xi8> {\n"
+              "  %0 = shard.all_gather %a on @g grid_axes = [0] gather_axis = 1 : tensor<3x6xi8> -> tensor<3x?xi8>\n"
+              "  return %0 : tensor<3x?xi8>\n}\n", "q.mlir")
+    a = np.arange(18, dtype=np.int8).reshape(3, 6)
+    np.testing.assert_array_equal(run_function(m, "f", [a])[0], a)  # one process: a group of one
+    real = C.all_gather
+    monkeypatch.setattr(C, "all_gather", lambda x, *args, **kw: np.concatenate([real(x, *args, **kw)] * 2, 1))
+    with pytest.raises(MLIRError, match=r"^q.mlir:3:8: 'shard.all_gather' result dimension 1 is 12 on process 0; "
+                                        r"the dialect's rule gives 6 for input tensor<3x6xi8> on a device group of 1"):
+        run_function(m, "f", [a])

@@ -37,7 +37,7 @@ from ..sharding import Sharding
 from . import linalg as L
 from .ir import DYNAMIC, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module, ScalarType, TensorType
 from .tosa import TOSA_OPS, tosa_function
-from .verify import verify
+from .verify import collective_result_dims, verify
 
 __all__ = ["Program", "run_function", "check_function", "function_shardings", "is_partitioned"]
 
@@ -250,11 +250,10 @@ class Program:
         elif name in ("shard.sharding", "scf.if", "scf.for", "scf.while"):
             def run(env):
                 return h(self, op, env, gm)
-        elif h is not None and name in _COMMUNICATING and any(isinstance(r.type, TensorType) for r in op.results):
+        elif h is not None and name in _COLLECTIVE_RESULTS and isinstance(op.operands[0].type, TensorType):
             def run(env):
                 res = h(self, op, env)
-                for r, v in zip(res, op.results):  # the static dims of a '?'-free result, at run time
-                    _check_shape(op, r, v.type)
+                _check_collective_result(self, op, res[0])
                 return res
         elif h is not None:
             def run(env):
@@ -298,6 +297,32 @@ def _coerce(a, t, f, i):
     if isinstance(t, ScalarType):
         return _dtype(t).type(a)
     return a
+
+
+_COLLECTIVE_RESULTS = frozenset(n for n in _COMMUNICATING if n not in (
+    "shard.update_halo", "shard.process_multi_index", "shard.process_linear_index", "shard.neighbors_linear_indices"))
+
+
+def _check_collective_result(p, op, r):
+    """The dims of a collective's result against its type and the dialect's shape rule at the group
+    size it ran on: a '?' in the type that the rule fixes (``tensor<3x6xi8> -> tensor<3x?xi8>``) is
+    checked here, where the verifier could not know the size or left it to the run."""
+    t = op.results[0].type
+    if not isinstance(t, TensorType) or r is None:
+        return
+    _check_shape(op, r, t)
+    if op.name in ("shard.gather", "shard.reduce"):
+        return  # off the root the result is undefined (meshrt gives zeros)
+    axes, mesh = _axes(op), _mesh(p, op)
+    group = 1
+    for a in axes:
+        group *= mesh.shape[a]
+    want = collective_result_dims(op, op.operands[0].type, group, uneven=True)
+    for i, (w, got) in enumerate(zip(want, np.shape(r))):
+        if w is not None and w != got:
+            raise MLIRError(f"{op.location}: '{op.name}' result dimension {i} is {got} on process "
+                            f"{p.comm.rank}; the dialect's rule gives {w} for input {op.operands[0].type} "
+                            f"on a device group of {group}")
 
 
 def _check_shape(op, r, t):
