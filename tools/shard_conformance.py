@@ -8,11 +8,14 @@ and ``mlir/test/Conversion/ShardToMPI/*.mlir`` (nothing is fetched)::
 
 Every function of every file (split at ``// -----`` and then into one module
 per function: the file's grids, aliases and the function with its callees)
-goes through four questions:
+goes through these questions:
 
 1. ``mlir-opt``: does ``mlir-opt`` (22) parse and verify it?  Only those count.
-2. ``meshrt``: do `meshrt.mlir.parse` and `verify` accept it too?
+2. ``meshrt``: do `meshrt.mlir.parse` and `verify` accept it too?  ``printed``:
+   does mlir-opt read meshrt's ``Module.generic()`` print of it back to the same IR?
 3. ``known``: does the executor know every op of the function (``check_function``)?
+   ``global``: does the annotated global program run in meshrt's global mode (one process,
+   any grid)?
 4. ``runnable`` / ``ran``: partitioned with ``mlir-opt --pass-pipeline=
    builtin.module(func.func(sharding-propagation,shard-partition))`` (falling
    back to ``shard-partition`` alone when propagation refuses the function),
@@ -20,14 +23,19 @@ goes through four questions:
    (tensors, ints, floats): is it run under ``mpiexec`` and do its gathered
    results equal those of the global program run un-partitioned on whole numpy
    arrays (meshrt's global mode, every op a numpy operation checked op by op
-   in tests/mlir)?  Arguments are split and results gathered per the
-   shardings ``sharding-propagation`` gives them.  A function with no ``shard.shard`` is already per-process
-   IR: it is run as it is, and the table says ``ran`` without a reference
-   (``-`` in the last column).  Results defined by reading uninitialised
-   memory (a reduction into a ``tensor.empty``) are marked ``undefined``.
+   in tests/test_mlir_conformance.py)?  Arguments are split and results
+   gathered per the shardings ``sharding-propagation`` gives them.  A
+   function with no ``shard.shard`` is already per-process IR: it is run as
+   it is and counted under ``ran, no ref`` (it ran; nothing to compare
+   with).  Results defined by reading uninitialised memory (a reduction into
+   a ``tensor.empty``) are marked ``undefined``.
 
-Chunks with ``expected-error`` are the invalid cases: meshrt must reject each,
-and the table says how many on the line where mlir-opt reports its error.
+A chunk with ``expected-error`` that mlir-opt itself refuses is an invalid
+case: meshrt must reject it, and the table says how many on the line where
+mlir-opt reports its error.  (An expected error of a pass, as in
+invalid_annotated.mlir, annotates valid IR: its functions count as such.)
+
+Runs take one ``mpiexec`` per function: minutes for LLVM's files.
 """
 
 from __future__ import annotations
@@ -215,6 +223,21 @@ def meshrt_accepts(text, name="<llvm>"):
         return True, ""
     except MLIRError as e:
         return False, str(e)
+
+
+def printed_back(exe, module):
+    """True when mlir-opt reads meshrt's generic print of the module back to the same IR."""
+    from meshrt.mlir import parse
+
+    try:
+        text = module.generic()
+    except Exception:  # noqa: BLE001 (a partial sharding has no LLVM 22 text)
+        return False
+    ok, out, _ = _run_mlir_opt(exe, text, "--mlir-print-op-generic")
+    try:
+        return ok and parse(out).generic() == text
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def processes_needed(modules, fname, limit):
@@ -439,6 +462,7 @@ def examine(directory, exe, nprocs=4, run=True, verbose=False):
                     rec["detail"] = msg
                     continue
                 g = parse(mod_text)
+                rec["printed"] = printed_back(exe, g)
                 try:
                     check_function(g, name)
                     rec["known"] = True
@@ -495,15 +519,16 @@ def _add(a, b):
 def table(records) -> str:
     """The per-file table and the totals."""
     files = sorted({r["file"] for r in records})
-    widths = (8, 7, 6, 9, 8, 9, 11)
-    head = (f"{'file':40} {'mlir-opt':>8} {'meshrt':>7} {'known':>6} {'global':>9} {'runnable':>8} "
-            f"{'ran=numpy':>9} {'ran, no ref':>11}")
+    widths = (8, 7, 7, 6, 9, 8, 9, 11)
+    head = (f"{'file':40} {'mlir-opt':>8} {'meshrt':>7} {'printed':>7} {'known':>6} {'global':>9} "
+            f"{'runnable':>8} {'ran=numpy':>9} {'ran, no ref':>11}")
     lines = [head, "-" * len(head)]
     tot = [0] * len(widths)
     for fn in files:
         fs = [r for r in records if r["file"] == fn and r["kind"] == "function" and r.get("mlir_opt")]
         glob_ = [r for r in fs if "global" in r]
-        row = [len(fs), sum(1 for r in fs if r.get("meshrt")), sum(1 for r in fs if r.get("known")),
+        row = [len(fs), sum(1 for r in fs if r.get("meshrt")), sum(1 for r in fs if r.get("printed")),
+               sum(1 for r in fs if r.get("known")),
                f"{sum(1 for r in glob_ if r['global'] == 'ran')}/{len(glob_)}",
                sum(1 for r in fs if r.get("runnable")), sum(1 for r in fs if r.get("ran") == "equal"),
                sum(1 for r in fs if r.get("ran") == "ran")]
@@ -518,8 +543,9 @@ def table(records) -> str:
                          f"on mlir-opt's error line {on}")
     lines.append("-" * len(head))
     lines.append(f"{'total':40} " + " ".join(f"{v:>{w}}" for v, w in zip(tot, widths)))
-    lines.append("global: annotated functions (with shard.shard) that run in global mode / such functions; "
-                 "ran, no ref: per-process IR (no shard.shard) run without an oracle")
+    lines.append("printed: meshrt's Module.generic() read back by mlir-opt to the same IR; global: annotated "
+                 "functions (with shard.shard) that run in global mode / such functions; ran, no ref: per-process "
+                 "IR (no shard.shard) run without an oracle")
     bad = [r for r in records if r["kind"] == "function" and r.get("mlir_opt") and r.get("runnable")
            and r.get("ran") not in (None, "equal", "ran")]
     for r in records:
