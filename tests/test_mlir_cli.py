@@ -69,7 +69,7 @@ func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
   %r = shard.all_reduce %a on @g3 grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
   %c = arith.constant true
   %x = scf.if %c -> (tensor<4xf32>) {
-    %y = "tosa.abs"(%r) : (tensor<4xf32>) -> tensor<4xf32>
+    %y = "tosa.erf"(%r) : (tensor<4xf32>) -> tensor<4xf32>
     scf.yield %y : tensor<4xf32>
   } else {
     scf.yield %r : tensor<4xf32>
@@ -92,8 +92,8 @@ func.func @body(%a: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
-@pytest.mark.parametrize("name, where, op", [("f", "prog.mlir:6:10", "tosa.abs"),
-                                             ("calls", "prog.mlir:6:10", "tosa.abs"),
+@pytest.mark.parametrize("name, where, op", [("f", "prog.mlir:6:10", "tosa.erf"),
+                                             ("calls", "prog.mlir:6:10", "tosa.erf"),
                                              ("body", "prog.mlir:21:10", "foo.bar")])
 def test_unsupported_op_named_with_location_before_running(name, where, op):
     m = parse(UNSUPPORTED, "prog.mlir")

@@ -35,8 +35,9 @@ from ..halo import update_halo
 from ..mesh import AbstractMesh, Mesh
 from ..sharding import Sharding
 from . import linalg as L
-from .ir import DYNAMIC, DenseElements, Module, ScalarType, TensorType
-from .verify import verify
+from .ir import DYNAMIC, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module, ScalarType, TensorType
+from .tosa import TOSA_OPS, tosa_function
+from .verify import collective_result_dims, verify
 
 __all__ = ["Program", "run_function", "check_function", "function_shardings", "is_partitioned"]
 
@@ -103,11 +104,21 @@ def check_function(module: Module, name: str) -> None:
         _check_ops(f.regions[0].blocks, f.attributes.get("sym_name"))
 
 
-def _check_ops(blocks, where):
+def _check_ops(blocks, where, sharded=None):
+    if sharded is None:  # values a shard.shard defines: the only ones shard.get_sharding can answer for
+        sharded = {r for b in blocks for o in b.operations for x in o.walk() if x.name == "shard.shard"
+                   for r in x.results}
     for block in blocks:
         for op in block.operations:
-            if op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS:
+            if op.name == "shard.get_sharding" and op.operands[0] not in sharded:
+                raise MLIRError(f"{op.location}: unsupported op 'shard.get_sharding' of {op.operands[0].name}, "
+                                "which no shard.shard defines: the program does not say its sharding (in @"
+                                f"{where})")
+            if (op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
+                    and op.name not in TOSA_OPS):
                 raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{where})")
+            if op.name in TOSA_OPS:
+                tosa_function(op)  # its attributes and element types, checked before anything runs
             if op.name in L.LINALG_OPS:
                 for r in op.regions:
                     for b in r.blocks:
@@ -120,7 +131,7 @@ def _check_ops(blocks, where):
                                             "(only a constant or outside value can be yielded)")
             else:
                 for r in op.regions:
-                    _check_ops(r.blocks, where)
+                    _check_ops(r.blocks, where, sharded)
 
 
 def _grid_shape(module, name, where):
@@ -239,9 +250,19 @@ class Program:
         elif name in ("shard.sharding", "scf.if", "scf.for", "scf.while"):
             def run(env):
                 return h(self, op, env, gm)
+        elif h is not None and name in _COLLECTIVE_RESULTS and isinstance(op.operands[0].type, TensorType):
+            def run(env):
+                res = h(self, op, env)
+                _check_collective_result(self, op, res[0])
+                return res
         elif h is not None:
             def run(env):
                 return h(self, op, env)
+        elif name in TOSA_OPS:
+            fn, operands = tosa_function(op), tuple(op.operands)
+
+            def run(env):
+                return (fn(*[env[v] for v in operands]),)
         elif name in L.LINALG_OPS:
             run = L.prepare(op, self._captured)
         else:
@@ -278,6 +299,32 @@ def _coerce(a, t, f, i):
     return a
 
 
+_COLLECTIVE_RESULTS = frozenset(n for n in _COMMUNICATING if n not in (
+    "shard.update_halo", "shard.process_multi_index", "shard.process_linear_index", "shard.neighbors_linear_indices"))
+
+
+def _check_collective_result(p, op, r):
+    """The dims of a collective's result against its type and the dialect's shape rule at the group
+    size it ran on: a '?' in the type that the rule fixes (``tensor<3x6xi8> -> tensor<3x?xi8>``) is
+    checked here, where the verifier could not know the size or left it to the run."""
+    t = op.results[0].type
+    if not isinstance(t, TensorType) or r is None:
+        return
+    _check_shape(op, r, t)
+    if op.name in ("shard.gather", "shard.reduce"):
+        return  # off the root the result is undefined (meshrt gives zeros)
+    axes, mesh = _axes(op), _mesh(p, op)
+    group = 1
+    for a in axes:
+        group *= mesh.shape[a]
+    want = collective_result_dims(op, op.operands[0].type, group, uneven=True)
+    for i, (w, got) in enumerate(zip(want, np.shape(r))):
+        if w is not None and w != got:
+            raise MLIRError(f"{op.location}: '{op.name}' result dimension {i} is {got} on process "
+                            f"{p.comm.rank}; the dialect's rule gives {w} for input {op.operands[0].type} "
+                            f"on a device group of {group}")
+
+
 def _check_shape(op, r, t):
     if isinstance(t, TensorType):
         if r.ndim != t.rank or any(d is not None and d != n for d, n in zip(t.shape, r.shape)):
@@ -286,6 +333,43 @@ def _check_shape(op, r, t):
 
 
 # -- handlers: (program, op, env) -> list of results ---------------------------------------------------
+
+def _affine_source(e) -> str:
+    if isinstance(e, AffineDim):
+        return f"d[{e.position}]"
+    if isinstance(e, AffineConst):
+        return str(e.value)
+    if isinstance(e, AffineBinary):
+        a, b = _affine_source(e.lhs), _affine_source(e.rhs)
+        # Python's // and % floor like MLIR's floordiv/mod (whose divisor is positive)
+        return {"+": f"({a} + {b})", "*": f"({a} * {b})", "mod": f"({a} % {b})",
+                "floordiv": f"({a} // {b})", "ceildiv": f"(-((-{a}) // {b}))"}[e.op]
+    return f"s[{e.position}]"
+
+
+@functools.lru_cache(maxsize=None)
+def affine_function(amap: AffineMap):
+    """``f(dims, symbols) -> tuple of ints`` evaluating ``amap``, compiled once per map.
+
+    >>> from meshrt.mlir import parse
+    >>> m = parse('#m = affine_map<(d0)[s0] -> (d0 floordiv 2, s0 mod 3)>\\n"x.y"() {m = #m} : () -> ()')
+    >>> affine_function(m.operations[0].attributes["m"])((7,), (-1,))
+    (3, 2)
+    """
+    body = ", ".join(_affine_source(e) for e in amap.results)
+    return eval(f"lambda d, s: ({body}{',' if len(amap.results) == 1 else ''})")  # noqa: S307 (our own text)
+
+
+def _affine(p, op, env):
+    amap = op.attributes["map"]
+    vals = [int(env[v]) for v in op.operands]
+    r = affine_function(amap)(vals[:amap.dims], vals[amap.dims:])
+    if op.name == "affine.min":
+        return [np.int64(min(r))]
+    if op.name == "affine.max":
+        return [np.int64(max(r))]
+    return [np.int64(r[0])]
+
 
 def _constant(p, op, env):
     v = op.attributes["value"]
@@ -558,11 +642,14 @@ def _scatter(p, op, env):
 
 def _send(p, op, env):
     x = env[op.operands[0]]
-    C.send(x, _mesh(p, op), _axes(op), _multi(op, "destination", env))
+    if _axes(op):  # over no grid axes the group is the device alone: nothing moves (as MLIR folds it)
+        C.send(x, _mesh(p, op), _axes(op), _multi(op, "destination", env))
     return [x]
 
 
 def _recv(p, op, env):
+    if not _axes(op):
+        return [env[op.operands[0]]]
     if "source" not in op.attributes:
         raise MLIRError(f"{op.location}: 'shard.recv' without a source cannot run (meshrt receives from one device)")
     x = env[op.operands[0]]
@@ -649,6 +736,7 @@ _HANDLERS = {
     "shard.process_multi_index": _process_multi_index, "shard.process_linear_index": _process_linear_index,
     "shard.grid_shape": _grid_shape_op, "shard.neighbors_linear_indices": _neighbors,
     "shard.shard_shape": _shard_shape,
+    "affine.apply": _affine, "affine.min": _affine, "affine.max": _affine,
 }
 for _t in _TERMINATORS:
     _HANDLERS[_t] = None  # handled by the block runner; listed so the pre-pass accepts them

@@ -106,8 +106,9 @@ functional form ``name %a, %b {attrs} : (A, B) -> R`` (as tosa prints), and
 always in the generic form.  `OpaqueType` text has its whitespace removed.
 
 Values, blocks and operations compare by identity (they are nodes of a
-graph; use them as dict keys); `Operation.generic` prints the canonical
-generic form, equal for equal IR whatever the SSA names were.
+graph; use them as dict keys); `Module.generic` prints MLIR's generic form,
+canonical (equal for equal IR whatever the SSA names were) and read back by
+``mlir-opt`` to the same IR (`meshrt.mlir.printer`).
 """
 
 from __future__ import annotations
@@ -512,8 +513,10 @@ class Operation:
                     yield from op.walk()
 
     def generic(self) -> str:
-        """The canonical generic form: values renumbered, attributes sorted."""
-        return _Printer().op(self)
+        """MLIR's generic form of this op (`meshrt.mlir.printer`): values renumbered, attributes sorted."""
+        from .printer import print_generic
+
+        return print_generic(self)
 
     def __repr__(self):
         return f"<Operation {self.name} at {self.location}>"
@@ -541,9 +544,14 @@ class Module:
         return {op.attributes["sym_name"]: op for op in self.operations if op.name == "shard.grid"}
 
     def generic(self) -> str:
-        """The canonical generic form of every top-level op (see `Operation.generic`)."""
-        p = _Printer()
-        return "".join(p.op(op) for op in self.operations)
+        """MLIR's generic form of the module, which ``mlir-opt`` reads back to the same IR.
+
+        Canonical: equal IR prints equal text whatever the SSA names were
+        (see `meshrt.mlir.printer`).
+        """
+        from .printer import print_generic
+
+        return print_generic(self)
 
 
 # -- printing (canonical generic form) -----------------------------------------------------------
@@ -580,55 +588,3 @@ def format_attr(v) -> str:
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k} = {format_attr(v[k])}" for k in sorted(v)) + "}"
     return str(v)
-
-
-class _Printer:
-    """Prints ops in generic form with values and blocks numbered in order of definition."""
-
-    def __init__(self):
-        self.names = {}
-        self.blocks = {}
-
-    def name(self, v: Value) -> str:
-        # Numbered on first sight, use or definition: a value used before its
-        # definition (in a later block of a CFG) still prints the same either way.
-        n = self.names.get(id(v))
-        if n is None:
-            n = self.names[id(v)] = f"%v{len(self.names)}"
-        return n
-
-    define = name
-
-    def op(self, op: Operation, indent="") -> str:
-        for r in op.regions:
-            for b in r.blocks:
-                self.blocks[id(b)] = f"^bb{len(self.blocks)}"
-        operands = ", ".join(self.name(v) for v in op.operands)
-        succ = ""
-        if op.successors:
-            succ = "[" + ", ".join(self.blocks.get(id(b), "^<undefined>") for b in op.successors) + "]"
-        attrs = ""
-        if op.attributes:
-            items = sorted(op.attributes.items())
-            attrs = " {" + ", ".join(k if v is UNIT else f"{k} = {format_attr(v)}" for k, v in items) + "}"
-        regions = ""
-        if op.regions:
-            regions = " (" + ", ".join(self.region(r, indent + "  ") for r in op.regions) + ")"
-        for v in op.results:
-            self.define(v)
-        lhs = ", ".join(self.name(v) for v in op.results)
-        lhs = f"{lhs} = " if lhs else ""
-        ftype = FunctionType(tuple(v.type for v in op.operands), tuple(v.type for v in op.results))
-        return f'{indent}{lhs}"{op.name}"({operands}){succ}{regions}{attrs} : {ftype}\n'
-
-    def region(self, r: Region, indent) -> str:
-        out = ["{\n"]
-        for b in r.blocks:
-            for a in b.arguments:
-                self.define(a)
-            args = ", ".join(f"{self.name(a)}: {a.type}" for a in b.arguments)
-            out.append(f"{indent}{self.blocks[id(b)]}({args}):\n")
-            for op in b.operations:
-                out.append(self.op(op, indent + "  "))
-        out.append(indent[:-2] + "}")
-        return "".join(out)

@@ -97,6 +97,7 @@ _FASTMATH |= {f"math.{n}" for n in (
     "atanh absf ceil floor round roundeven trunc erf erfc powf cbrt copysign fma fpowi"
 ).split()}
 _OVERFLOW = {f"arith.{n}" for n in "addi subi muli shli trunci".split()}
+_NAN_MODE = {f"tosa.{n}" for n in "clamp maximum minimum reduce_max reduce_min argmax max_pool2d".split()}
 
 _I1 = ScalarType("i1")
 _INDEX = ScalarType("index")
@@ -295,6 +296,11 @@ class _Parser:
         return v
 
     def lookup(self, name, typ, pos):
+        if name.endswith("#0") and not any(name in sc for sc in self.scopes):
+            # MLIR reads ``%v#0`` as the first result of ``%v`` however many it has
+            base = name[:-2]
+            if any(base in sc for sc in self.scopes):
+                name = base
         for scope in reversed(self.scopes):
             v = scope.get(name)
             if v is not None:
@@ -395,6 +401,9 @@ class _Parser:
     def bind_results(self, op, results, pos):
         want = sum(c for _, c, _ in results)
         types = op.results
+        if not results:  # MLIR lets an op leave its results unnamed (an implicit terminator yields them)
+            op.results = [Value(f"%<unnamed {i}>", t) for i, t in enumerate(types)]
+            return
         if want != len(types):
             self.error(f"'{op.name}' has {len(types)} results, but {want} names are given", results[0][2])
         values, i = [], 0
@@ -980,6 +989,8 @@ def _normalize(p, op, pos):
         if not 0 <= a["predicate"] < len(names):
             p.error(f"'{op.name}' predicate {a['predicate']} is out of range", pos)
         a["predicate"] = names[a["predicate"]]
+    if op.name in _NAN_MODE:
+        a.setdefault("nan_mode", "PROPAGATE")  # the default mlir-opt prints
     if op.name in ("shard.reduce_scatter", "shard.scatter") and "scatter_dim" in a:
         a["scatter_axis"] = a.pop("scatter_dim")  # the newer dialect's name for the same attribute
 
@@ -2112,3 +2123,90 @@ def _cf_assert(p, name, pos, nres):
     p.expect(",")
     msg = p.attribute(typed=False)
     return _op(name, [c], [], p.opt_attr_dict({"msg": msg}))
+
+
+# affine ---------------------------------------------------------------------------------------------
+
+
+def _map_operands(p):
+    """``#map(%d0, %d1)[%s0]`` or ``affine_map<...>(...)[...]`` -> (AffineMap, dim names, symbol names)."""
+    p.ws()
+    pos = p.pos
+    m = p.attribute(typed=False)
+    if not isinstance(m, AffineMap):
+        p.error(f"expected an affine map, found {m}", pos)
+    p.expect("(")
+    dims = p.value_names()
+    p.expect(")")
+    syms = []
+    if p.accept("["):
+        syms = p.value_names()
+        p.expect("]")
+    if len(dims) != m.dims or len(syms) != m.symbols:
+        p.error(f"affine map {m} takes {m.dims} dims and {m.symbols} symbols, "
+                f"got {len(dims)} and {len(syms)} operands", pos)
+    return m, dims, syms
+
+
+@_custom("affine.apply", "affine.min", "affine.max")
+def _affine_apply(p, name, pos, nres):
+    m, dims, syms = _map_operands(p)
+    if name == "affine.apply" and len(m.results) != 1:
+        p.error(f"'affine.apply' needs a map with one result, got {m}", pos)
+    attrs = p.opt_attr_dict({"map": m})
+    names = dims + syms
+    return _op(name, p.resolve(names, [_INDEX] * len(names)), [_INDEX], attrs)
+
+
+# vector (read so that a module using them parses; the executor names them unsupported) ---------------
+
+
+@_custom("vector.constant_mask")
+def _vector_constant_mask(p, name, pos, nres):
+    sizes = p.attribute(typed=False)
+    attrs = p.opt_attr_dict({"mask_dim_sizes": tuple(sizes)})
+    p.expect(":")
+    return _op(name, [], [p.type()], attrs)
+
+
+@_custom("vector.broadcast")
+def _vector_broadcast(p, name, pos, nres):
+    return _conversion(p, name, "to")
+
+
+@_custom("vector.multi_reduction")
+def _vector_multi_reduction(p, name, pos, nres):
+    p.expect("<")
+    kind = p.ident("a combining kind")
+    p.expect(">")
+    p.expect(",")
+    src = p.value_name()
+    p.expect(",")
+    acc = p.value_name()
+    dims = p.attribute(typed=False)
+    attrs = p.opt_attr_dict({"kind": kind, "reduction_dims": tuple(dims)})
+    p.expect(":")
+    st = p.type()
+    p.expect_keyword("to")
+    rt = p.type()
+    return _op(name, p.resolve([src, acc], [st, rt]), [rt], attrs)
+
+
+@_custom("vector.mask")
+def _vector_mask(p, name, pos, nres):
+    names = [p.value_name()]
+    if p.accept(","):
+        names.append(p.value_name())  # the pass-through value
+    region = p.region(dialect="vector")
+    attrs = p.opt_attr_dict({})
+    p.expect(":")
+    mask_t = p.type()
+    results = []
+    if p.accept("->"):
+        results = p.type_list()
+    for b in region.blocks:  # the custom form leaves out the terminator that yields the masked op's results
+        ops = b.operations
+        if not ops or ops[-1].name != "vector.yield":
+            ops.append(_op("vector.yield", list(ops[-1].results) if ops else [], []))
+    types = [mask_t] + results[:len(names) - 1]
+    return _op(name, p.resolve(names, types), results, attrs, [region])

@@ -22,7 +22,7 @@ from meshrt.mlir.execute import Program, function_shardings, gather_results, loc
 
 comm = MPI.COMM_WORLD
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "mlir", "corpus")
-STEMS = ("mlp", "mlp2d", "elementwise", "reductions", "halo", "resharding", "stencil")
+STEMS = ("mlp", "mlp2d", "elementwise", "reductions", "halo", "resharding", "stencil", "tosa")
 
 # sizes for dynamic dims of global argument types, per function
 DYNAMIC_DIMS = {
@@ -44,11 +44,19 @@ def heat(x, steps):
     return u
 
 
+def tosa_chain(x, y, zp):
+    t = np.log(np.exp(np.abs(1 / (1 + np.exp(-x)) + np.tanh(y))))
+    c = np.clip(2 * zp[0] - t, -1.5, 0.0)
+    m = np.maximum(c, t)
+    return np.minimum(m - c, m)
+
+
 NUMPY_ORACLE = {  # independent of the interpreter
     "mlp": relu_mlp, "mlp2d": relu_mlp, "heat": heat,
     "reduce_0d": lambda a: a.sum(dtype=np.int32), "reduce_1d": lambda a: a.sum(axis=1, dtype=np.int32),
     "row_sums": lambda a: a.sum(axis=1), "col_max": lambda a: a.max(axis=0),
     "generic_chain": lambda a, b: np.exp(np.where(np.tanh(a) * b - 2 > a, np.tanh(a) * b - 2, a)),
+    "matmul_k_split": lambda a, b: a @ b, "tosa_chain": tosa_chain,
 }
 
 

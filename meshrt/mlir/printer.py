@@ -1,0 +1,323 @@
+"""MLIR's generic syntax for `meshrt.mlir.ir` ops: text ``mlir-opt`` reads back to the same IR.
+
+The data model drops what MLIR keeps in an attribute's type (``2 : index``
+and ``2 : i64`` are both ``2``; ``array<i16: 0>`` and ``[0]`` both tuples;
+``#shard<partial sum>`` is ``"sum"``).  The printer puts it back from one
+table, `ATTRIBUTE_KINDS`: per op (or dialect) and attribute name, the MLIR
+form of the value.  An attribute it does not know prints in the default form
+(``i64`` integers, ``f64`` floats, ``[...]`` arrays), which MLIR reads as a
+discardable attribute of that type.
+
+Values are renumbered ``%v0, %v1 ...`` in order of definition (results of an
+op with several are ``%vN:k`` and used as ``%vN#i``), blocks ``^bb0 ...``,
+attributes sorted: equal IR prints equal text.
+
+A ``shard.sharding`` with partial axes (seed 001's ``partial = sum [1]``,
+kept by meshrt) has no MLIR form: the shard dialect of LLVM 22 has no partial
+clause (upstream dropped it from ``mesh.sharding`` in 2025, before the
+rename to ``shard``).  Printing one raises `MLIRError` rather than print a
+sharding that LLVM would read as a different, non-partial one.
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''shard.grid @g(shape = 2x2)
+... func.func @f(%a: tensor<4xf32>) -> tensor<8xf32> {
+...   %0 = shard.all_gather %a on @g grid_axes = [1] gather_axis = 0 : tensor<4xf32> -> tensor<8xf32>
+...   return %0 : tensor<8xf32>
+... }''')
+>>> print(print_generic(m))  # doctest: +NORMALIZE_WHITESPACE
+"shard.grid"() {shape = array<i64: 2, 2>, sym_name = "g"} : () -> ()
+"func.func"() ({
+^bb0(%v0: tensor<4xf32>):
+  %v1 = "shard.all_gather"(%v0) {gather_axis = 0 : index, grid = @g, grid_axes = array<i16: 1>} : (tensor<4xf32>) -> tensor<8xf32>
+  "func.return"(%v1) : (tensor<8xf32>) -> ()
+}) {function_type = (tensor<4xf32>) -> tensor<8xf32>, sym_name = "f"} : () -> ()
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+from ..errors import MLIRError
+from .ir import (
+    UNIT, AffineMap, Block, DenseElements, FunctionType, OpaqueAttr, Operation, Region, ScalarType, SymbolRef,
+    TensorType, TypeAttr,
+)
+
+__all__ = ["print_generic", "ATTRIBUTE_KINDS"]
+
+_CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+_CMPF = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une",
+         "uno", "true")
+
+
+def _ints(v):
+    return ", ".join(str(int(x)) for x in v)
+
+
+def _array(elem):
+    return lambda v, op: f"array<{elem}: {_ints(v)}>" if v else f"array<{elem}>"
+
+
+def _typed_int(t):
+    return lambda v, op: f"{int(v)} : {t}"
+
+
+def _enum(dialect, kind):
+    return lambda v, op: f"#{dialect}.{kind}<{v}>"
+
+
+def _shard_reduction(v, op):
+    return f"#shard<partial {v}>"
+
+
+def _axis_array(v, op):
+    return "#shard<axisarray[" + ", ".join("[" + _ints(a) + "]" for a in v) + "]>"
+
+
+def _predicate(v, op):
+    names = _CMPI if op.name == "arith.cmpi" else _CMPF
+    return f"{names.index(v)} : i64"
+
+
+def _iterators(v, op):
+    return "[" + ", ".join(f"#linalg.iterator_type<{x}>" for x in v) + "]"
+
+
+def _reassociation(v, op):
+    return "[" + ", ".join("[" + ", ".join(f"{int(x)} : i64" for x in g) + "]" for g in v) + "]"
+
+
+def _element_of(t):
+    return t.element if isinstance(t, TensorType) else t
+
+
+def _scalar_literal(v, t) -> str:
+    """A number typed ``t`` as MLIR reads it (non-finite floats by their bits)."""
+    if isinstance(v, bool) or (isinstance(t, ScalarType) and t.name == "i1"):
+        return "true" if v else "false"
+    if isinstance(t, ScalarType) and t.is_float:
+        x = float(v)
+        if math.isfinite(x):
+            return f"{float_literal(x)} : {t}"
+        if t.name == "bf16":
+            bits = struct.unpack("<I", struct.pack("<f", x))[0] >> 16
+        else:
+            bits = int(np.array(x, dtype=t.numpy_dtype).view(f"u{t.width // 8}"))
+        return f"0x{bits:X} : {t}"
+    return f"{int(v)} : {t}"
+
+
+def _by_result_type(v, op):
+    """``arith.constant``'s value: typed like the result."""
+    return _value(v, op.results[0].type)
+
+
+def _by_element_type(v, op):
+    """``tosa.clamp``'s bounds: typed like the operand's elements."""
+    return _value(v, _element_of(op.operands[0].type))
+
+
+def _value(v, t):
+    if isinstance(v, DenseElements):
+        return dense_text(v)
+    if isinstance(v, (bool, int, float, np.generic)):
+        return _scalar_literal(v, t)
+    return default_attr(v)
+
+
+def float_literal(x: float) -> str:
+    """A finite float as MLIR's lexer reads it: a digit after the point (``-3.0e+38``, not ``-3e+38``)."""
+    t = repr(float(x))
+    mant, _, exp = t.partition("e")
+    if "." not in mant:
+        mant += ".0"
+    return mant + ("e" + exp if exp else "")
+
+
+def dense_text(d: DenseElements) -> str:
+    """``dense<...> : tensor<...>`` with every element in a form MLIR reads (non-finite floats as hex bytes)."""
+    a = d.array
+    if a.dtype.kind == "f" and getattr(d.type.element, "name", "") != "bf16" and not np.isfinite(a).all():
+        raw = np.ascontiguousarray(a.reshape(-1)[:1] if d.splat else a).astype(a.dtype.newbyteorder("<"))
+        return f'dense<"0x{raw.tobytes().hex().upper()}"> : {d.type}'
+
+    def lit(x):
+        if a.dtype.kind == "b":
+            return "true" if x else "false"
+        return float_literal(x) if a.dtype.kind == "f" else str(int(x))
+
+    if d.splat or a.size == 0:
+        body = lit(a.reshape(-1)[0]) if a.size else ""
+    else:
+        def nest(b):
+            return "[" + ", ".join(nest(x) for x in b) + "]" if b.ndim else lit(b[()])
+        body = nest(a)
+    return f"dense<{body}> : {d.type}"
+
+
+def _partial_sharding(v, op):
+    kind, axes = op.attributes.get("partial_type"), list(op.attributes.get("partial_axes", ()))
+    raise MLIRError(f"{op.location}: 'shard.sharding' with partial = {kind} {axes}: LLVM 22's shard dialect has "
+                    "no partial annotation (upstream removed it from the sharding op in 2025), so no MLIR "
+                    "text says this sharding; reduce the partial axes first (an all_reduce) or keep meshrt's "
+                    "own form (str(Sharding))")
+
+
+_GRID_OPS = ("grid_shape", "process_multi_index", "neighbors_linear_indices")
+
+# op name (or "dialect.*") -> {attribute name: formatter(value, op) -> text}
+ATTRIBUTE_KINDS = {
+    "shard.*": {
+        "grid_axes": _array("i16"), "axes": _array("i16"),
+        "shape": _array("i64"), "static_halo_sizes": _array("i64"), "static_sharded_dims_offsets": _array("i64"),
+        "root": _array("i64"), "source": _array("i64"), "destination": _array("i64"),
+        "dims": _array("i64"), "device": _array("i64"), "operandSegmentSizes": _array("i32"),
+        "gather_axis": _typed_int("index"), "slice_axis": _typed_int("index"), "split_axis": _typed_int("index"),
+        "concat_axis": _typed_int("index"), "scatter_axis": _typed_int("index"),
+        "shift_axis": _typed_int("index"), "offset": _typed_int("i64"),
+        "reduction": _shard_reduction, "split_axes": _axis_array,
+        "partial_type": _partial_sharding, "partial_axes": _partial_sharding,
+    },
+    "shard.neighbors_linear_indices": {"split_axes": _array("i16")},
+    "arith.*": {"fastmath": _enum("arith", "fastmath"), "overflowFlags": _enum("arith", "overflow"),
+                "predicate": _predicate, "value": _by_result_type},
+    "math.*": {"fastmath": _enum("arith", "fastmath")},
+    "tensor.*": {"static_offsets": _array("i64"), "static_sizes": _array("i64"), "static_strides": _array("i64"),
+                 "static_low": _array("i64"), "static_high": _array("i64"),
+                 "static_output_shape": _array("i64"), "operandSegmentSizes": _array("i32"),
+                 "reassociation": _reassociation, "dim": _typed_int("i64")},
+    "linalg.*": {"operandSegmentSizes": _array("i32"), "iterator_types": _iterators,
+                 "permutation": _array("i64"), "dimensions": _array("i64"), "dim": _typed_int("i64")},
+    "cf.*": {"operandSegmentSizes": _array("i32")},
+    "tosa.*": {"axis": _typed_int("i32"), "perms": _array("i32"), "min_val": _by_element_type,
+               "max_val": _by_element_type, "new_shape": _array("i64"), "nan_mode": _enum("tosa", "nan_mode")},
+    "vector.*": {"mask_dim_sizes": _array("i64"), "reduction_dims": _array("i64"), "kind": _enum("vector", "kind")},
+}
+
+
+def _formatter(op_name, key):
+    for scope in (op_name, op_name.split(".", 1)[0] + ".*"):
+        f = ATTRIBUTE_KINDS.get(scope, {}).get(key)
+        if f is not None:
+            return f
+    return None
+
+
+def default_attr(v) -> str:
+    """An attribute value with no entry in the table: MLIR's builtin forms (``i64``, ``f64``, arrays)."""
+    if v is UNIT:
+        return "unit"
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v)} : i64"
+    if isinstance(v, (float, np.floating)):
+        return _scalar_literal(v, ScalarType("f64"))
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, tuple):
+        return "[" + ", ".join(default_attr(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(k if v[k] is UNIT else f"{_key(k)} = {default_attr(v[k])}" for k in sorted(v)) + "}"
+    if isinstance(v, DenseElements):
+        return dense_text(v)
+    if isinstance(v, (SymbolRef, TypeAttr, AffineMap, OpaqueAttr)):
+        return str(v)
+    return str(v)
+
+
+def _key(k: str) -> str:
+    import re
+
+    return k if re.fullmatch(r"[A-Za-z_][\w$.]*", k) else '"' + k.replace('"', '\\"') + '"'
+
+
+def attribute_text(op: Operation, key: str, value) -> str:
+    if value is UNIT:
+        return _key(key)
+    f = _formatter(op.name, key)
+    return f"{_key(key)} = {f(value, op) if f is not None else default_attr(value)}"
+
+
+class _Printer:
+    def __init__(self):
+        self.names = {}
+        self.blocks = {}
+        self.count = 0
+
+    def number(self, op: Operation):
+        """Name every value and block op defines, in printing order (nested ones first)."""
+        for r in op.regions:
+            for b in r.blocks:
+                self.blocks[b] = f"^bb{len(self.blocks)}"
+                for a in b.arguments:
+                    self._new(a)
+                for inner in b.operations:
+                    self.number(inner)
+        if len(op.results) == 1:
+            self._new(op.results[0])
+        elif op.results:
+            base = f"%v{self.count}"
+            self.count += 1
+            for i, v in enumerate(op.results):
+                self.names[v] = f"{base}#{i}"
+
+    def _new(self, v):
+        self.names[v] = f"%v{self.count}"
+        self.count += 1
+
+    def name(self, v):
+        if v not in self.names:  # a value no printed op defines (an IR built by hand): still one name each
+            self._new(v)
+        return self.names[v]
+
+    def op(self, op: Operation, indent="") -> str:
+        operands = ", ".join(self.name(v) for v in op.operands)
+        succ = ""
+        if op.successors:
+            succ = "[" + ", ".join(self.blocks.get(b, "^undefined") for b in op.successors) + "]"
+        regions = ""
+        if op.regions:
+            regions = " (" + ", ".join(self.region(r, indent) for r in op.regions) + ")"
+        attrs = ""
+        if op.attributes:
+            attrs = " {" + ", ".join(attribute_text(op, k, v) for k, v in sorted(op.attributes.items())) + "}"
+        lhs = ""
+        if len(op.results) == 1:
+            lhs = f"{self.name(op.results[0])} = "
+        elif op.results:
+            lhs = f"{self.name(op.results[0]).split('#')[0]}:{len(op.results)} = "
+        ftype = FunctionType(tuple(v.type for v in op.operands), tuple(v.type for v in op.results))
+        return f'{indent}{lhs}"{op.name}"({operands}){succ}{regions}{attrs} : {ftype}\n'
+
+    def region(self, r, indent) -> str:
+        out = ["{\n"]
+        for b in r.blocks:
+            args = ", ".join(f"{self.name(a)}: {a.type}" for a in b.arguments)
+            out.append(f"{indent}{self.blocks[b]}({args}):\n" if args else f"{indent}{self.blocks[b]}:\n")
+            for inner in b.operations:
+                out.append(self.op(inner, indent + "  "))
+        out.append(indent + "}")
+        return "".join(out)
+
+
+def print_generic(what) -> str:
+    """MLIR generic text of a `Module` (its top-level ops) or one `Operation`.
+
+    A module with attributes (``module @m attributes {...}``) prints as its
+    ``builtin.module`` op, so they are kept.
+    """
+    p = _Printer()
+    if isinstance(what, Operation):
+        p.number(what)
+        return p.op(what)
+    ops = what.operations
+    if what.attributes:
+        ops = [Operation("builtin.module", [], [], dict(what.attributes), [Region([Block([], list(ops))])])]
+    for op in ops:
+        p.number(op)
+    return "".join(p.op(op) for op in ops)
+
