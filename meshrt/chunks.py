@@ -99,7 +99,7 @@ def aligned_sharding(sharding: Sharding, global_shape, chunks) -> Sharding:
     flat = []
     for d in sharding.sharded_dims:
         flat += _aligned_offsets(offsets[d], chunks[d], shape[d])
-    if not flat:
+    if flat == [o for d in sharding.sharded_dims for o in offsets[d]]:
         return sharding.replace(halo_sizes=None)
     return sharding.replace(halo_sizes=None, sharded_dims_offsets=flat)
 
