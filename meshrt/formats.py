@@ -217,7 +217,8 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
     problem = None
     try:
         if box.writes and all(b > a for a, b in zip(box.start, box.stop)):
-            arr = zarr.open_array(tmp, mode="r+", zarr_format=3)
+            # every chunk written is whole and new: skip zarr's scan for chunks equal to the fill value
+            arr = zarr.open_array(tmp, mode="r+", zarr_format=3, config={"write_empty_chunks": True})
             arr[src.shard_slices] = src.interior
     except Exception as e:  # noqa: BLE001 - reported on every process
         problem = f"writing chunks {box.start}..{box.stop} failed: {type(e).__name__}: {e}"
