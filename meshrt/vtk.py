@@ -36,6 +36,7 @@ from collections import namedtuple
 import numpy as np
 
 from .chunks import writer_of_block
+from .formats import remove_later
 from .errors import ShardingError
 from .io import _NAME, CheckpointError, _agree, _comm_of, _fsync_dir, _root_decides, _unlink_quietly
 from .sharding import Sharding
@@ -328,10 +329,10 @@ def write_vtk(prefix, fields, step, time=None, spacing=None, origin=None) -> str
         _update_pvd(prefix + ".pvd", os.path.basename(pvti), time)
         _fsync_dir(parent)
         if old is not None:
-            _unlink_quietly(old)
+            remove_later(old)
         for entry in os.listdir(parent):  # leftovers of interrupted steps of this series
             if re.fullmatch(re.escape(os.path.basename(prefix)) + r"_\d{6,}\.(tmp|old)-[0-9a-f]{12}", entry):
-                _unlink_quietly(os.path.join(parent, entry))
+                remove_later(os.path.join(parent, entry))
         return prefix + ".pvd"
 
     comm.Barrier()
