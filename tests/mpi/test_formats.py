@@ -447,3 +447,24 @@ def test_hdf5_parallel_is_detected_and_the_fallback_used(meshes, shared_dir):
     if not h5py.get_config().mpi:
         with pytest.raises(CheckpointError, match="built without MPI"):
             tensor_of(g, s).to_hdf5(path, "p", parallel=True)
+
+
+def test_scalar_empty_partial_and_attribute_less_files(meshes, shared_dir):
+    m = meshes[0]
+    z, h = os.path.join(shared_dir, "e.zarr"), os.path.join(shared_dir, "e.h5")
+    for shape, split in [((), []), ((0, 3), [[0]]), ((1, 2), [[0]])]:  # 0-d, empty, fewer rows than processes
+        s = Sharding(m, split)
+        g = (np.arange(int(np.prod(shape)), dtype=float) + 1).reshape(shape)
+        t = DistributedTensor.from_local(g.copy(), s, shape) if not shape else tensor_of(g, s)
+        t.to_zarr(z)
+        t.to_hdf5(h, "e")
+        for back in (DistributedTensor.from_zarr(z, s), DistributedTensor.from_hdf5(h, "e", s)):
+            assert back.global_shape == shape and np.array_equal(back.gather(), g)
+    partial = DistributedTensor.zeros((4,), Sharding(m, [], partial_axes=[0]))
+    with pytest.raises(CheckpointError, match="is partial over mesh axes"):
+        partial.to_zarr(z)
+    if comm.rank == 0:
+        zarr.create_array(os.path.join(shared_dir, "plain.zarr"), data=np.zeros(4))
+    comm.Barrier()
+    with pytest.raises(CheckpointError, match="carries no meshrt sharding; pass a Sharding, not a Mesh"):
+        DistributedTensor.from_zarr(os.path.join(shared_dir, "plain.zarr"), m)
