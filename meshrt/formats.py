@@ -44,10 +44,10 @@ import threading
 
 import numpy as np
 
-from .chunks import aligned_sharding, check_chunks, default_chunks, is_aligned, owned_chunks
+from .chunks import aligned_sharding, check_chunks, default_chunks, is_aligned, owned_chunks, writer_of_block
 from .errors import ShardingError
 from .io import _NAME, CheckpointError, _agree, _comm_of, _fsync_dir, _root_decides, _unlink_quietly
-from .mesh import AbstractMesh, Mesh
+from .mesh import Mesh
 from .sharding import Sharding
 
 __all__ = ["to_zarr", "from_zarr", "to_hdf5", "from_hdf5", "hdf5_is_parallel", "write_xdmf", "require",
@@ -222,7 +222,6 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
     zarr = require("zarr", "to_zarr")
 
     aligned = aligned_sharding(t.sharding, shape, chunks)
-    src = t if is_aligned(t.sharding, shape, chunks) else t.reshard(aligned)
     box = owned_chunks(aligned, shape, chunks)
     target = path if name is None else os.path.join(path, name)
 
@@ -242,6 +241,7 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
         return tmp
 
     tmp = _root_decides(comm, create, where)
+    src = t if is_aligned(t.sharding, shape, chunks) else t.reshard(aligned)
     problem = None
     try:
         if box.writes and all(b > a for a, b in zip(box.start, box.stop)):
@@ -385,7 +385,6 @@ def to_hdf5(t, path, name, *, parallel=None) -> None:
 
 
 def _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where):
-    from .chunks import writer_of_block
     sharding, mesh = t.sharding, t.sharding.mesh
 
     def prepare():
@@ -453,7 +452,6 @@ def _remove_stale(path):
 
 
 def _to_hdf5_collective(h5py, comm, t, path, name, shape, attrs, where):
-    from .chunks import writer_of_block
 
     def prepare():
         tmp = f"{path}.tmp-{secrets.token_hex(6)}"

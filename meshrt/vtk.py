@@ -36,8 +36,8 @@ from collections import namedtuple
 import numpy as np
 
 from .chunks import writer_of_block
-from .formats import remove_later
 from .errors import ShardingError
+from .formats import remove_later
 from .io import _NAME, CheckpointError, _agree, _comm_of, _fsync_dir, _root_decides, _unlink_quietly
 from .sharding import Sharding
 
