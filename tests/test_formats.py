@@ -181,3 +181,25 @@ def test_io_extra_and_test_extra_carry_the_format_libraries():
     names = {k: {req.split(";")[0].split(">")[0].split("=")[0].strip() for req in v} for k, v in extras.items()}
     assert {"zarr", "h5py"} <= names["io"]
     assert {"zarr", "h5py"} <= names["test"]
+
+
+def test_xdmf_opens_in_vtk_when_installed(tmp_path):
+    """VTK's own XDMF reader (ParaView's) reads the sidecar; skipped where the 140 MB vtk is absent."""
+    h5py = pytest.importorskip("h5py")
+    pytest.importorskip("vtkmodules.vtkIOXdmf2")
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkIOXdmf2 import vtkXdmfReader
+
+    from meshrt.formats import write_xdmf
+    u, w = np.arange(105.0).reshape(7, 5, 3), np.arange(36, dtype=np.float32).reshape(9, 4)
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f["u"], f["w"] = u, w
+    reader = vtkXdmfReader()
+    reader.SetFileName(write_xdmf(tmp_path / "f.h5"))
+    reader.Update()
+    blocks = reader.GetOutputDataObject(0)
+    got = {}
+    for b in range(blocks.GetNumberOfBlocks()):
+        cells = blocks.GetBlock(b).GetCellData()
+        got.update({cells.GetArrayName(i): vtk_to_numpy(cells.GetArray(i)) for i in range(cells.GetNumberOfArrays())})
+    assert np.array_equal(got["u"].reshape(u.shape), u) and np.array_equal(got["w"].reshape(w.shape), w)
