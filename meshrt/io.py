@@ -59,6 +59,7 @@ import numpy as np
 from mpi4py import MPI
 from numpy.lib import format as npformat
 
+from .chunks import writer_of_block
 from .errors import ShardingError
 from .mesh import Mesh
 from .sharding import Sharding
@@ -143,16 +144,6 @@ def _comm_of(sharding) -> "MPI.Comm":
             f"sharding: its mesh {sharding.mesh!r} is an AbstractMesh; checkpoints need a Mesh bound to processes"
         )
     return sharding.mesh.comm
-
-
-def writer_of_block(sharding: Sharding, device=None) -> bool:
-    """Whether ``device`` (default: this process) writes its block: of the devices
-    that hold the same block, the one at coordinate 0 on every mesh axis that
-    splits no tensor dim."""
-    mesh = sharding.mesh
-    coords = mesh.coords if device is None else mesh.multi_index(device)
-    used = {a for axes in sharding.split_axes for a in axes}
-    return all(c == 0 for a, c in enumerate(coords) if a not in used)
 
 
 def _element_type(dtype: np.dtype):
@@ -671,3 +662,9 @@ def load_state(dirpath, shardings, *, factory: Callable | None = None) -> tuple:
         else:
             out[name] = factory(local, sharding, shape, periodic=periodic)
     return out, manifest["metadata"]
+
+
+# ParaView output lives in its own module; it uses this one's helpers, so it is imported last.
+from .vtk import write_vtk  # noqa: E402
+
+__all__.append("write_vtk")

@@ -492,6 +492,42 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return _io.load_tensor(
             path, sharding, factory=lambda local, s, shape: cls.from_local(local, s, shape, periodic=periodic))
 
+    @_check.method("DistributedTensor.to_zarr")
+    def to_zarr(self, path, chunks=None, name=None, **kwargs) -> None:
+        """Write a Zarr v3 array (group member ``name``), each process its own chunks; see `meshrt.formats`.
+
+        >>> t.to_zarr("out/u.zarr")      # doctest: +SKIP
+        """
+        from . import formats
+        formats.to_zarr(self, path, chunks, name, **kwargs)
+
+    @classmethod
+    def from_zarr(cls, path, sharding, name=None) -> "DistributedTensor":
+        """Read any Zarr array into ``sharding`` (or, given a Mesh, the sharding saved in it).
+
+        >>> u = DistributedTensor.from_zarr("out/u.zarr", sharding)      # doctest: +SKIP
+        """
+        from . import formats
+        return formats.from_zarr(path, sharding, name, factory=cls.from_local)
+
+    @_check.method("DistributedTensor.to_hdf5")
+    def to_hdf5(self, path, name, **kwargs) -> None:
+        """Write dataset ``name`` of an HDF5 file (a virtual dataset over per-process blocks); see `meshrt.formats`.
+
+        >>> t.to_hdf5("out/fields.h5", "u")      # doctest: +SKIP
+        """
+        from . import formats
+        formats.to_hdf5(self, path, name, **kwargs)
+
+    @classmethod
+    def from_hdf5(cls, path, name, sharding) -> "DistributedTensor":
+        """Read any HDF5 dataset into ``sharding`` (or, given a Mesh, the sharding saved with it).
+
+        >>> u = DistributedTensor.from_hdf5("out/fields.h5", "u", sharding)      # doctest: +SKIP
+        """
+        from . import formats
+        return formats.from_hdf5(path, name, sharding, factory=cls.from_local)
+
     @_check.method("DistributedTensor.reshard")
     def reshard(self, sharding: Sharding, *, out: "DistributedTensor | None" = None) -> "DistributedTensor":
         """This tensor laid out by ``sharding`` (a new tensor on the same mesh).

@@ -6,7 +6,8 @@ import importlib
 import pytest
 
 MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", "meshrt.reshard",
-           "meshrt.reduction", "meshrt.halo", "meshrt._indexing", "meshrt._keys", "meshrt.mpiexec", "meshrt._npreduce", "meshrt._elementwise"]
+           "meshrt.reduction", "meshrt.halo", "meshrt._indexing", "meshrt._keys", "meshrt.mpiexec",
+           "meshrt._npreduce", "meshrt._elementwise", "meshrt.chunks", "meshrt.vtk"]
 
 
 @pytest.mark.parametrize("name", MODULES)

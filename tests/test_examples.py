@@ -70,3 +70,34 @@ def test_heat3d_on_a_2x2x2_mesh():
     proc = run_example("heat3d.py", ["--n", "12", "--steps", "6"], 8)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "mesh (2, 2, 2)" in out and "bit-for-bit identical" in out, out
+
+
+@pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
+def test_wave2d_paraview_output_and_zarr_restart(tmp_path):
+    """--output writes a ParaView series and a Zarr restart; a run on another process count
+    goes on from it and still matches the serial run of all the steps bit for bit."""
+    pytest.importorskip("zarr")
+    out = str(tmp_path / "out")
+    proc = run_example("wave2d.py", ["--n", "30", "--steps", "12", "--output", out, "--every", "5"], 4)
+    assert proc.returncode == 0 and "bit-for-bit identical" in proc.stdout, proc.stdout + proc.stderr
+    pvd = open(os.path.join(out, "wave.pvd")).read()
+    assert [f"wave_{k:06d}.pvti" in pvd for k in (0, 5, 10, 12)] == [True] * 4
+    proc = run_example("wave2d.py", ["--restart", os.path.join(out, "restart.zarr"), "--steps", "8",
+                                     "--no-progress"], 3)
+    assert proc.returncode == 0 and "wave2d: serial check: bit-for-bit identical" in proc.stdout, \
+        proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
+def test_gray_scott_writes_paraview_zarr_and_a_png(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    out, png = str(tmp_path / "gs"), str(tmp_path / "v.png")
+    proc = run_example("gray_scott.py", ["--n", "36", "--steps", "40", "--every", "20", "--output", out,
+                                         "--png", png, "--no-progress"], 4)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "gray_scott: serial check: bit-for-bit identical" in text, text
+    group = zarr.open_group(os.path.join(out, "fields.zarr"), mode="r")
+    assert group["u"].shape == group["v"].shape == (36, 36)
+    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert sorted(n for n in os.listdir(out) if n.endswith(".pvti")) == [
+        "gs_000000.pvti", "gs_000020.pvti", "gs_000040.pvti"]
