@@ -9,7 +9,8 @@ files + a virtual dataset in the master file) and, for reference,
 `DistributedTensor.save` (one ``.npy`` through MPI-IO). The floor is each
 process writing the same bytes (its owned block) with ``np.save`` to a file
 of its own. Every write replaces the previous one, as a time series or a
-restart does. The methods take turns within each repetition, so they see the
+restart does. For reference, "np.save new file + rename" is the floor made
+crash-safe the way the formats are (a new file renamed over the old one). The methods take turns within each repetition, so they see the
 same state of the page cache and of the disk's write-back (on a shared
 machine that state, not the format, dominates single timings). Times are the
 median over ``--reps`` of the slowest process; the ratio is format / floor
@@ -58,9 +59,15 @@ def main(argv=None):
     block = np.ascontiguousarray(t.interior)  # the floor writes exactly these bytes
     mib = block.nbytes / 2**20
 
-    names = ["to_zarr", "to_hdf5", "save (.npy, MPI-IO)"]
+    def save_new_then_rename():
+        dst = os.path.join(d, f"safe-{comm.rank}.npy")
+        np.save(dst + ".tmp.npy", block)
+        os.replace(dst + ".tmp.npy", dst)
+
+    names = ["np.save new file + rename", "to_zarr", "to_hdf5", "save (.npy, MPI-IO)"]
     floor, *times = timed_in_turns([
         lambda: np.save(os.path.join(d, f"floor-{comm.rank}.npy"), block),
+        save_new_then_rename,
         lambda: t.to_zarr(os.path.join(d, "u.zarr")),
         lambda: t.to_hdf5(os.path.join(d, "u.h5"), "u"),
         lambda: t.save(os.path.join(d, "u.npy")),

@@ -163,32 +163,38 @@ def _fill_block(comm, where, sharding, shape, dtype, read_block):
     return local
 
 
-def _swap_into_place(tmp, target):
+def _aside(target, name=None):
+    """Where temporaries and moved-aside copies of ``target`` live: next to it, or for a
+    group member next to the group (``<group>.<name>``), so that no reader of the group
+    ever sees them as members."""
+    return target if name is None else f"{os.path.dirname(target)}.{name}"
+
+
+def _swap_into_place(tmp, target, aside):
     """Rank 0, after every process finished ``tmp``: put it at ``target`` and drop the old one.
 
     A directory cannot be renamed over a non-empty one, so the old target is
-    first moved aside; a crash between the two renames leaves it at
-    ``<target>.old-*`` (`_existing` reads it from there)."""
+    first moved aside, to ``<aside>.old-*``; a crash between the two renames
+    leaves it there (`_existing` reads it from there)."""
     old = None
     if os.path.lexists(target):
-        old = f"{target}.old-{secrets.token_hex(6)}"
+        old = f"{aside}.old-{secrets.token_hex(6)}"
         os.rename(target, old)
     os.rename(tmp, target)
     _fsync_dir(os.path.dirname(target))
     if old is not None:
         remove_later(old)
-    prefix = os.path.basename(target) + "."
-    parent = os.path.dirname(target)
+    parent, base = os.path.split(aside)
     for entry in os.listdir(parent):  # leftovers of interrupted writes of the same target
-        if entry.startswith(prefix) and re.fullmatch(r"(tmp|old)-[0-9a-f]{12}", entry[len(prefix):]):
+        if re.fullmatch(re.escape(base) + r"\.(tmp|old)-[0-9a-f]{12}", entry):
             remove_later(os.path.join(parent, entry))
 
 
-def _existing(target):
+def _existing(target, aside):
     """``target``, or the old copy a crash between `_swap_into_place`'s two renames left behind."""
     if os.path.lexists(target):
         return target
-    parent, base = os.path.split(target)
+    parent, base = os.path.split(aside)
     if os.path.isdir(parent):
         olds = sorted(e for e in os.listdir(parent) if re.fullmatch(re.escape(base) + r"\.old-[0-9a-f]{12}", e))
         if olds:
@@ -224,6 +230,7 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
     aligned = aligned_sharding(t.sharding, shape, chunks)
     box = owned_chunks(aligned, shape, chunks)
     target = path if name is None else os.path.join(path, name)
+    aside = _aside(target, name)
 
     def create():
         parent = os.path.dirname(path)
@@ -235,7 +242,7 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
             group = zarr.open_group(path, mode="a", zarr_format=3)
             if not isinstance(group, zarr.Group):
                 raise CheckpointError(f"{path!r} is a Zarr array, not a group that could hold {name!r}")
-        tmp = f"{target}.tmp-{secrets.token_hex(6)}"
+        tmp = f"{aside}.tmp-{secrets.token_hex(6)}"
         zarr.create_array(tmp, shape=shape, chunks=chunks, dtype=t.dtype, fill_value=0, compressors=compressors,
                           zarr_format=3, attributes={"meshrt": _meshrt_attrs(t)})
         return tmp
@@ -260,11 +267,11 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
             _unlink_quietly(tmp)
         raise
     comm.Barrier()
-    _root_decides(comm, lambda: _swap_into_place(tmp, target), where)
+    _root_decides(comm, lambda: _swap_into_place(tmp, target, aside), where)
 
 
 def _open_zarr_array(zarr, path, name, where):
-    found = _existing(path)
+    found = _existing(path, path)
     if found is None:
         raise CheckpointError(f"no such file {path!r}")
     try:
@@ -274,7 +281,7 @@ def _open_zarr_array(zarr, path, name, where):
     if name is not None:
         if not isinstance(node, zarr.Group):
             raise CheckpointError(f"{path!r} is a Zarr array, not a group holding field {name!r}")
-        member = _existing(os.path.join(found, name))
+        member = _existing(os.path.join(found, name), _aside(os.path.join(path, name), name))
         if member is None:
             raise CheckpointError(f"{path!r} holds no field {name!r}; it holds {sorted(node.array_keys())}")
         return member
