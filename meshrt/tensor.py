@@ -216,7 +216,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
                     f"{[metas[d] for d in differ]}; pass root= to scatter from one process"
                 )
             t = cls.empty(shape, sharding, arr.dtype, periodic=periodic)
-            copy_block(t._interior, arr[t._slices])
+            copy_block(t._interior, arr[t._slices + (Ellipsis,)])  # Ellipsis: a 0-d block stays an array
             return t
 
         root = _check_root(root, mesh)

@@ -156,6 +156,8 @@ def test_zero_d_values_convert_on_every_process(meshes):
         float(t)
     with pytest.raises(TypeError, match="ambiguous"):
         bool(t)
+    zero_d = DT.from_global(np.array(2.5), Sharding(meshes["2d"], []))
+    assert float(zero_d) == 2.5 and zero_d.gather() == 2.5
 
 
 def test_asarray_of_a_replicated_tensor_needs_no_communication(meshes):
