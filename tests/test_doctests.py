@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", "meshrt.reshard",
-           "meshrt.reduction", "meshrt.halo", "meshrt._indexing", "meshrt._keys"]
+           "meshrt.reduction", "meshrt.halo", "meshrt._indexing", "meshrt._keys", "meshrt.launch", "meshrt._mpi"]
 
 
 @pytest.mark.parametrize("name", MODULES)
