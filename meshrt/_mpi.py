@@ -9,7 +9,7 @@ nothing here needs ``mpi.h`` at build time), created once, cached, and freed
 at exit.  MPI never calls back into Python.
 
 >>> plan = reduce_plan("sum", np.dtype("float16"))   # doctest: +SKIP
->>> plan.dtype, plan.average
+>>> plan.dtype, plan.average                            # doctest: +SKIP
 (dtype('float16'), False)
 """
 
