@@ -137,7 +137,7 @@ def operations(frame, mark=None, inner=None) -> tuple:
     function has no frame).  The mark sits just outside the frame of its Python
     implementation (``_all_reduce`` for ``all_reduce``) when that is running, else it is
     the innermost operation.  ``inner``, the mark of the `meshrt._mpi.internal` block the
-    thread is in, is the innermost; it stands for the frame of the operation it names.
+    thread is in, is the innermost (`describe` shows it as a step of the frame it names).
     """
     ops, f = [], frame
     slow = None if mark is None else "_" + mark[0][0]
@@ -155,10 +155,7 @@ def operations(frame, mark=None, inner=None) -> tuple:
     if mark is not None and not placed:  # the fast path: the mark is the innermost operation
         ops.insert(0, mark)
     if inner is not None:
-        if ops and type(ops[0]) is not tuple and ops[0].f_code.co_qualname == inner[0]:
-            ops[0] = inner
-        else:
-            ops.insert(0, inner)
+        ops.insert(0, inner)
     if not ops:
         return ops, None
     f = frame if last is None else last.f_back
@@ -184,8 +181,14 @@ def _describe_op(op) -> str:
 
 
 def describe(ops, caller) -> str:
-    """``DistributedTensor.sum(...) > all_reduce(x=array(...), ...) at script.py:12``."""
-    text = " > ".join(_describe_op(op) for op in reversed(ops))
+    """``DistributedTensor.sum(...) > all_reduce(x=array(...), ...) at script.py:12``; an internal
+    block's step follows the operation it belongs to: ``DistributedTensor.gather() (gather of the
+    blocks over mesh (4,))``."""
+    parts = [_describe_op(op) for op in ops]
+    inner = ops[0] if ops and type(ops[0]) is tuple and type(ops[0][0]) is str else None
+    if inner is not None and len(ops) > 1 and type(ops[1]) is not tuple and ops[1].f_code.co_qualname == inner[0]:
+        parts[:2] = [f"{parts[1]} ({inner[1]} over {_mpi.group_text(inner[2])})"]
+    text = " > ".join(reversed(parts))
     if caller is not None:
         text += f" at {os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
     return text
@@ -241,6 +244,8 @@ def raw_call(frame):
     import dis
 
     code, i = frame.f_code, frame.f_lasti
+    while 0 < i < len(code.co_code) and dis.opname[code.co_code[i]] == "CACHE":  # a call into Python code
+        i -= 2
     if not 0 <= i < len(code.co_code) or dis.opname[code.co_code[i]] not in _CALLS:
         return None
     try:
