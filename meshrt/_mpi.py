@@ -265,11 +265,12 @@ _WORLD_SIZE, _WORLD_RANK = MPI.COMM_WORLD.Get_size(), MPI.COMM_WORLD.Get_rank() 
 _world_of: dict = {}  # communicator handle -> the COMM_WORLD ranks of its processes (meshrt's own)
 
 
-class internal:
+class _Internal:
     """Mark the MPI calls inside the ``with`` block as step ``step`` of meshrt operation
     ``op`` over ``group`` (a Mesh, ``(mesh, mesh axes)`` or a communicator).
 
-    Costs two global assignments; the watchdog reads the mark (`current`) only when the
+    The compiled `meshrt._collfront.internal` is this, at about a third of the cost (two
+    global assignments and a tuple); the watchdog reads the mark (`current`) only when the
     process has been in one place for a while.
 
     >>> with internal("DistributedTensor.zeros", "agreement", None):
@@ -294,9 +295,15 @@ class internal:
         _current = self.prev
 
 
-def current():
+def _current_py():
     """``(op, step, group)`` of the `internal` block the main thread is in, or None."""
     return _current
+
+
+try:
+    from ._collfront import current_internal as current, internal
+except ImportError:  # an unbuilt checkout (meshrt's import says so): the same in Python
+    internal, current = _Internal, _current_py
 
 
 def note_world(comm, ranks) -> None:

@@ -223,3 +223,19 @@ def test_a_raw_call_on_a_communicator_meshrt_did_not_create_keeps_the_note():
         assert where.endswith("(in own.Barrier(), on a communicator meshrt did not create)")
     finally:
         own.Free()
+
+
+@pytest.mark.parametrize("kind", ["compiled", "python"])
+def test_internal_blocks_nest_and_restore_the_outer_mark(kind):
+    from meshrt import _mpi
+
+    internal, current = (_mpi.internal, _mpi.current) if kind == "compiled" else (_mpi._Internal, _mpi._current_py)
+    with internal("Mesh.group", "communicator creation", None):
+        outer = current()
+        with pytest.raises(RuntimeError), internal("Mesh.free", "communicator free", None):
+            assert current()[0] == "Mesh.free" and current() is not outer
+            raise RuntimeError("the inner block fails")
+        assert current() is outer
+        with internal("Mesh.group", "communicator creation", None):
+            assert current() == outer and current() is not outer  # a new mark per block
+    assert current() is None
