@@ -20,6 +20,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
+from typing import NamedTuple
 
 import numpy as np
 from mpi4py import MPI
@@ -29,7 +30,8 @@ from .errors import CollectiveError
 from .reduction import Generic, ReductionKind, as_reduction
 
 __all__ = ["mpi_datatype", "reduce_plan", "ReducePlan", "op_from_address", "native_ops_available", "free_ops",
-           "internal", "current", "note_world", "forget_world", "world_ranks", "mesh_world", "group_text"]
+           "internal", "current", "Peers", "note_world", "forget_world", "world_ranks", "mesh_world",
+           "group_text"]
 
 _K = ReductionKind
 _lock = threading.Lock()
@@ -306,6 +308,14 @@ except ImportError:  # an unbuilt checkout (meshrt's import says so): the same i
     internal, current = _Internal, _current_py
 
 
+class Peers(NamedTuple):
+    """The group of a point-to-point step: the devices of ``mesh`` it exchanges with (itself
+    included), so that only those count as waited on."""
+
+    mesh: object
+    devices: tuple
+
+
 def note_world(comm, ranks) -> None:
     """Remember the COMM_WORLD ranks of a communicator meshrt created (for `world_ranks`)."""
     _world_of[comm.handle] = tuple(ranks)
@@ -324,6 +334,9 @@ def world_ranks(group):
     """
     if group is None:
         return None
+    if type(group) is Peers:
+        world = world_ranks(group.mesh)
+        return None if world is None else tuple(world[d] for d in group.devices)
     if isinstance(group, tuple):
         mesh, axes = group
         world = world_ranks(mesh)
@@ -360,7 +373,10 @@ def mesh_world(comm):
 
 
 def group_text(group) -> str:
-    """``mesh (2, 2)``, ``mesh (2, 2) axes (1,)``, or ``N processes`` for a communicator."""
+    """``mesh (2, 2)``, ``mesh (2, 2) axes (1,)``, ``mesh (4,) devices [1, 2]``, ``COMM_WORLD``
+    or ``a communicator of N processes``."""
+    if type(group) is Peers:
+        return f"mesh {tuple(group.mesh.shape)} devices {list(group.devices)}"
     if isinstance(group, tuple):
         mesh, axes = group
         return f"mesh {tuple(mesh.shape)} axes {tuple(mesh.axes(axes))}"

@@ -40,6 +40,7 @@ import ast
 import inspect
 import linecache
 import os
+import re
 import sys
 import threading
 import time
@@ -235,8 +236,8 @@ _CALLS = {"CALL", "CALL_FUNCTION_EX", "CALL_KW", "CALL_FUNCTION", "CALL_METHOD",
 
 
 def raw_call(frame):
-    """``(source, communicator)`` when the thread at ``frame`` is inside a call of an mpi4py
-    communicator's method made by that frame's code (``comm.Barrier()``), else None.
+    """``(source, communicator, method name)`` when the thread at ``frame`` is inside a call of
+    an mpi4py communicator's method made by that frame's code (``comm.Barrier()``), else None.
 
     The frame's current instruction is the call; its source span, parsed, gives the
     receiver, which is read only if it is a name or a chain of attributes.
@@ -267,7 +268,10 @@ def raw_call(frame):
         return None
     if not isinstance(comm, _mpi.MPI.Comm):
         return None
-    return " ".join(text.split()), comm
+    return " ".join(text.split()), comm, call.func.attr
+
+
+_POINT_TO_POINT = re.compile(r"(?i)send|recv|probe|^neighbor|^ineighbor")
 
 
 def _outside(frame) -> tuple:
@@ -276,7 +280,9 @@ def _outside(frame) -> tuple:
     raw = raw_call(frame)
     if raw is None:
         return "outside", where, None
-    text, comm = raw
+    text, comm, method = raw
+    if _POINT_TO_POINT.search(method):  # it waits for some processes of the communicator, not all
+        return "outside", f"{where} (in {text}, a point-to-point call)", None
     group = _mpi.world_ranks(comm)
     if group is None:
         return "outside", f"{where} (in {text}, on a communicator meshrt did not create)", None

@@ -789,7 +789,8 @@ def _exchange(step: ReshardStep, x, shape, mesh, out):
     if out is None:
         out = np.empty(out_shape, x.dtype)
     comm = mesh.comm
-    with _mpi.internal("reshard", "point-to-point exchange", mesh):
+    peers = _mpi.Peers(mesh, tuple(sorted({d for d, _ in recvs} | {d for d, _ in sends})))
+    with _mpi.internal("reshard", "point-to-point exchange", peers):
         reqs, unpack, keep = [], [], []
         for src, sl in recvs:
             if src == mesh.rank:

@@ -852,7 +852,8 @@ def _flip(block, plan, mesh):
     send = np.empty(block.shape, block.dtype)
     copy_block(send, block)
     recv = np.empty(s.shard_shape(shape, partner), block.dtype)
-    with _mpi.internal("DistributedTensor.__getitem__", "exchange of reversed blocks", mesh):
+    peers = _mpi.Peers(mesh, tuple(sorted((mesh.rank, partner))))
+    with _mpi.internal("DistributedTensor.__getitem__", "exchange of reversed blocks", peers):
         mesh.comm.Sendrecv(send.view(np.uint8).reshape(-1), partner, _TAG_FLIP,
                            recv.view(np.uint8).reshape(-1), partner, _TAG_FLIP)
     return recv

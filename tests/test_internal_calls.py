@@ -203,10 +203,10 @@ def test_raw_call_finds_the_communicator_of_the_call_in_progress():
     holder = type("Holder", (), {})()
     holder.comm = comm
     x = 1; (raw, outside) = comm.Barrier(); y = 2  # noqa: E702 - several calls on one line
-    assert raw == ("comm.Barrier()", comm)
+    assert raw == ("comm.Barrier()", comm, "Barrier")
     raw, (state, where, group) = holder.comm.Barrier(
     )
-    assert raw == ("holder.comm.Barrier( )", comm)
+    assert raw == ("holder.comm.Barrier( )", comm, "Barrier")
     assert state == "raw" and group == tuple(range(MPI.COMM_WORLD.size))
     assert where.startswith("a raw MPI call holder.comm.Barrier( ) on COMM_WORLD at test_internal_calls.py:")
     raw, outside = (lambda: comm)().Barrier()  # the receiver is a call: not evaluated
@@ -218,7 +218,7 @@ def test_a_raw_call_on_a_communicator_meshrt_did_not_create_keeps_the_note():
     own = _Spy(MPI.COMM_SELF.Dup())
     try:
         raw, (state, where, group) = own.Barrier()
-        assert raw == ("own.Barrier()", own)
+        assert raw == ("own.Barrier()", own, "Barrier")
         assert state == "outside" and group is None
         assert where.endswith("(in own.Barrier(), on a communicator meshrt did not create)")
     finally:
@@ -239,3 +239,28 @@ def test_internal_blocks_nest_and_restore_the_outer_mark(kind):
         with internal("Mesh.group", "communicator creation", None):
             assert current() == outer and current() is not outer  # a new mark per block
     assert current() is None
+
+
+class _SpyRecv(MPI.Intracomm):
+    def Recv(self, buf, source):
+        import sys
+
+        from meshrt import _watchdog
+
+        return _watchdog._outside(sys._getframe(1))
+
+
+def test_a_raw_point_to_point_call_waits_for_one_peer_not_the_communicator():
+    comm = _SpyRecv(MPI.COMM_WORLD)
+    state, where, group = comm.Recv(None, source=0)
+    assert state == "outside" and group is None
+    assert where.endswith("(in comm.Recv(None, source=0), a point-to-point call)")
+
+
+def test_a_point_to_point_step_waits_on_its_peers_only():
+    from meshrt import Mesh, _mpi
+
+    mesh = Mesh((1,), comm=MPI.COMM_SELF)
+    peers = _mpi.Peers(mesh, (0,))
+    assert _mpi.world_ranks(peers) == (MPI.COMM_WORLD.rank,)
+    assert _mpi.group_text(peers) == "mesh (1,) devices [0]"
