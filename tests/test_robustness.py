@@ -269,6 +269,15 @@ RAW_BARRIER = PIDS + """
     comm.Barrier()
 """
 
+RAW_GROUP_BARRIER = PIDS + """
+    from meshrt import Mesh
+    mesh = Mesh((2, 2))
+    column = mesh.group([0])  # ranks 0, 2 and ranks 1, 3
+    if mesh.rank == 3:
+        sys.exit(0)
+    column.Barrier()  # rank 1 waits for rank 3 forever; ranks 0 and 2 go on and finish
+"""
+
 ZEROS = "DistributedTensor.zeros (agreement over mesh (2, 2)) at job.py:10"
 HANGS = [
     # (id, job, environment, exit status, what the message must say)
@@ -288,6 +297,9 @@ HANGS = [
     ("raw barrier on COMM_WORLD", RAW_BARRIER, {}, 1,
      ["process 3 finished (the script returned) while processes 0, 1, 2 are blocked"]
      + [f"rank {r}: blocked in a raw MPI call comm.Barrier() on COMM_WORLD at job.py:10 for " for r in range(3)]),
+    ("raw barrier on a mesh's group", RAW_GROUP_BARRIER, {}, 1,
+     ["processes 0, 2, 3 finished (the script returned) while process 1 is blocked in calls that need process 3",
+      "rank 1: blocked in a raw MPI call column.Barrier() on a communicator of 2 processes at job.py:10 for "]),
 ]
 
 
