@@ -207,12 +207,14 @@ def early_finish(status: dict, nprocs: int, now: float, grace: float):
 
     ``status``: rank -> (state, since, description, group), as the ranks' watchdogs report.
     The job ends once, for ``grace`` seconds, some rank has been blocked in a call (a meshrt
-    operation or a raw call on a communicator meshrt knows) whose group holds a finished
-    rank: that call can never complete (the message names every rank in such a call).  It ends too when every unfinished rank has been
-    blocked in meshrt operations for ``grace`` seconds (their groups unknown).  After
-    ``4 * grace`` with neither, a note says where the others are.
+    operation, or a raw collective call on a communicator meshrt knows) whose group holds a
+    finished rank: that call can never complete (the message names every rank in such a
+    call).  It ends too when every unfinished rank has been blocked in meshrt operations for
+    ``grace`` seconds (their groups unknown).  After ``4 * grace`` with neither, a note says
+    where the others are.
 
-    >>> st = {0: ("blocked", 10.0, "all_reduce(...) at job.py:9", (0, 1)), 1: ("finished", 11.0, "", None)}
+    >>> st = {0: ("blocked", 10.0, "all_reduce(...) at job.py:9", (0, 1)),
+    ...       1: ("finished", 11.0, "", None)}
     >>> early_finish(st, 2, 12.0, 5.0) is None, early_finish(st, 2, 16.0, 5.0)[0]
     (True, 'end')
     """
@@ -250,7 +252,8 @@ def early_finish(status: dict, nprocs: int, now: float, grace: float):
 def status_table(status: dict, nprocs: int, now: float) -> str:
     """One line per rank: finished, blocked in what for how long, or where it is.
 
-    >>> print(status_table({0: ("outside", 9.0, "job.py:7", None), 1: ("finished", 9.5, "", None)}, 2, 10.0), end="")
+    >>> st = {0: ("outside", 9.0, "job.py:7", None), 1: ("finished", 9.5, "", None)}
+    >>> print(status_table(st, 2, 10.0), end="")
       rank 0: not in a meshrt operation, at job.py:7 for 1.0 s
       rank 1: finished
     """

@@ -198,8 +198,8 @@ def test_timeout_under_plain_mpiexec(tmp_path):
     """, marker, MESHRT_TIMEOUT="3")
     rc, out, err, _ = _finish(proc, 30)
     assert rc == 124, (out, err)
-    assert re.search(r"\[meshrt\] rank 0 blocked in DistributedTensor.gather\(root=0\) \(gather of the blocks over mesh "
-                     r"\(4,\)\) at job.py:7 for 3\.\d s "
+    assert re.search(r"\[meshrt\] rank 0 blocked in DistributedTensor.gather\(root=0\) \(gather of the blocks "
+                     r"over mesh \(4,\)\) at job.py:7 for 3\.\d s "
                      r"\(MESHRT_TIMEOUT=3\); aborting the job", err), err
     _assert_no_survivors(marker)
 
