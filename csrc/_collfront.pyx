@@ -29,7 +29,7 @@ from mpi4py import MPI
 
 cnp.import_array()
 
-__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "install"]
+__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "install", "internal", "current_internal"]
 
 cdef type ndarray = np.ndarray
 cdef object _Waitall = MPI.Request.Waitall
@@ -132,6 +132,38 @@ def hits():
 def current():
     """``((name, argument names), value, ...)`` of the compiled collective this process is in, or None."""
     return _current
+
+
+# ``_internal`` is ``(operation, step, group)`` of the `internal` block the main thread is in
+# (meshrt's own MPI calls outside the collectives), else None; a new tuple per block, as above.
+cdef object _internal = None
+
+
+cdef class internal:
+    """``with internal(op, step, group):`` around an MPI call meshrt makes on its own behalf
+    (see `meshrt._mpi.internal`); compiled, as it sits on paths such as a repeated gather."""
+
+    cdef readonly tuple mark
+    cdef object prev
+
+    def __cinit__(self, op, step, group):
+        self.mark = (op, step, group)
+
+    def __enter__(self):
+        global _internal
+        self.prev = _internal
+        _internal = self.mark
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        global _internal
+        _internal = self.prev
+        return False
+
+
+def current_internal():
+    """``(operation, step, group)`` of the `internal` block this process is in, or None."""
+    return _internal
 
 
 # -- the Python side's tables, shared (`install`) -------------------------------------

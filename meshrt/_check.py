@@ -31,6 +31,7 @@ import sys
 
 import numpy as np
 
+from . import _mpi
 from . import collectives as _coll
 from .errors import CollectiveError, ShardingError
 from .sharding import Sharding
@@ -105,11 +106,14 @@ def _ranks(rs) -> str:
     return f"process {rs[0]}" if len(rs) == 1 else "processes " + ", ".join(map(str, rs))
 
 
-def agree(comm, text: str, what: str, error=CollectiveError, h=None) -> None:
+def agree(comm, text: str, what: str, error=CollectiveError, h=None, *, group=None,
+          step: str = "MESHRT_CHECK agreement") -> None:
     """Raise ``error`` on every process of ``comm`` unless all passed the same ``text``.
 
     One ``Allreduce`` of two int64 when they agree; the message (the same
-    everywhere) groups the processes by what they passed.
+    everywhere) groups the processes by what they passed.  While it runs, the process
+    is in step ``step`` of operation ``what`` over ``group`` (default ``comm``) for the
+    watchdog.
     """
     if comm.Get_size() == 1:
         return
@@ -118,10 +122,11 @@ def agree(comm, text: str, what: str, error=CollectiveError, h=None) -> None:
     if h is None:
         h = fingerprint(text)
     buf = np.array([h, -h], np.int64)
-    comm.Allreduce(MPI.IN_PLACE, buf, MPI.MIN)
-    if buf[0] == -buf[1]:
-        return
-    calls = comm.allgather((what, text))
+    with _mpi.internal(what, step, comm if group is None else group):
+        comm.Allreduce(MPI.IN_PLACE, buf, MPI.MIN)
+        if buf[0] == -buf[1]:
+            return
+        calls = comm.allgather((what, text))
     groups: dict = {}
     for r, (_, t) in enumerate(calls):
         groups.setdefault(t, []).append(r)
@@ -141,7 +146,7 @@ def method(name: str):
         def call(self, *args, **kwargs):
             entry = (name, args, kwargs)
             if _coll.CHECK and not inside:  # nested operations follow from the outer one
-                agree(self.mesh.comm, describe((name, (self,) + args, kwargs)), name)
+                agree(self.mesh.comm, describe((name, (self,) + args, kwargs)), name, group=self.mesh)
             inside.append(entry)
             try:
                 return fn(self, *args, **kwargs)
@@ -210,7 +215,8 @@ def creation(name: str, data=()):
                         if len(texts) > 64:
                             texts.clear()
                         text, h = texts[key] = text_of(args, kwargs)
-                    agree(comm, text, f"DistributedTensor.{name}", ShardingError, h)
+                    agree(comm, text, f"DistributedTensor.{name}", ShardingError, h, group=sharding.mesh,
+                          step="agreement")
             inside.append((f"DistributedTensor.{name}", args, kwargs))
             try:
                 return fn(cls, *args, **kwargs)

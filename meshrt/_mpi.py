@@ -9,7 +9,7 @@ nothing here needs ``mpi.h`` at build time), created once, cached, and freed
 at exit.  MPI never calls back into Python.
 
 >>> plan = reduce_plan("sum", np.dtype("float16"))   # doctest: +SKIP
->>> plan.dtype, plan.average
+>>> plan.dtype, plan.average                            # doctest: +SKIP
 (dtype('float16'), False)
 """
 
@@ -20,6 +20,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
+from typing import NamedTuple
 
 import numpy as np
 from mpi4py import MPI
@@ -28,7 +29,9 @@ from mpi4py.util.dtlib import from_numpy_dtype
 from .errors import CollectiveError
 from .reduction import Generic, ReductionKind, as_reduction
 
-__all__ = ["mpi_datatype", "reduce_plan", "ReducePlan", "op_from_address", "native_ops_available", "free_ops"]
+__all__ = ["mpi_datatype", "reduce_plan", "ReducePlan", "op_from_address", "native_ops_available", "free_ops",
+           "internal", "current", "Peers", "note_world", "forget_world", "world_ranks", "mesh_world",
+           "group_text"]
 
 _K = ReductionKind
 _lock = threading.Lock()
@@ -252,3 +255,136 @@ def _generic_op(fn, dtype: np.dtype, commute: bool) -> "MPI.Op":
             _created_ops.append(op)
         _generic_ops[key] = op
     return op
+
+
+# -- meshrt's own MPI calls, named for the watchdog --------------------------------------
+# Every communicator call meshrt makes outside the collectives (agreements, checks, a
+# planner's size exchange, communicator creation...) runs inside ``internal``, so that the
+# watchdog and ``meshrt run`` can say which operation a blocked process is in and over
+# which processes (tests/test_internal_calls.py finds any call that is not).
+_current = None
+_WORLD_SIZE, _WORLD_RANK = MPI.COMM_WORLD.Get_size(), MPI.COMM_WORLD.Get_rank()  # read here: no MPI call later
+_world_of: dict = {}  # communicator handle -> the COMM_WORLD ranks of its processes (meshrt's own)
+
+
+class _Internal:
+    """Mark the MPI calls inside the ``with`` block as step ``step`` of meshrt operation
+    ``op`` over ``group`` (a Mesh, ``(mesh, mesh axes)`` or a communicator).
+
+    The compiled `meshrt._collfront.internal` is this, at about a third of the cost (two
+    global assignments and a tuple); the watchdog reads the mark (`current`) only when the
+    process has been in one place for a while.
+
+    >>> with internal("DistributedTensor.zeros", "agreement", None):
+    ...     current()[:2]
+    ('DistributedTensor.zeros', 'agreement')
+    >>> current() is None
+    True
+    """
+
+    __slots__ = ("mark", "prev")
+
+    def __init__(self, op: str, step: str, group):
+        self.mark = (op, step, group)
+
+    def __enter__(self):
+        global _current
+        self.prev, _current = _current, self.mark
+        return self
+
+    def __exit__(self, *exc):
+        global _current
+        _current = self.prev
+
+
+def _current_py():
+    """``(op, step, group)`` of the `internal` block the main thread is in, or None."""
+    return _current
+
+
+try:
+    from ._collfront import current_internal as current, internal
+except ImportError:  # an unbuilt checkout (meshrt's import says so): the same in Python
+    internal, current = _Internal, _current_py
+
+
+class Peers(NamedTuple):
+    """The group of a point-to-point step: the devices of ``mesh`` it exchanges with (itself
+    included), so that only those count as waited on."""
+
+    mesh: object
+    devices: tuple
+
+
+def note_world(comm, ranks) -> None:
+    """Remember the COMM_WORLD ranks of a communicator meshrt created (for `world_ranks`)."""
+    _world_of[comm.handle] = tuple(ranks)
+
+
+def forget_world(comm) -> None:
+    """Forget a communicator about to be freed (MPI may reuse its handle)."""
+    _world_of.pop(comm.handle, None)
+
+
+def world_ranks(group):
+    """The COMM_WORLD ranks of ``group``'s processes, in its order, or None where meshrt
+    cannot know them without asking MPI (a communicator the program made itself).
+
+    ``group`` is a Mesh, ``(mesh, mesh axes)``, or a communicator.
+    """
+    if group is None:
+        return None
+    if type(group) is Peers:
+        world = world_ranks(group.mesh)
+        return None if world is None else tuple(world[d] for d in group.devices)
+    if isinstance(group, tuple):
+        mesh, axes = group
+        world = world_ranks(mesh)
+        if world is None:
+            return None
+        return tuple(world[d] for d in mesh.group_devices(axes))
+    comm = getattr(group, "comm", None)
+    if comm is not None and hasattr(group, "group_devices"):  # a Mesh
+        world = getattr(group, "world", None)
+        return world if world is not None else world_ranks(comm)
+    if not isinstance(group, MPI.Comm) or group == MPI.COMM_NULL:
+        return None
+    if group == MPI.COMM_WORLD:
+        return tuple(range(_WORLD_SIZE))
+    if group == MPI.COMM_SELF:
+        return (_WORLD_RANK,)
+    return _world_of.get(group.handle)
+
+
+def mesh_world(comm):
+    """The COMM_WORLD ranks of ``comm``'s processes (a local MPI call, made once per Mesh);
+    None for an object that is not an mpi4py communicator."""
+    if not isinstance(comm, MPI.Comm):
+        return None
+    known = world_ranks(comm)
+    if known is not None:
+        return known
+    group, world = comm.Get_group(), MPI.COMM_WORLD.Get_group()
+    try:
+        return tuple(int(r) for r in MPI.Group.Translate_ranks(group, list(range(group.Get_size())), world))
+    finally:
+        group.Free()
+        world.Free()
+
+
+def group_text(group) -> str:
+    """``mesh (2, 2)``, ``mesh (2, 2) axes (1,)``, ``mesh (4,) devices [1, 2]``, ``COMM_WORLD``
+    or ``a communicator of N processes``."""
+    if type(group) is Peers:
+        return f"mesh {tuple(group.mesh.shape)} devices {list(group.devices)}"
+    if isinstance(group, tuple):
+        mesh, axes = group
+        return f"mesh {tuple(mesh.shape)} axes {tuple(mesh.axes(axes))}"
+    if hasattr(group, "group_devices"):
+        return f"mesh {tuple(group.shape)}"
+    if isinstance(group, MPI.Comm) and group != MPI.COMM_NULL:
+        if group == MPI.COMM_WORLD:
+            return "COMM_WORLD"
+        world = world_ranks(group)  # no MPI call: this runs in the watchdog's thread
+        return "a communicator meshrt did not create" if world is None else f"a communicator of {len(world)} processes"
+    return "its processes"

@@ -46,7 +46,10 @@ def _info(args):
 
     shape = args.mesh if args.mesh else (comm.size,)
     mesh = Mesh(shape, comm=comm)
-    coords = comm.gather((mesh.rank, tuple(int(c) for c in mesh.coords)), root=0)
+    from . import _mpi
+
+    with _mpi.internal("meshrt info", "gather of the coordinates", mesh):
+        coords = comm.gather((mesh.rank, tuple(int(c) for c in mesh.coords)), root=0)
     if comm.rank == 0:
         dims = "x".join(str(s) for s in mesh.shape)
         print(f"mesh: shape {dims} ({mesh.size} devices)")

@@ -279,9 +279,13 @@ def _check_send_boxes(plan: HaloPlan) -> None:
                     f"halo would get this shard's own halo cells")
 
 
-def _agree_errors(comm, error) -> None:
-    """Raise ``error`` (a message or None) on every process of ``comm`` when any process has one."""
-    errors = comm.allgather(error)
+def _agree_errors(comm, error, op: str, mesh) -> None:
+    """Raise ``error`` (a message or None) on every process of ``comm`` (``mesh``'s) when any
+    process has one."""
+    from . import _mpi
+
+    with _mpi.internal(op, "plan agreement", mesh):
+        errors = comm.allgather(error)
     bad = [r for r, e in enumerate(errors) if e is not None]
     if bad:
         raise ShardingError(f"{errors[bad[0]]} (on rank{'s' if len(bad) > 1 else ''} {bad})")
@@ -452,7 +456,7 @@ class HaloExchange:
                 plan = _plan_local(sharding, x.shape, per, mesh.rank)
             except ShardingError as e:
                 error = str(e)
-            _agree_errors(mesh.group(tuple(range(mesh.ndim))), error)
+            _agree_errors(mesh.group(tuple(range(mesh.ndim))), error, "HaloExchange", mesh)
         self.plan = plan
         self.array = x
         self.method = method
@@ -690,7 +694,7 @@ class HaloGroupExchange:
                 error = error or f"field {i}: {e}"
                 plan = None
             plans.append(plan)
-        _agree_errors(mesh.group(tuple(range(mesh.ndim))), error)
+        _agree_errors(mesh.group(tuple(range(mesh.ndim))), error, "HaloGroupExchange", mesh)
         self.plans = tuple(plans)
         self.arrays = tuple(arrays)
         self._reqs, self._types = [], []

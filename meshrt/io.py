@@ -59,6 +59,7 @@ import numpy as np
 from mpi4py import MPI
 from numpy.lib import format as npformat
 
+from . import _mpi
 from .chunks import writer_of_block
 from .errors import ShardingError
 from .mesh import Mesh
@@ -103,10 +104,11 @@ def _agree(comm, problem: str | None, what: str, *, key=None) -> None:
     the details gathered from every process for the message."""
     fingerprint = 0 if key is None else int.from_bytes(hashlib.blake2b(repr(key).encode(), digest_size=7).digest(), "little")
     votes = np.array([problem is not None, fingerprint, -fingerprint], np.int64)
-    comm.Allreduce(MPI.IN_PLACE, votes, op=MPI.MAX)
-    if not votes[0] and votes[1] == -votes[2]:
-        return
-    votes = comm.allgather((problem, key))
+    with _mpi.internal(what, "agreement", comm):
+        comm.Allreduce(MPI.IN_PLACE, votes, op=MPI.MAX)
+        if not votes[0] and votes[1] == -votes[2]:
+            return
+        votes = comm.allgather((problem, key))
     bad = [(r, p) for r, (p, _) in enumerate(votes) if p is not None]
     if bad:
         ranks = [r for r, _ in bad]
@@ -129,7 +131,8 @@ def _root_decides(comm, fn, what: str):
             verdict = (True, fn())
         except Exception as e:  # noqa: BLE001 - any failure is reported everywhere
             verdict = (False, str(e) if isinstance(e, (CheckpointError, ShardingError)) else f"{type(e).__name__}: {e}")
-    ok, value = comm.bcast(verdict, root=0)
+    with _mpi.internal(what, "the root's verdict", comm):
+        ok, value = comm.bcast(verdict, root=0)
     if not ok:
         raise CheckpointError(f"{what}: {value}")
     return value
@@ -302,32 +305,34 @@ def _write_file(comm, tmp, header, local, sharding, shape, dtype, path):
     writes = block.writes and block.count > 0
     fh = None
     problem = None
-    try:
-        fh = MPI.File.Open(comm, tmp, MPI.MODE_WRONLY | MPI.MODE_CREATE | MPI.MODE_EXCL)
-    except MPI.Exception as e:
-        problem = f"cannot create {tmp!r}: {e.Get_error_string()}"
+    with _mpi.internal(f"write_npy({path!r})", "file open", comm):
+        try:
+            fh = MPI.File.Open(comm, tmp, MPI.MODE_WRONLY | MPI.MODE_CREATE | MPI.MODE_EXCL)
+        except MPI.Exception as e:
+            problem = f"cannot create {tmp!r}: {e.Get_error_string()}"
     _agree(comm, problem, f"write_npy({path!r})")
-    try:
-        fh.Set_size(len(header) + math.prod(shape) * dtype.itemsize)
-        if comm.Get_rank() == 0:
-            fh.Write_at(0, header)
-        if block.filetype is not None:
-            fh.Set_view(len(header), block.etype, block.filetype)
-        else:
-            fh.Set_view(len(header), block.etype, block.etype)
-        if not writes:
-            fh.Write_all([local, 0, block.etype])
-        elif block.memtype is not None:
-            fh.Write_all([local, 1, block.memtype])
-        else:
-            fh.Write_all([local, block.count, block.etype])
-        fh.Sync()
-    except MPI.Exception as e:
-        problem = f"writing {tmp!r} failed: {e.Get_error_string()}"
-    finally:
-        block.free()
-        if fh is not None:
-            fh.Close()
+    with _mpi.internal(f"write_npy({path!r})", "parallel write", comm):
+        try:
+            fh.Set_size(len(header) + math.prod(shape) * dtype.itemsize)
+            if comm.Get_rank() == 0:
+                fh.Write_at(0, header)
+            if block.filetype is not None:
+                fh.Set_view(len(header), block.etype, block.filetype)
+            else:
+                fh.Set_view(len(header), block.etype, block.etype)
+            if not writes:
+                fh.Write_all([local, 0, block.etype])
+            elif block.memtype is not None:
+                fh.Write_all([local, 1, block.memtype])
+            else:
+                fh.Write_all([local, block.count, block.etype])
+            fh.Sync()
+        except MPI.Exception as e:
+            problem = f"writing {tmp!r} failed: {e.Get_error_string()}"
+        finally:
+            block.free()
+            if fh is not None:
+                fh.Close()
     try:
         _agree(comm, problem, f"write_npy({path!r})")
     except CheckpointError:
@@ -338,7 +343,8 @@ def _write_file(comm, tmp, header, local, sharding, shape, dtype, path):
 
 def _commit(comm, tmp, path):
     """Every process is done with ``tmp``: rename it over ``path`` (rank 0), durably."""
-    comm.Barrier()
+    with _mpi.internal(f"write_npy({path!r})", "barrier before the commit", comm):
+        comm.Barrier()
 
     def rename():
         os.replace(tmp, path)
@@ -448,29 +454,31 @@ def read_npy(path, sharding: Sharding, global_shape=None, *, factory: Callable |
     local = np.zeros(sharding.local_shape(shape), dtype)
     block = _Block(sharding, shape, dtype, fortran)
     fh = None
-    try:
-        fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
-    except MPI.Exception as e:
-        problem = f"cannot open {path!r}: {e.Get_error_string()}"
+    with _mpi.internal(f"read_npy({path!r})", "file open", comm):
+        try:
+            fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
+        except MPI.Exception as e:
+            problem = f"cannot open {path!r}: {e.Get_error_string()}"
     _agree(comm, problem, f"read_npy({path!r})")
-    try:
-        fh.Set_view(offset, block.etype, block.filetype if block.filetype is not None else block.etype)
-        if block.count == 0:
-            fh.Read_all([local, 0, block.etype])
-        elif fortran:
-            tmp = np.empty(block.owned, dtype, order="F")
-            fh.Read_all([tmp, block.count, block.etype])
-            block.interior(local)[...] = tmp
-        elif block.memtype is not None:
-            fh.Read_all([local, 1, block.memtype])
-        else:
-            fh.Read_all([local, block.count, block.etype])
-    except MPI.Exception as e:
-        problem = f"reading {path!r} failed: {e.Get_error_string()}"
-    finally:
-        block.free()
-        if fh is not None:
-            fh.Close()
+    with _mpi.internal(f"read_npy({path!r})", "parallel read", comm):
+        try:
+            fh.Set_view(offset, block.etype, block.filetype if block.filetype is not None else block.etype)
+            if block.count == 0:
+                fh.Read_all([local, 0, block.etype])
+            elif fortran:
+                tmp = np.empty(block.owned, dtype, order="F")
+                fh.Read_all([tmp, block.count, block.etype])
+                block.interior(local)[...] = tmp
+            elif block.memtype is not None:
+                fh.Read_all([local, 1, block.memtype])
+            else:
+                fh.Read_all([local, block.count, block.etype])
+        except MPI.Exception as e:
+            problem = f"reading {path!r} failed: {e.Get_error_string()}"
+        finally:
+            block.free()
+            if fh is not None:
+                fh.Close()
     _agree(comm, problem, f"read_npy({path!r})")
     if factory is not None:
         return factory(local, sharding, shape)
@@ -605,7 +613,8 @@ def save_state(dirpath, tensors: Mapping, metadata: Mapping | None = None) -> No
             if entry != gen and (_generation_of(entry) is not None or entry.startswith(MANIFEST + ".tmp-")):
                 _unlink_quietly(os.path.join(dirpath, entry))
 
-    comm.Barrier()
+    with _mpi.internal(f"save_state({dirpath!r})", "barrier before the commit", comm):
+        comm.Barrier()
     _root_decides(comm, commit, f"save_state({dirpath!r})")
 
 

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-__all__ = ["find_mpiexec", "run_script", "run_job", "main"]
+__all__ = ["find_mpiexec", "run_script", "run_job", "main", "early_finish", "status_table"]
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 
@@ -167,7 +167,8 @@ def _reap() -> None:
 
 
 def _read_status(job_dir: str) -> dict:
-    """rank -> (state, since, description) from the ranks' status files."""
+    """rank -> (state, since, description, group) from the ranks' status files (``group``: the
+    ``COMM_WORLD`` ranks the blocking call needs, a tuple, or None where unknown)."""
     out = {}
     try:
         names = os.listdir(job_dir)
@@ -178,8 +179,9 @@ def _read_status(job_dir: str) -> dict:
             continue
         try:
             with open(os.path.join(job_dir, name)) as f:
-                state, since, text = f.read().rstrip("\n").split("\t", 2)
-            out[int(name[4:])] = (state, float(since), text)
+                state, since, text, *rest = f.read().rstrip("\n").split("\t", 3)
+            group = tuple(int(r) for r in rest[0].split(",")) if rest and rest[0] else None
+            out[int(name[4:])] = (state, float(since), text, group)
         except (OSError, ValueError):
             continue
     return out
@@ -188,6 +190,79 @@ def _read_status(job_dir: str) -> dict:
 def _ranks(rs) -> str:
     rs = sorted(rs)
     return f"process {rs[0]}" if len(rs) == 1 else "processes " + ", ".join(map(str, rs))
+
+
+_WAITING = ("blocked", "timeout", "raw")  # states of a rank that sits in one call that needs others
+
+
+def early_finish(status: dict, nprocs: int, now: float, grace: float):
+    """What to do about ranks whose script returned while others have not: ``None`` (nothing
+    yet), ``("end", message)`` or ``("note", message)`` (the job goes on).
+
+    ``status``: rank -> (state, since, description, group), as the ranks' watchdogs report.
+    The job ends once, for ``grace`` seconds, some rank has been blocked in a call (a meshrt
+    operation, or a raw collective call on a communicator meshrt knows) whose group holds a
+    finished rank: that call can never complete (the message names every rank in such a
+    call).  It ends too when every unfinished rank has been blocked in meshrt operations for
+    ``grace`` seconds (their groups unknown).  After ``4 * grace`` with neither, a note says
+    where the others are.
+
+    >>> st = {0: ("blocked", 10.0, "all_reduce(...) at job.py:9", (0, 1)),
+    ...       1: ("finished", 11.0, "", None)}
+    >>> early_finish(st, 2, 12.0, 5.0) is None, early_finish(st, 2, 16.0, 5.0)[0]
+    (True, 'end')
+    """
+    finished = {r: v[1] for r, v in status.items() if v[0] == "finished"}
+    if not finished or len(finished) == nprocs:
+        return None
+    rest = [r for r in range(nprocs) if r not in finished]
+    doomed, needed, due = [], set(), False  # ranks in a call that needs a finished rank
+    for r in rest:
+        state, since, _, group = status.get(r, ("running", now, "", None))
+        gone = [f for f in group or () if f in finished]
+        if state in _WAITING and gone:
+            doomed.append(r)
+            needed.update(gone)
+            due = due or now - max([since] + [finished[f] for f in gone]) >= grace
+    if due:
+        verb = "is" if len(doomed) == 1 else "are"
+        return "end", (f"{_ranks(finished)} finished (the script returned) while {_ranks(doomed)} {verb} blocked in "
+                       f"calls that need {_ranks(needed)}, which can never complete:\n"
+                       + status_table(status, nprocs, now) + "meshrt run: ending the job\n")
+    last_finish = max(finished.values())
+    blocked = [r for r in rest if r in status and status[r][0] in ("blocked", "timeout")]
+    if len(blocked) == len(rest):
+        if now - max(last_finish, max(status[r][1] for r in rest)) >= grace:
+            return "end", (f"{_ranks(finished)} finished (the script returned) while {_ranks(rest)} "
+                           f"{'is' if len(rest) == 1 else 'are'} blocked in meshrt operations that need every "
+                           f"process:\n" + status_table(status, nprocs, now) + "meshrt run: ending the job\n")
+    elif now - last_finish >= 4 * grace:
+        return "note", (f"{_ranks(finished)} finished {now - last_finish:.0f} s ago; still waiting for "
+                        f"{_ranks(rest)} (computing, or blocked in a raw MPI call; Ctrl-C ends the job):\n"
+                        + status_table(status, nprocs, now))
+    return None
+
+
+def status_table(status: dict, nprocs: int, now: float) -> str:
+    """One line per rank: finished, blocked in what for how long, or where it is.
+
+    >>> st = {0: ("outside", 9.0, "job.py:7", None), 1: ("finished", 9.5, "", None)}
+    >>> print(status_table(st, 2, 10.0), end="")
+      rank 0: not in a meshrt operation, at job.py:7 for 1.0 s
+      rank 1: finished
+    """
+    lines = []
+    for r in range(nprocs):
+        state, since, text, _ = status.get(r, ("running", now, "", None))
+        if state == "finished":
+            lines.append(f"  rank {r}: finished")
+        elif state in _WAITING:
+            lines.append(f"  rank {r}: blocked in {text} for {now - since:.1f} s")
+        elif state == "outside":
+            lines.append(f"  rank {r}: not in a meshrt operation, at {text} for {now - since:.1f} s")
+        else:
+            lines.append(f"  rank {r}: running, not in a meshrt operation")
+    return "\n".join(lines) + "\n"
 
 
 class _Job:
@@ -259,9 +334,9 @@ class _Job:
 
     def _diagnose(self, status: dict):
         """End the job (returning its exit status) when a rank timed out, or when some ranks
-        finished while all the others have been blocked in meshrt operations for a while."""
+        finished while others wait for them (`early_finish`)."""
         now = time.time()
-        timed_out = [r for r, (state, _, _) in status.items() if state == "timeout"]
+        timed_out = [r for r, v in status.items() if v[0] == "timeout"]
         if timed_out and not self.said_timeout:
             self.said_timeout = True
             time.sleep(0.5)  # the other ranks' watchdogs may be about to report too
@@ -270,43 +345,23 @@ class _Job:
             sys.stderr.flush()
             self._end(signal.SIGTERM, self.grace)
             return 124
-        finished = {r for r, (state, _, _) in status.items() if state == "finished"}
-        if not finished or len(finished) == self.nprocs:
+        verdict = early_finish(status, self.nprocs, now, self.exit_grace)
+        if verdict is None:
             return None
-        rest = [r for r in range(self.nprocs) if r not in finished]
-        last_finish = max(status[r][1] for r in finished)
-        blocked = [r for r in rest if r in status and status[r][0] in ("blocked", "timeout")]
-        if len(blocked) == len(rest):
-            if now - max(last_finish, max(status[r][1] for r in rest)) >= self.exit_grace:
-                sys.stderr.write(
-                    f"meshrt run: {_ranks(finished)} finished (the script returned) while "
-                    f"{_ranks(rest)} {'is' if len(rest) == 1 else 'are'} blocked in meshrt operations that need "
-                    f"every process:\n" + self._table(status, now) + "meshrt run: ending the job\n")
-                sys.stderr.flush()
-                self._end(signal.SIGTERM, self.grace)
-                return 1
-        elif now - last_finish >= 4 * self.exit_grace and not self.said_waiting:
+        kind, message = verdict
+        if kind == "end":
+            sys.stderr.write("meshrt run: " + message)
+            sys.stderr.flush()
+            self._end(signal.SIGTERM, self.grace)
+            return 1
+        if not self.said_waiting:
             self.said_waiting = True
-            sys.stderr.write(
-                f"meshrt run: {_ranks(finished)} finished {now - last_finish:.0f} s ago; still waiting for "
-                f"{_ranks(rest)} (computing, or blocked in a raw MPI call; Ctrl-C ends the job):\n"
-                + self._table(status, now))
+            sys.stderr.write("meshrt run: " + message)
             sys.stderr.flush()
         return None
 
     def _table(self, status: dict, now: float) -> str:
-        lines = []
-        for r in range(self.nprocs):
-            state, since, text = status.get(r, ("running", now, ""))
-            if state == "finished":
-                lines.append(f"  rank {r}: finished")
-            elif state in ("blocked", "timeout"):
-                lines.append(f"  rank {r}: blocked in {text} for {now - since:.1f} s")
-            elif state == "outside":
-                lines.append(f"  rank {r}: not in a meshrt operation, at {text} for {now - since:.1f} s")
-            else:
-                lines.append(f"  rank {r}: running, not in a meshrt operation")
-        return "\n".join(lines) + "\n"
+        return status_table(status, self.nprocs, now)
 
 
 def run_job(cmd, nprocs: int) -> int:
@@ -316,9 +371,11 @@ def run_job(cmd, nprocs: int) -> int:
     * SIGINT, SIGTERM, SIGHUP and SIGUSR1 are passed to every process of the job
       (mpiexec, its proxies, the ranks); whatever is left after ``MESHRT_KILL_GRACE``
       seconds (default 3) is killed; the status is 128 + the signal's number;
-    * a rank whose script returned while all the others have been blocked in meshrt
-      operations for ``MESHRT_EXIT_GRACE`` seconds (default 5) ends the job with a
-      diagnosis naming the ranks (status 1);
+    * a rank whose script returned while another has been blocked, for
+      ``MESHRT_EXIT_GRACE`` seconds (default 5), in a call that needs it (a meshrt
+      operation, or a raw mpi4py call on ``COMM_WORLD`` or a communicator meshrt made), or
+      while all the others have been blocked in meshrt operations that long, ends the job
+      with a table of what each rank is doing (status 1; see `early_finish`);
     * a rank that reached ``MESHRT_TIMEOUT`` makes it print what every rank was doing
       and end the job (status 124).
     """

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import _mpi
 from .errors import ShardingError
 from .reshard import ReshardPlan, execute_reshard, plan_reshard, scatter_target
 from .sharding import Sharding, split_offsets
@@ -598,7 +599,8 @@ def _as_operands(op, operands):
             raise TypeError(f"{op}: operand {i} of type {type(x).__name__} is not an array")
         # A process passing its local block instead would plan differently from the others and hang them:
         # one small allgather makes that an error everywhere.
-        metas = ref.mesh.comm.allgather((arr.shape, arr.dtype.str))
+        with _mpi.internal(op, "operand agreement", ref.mesh):
+            metas = ref.mesh.comm.allgather((arr.shape, arr.dtype.str))
         if any(m != metas[0] for m in metas):
             raise ShardingError(f"{op}: operand {i} is a numpy array, taken as the global array, so every process "
                                 f"must pass the same one; shapes/dtypes per device: {metas}")

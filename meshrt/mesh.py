@@ -366,7 +366,7 @@ class Mesh(AbstractMesh):
     ((2, 2), (0, 1))
     """
 
-    __slots__ = ("_comm", "_groups", "_rank", "_coords")
+    __slots__ = ("_comm", "_groups", "_rank", "_coords", "_world")
 
     def __init__(self, shape, axis_names: Sequence[str] | None = None, *, comm=None, name: str = "mesh"):
         if comm is None:
@@ -379,6 +379,9 @@ class Mesh(AbstractMesh):
         self._groups = {}
         self._rank = comm.Get_rank()
         self._coords = self.multi_index(self._rank)
+        from . import _mpi
+
+        self._world = _mpi.mesh_world(comm)
         _track(self)
 
     @classmethod
@@ -391,6 +394,12 @@ class Mesh(AbstractMesh):
     @property
     def comm(self):
         return self._comm
+
+    @property
+    def world(self):
+        """The ``MPI.COMM_WORLD`` rank of each device, by linear index (None if ``comm`` is
+        not an mpi4py communicator)."""
+        return self._world
 
     @property
     def rank(self) -> int:
@@ -433,23 +442,34 @@ class Mesh(AbstractMesh):
         if comm is None:
             if self._comm is None:
                 raise MeshError("mesh: this mesh was freed; create a new Mesh to communicate")
-            if axes == tuple(range(self.ndim)) and list(axes) == sorted(axes):
-                comm = self._comm.Dup()
-            else:
-                others = [a for a in range(self.ndim) if a not in axes]
-                color = 0
-                for a in others:
-                    color = color * self._shape[a] + self._coords[a]
-                comm = self._comm.Split(color, self.in_group_index(self._coords, axes))
+            from . import _mpi
+
+            with _mpi.internal("Mesh.group", "communicator creation", self):
+                if axes == tuple(range(self.ndim)) and list(axes) == sorted(axes):
+                    comm = self._comm.Dup()
+                else:
+                    others = [a for a in range(self.ndim) if a not in axes]
+                    color = 0
+                    for a in others:
+                        color = color * self._shape[a] + self._coords[a]
+                    comm = self._comm.Split(color, self.in_group_index(self._coords, axes))
+            if self._world is not None:
+                _mpi.note_world(comm, (self._world[d] for d in self.group_devices(axes)))
             self._groups[axes] = comm
         return comm
 
     def free(self) -> None:
         """Free the cached group communicators (collective over the mesh)."""
         groups, self._groups = self._groups, {}
+        if not groups:
+            return
+        from . import _mpi
+
         for comm in groups.values():
+            _mpi.forget_world(comm)
             try:
-                comm.Free()
+                with _mpi.internal("Mesh.free", "communicator free", self):
+                    comm.Free()
             except Exception:  # MPI already finalized: nothing left to free
                 pass
 

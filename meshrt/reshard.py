@@ -782,36 +782,39 @@ _TAG_EXCHANGE = 0x5e5
 def _exchange(step: ReshardStep, x, shape, mesh, out):
     from mpi4py import MPI
 
+    from . import _mpi
     from ._blockcopy import copy_block
 
     sends, recvs, out_shape = _exchange_program(_abstract(step.before), _abstract(step.after), shape, mesh.rank)
     if out is None:
         out = np.empty(out_shape, x.dtype)
     comm = mesh.comm
-    reqs, unpack, keep = [], [], []
-    for src, sl in recvs:
-        if src == mesh.rank:
-            continue
-        view = out[sl]
-        if view.flags.c_contiguous:
-            buf = view
-        else:
-            buf = np.empty(view.shape, x.dtype)
-            unpack.append((view, buf))
-        reqs.append(comm.Irecv([buf.view(np.uint8).reshape(-1) if buf.size else buf, MPI.BYTE], src, _TAG_EXCHANGE))
-    for dest, sl in sends:
-        view = x[sl]
-        if dest == mesh.rank:
-            own = [r for r in recvs if r[0] == mesh.rank]
-            copy_block(out[own[0][1]], view)
-            continue
-        if not view.flags.c_contiguous:
-            buf = np.empty(view.shape, x.dtype)
-            copy_block(buf, view)
-            view = buf
-        keep.append(view)
-        reqs.append(comm.Isend([view.view(np.uint8).reshape(-1) if view.size else view, MPI.BYTE], dest, _TAG_EXCHANGE))
-    MPI.Request.Waitall(reqs)
+    peers = _mpi.Peers(mesh, tuple(sorted({d for d, _ in recvs} | {d for d, _ in sends})))
+    with _mpi.internal("reshard", "point-to-point exchange", peers):
+        reqs, unpack, keep = [], [], []
+        for src, sl in recvs:
+            if src == mesh.rank:
+                continue
+            view = out[sl]
+            if view.flags.c_contiguous:
+                buf = view
+            else:
+                buf = np.empty(view.shape, x.dtype)
+                unpack.append((view, buf))
+            reqs.append(comm.Irecv([buf.view(np.uint8).reshape(-1) if buf.size else buf, MPI.BYTE], src, _TAG_EXCHANGE))
+        for dest, sl in sends:
+            view = x[sl]
+            if dest == mesh.rank:
+                own = [r for r in recvs if r[0] == mesh.rank]
+                copy_block(out[own[0][1]], view)
+                continue
+            if not view.flags.c_contiguous:
+                buf = np.empty(view.shape, x.dtype)
+                copy_block(buf, view)
+                view = buf
+            keep.append(view)
+            reqs.append(comm.Isend([view.view(np.uint8).reshape(-1) if view.size else view, MPI.BYTE], dest, _TAG_EXCHANGE))
+        MPI.Request.Waitall(reqs)
     for view, buf in unpack:
         copy_block(view, buf)
     return out

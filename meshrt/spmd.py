@@ -13,6 +13,7 @@ import functools
 
 import numpy as np
 
+from . import _mpi
 from .errors import ShardingError
 from .sharding import Sharding
 from .tensor import DistributedTensor
@@ -100,7 +101,8 @@ def _global_shape(local: np.ndarray, s: Sharding, i, name) -> tuple:
         elif s.sharded_dims_offsets:
             shape.append(_offsets_end(s, d))
         else:
-            shape.append(s.mesh.group(axes).allreduce(n))
+            with _mpi.internal("spmd", f"global shape of {name}", (s.mesh, axes)):
+                shape.append(s.mesh.group(axes).allreduce(n))
     return tuple(shape)
 
 

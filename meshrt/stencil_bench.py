@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from . import _mpi
 from .mesh import Mesh
 from .sharding import Sharding
 from .stencil import apply_stencil, clear_stencil_cache, t_eff
@@ -71,12 +72,14 @@ def _measure(comm, ndim, local, steps, reps, overlap):
         step(), step()  # compile or load the kernel, build plans and exchanges
         times = []
         for _ in range(reps):
-            comm.Barrier()
+            with _mpi.internal("meshrt bench stencil", "barrier before timing", comm):
+                comm.Barrier()
             t0 = time.perf_counter()
             for _ in range(steps):
                 step()
-            comm.Barrier()
-            times.append(comm.allreduce((time.perf_counter() - t0) / steps, op=_max()))
+            with _mpi.internal("meshrt bench stencil", "barrier and slowest time", comm):
+                comm.Barrier()
+                times.append(comm.allreduce((time.perf_counter() - t0) / steps, op=_max()))
         return statistics.median(times), shape, mesh.shape, u.dtype.itemsize
     finally:
         clear_stencil_cache()  # the prepared calls hold the tensors
@@ -146,14 +149,17 @@ def _run(args, world) -> int:
         f"{'per_proc_GB/s':>14} {'efficiency':>10}")
     rows, t1 = [], None
     for p in counts:
-        sub = world.Split(0 if rank < p else MPI.UNDEFINED, rank)
+        with _mpi.internal("meshrt bench stencil", f"communicator of {p} processes", world):
+            sub = world.Split(0 if rank < p else MPI.UNDEFINED, rank)
         result = None
         if sub != MPI.COMM_NULL:
             try:
                 result = _measure(sub, args.ndim, local, args.steps, args.reps, not args.no_overlap)
             finally:
-                sub.Free()
-        t, shape, mshape, itemsize = world.bcast(result, root=0)  # world rank 0 is in every group
+                with _mpi.internal("meshrt bench stencil", "communicator free", sub):
+                    sub.Free()
+        with _mpi.internal("meshrt bench stencil", "result from rank 0", world):
+            t, shape, mshape, itemsize = world.bcast(result, root=0)  # world rank 0 is in every group
         t1 = t if t1 is None else t1
         # wave: u read, old read and written; heat: u read, v written
         nbytes = int(np.prod(shape)) * itemsize

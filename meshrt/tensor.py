@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.lib.mixins
 
-from . import _check, collectives
+from . import _check, _mpi, collectives
 from . import io as _io
 from .halo import HaloExchange, periodic_tuple
 from ._blockcopy import copy_block, extract, insert
@@ -127,7 +127,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             error = f"local: the buffer must be C-contiguous, got strides {local.strides} for shape {local.shape}"
         elif dtype is not None and np.dtype(dtype) != local.dtype:
             error = f"dtype: local buffer has dtype {local.dtype}, but dtype={np.dtype(dtype)} was asked for"
-        _agree(sharding.mesh, error)
+        _agree(sharding.mesh, error, "DistributedTensor.from_local")
         return cls(local, sharding, shape, periodic=periodic)
 
     @classmethod
@@ -205,9 +205,10 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
                 shape = _check_global(arr.shape, arr.dtype, sharding, global_shape)
             except ShardingError as e:
                 error = str(e)
-            _agree(mesh, error)
+            _agree(mesh, error, "DistributedTensor.from_global")
             # every process must pass the same array: at least its shape and dtype must agree
-            metas = mesh.comm.allgather((arr.shape, arr.dtype.str))
+            with _mpi.internal("DistributedTensor.from_global", "shape agreement", mesh):
+                metas = mesh.comm.allgather((arr.shape, arr.dtype.str))
             differ = [d for d, m in enumerate(metas) if m != metas[0]]
             if differ:
                 raise ShardingError(
@@ -228,7 +229,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
                 meta = (arr.shape, arr.dtype.str)
             except ShardingError as e:
                 err = str(e)
-        meta, err = comm.bcast((meta, err), root=root)
+        with _mpi.internal("DistributedTensor.from_global", "shape from the root", mesh):
+            meta, err = comm.bcast((meta, err), root=root)
         if err is not None:
             raise ShardingError(err)
         shape, dt = tuple(meta[0]), np.dtype(meta[1])
@@ -247,7 +249,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         else:
             send = None
         recv = np.empty(math.prod(t._interior.shape) * dt.itemsize, np.uint8)
-        comm.Scatterv(send, recv, root=root)
+        with _mpi.internal("DistributedTensor.from_global", "scatter from the root", mesh):
+            comm.Scatterv(send, recv, root=root)
         if recv.size:
             copy_block(t._interior, recv.view(dt).reshape(t._interior.shape))
         return t
@@ -573,7 +576,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             comm = _ALLGATHERS.get(key)
             if comm is not None and self._interior.flags.c_contiguous:
                 out = np.empty(key[1], key[2])
-                comm.Allgather(self._interior, out)
+                with _mpi.internal("DistributedTensor.gather", "gather of the blocks", self.mesh):
+                    comm.Allgather(self._interior, out)
                 return out
         mesh, s, shape, dt = self.mesh, self._sharding, self._global_shape, self.dtype
         if root is not None:
@@ -582,7 +586,8 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         layout = _gather_layout(s, shape, dt.itemsize)
         mine = block.size * dt.itemsize if all(mesh.coords[a] == 0 for a in layout.rest) else 0
         if not (root is None or mesh.rank == root):  # a Gatherv sender needs only its own count
-            mesh.comm.Gatherv(np.ascontiguousarray(block).view(np.uint8).reshape(-1)[:mine], None, root=root)
+            with _mpi.internal("DistributedTensor.gather", "gather of the blocks", mesh):
+                mesh.comm.Gatherv(np.ascontiguousarray(block).view(np.uint8).reshape(-1)[:mine], None, root=root)
             return None
         counts, displs, in_place = layout.counts, layout.displs, layout.in_place
         out = np.empty(shape, dt)
@@ -593,18 +598,19 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             if mine:
                 copy_block(sendbuf.view(dt).reshape(block.shape), block)
         recvbuf = out.reshape(-1).view(np.uint8) if in_place else np.empty(int(counts.sum()), np.uint8)
-        if root is None and layout.equal:
-            # Equal blocks (every process sends, same size): MPICH's Allgather is 1.6-2.3x faster
-            # than its Allgatherv with equal counts at 1-8 MiB per process (measured, 2 processes).
-            mesh.comm.Allgather(sendbuf, recvbuf)
-            if in_place and not s.is_partial and dt in collectives._DIRECT_DTYPES:
-                if len(_ALLGATHERS) > 64:
-                    _ALLGATHERS.clear()
-                _ALLGATHERS[s, shape, dt] = mesh.comm
-        elif root is None:
-            mesh.comm.Allgatherv(sendbuf, [recvbuf, (counts, displs)])
-        else:
-            mesh.comm.Gatherv(sendbuf, [recvbuf, (counts, displs)], root=root)
+        with _mpi.internal("DistributedTensor.gather", "gather of the blocks", mesh):
+            if root is None and layout.equal:
+                # Equal blocks (every process sends, same size): MPICH's Allgather is 1.6-2.3x faster
+                # than its Allgatherv with equal counts at 1-8 MiB per process (measured, 2 processes).
+                mesh.comm.Allgather(sendbuf, recvbuf)
+                if in_place and not s.is_partial and dt in collectives._DIRECT_DTYPES:
+                    if len(_ALLGATHERS) > 64:
+                        _ALLGATHERS.clear()
+                    _ALLGATHERS[s, shape, dt] = mesh.comm
+            elif root is None:
+                mesh.comm.Allgatherv(sendbuf, [recvbuf, (counts, displs)])
+            else:
+                mesh.comm.Gatherv(sendbuf, [recvbuf, (counts, displs)], root=root)
         if not in_place:
             starts, sizes = layout.starts, layout.sizes
             for d in np.flatnonzero(counts):
@@ -947,8 +953,10 @@ def _flip(block, plan, mesh):
     send = np.empty(block.shape, block.dtype)
     copy_block(send, block)
     recv = np.empty(s.shard_shape(shape, partner), block.dtype)
-    mesh.comm.Sendrecv(send.view(np.uint8).reshape(-1), partner, _TAG_FLIP,
-                       recv.view(np.uint8).reshape(-1), partner, _TAG_FLIP)
+    peers = _mpi.Peers(mesh, tuple(sorted((mesh.rank, partner))))
+    with _mpi.internal("DistributedTensor.__getitem__", "exchange of reversed blocks", peers):
+        mesh.comm.Sendrecv(send.view(np.uint8).reshape(-1), partner, _TAG_FLIP,
+                           recv.view(np.uint8).reshape(-1), partner, _TAG_FLIP)
     return recv
 
 
@@ -1177,9 +1185,10 @@ def _check_global(shape, dtype, sharding, global_shape) -> tuple:
     return sharding.check_shape(shape)
 
 
-def _agree(mesh: Mesh, error: str | None) -> None:
+def _agree(mesh: Mesh, error: str | None, op: str) -> None:
     """Raise the same ShardingError on every process when any process found ``error``."""
-    errors = mesh.comm.allgather(error)
+    with _mpi.internal(op, "error agreement", mesh):
+        errors = mesh.comm.allgather(error)
     bad = [d for d, e in enumerate(errors) if e is not None]
     if bad:
         raise ShardingError(f"{errors[bad[0]]} (on device{'s' if len(bad) > 1 else ''} {bad})")

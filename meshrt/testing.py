@@ -293,7 +293,10 @@ class MPIPlugin:
             # rank learns which ranks failed.
             failed = any(t["nodeid"] == report.nodeid and t["outcome"] == "failed"
                          for t in self.tests)
-            flags = self.comm.allgather(failed)
+            from . import _mpi
+
+            with _mpi.internal(report.nodeid, "exchange of test outcomes", self.comm):
+                flags = self.comm.allgather(failed)
             bad = [r for r, f in enumerate(flags) if f]
             if bad and not failed and self.rank == 0:
                 sys.stderr.write(f"[rank 0] {report.nodeid} failed on ranks {bad}\n")

@@ -177,10 +177,10 @@ def test_timeout_reports_every_rank_and_aborts(tmp_path):
     rc, _, err, _ = _finish(proc, 30)
     assert rc == 124, err
     # each rank prints its own line on reaching the limit; meshrt run prints everyone's state
-    assert any(f"[meshrt] rank {r} blocked in DistributedTensor.gather() at job.py:8 for 3." in err
-               for r in (1, 2, 3)), err
+    gather = "DistributedTensor.gather() (gather of the blocks over mesh (4,)) at job.py:8"
+    assert any(f"[meshrt] rank {r} blocked in {gather} for 3." in err for r in (1, 2, 3)), err
     for r in (1, 2, 3):
-        assert f"  rank {r}: blocked in DistributedTensor.gather() at job.py:8 for " in err, err
+        assert f"  rank {r}: blocked in {gather} for " in err, err
     assert "  rank 0: not in a meshrt operation, at job.py:7 for " in err
     _assert_no_survivors(marker)
 
@@ -199,7 +199,8 @@ def test_timeout_under_plain_mpiexec(tmp_path):
     """, marker, MESHRT_TIMEOUT="3")
     rc, out, err, _ = _finish(proc, 30)
     assert rc == 124, (out, err)
-    assert re.search(r"\[meshrt\] rank 0 blocked in DistributedTensor.gather\(root=0\) at job.py:7 for 3\.\d s "
+    assert re.search(r"\[meshrt\] rank 0 blocked in DistributedTensor.gather\(root=0\) \(gather of the blocks "
+                     r"over mesh \(4,\)\) at job.py:7 for 3\.\d s "
                      r"\(MESHRT_TIMEOUT=3\); aborting the job", err), err
     _assert_no_survivors(marker)
 
@@ -223,4 +224,106 @@ def test_timeout_names_a_compiled_collective(tmp_path):
     assert rc == 124, (out, err)
     assert re.search(r"\[meshrt\] rank [023] blocked in all_reduce\(x=array\(shape=\(4,\), dtype=float64\), "
                      r"mesh=mesh\(4,\), reduction='sum'\) at job.py:9 for 3\.\d s", err), err
+    _assert_no_survivors(marker)
+
+
+# -- the catalogue of jobs that must not hang: a rank returns while others wait for it ----------
+# Each job runs at 4 processes under meshrt run; every rank first writes its pid.  Asserted:
+# a non-zero exit within 20 s, a message naming the ranks and what each was doing, and no
+# process of the job left (by pid, and by the marker on the command line).
+PIDS = """
+    import os, sys; from mpi4py import MPI
+    open(os.path.join(sys.argv[2], f"pid{MPI.COMM_WORLD.rank}"), "w").write(str(os.getpid()))
+"""
+
+EXIT_BEFORE_CREATION = PIDS + """
+    import numpy as np
+    from meshrt import DistributedTensor, Mesh, Sharding
+    mesh = Mesh((2, 2))
+    if mesh.rank == 3:
+        sys.exit(0)
+    t = DistributedTensor.zeros((8, 8), Sharding(mesh, [[0]]))
+"""
+
+CHECK_SUM_ALONE = PIDS + """
+    from meshrt import CollectiveError, DistributedTensor, Mesh, Sharding
+    mesh = Mesh((-1,))
+    t = DistributedTensor.zeros((8, 8), Sharding(mesh, [[0]]))
+
+    def attempt(call):
+        try:
+            return call()
+        except CollectiveError as e:
+            print(f"rank {mesh.rank}: {e}")
+
+    if mesh.rank == 0:
+        attempt(t.sum)
+    attempt(t.gather)
+"""
+
+RAW_BARRIER = PIDS + """
+    from mpi4py import MPI
+    import meshrt
+    comm = MPI.COMM_WORLD
+    if comm.rank == 3:
+        sys.exit(0)
+    comm.Barrier()
+"""
+
+RAW_GROUP_BARRIER = PIDS + """
+    from meshrt import Mesh
+    mesh = Mesh((2, 2))
+    column = mesh.group([0])  # ranks 0, 2 and ranks 1, 3
+    if mesh.rank == 3:
+        sys.exit(0)
+    column.Barrier()  # rank 1 waits for rank 3 forever; ranks 0 and 2 go on and finish
+"""
+
+ZEROS = "DistributedTensor.zeros (agreement over mesh (2, 2)) at job.py:10"
+HANGS = [
+    # (id, job, environment, exit status, what the message must say)
+    ("exit before creation", EXIT_BEFORE_CREATION, {}, 1,
+     ["process 3 finished (the script returned) while processes 0, 1, 2 are blocked"]
+     + [f"rank {r}: blocked in {ZEROS} for " for r in range(3)] + ["rank 3: finished"]),
+    ("exit before creation, MESHRT_CHECK=1", EXIT_BEFORE_CREATION, {"MESHRT_CHECK": "1"}, 1,
+     ["process 3 finished (the script returned) while processes 0, 1, 2 are blocked"]
+     + [f"rank {r}: blocked in {ZEROS} for " for r in range(3)]),
+    ("exit before creation, MESHRT_TIMEOUT", EXIT_BEFORE_CREATION, {"MESHRT_TIMEOUT": "3", "MESHRT_EXIT_GRACE": "60"},
+     124, [f"blocked in {ZEROS} for 3.", "MESHRT_TIMEOUT reached"]
+     + [f"rank {r}: blocked in {ZEROS} for " for r in range(3)]),
+    ("check: sum on rank 0 alone", CHECK_SUM_ALONE, {"MESHRT_CHECK": "1"}, 1,
+     ["processes 1, 2, 3 finished (the script returned) while process 0 is blocked",
+      "rank 0: blocked in DistributedTensor.gather (MESHRT_CHECK agreement over mesh (4,)) at job.py:11 for "]
+     + [f"rank {r}: finished" for r in (1, 2, 3)]),
+    ("raw barrier on COMM_WORLD", RAW_BARRIER, {}, 1,
+     ["process 3 finished (the script returned) while processes 0, 1, 2 are blocked"]
+     + [f"rank {r}: blocked in a raw MPI call comm.Barrier() on COMM_WORLD at job.py:10 for " for r in range(3)]),
+    ("raw barrier on a mesh's group", RAW_GROUP_BARRIER, {}, 1,
+     ["processes 0, 2, 3 finished (the script returned) while process 1 is blocked in calls that need process 3",
+      "rank 1: blocked in a raw MPI call column.Barrier() on a communicator of 2 processes at job.py:10 for "]),
+]
+
+
+def _pids_gone(tmp_path):
+    pids = [int((tmp_path / f"pid{r}").read_text()) for r in range(N) if (tmp_path / f"pid{r}").exists()]
+    assert len(pids) == N, f"only {len(pids)} ranks wrote their pid"
+    deadline = time.monotonic() + 3
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in pids if os.path.exists(f"/proc/{p}") and
+                 open(f"/proc/{p}/stat", "rb").read().rsplit(b")", 1)[1].split()[0] != b"Z"]
+        time.sleep(0.1)
+    assert not alive, f"ranks still running: pids {alive}"
+
+
+@pytest.mark.parametrize("name, body, env, status, says", HANGS, ids=[h[0] for h in HANGS])
+def test_a_rank_that_returns_never_hangs_the_job(tmp_path, name, body, env, status, says):
+    marker = f"meshrt-hang-{abs(hash(name))}-{os.getpid()}"
+    proc = _start(tmp_path, body, marker, **{"MESHRT_EXIT_GRACE": "1", "MESHRT_KILL_GRACE": "2", **env})
+    rc, _, err, elapsed = _finish(proc, 40)
+    assert rc == status, err
+    assert elapsed < 20, f"{name}: ended after {elapsed:.1f} s\n{err}"
+    for text in says:
+        assert text in err, f"{name}: {text!r} not in\n{err}"
+    _pids_gone(tmp_path)
     _assert_no_survivors(marker)

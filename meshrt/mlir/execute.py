@@ -29,6 +29,7 @@ import functools
 
 import numpy as np
 
+from .. import _mpi
 from .. import collectives as C
 from ..errors import MLIRError
 from ..halo import update_halo
@@ -574,7 +575,8 @@ def _piece_sizes(op, x, mesh, axes, axis):
     dialect's equal pieces, which a static type guarantees."""
     if op.operands[0].type.shape[axis] is not None or not axes:
         return None
-    sizes = mesh.group(axes).allgather(x.shape[axis])
+    with _mpi.internal(op.name, "exchange of piece sizes", (mesh, axes)):
+        sizes = mesh.group(axes).allgather(x.shape[axis])
     return sizes if len(set(sizes)) > 1 else None
 
 
@@ -831,7 +833,8 @@ def gather_results(results, shardings, comm, root=0) -> list:
 def _global_shape(r, s, comm):
     """The global shape of a sharded result from every process's local shape (halos removed)."""
     owned = [n - sum(s.halo_widths(d)) for d, n in enumerate(r.shape)]
-    shapes = comm.allgather(tuple(owned))
+    with _mpi.internal("gather_results", "exchange of result shapes", comm):
+        shapes = comm.allgather(tuple(owned))
     mesh = s.mesh
     out = []
     for d in range(r.ndim):
