@@ -36,7 +36,7 @@ from .errors import ShardingError
 from .tensor import (DistributedTensor, _acc_dtype, _align, _combine, _drop, _drop_dim, _from_dims, _identity,
                      _out_dtype, _per_dim, implements)
 
-__all__ = ["reduce", "var", "argextreme", "UFUNC_REDUCTIONS"]
+__all__ = ["reduce_tensor", "var", "argextreme", "UFUNC_REDUCTIONS"]
 
 # op -> (MPI reduction kind, numpy reduce function)
 _OPS = {
@@ -106,7 +106,7 @@ def _insert(flags, dims):
     return tuple(False if d in dims else next(it) for d in range(len(flags) + len(dims)))
 
 
-def reduce(t: DistributedTensor, op: str, axis=None, dtype=None, keepdims=False, *, nan=False):
+def reduce_tensor(t: DistributedTensor, op: str, axis=None, dtype=None, keepdims=False, *, nan=False):
     """``np.<op>(t, axis, dtype, keepdims)`` for ``op`` in sum, prod, max, min, mean, any, all,
     count_nonzero; ``nan=True`` skips NaNs (``nansum``, ``nanprod``, ``nanmax``, ``nanmin``, ``nanmean``)."""
     dims = normalize_axes(axis, t.ndim)
@@ -316,7 +316,7 @@ def _handler(op, nan=False):
         _where_refused(name, where)
         _only(name, kwargs, set())
         keepdims = bool(keepdims) if keepdims is not np._NoValue else False
-        return reduce(a, op, axis, dtype, keepdims, nan=nan)
+        return reduce_tensor(a, op, axis, dtype, keepdims, nan=nan)
     handler.__name__ = f"_{name[3:]}"
     return handler
 
@@ -332,7 +332,7 @@ def _ordered_handler(op, nan=False):
             raise TypeError(f"{name} on a DistributedTensor: initial= is not supported")
         _where_refused(name, where)
         keepdims = bool(keepdims) if keepdims is not np._NoValue else False
-        return reduce(a, op, axis, None, keepdims, nan=nan)
+        return reduce_tensor(a, op, axis, None, keepdims, nan=nan)
     return handler
 
 
@@ -349,7 +349,7 @@ def _np_any(a, axis=None, out=None, keepdims=False, *, where=True):
     if out is not None:
         raise TypeError("np.any on a DistributedTensor: out= is not supported")
     _where_refused("np.any", where)
-    return reduce(a, "any", axis, None, bool(keepdims) if keepdims is not np._NoValue else False)
+    return reduce_tensor(a, "any", axis, None, bool(keepdims) if keepdims is not np._NoValue else False)
 
 
 @implements(np.all)
@@ -357,12 +357,12 @@ def _np_all(a, axis=None, out=None, keepdims=False, *, where=True):
     if out is not None:
         raise TypeError("np.all on a DistributedTensor: out= is not supported")
     _where_refused("np.all", where)
-    return reduce(a, "all", axis, None, bool(keepdims) if keepdims is not np._NoValue else False)
+    return reduce_tensor(a, "all", axis, None, bool(keepdims) if keepdims is not np._NoValue else False)
 
 
 @implements(np.count_nonzero)
 def _np_count_nonzero(a, axis=None, *, keepdims=False):
-    result = reduce(a, "count_nonzero", axis, None, keepdims)
+    result = reduce_tensor(a, "count_nonzero", axis, None, keepdims)
     return int(result) if isinstance(result, np.generic) else result
 
 
@@ -406,7 +406,7 @@ def _np_average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     if keepdims is np._NoValue:
         keepdims = False
     if weights is None:
-        avg = reduce(a, "mean", axis, None, keepdims)
+        avg = reduce_tensor(a, "mean", axis, None, keepdims)
         if returned:
             count = math.prod(a.shape[d] for d in normalize_axes(axis, a.ndim))
             return avg, (np.float64(count) if isinstance(avg, np.generic) else _full_like(avg, count))
@@ -416,8 +416,8 @@ def _np_average(a, axis=None, weights=None, returned=False, *, keepdims=False):
                         f"shape {a.shape} (got {type(weights).__name__} "
                         f"{getattr(weights, 'shape', '')}); gather() first for other weights")
     _, (a, w) = _align("np.average", [a, weights])
-    num = reduce(a * w, "sum", axis, None, keepdims)
-    den = reduce(w, "sum", axis, None, keepdims)
+    num = reduce_tensor(a * w, "sum", axis, None, keepdims)
+    den = reduce_tensor(w, "sum", axis, None, keepdims)
     if isinstance(den, np.generic) and den == 0:
         raise ZeroDivisionError("Weights sum to zero, can't be normalized")
     avg = num / den
@@ -454,7 +454,7 @@ def ufunc_method(ufunc, method, inputs, kwargs):
         keepdims = kwargs.pop("keepdims", False)
         _only(name, {k: v for k, v in kwargs.items() if not (k == "where" and v is True)}, set())
         op = UFUNC_REDUCTIONS[ufunc]
-        return reduce(a, op, axis, dtype if op in ("sum", "prod") else None, keepdims)
+        return reduce_tensor(a, op, axis, dtype if op in ("sum", "prod") else None, keepdims)
     if method == "accumulate" and ufunc is np.add:
         dtype = kwargs.pop("dtype", None)
         _only(name, kwargs, set())

@@ -44,6 +44,7 @@ import threading
 
 import numpy as np
 
+from . import _mpi
 from .chunks import aligned_sharding, check_chunks, default_chunks, is_aligned, owned_chunks, writer_of_block
 from .errors import ShardingError
 from .io import _NAME, CheckpointError, _agree, _comm_of, _fsync_dir, _root_decides, _unlink_quietly
@@ -266,7 +267,8 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
         if comm.Get_rank() == 0:
             _unlink_quietly(tmp)
         raise
-    comm.Barrier()
+    with _mpi.internal(where, "barrier before the commit", comm):
+        comm.Barrier()
     _root_decides(comm, lambda: _swap_into_place(tmp, target, aside), where)
 
 
@@ -447,7 +449,8 @@ def _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where):
         _remove_stale(path)
         write_xdmf(path)
 
-    comm.Barrier()
+    with _mpi.internal(where, "barrier before the commit", comm):
+        comm.Barrier()
     _root_decides(comm, commit, where)
 
 
@@ -490,7 +493,8 @@ def _to_hdf5_collective(h5py, comm, t, path, name, shape, attrs, where):
         _remove_stale(path)
         write_xdmf(path)
 
-    comm.Barrier()
+    with _mpi.internal(where, "barrier before the commit", comm):
+        comm.Barrier()
     _root_decides(comm, commit, where)
 
 

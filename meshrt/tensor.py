@@ -798,13 +798,13 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         """Whether any element is true (all, or along ``axis``), as ``np.any``."""
         from . import _npreduce
 
-        return _npreduce.reduce(self, "any", axis, None, keepdims)
+        return _npreduce.reduce_tensor(self, "any", axis, None, keepdims)
 
     def all(self, axis=None, keepdims=False):
         """Whether every element is true (all, or along ``axis``), as ``np.all``."""
         from . import _npreduce
 
-        return _npreduce.reduce(self, "all", axis, None, keepdims)
+        return _npreduce.reduce_tensor(self, "all", axis, None, keepdims)
 
     def _reduce(self, op: str, axis, dtype, keep_partial: bool):
         """Reduce the interior locally, then over the mesh axes that split the reduced dims.
@@ -824,7 +824,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         if isinstance(axis, (tuple, list)) and len(axis) != 1 and not keep_partial:
             from . import _npreduce
 
-            return _npreduce.reduce(self, op, tuple(axis), dtype)
+            return _npreduce.reduce_tensor(self, op, tuple(axis), dtype)
         if axis is not None:
             if isinstance(axis, (tuple, list)) and len(axis) == 1:
                 axis = axis[0]

@@ -35,6 +35,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import _mpi
 from .chunks import writer_of_block
 from .errors import ShardingError
 from .formats import remove_later
@@ -335,5 +336,6 @@ def write_vtk(prefix, fields, step, time=None, spacing=None, origin=None) -> str
                 remove_later(os.path.join(parent, entry))
         return prefix + ".pvd"
 
-    comm.Barrier()
+    with _mpi.internal(where, "barrier before the commit", comm):
+        comm.Barrier()
     return _root_decides(comm, commit, where)

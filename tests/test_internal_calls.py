@@ -34,6 +34,9 @@ _LOCAL = {"Abort", "Call_errhandler", "Compare", "Create_errhandler", "Create_ke
 NOT_COMMUNICATORS = {
     ("mlir/execute.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("mlir/linalg.py", "f", "reduce"): "a numpy ufunc's reduce",
+    ("mlir/tosa.py", "f", "reduce"): "a numpy ufunc's reduce",
+    ("_npshift.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
+    ("formats.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("tensor.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
     ("halo.py", "r", "Free"): "a persistent request's Free (local)",
     ("halo.py", "t", "Free"): "a datatype's Free (local)",
