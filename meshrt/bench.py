@@ -57,10 +57,13 @@ default form (``all_reduce(x, mesh, axes, reduction)``, ``all_gather(x, mesh,
 axes, 0)``: a new result each call).
 
 The raw references do the same job the way a user of mpi4py would: a new
-result array each call (``out = np.empty_like(x); comm.Allreduce(x, out,
-MPI.SUM)`` and friends on ``mesh.group(axes)``), with mpi4py's predefined op
-and datatype (for bool and float16, which MPI cannot reduce natively, meshrt's
-own op); ``average`` is SUM then a numpy divide.  ``halo``: persistent ``Send_init``/``Recv_init``
+result array each call (``out = np.empty(count); comm.Allreduce(x, out,
+MPI.SUM)`` and friends on ``mesh.group(axes)``), bare arrays (mpi4py finds the
+datatype) and mpi4py's predefined op (for bool and float16, which MPI cannot
+reduce natively, meshrt's own op and datatype); ``average`` is SUM then a numpy
+divide.  Nothing else runs per call: each raw case is within a few percent of an
+inline loop of the same mpi4py call (``bench/bench_baseline.py``, checked by
+``tests/test_bench.py``).  ``halo``: persistent ``Send_init``/``Recv_init``
 requests from the same halo plan, sending contiguous boxes in place and
 packing the others with numpy.  ``reshard``: numpy packing into one buffer,
 one ``Alltoallv``, numpy unpacking.
@@ -555,28 +558,28 @@ def _model_reduce(inputs, reduction, dtype):
 
 
 def _raw_reduce(reduction, dtype):
-    """``(datatype, op, average)`` for the raw reference: MPI's predefined op where MPI has one."""
+    """``(datatype, op, average)`` for the raw reference: MPI's predefined op where MPI has one,
+    with datatype None (bare arrays: mpi4py finds the type, as a user's code lets it)."""
     from mpi4py import MPI
 
     builtin = {"sum": MPI.SUM, "product": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN, "average": MPI.SUM,
                "bitwise_and": MPI.BAND, "bitwise_or": MPI.BOR, "bitwise_xor": MPI.BXOR}
     t = MPI._typedict.get(dtype.char)
     if t is not None and dtype.kind in "iufc" and not (dtype.kind == "f" and dtype.itemsize == 2):
-        return t, builtin[reduction], reduction == "average"
+        return None, builtin[reduction], reduction == "average"
     from ._mpi import reduce_plan
 
     plan = reduce_plan(reduction, dtype)  # bool, float16: MPI has no op of its own for these
     return plan.datatype, plan.op, plan.average
 
 
-def _spec(a):
-    """mpi4py buffer spec: the bare array where mpi4py knows the type, else bytes."""
+def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
+    """The `Case` of a collective.  The raw side is the plainest mpi4py code for the job: bare
+    arrays (mpi4py finds the datatype), buffer specs of the fixed inputs made once, nothing but
+    ``np.empty`` and the MPI call per call -- within a few percent of an inline loop of the
+    same call (``tests/test_bench.py`` checks it)."""
     from mpi4py import MPI
 
-    return a if a.dtype.char in MPI._typedict else [a, a.nbytes, MPI.BYTE]
-
-
-def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
     from . import collectives as C
 
     g = mesh.group(axes)
@@ -588,17 +591,19 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
     x = _values(k, count, dtype, small)
     size = x.nbytes
     check = None
+    # Every dtype check_options admits is in mpi4py's table on common MPIs; bytes otherwise.
+    bare = dtype.char in MPI._typedict
+    BYTE = MPI.BYTE
+    sx = x if bare else [x, BYTE]
+    cn = count * n
 
     def inputs(m=None):
         return [_values(j, m or count, dtype, small) for j in range(n)]
 
     if op in REDUCING:
         rt, rop, average = _raw_reduce(reduction, dtype)
-
-        def finish(buf):
-            if average:
-                (np.floor_divide if dtype.kind in "iu" else np.divide)(buf, n, out=buf)
-            return buf
+        sx = x if rt is None else [x, rt]
+        divide = np.floor_divide if dtype.kind in "iu" else np.divide
 
     new = np.empty  # the raw side makes its result each call too, as meshrt does
 
@@ -607,8 +612,10 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
 
         def fr():
             out = new(count, dtype)
-            g.Allreduce([x, rt], [out, rt], rop)
-            return finish(out)
+            g.Allreduce(sx, out if rt is None else [out, rt], rop)
+            if average:
+                divide(out, n, out=out)
+            return out
 
         want = lambda: _model_reduce(inputs(), reduction, dtype)  # noqa: E731
         check = lambda a, b: _same(a, want()) and _same(b, want())  # noqa: E731
@@ -616,9 +623,14 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
         fm = lambda: C.reduce(x, mesh, axes, reduction, 0)  # noqa: E731
 
         def fr():
-            out = new(count, dtype) if k == 0 else None
-            g.Reduce([x, rt], [out, rt] if k == 0 else None, rop, 0)
-            return finish(out) if k == 0 else None
+            if k:
+                g.Reduce(sx, None, rop, 0)
+                return None
+            out = new(count, dtype)
+            g.Reduce(sx, out if rt is None else [out, rt], rop, 0)
+            if average:
+                divide(out, n, out=out)
+            return out
 
         def check(a, b):
             if k != 0:
@@ -628,10 +640,14 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
     elif op == "reduce_scatter":
         fm = lambda: C.reduce_scatter(x, mesh, axes, reduction, 0)  # noqa: E731
 
+        m = count // n
+
         def fr():
-            piece = new(count // n, dtype)
-            g.Reduce_scatter_block([x, rt], [piece, rt], rop)
-            return finish(piece)
+            piece = new(m, dtype)
+            g.Reduce_scatter_block(sx, piece if rt is None else [piece, rt], rop)
+            if average:
+                divide(piece, n, out=piece)
+            return piece
 
         def check(a, b):
             want = _model_reduce(inputs(), reduction, dtype)[k * (count // n):(k + 1) * (count // n)]
@@ -640,8 +656,11 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
         fm = lambda: C.broadcast(x, mesh, axes, 0)  # noqa: E731
 
         def fr():
-            out = x if k == 0 else new(count, dtype)
-            g.Bcast(_spec(out), 0)
+            if k == 0:
+                g.Bcast(sx, 0)
+                return x
+            out = new(count, dtype)
+            g.Bcast(out if bare else [out, BYTE], 0)
             return out
 
         check = lambda a, b: _same(a, inputs()[0]) and _same(b, inputs()[0])  # noqa: E731
@@ -650,15 +669,18 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
             fm = lambda: C.all_gather(x, mesh, axes, 0)  # noqa: E731
 
             def fr():
-                big = new(count * n, dtype)
-                g.Allgather(_spec(x), _spec(big))
+                big = new(cn, dtype)
+                g.Allgather(sx, big if bare else [big, BYTE])
                 return big
         else:
             fm = lambda: C.gather(x, mesh, axes, 0, 0)  # noqa: E731
 
             def fr():
-                big = new(count * n, dtype) if k == 0 else None
-                g.Gather(_spec(x), _spec(big) if k == 0 else None, 0)
+                if k:
+                    g.Gather(sx, None, 0)
+                    return None
+                big = new(cn, dtype)
+                g.Gather(sx, big if bare else [big, BYTE], 0)
                 return big
 
         def check(a, b):
@@ -670,9 +692,11 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
         xs = np.concatenate(inputs()) if k == 0 else np.empty(count * n, dtype)
         fm = lambda: C.scatter(xs, mesh, axes, 0, 0)  # noqa: E731
 
+        sxs = (xs if bare else [xs, BYTE]) if k == 0 else None
+
         def fr():
             out = new(count, dtype)
-            g.Scatter(_spec(xs) if k == 0 else None, _spec(out), 0)
+            g.Scatter(sxs, out if bare else [out, BYTE], 0)
             return out
 
         check = lambda a, b: _same(a, x) and _same(b, x)  # noqa: E731
@@ -682,7 +706,7 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
 
         def fr():
             out = new(count, dtype)
-            g.Alltoall(_spec(x), _spec(out))
+            g.Alltoall(sx, out if bare else [out, BYTE])
             return out
 
         def check(a, b):
@@ -705,7 +729,7 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
 
         def fr():
             out = new(count, dtype)
-            g.Sendrecv(_spec(x), dst, tag, _spec(out), src, tag)
+            g.Sendrecv(sx, dst, tag, out if bare else [out, BYTE], src, tag)
             return out
 
         check = lambda a_, b: _same(a_, inputs()[src]) and _same(b, inputs()[src])  # noqa: E731
@@ -722,9 +746,9 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
                     return C.recv(x, mesh, axes, peer)
 
                 def fr():
-                    g.Send(_spec(x), peer, tag)
+                    g.Send(sx, peer, tag)
                     out = new(count, dtype)
-                    g.Recv(_spec(out), peer, tag)
+                    g.Recv(out if bare else [out, BYTE], peer, tag)
                     return out
             else:
                 def fm():
@@ -734,8 +758,8 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
 
                 def fr():
                     out = new(count, dtype)
-                    g.Recv(_spec(out), peer, tag)
-                    g.Send(_spec(x), peer, tag)
+                    g.Recv(out if bare else [out, BYTE], peer, tag)
+                    g.Send(sx, peer, tag)
                     return out
 
             check = lambda a, b: _same(a, inputs()[peer]) and _same(b, inputs()[peer])  # noqa: E731

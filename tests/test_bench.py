@@ -5,6 +5,7 @@ import csv
 import doctest
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -267,3 +268,44 @@ def test_bad_options_under_mpiexec(tmp_path, argv, words):
     assert words in r.stderr
     assert r.stderr.count("error:") == 1  # once, from rank 0
     assert "Traceback" not in r.stderr
+
+
+# -- the raw baselines ---------------------------------------------------------------------
+BASELINE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "bench_baseline.py")
+
+
+def _baseline(tmp_path, *args):
+    out = tmp_path / "baseline.json"
+    cmd = [find_mpiexec(), "-n", "2", sys.executable, BASELINE, "--json", str(out), *args]
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode in (0, 1) and out.exists(), r.stdout + r.stderr
+    return json.loads(out.read_text()), r.stdout
+
+
+@needs_mpiexec
+def test_raw_baselines_as_fast_as_inline_mpi4py(tmp_path):
+    """Each op's raw case at 8 B within 1.1x of an inline loop of the same mpi4py call, same job.
+
+    A check of the bench's baseline, not of meshrt.  Noise on a loaded machine only ever makes a
+    side slower; an op over the limit is measured again (twice at most), so a passing run needs
+    one undisturbed measurement, while a raw case doing extra work is over the limit every time.
+    """
+    res, text = _baseline(tmp_path)
+    assert set(res) == set(B.COLLECTIVES), text
+    slow = [op for op, r in res.items() if r["ratio"] > 1.1]
+    for _ in range(2):
+        if not slow:
+            break
+        again, more = _baseline(tmp_path, "--ops", ",".join(slow))
+        text += more
+        slow = [op for op in slow if again[op]["ratio"] > 1.1]
+    assert not slow, f"raw cases slower than inline mpi4py by more than 1.1x: {slow}\n{text}"
+
+
+@needs_mpiexec
+def test_raw_baseline_check_catches_extra_work(tmp_path):
+    # 2 us of extra work in the raw case: the check above must fail on it
+    res, text = _baseline(tmp_path, "--ops", "all_gather,all_reduce", "--inject-us", "2",
+                          "--inject-op", "all_gather")
+    assert res["all_gather"]["ratio"] > 1.1, text
+    assert "SLOW BASELINE" in text
