@@ -23,6 +23,18 @@ Method, as the OSU Micro-Benchmarks:
   reports their min/avg/max and p50/p99 (linear interpolation) across
   processes, for both sides.  ``ratio`` = meshrt avg / raw avg.
 
+That is ``--method osu`` (the default).  ``--method imb`` is IMB-MPI1's: after
+the warm-up calls, one barrier, then a loop of calls timed as a whole, no
+barriers between them (so consecutive calls may overlap across processes, as
+in IMB); the per-process mean per call, then min/avg/max across processes are
+IMB's t_min/t_avg/t_max.  Its default iterations are IMB's: 1000, cut to
+40 MiB moved per loop (40 at 1 MiB).  The same meshrt, raw, raw, meshrt order.
+``--no-meshrt`` times the raw side alone and its table shows only that side,
+so it reads next to ``IMB-MPI1 Allreduce -npmin 2`` (or OSU's
+``osu_allreduce``) on the same MPI::
+
+    mpiexec -n 2 meshrt bench all_reduce --method imb --no-meshrt --sizes 8,1K,64K,1M
+
 Bandwidth, as nccl-tests: ``algbw = S / t`` with ``t`` the avg latency and
 ``S`` the larger of one process's send and receive buffers (nccl-tests'
 "size"), and ``busbw = algbw * factor`` (`BUSBW`), GB/s = 1e9 bytes/s (and
@@ -109,6 +121,8 @@ BUSBW = {
 }
 
 LARGE_MESSAGE = 8192  # OSU's boundary between small and large messages
+IMB_OVERALL_VOL = 40 << 20  # IMB-MPI1's cap on the bytes one timed loop moves (iterations = min(1000, vol/size))
+METHODS = ("osu", "imb")
 FIELDS = ("op", "size", "bytes", "nprocs", "group_size", "warmup", "iterations",
           "latency_min_us", "latency_avg_us", "latency_max_us", "latency_p50_us", "latency_p99_us",
           "algbw_MBps", "algbw_GBps", "busbw_GBps",
@@ -171,9 +185,17 @@ def format_size(nbytes: int) -> str:
     return str(nbytes)
 
 
-def default_iterations(nbytes: int) -> tuple:
-    """OSU's defaults: ``(warmup, iters)`` = (100, 1000) up to 8 KiB, (10, 100) above."""
-    return (100, 1000) if nbytes <= LARGE_MESSAGE else (10, 100)
+def default_iterations(nbytes: int, method: str = "osu") -> tuple:
+    """``(warmup, iters)``: OSU's (100, 1000) up to 8 KiB, (10, 100) above; under ``imb``,
+    IMB-MPI1's 1000 iterations cut to at most 40 MiB per loop (the same warm-up as OSU's).
+
+    >>> default_iterations(8), default_iterations(1 << 20), default_iterations(1 << 20, "imb")
+    ((100, 1000), (10, 100), (10, 40))
+    """
+    warmup, iters = (100, 1000) if nbytes <= LARGE_MESSAGE else (10, 100)
+    if method == "imb":
+        iters = max(1, min(1000, IMB_OVERALL_VOL // max(1, nbytes)))
+    return warmup, iters
 
 
 def busbw_factor(op: str, n: int) -> float:
@@ -208,10 +230,11 @@ def _div(a: float, b: float) -> float:
 
 def make_row(op: str, size: int, n: int, nprocs: int, warmup: int, iters: int,
              meshrt_times, raw_times, validation=None) -> dict:
-    """One result row from the per-process average latencies (seconds) of both sides."""
+    """One result row from the per-process average latencies (seconds) of both sides
+    (``meshrt_times=None``: the raw side alone, meshrt's fields nan)."""
     s = transfer_bytes(op, size, n)
     factor = busbw_factor(op, n)
-    m, r = summarize(meshrt_times), summarize(raw_times)
+    m, r = summarize([] if meshrt_times is None else meshrt_times), summarize(raw_times)
     row = {"op": op, "size": int(size), "bytes": int(s), "nprocs": int(nprocs), "group_size": int(n),
            "warmup": int(warmup), "iterations": int(iters)}
     for side, st in (("latency", m), ("raw_latency", r)):
@@ -237,12 +260,16 @@ _COLS = (("iters", "iterations", 7), ("avg_us", "latency_avg_us", 11), ("min_us"
          ("algbw_MBps", "algbw_MBps", 12), ("algbw_GBps", "algbw_GBps", 12), ("busbw_GBps", "busbw_GBps", 12),
          ("raw_avg_us", "raw_latency_avg_us", 12), ("raw_algbw_GBps", "raw_algbw_GBps", 16),
          ("ratio", "ratio", 8))
+# --no-meshrt: the same columns, of the raw side (IMB's t_min/t_avg/t_max are min_us/avg_us/max_us)
+_RAW_COLS = tuple((name, key if key == "iterations" else "raw_" + key, w) for name, key, w in _COLS[:9])
 
 
-def table_header(validate: bool = False) -> str:
+def table_header(validate: bool = False, raw_only: bool = False) -> str:
     """The column line, OSU style: ``# size  iters  avg_us  min_us ...  ratio`` (``avg_us``
-    etc. are meshrt's, ``raw_*`` the plain mpi4py code's)."""
-    line = f"{'#size':<10}" + "".join(f"{name:>{w}}" for name, _, w in _COLS)
+    etc. are meshrt's, ``raw_*`` the plain mpi4py code's; ``raw_only``: the raw side's, no
+    ``raw_*`` or ratio columns)."""
+    cols = _RAW_COLS if raw_only else _COLS
+    line = f"{'#size':<10}" + "".join(f"{name:>{w}}" for name, _, w in cols)
     return line + ("  check" if validate else "")
 
 
@@ -254,10 +281,10 @@ def _num(v, w, digits):
     return f"{v:>{w}.{digits}f}"
 
 
-def format_row(row: dict, validate: bool = False) -> str:
+def format_row(row: dict, validate: bool = False, raw_only: bool = False) -> str:
     """One table line for ``row`` (a `make_row` dict)."""
     out = f"{row['size']:<10d}"
-    for _, key, w in _COLS:
+    for _, key, w in (_RAW_COLS if raw_only else _COLS):
         if key == "iterations":
             out += f"{row[key]:>{w}d}"
         else:
@@ -343,8 +370,15 @@ def add_arguments(p) -> None:
     p.add_argument("--dtype", default="float64", help="numpy dtype of the elements (default float64)")
     p.add_argument("--reduction", default="sum",
                    help="sum, max, min, product, average, bitwise_and/or/xor (default sum)")
-    p.add_argument("--iters", default=None, help="timed iterations per size (default OSU's: 1000, 100 above 8K)")
+    p.add_argument("--iters", default=None,
+                   help="timed iterations per size (default osu: 1000, 100 above 8K; imb: 1000, at most 40 MiB "
+                        "per process in all)")
     p.add_argument("--warmup", default=None, help="untimed iterations per size (default OSU's: 100, 10 above 8K)")
+    p.add_argument("--method", default="osu",
+                   help="osu: a barrier after every call, each call timed (default); imb: IMB-MPI1's, a barrier "
+                        "then one timed loop of calls, t_min/t_avg/t_max across processes")
+    p.add_argument("--no-meshrt", action="store_true",
+                   help="time the raw mpi4py side only (to compare with OSU or IMB-MPI1 on the same MPI)")
     p.add_argument("--validate", action="store_true", help="check results against a numpy model (PASS/FAIL)")
     p.add_argument("--json", default=None, metavar="F", help="write results as JSON to F")
     p.add_argument("--csv", default=None, metavar="F", help="write results as CSV to F")
@@ -366,6 +400,8 @@ class BenchOptions:
     sizes: list = field(default_factory=list)
     dtype: np.dtype = np.dtype(np.float64)
     reduction: str = "sum"
+    method: str = "osu"
+    meshrt: bool = True
     iters: int | None = None
     warmup: int | None = None
     validate: bool = False
@@ -477,6 +513,10 @@ def check_options(args) -> BenchOptions:
             reduce_plan(o.reduction, o.dtype)
         except CollectiveError as e:
             raise BenchError(f"--reduction/--dtype: {e}") from None
+    o.method = str(getattr(args, "method", "osu"))
+    if o.method not in METHODS:
+        raise BenchError(f"--method: {o.method!r} is not a method; choose one of {', '.join(METHODS)}")
+    o.meshrt = not getattr(args, "no_meshrt", False)
     o.iters = _count(args.iters, "iters")
     o.warmup = _count(args.warmup, "warmup")
     o.validate = bool(args.validate)
@@ -952,20 +992,41 @@ def _loop(fn, warmup, iters, barrier, clock=time.perf_counter):
     return total
 
 
-def _time(fm, fr, warmup, iters, barrier):
+def _imb_loop(fn, warmup, iters, barrier, clock=time.perf_counter):
+    """Seconds of one loop of ``iters`` calls of ``fn``, timed as a whole after ``warmup``
+    untimed calls and a barrier (IMB-MPI1's method: no barrier between the timed calls)."""
+    for _ in range(warmup):
+        fn()
+    barrier()
+    t0 = clock()
+    for _ in range(iters):
+        fn()
+    return clock() - t0
+
+
+def _time(fm, fr, warmup, iters, barrier, loop=_loop):
     """Per-call mean seconds of ``fm`` and ``fr``: each in its own loops, in the order
-    fm, fr, fr, fm (``iters`` timed calls per side in all, split over its two loops)."""
-    fm()  # the first calls' one-time costs stay out even with warmup 0
-    barrier()
-    fr()
-    barrier()
+    fm, fr, fr, fm (``iters`` timed calls per side in all, split over its two loops).
+    ``fm=None`` times ``fr`` alone (meshrt's time is then None); ``loop`` is `_loop` (OSU)
+    or `_imb_loop` (IMB)."""
+    sides = (fm, fr) if fm is not None else (fr,)
+    for f in sides:  # the first calls' one-time costs stay out even with warmup 0
+        f()
+        barrier()
     first = (iters + 1) // 2
-    tm = _loop(fm, warmup, first, barrier)
-    tr = _loop(fr, warmup, first, barrier)
+    t = [loop(f, warmup, first, barrier) for f in sides]
     if iters > first:
-        tr += _loop(fr, warmup, iters - first, barrier)
-        tm += _loop(fm, warmup, iters - first, barrier)
-    return tm / iters, tr / iters
+        for i in reversed(range(len(sides))):
+            t[i] += loop(sides[i], warmup, iters - first, barrier)
+    return (None if fm is None else t[0] / iters), t[-1] / iters
+
+
+_METHOD_TEXT = {
+    "osu": "OSU's: per-process mean over timed calls, each call timed alone with an untimed barrier after it; "
+           "min/avg/max/p50/p99 across processes",
+    "imb": "IMB-MPI1's: a barrier, then one timed loop of calls (no barriers between them), per-process mean; "
+           "min/avg/max (IMB's t_min/t_avg/t_max) and p50/p99 across processes",
+}
 
 
 def _progress(total, desc, enabled):
@@ -1015,9 +1076,10 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
     meta = {"op": o.op, "nprocs": comm.Get_size(), "mesh": list(mesh.shape),
             "mesh_axes": list(mesh.axes(axes)), "group_size": n, "dtype": str(o.dtype),
             "reduction": o.reduction if o.op in REDUCING else None, "mpi": lib,
-            "method": "OSU: per-process mean over timed iterations, min/avg/max/p50/p99 across processes; "
-                      "barrier after each call, not timed; meshrt and raw mpi4py each in its own loops, "
-                      "order meshrt, raw, raw, meshrt",
+            "method": o.method, "meshrt": o.meshrt,
+            "method_detail": _METHOD_TEXT[o.method] + ("; raw mpi4py only" if not o.meshrt else
+                                                       "; meshrt and raw mpi4py each in its own loops, order "
+                                                       "meshrt, raw, raw, meshrt"),
             "bandwidth": "nccl-tests: algbw = bytes / avg latency, busbw = algbw * factor(op, group_size)"}
     if o.op in ("halo", "reshard"):
         meta["shape"] = list(o.shape)
@@ -1034,10 +1096,14 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
         emit(f"# meshrt bench {o.op}: {comm.Get_size()} processes, mesh {dims}, mesh_axes "
              f"{','.join(map(str, mesh.axes(axes)))}, group size {n}, {o.dtype}{what}")
         emit(f"# {lib}")
-        emit("# latency: per-process mean, then min/avg/max/p50/p99 across processes; barrier between "
-             "calls, untimed; each side in its own loops (meshrt, raw, raw, meshrt)")
-        emit("# avg_us..busbw_GBps: meshrt; raw_*: plain mpi4py + numpy doing the same job (a new result "
-             "each call, same communicator); ratio = avg_us / raw_avg_us; bandwidth as nccl-tests")
+        emit(f"# method {o.method}: {_METHOD_TEXT[o.method]}" + (
+            "" if not o.meshrt else "; each side in its own loops (meshrt, raw, raw, meshrt)"))
+        if o.meshrt:
+            emit("# avg_us..busbw_GBps: meshrt; raw_*: plain mpi4py + numpy doing the same job (a new result "
+                 "each call, same communicator); ratio = avg_us / raw_avg_us; bandwidth as nccl-tests")
+        else:
+            emit("# --no-meshrt: every column is plain mpi4py + numpy (a new result each call); bandwidth as "
+                 "nccl-tests")
     rows, failed, done = [], False, set()
     header = False
     try:
@@ -1051,28 +1117,29 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
             if root and case.label:
                 emit(f"# {case.label}")
             if root and not header:
-                emit(table_header(o.validate))
+                emit(table_header(o.validate, not o.meshrt))
                 header = True
-            warmup, iters = default_iterations(case.size)
+            warmup, iters = default_iterations(case.size, o.method)
             warmup = warmup if o.warmup is None else o.warmup
             iters = iters if o.iters is None else o.iters
-            tm, tr = _time(case.meshrt, case.raw, warmup, iters, comm.Barrier)
+            tm, tr = _time(case.meshrt if o.meshrt else None, case.raw, warmup, iters, comm.Barrier,
+                           _imb_loop if o.method == "imb" else _loop)
             ok = None
             if o.validate:
                 fm, fr = case.check_calls or (case.meshrt, case.raw)
-                a = fm()
+                a = fm() if o.meshrt else None
                 comm.Barrier()
                 b = fr()
-                ok = comm.allreduce(bool(case.check(a, b)), op=MPI.LAND)
+                ok = comm.allreduce(bool(case.check(a if o.meshrt else b, b)), op=MPI.LAND)
                 failed = failed or not ok
-            times = comm.gather((tm * case.scale, tr * case.scale), root=0)
+            times = comm.gather((None if tm is None else tm * case.scale, tr * case.scale), root=0)
             if case.free is not None:
                 case.free()
             if root:
                 row = make_row(o.op, case.size, n, comm.Get_size(), warmup, iters,
-                               [t[0] for t in times], [t[1] for t in times], ok)
+                               None if tm is None else [t[0] for t in times], [t[1] for t in times], ok)
                 rows.append(row)
-                emit(format_row(row, o.validate))
+                emit(format_row(row, o.validate, not o.meshrt))
             if bar is not None:
                 bar.update(1)
     finally:

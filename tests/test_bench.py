@@ -55,6 +55,14 @@ def test_osu_iteration_defaults():
     assert B.default_iterations(16 << 20) == (10, 100)
 
 
+def test_imb_iteration_defaults():
+    # IMB-MPI1: 1000 iterations, at most 40 MiB per timed loop (it prints 40 at 1 MiB, 80 at 512 KiB)
+    assert B.default_iterations(8, "imb") == (100, 1000)
+    assert B.default_iterations(1 << 20, "imb")[1] == 40
+    assert B.default_iterations(512 << 10, "imb")[1] == 80
+    assert B.default_iterations(64 << 20, "imb")[1] == 1
+
+
 def test_busbw_factors_are_nccl_tests():
     assert B.busbw_factor("all_reduce", 4) == 1.5
     for op in ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter"):
@@ -126,6 +134,29 @@ def test_each_side_timed_in_its_own_loops():
     assert tm > 0 and tr > 0
 
 
+def test_imb_method_times_one_loop_after_a_barrier():
+    calls = []
+    tm, tr = B._time(lambda: calls.append("m"), lambda: calls.append("r"), 2, 5, lambda: calls.append("|"),
+                     B._imb_loop)
+    # first calls (each then a barrier), then per loop: warm-up, one barrier, the timed calls back to back
+    assert "".join(calls) == "m|r|" + "mm|mmm" + "rr|rrr" + "rr|rr" + "mm|mm"
+    assert tm > 0 and tr > 0
+
+
+def test_raw_only_times_one_side_and_prints_its_columns():
+    calls = []
+    tm, tr = B._time(None, lambda: calls.append("r"), 0, 4, lambda: None, B._imb_loop)
+    assert tm is None and tr > 0 and calls == ["r"] * 5
+    row = B.make_row("all_reduce", 8, 2, 2, 0, 4, None, [2e-6, 4e-6])
+    assert math.isnan(row["latency_avg_us"]) and math.isnan(row["ratio"])
+    assert row["raw_latency_min_us"] == pytest.approx(2) and row["raw_latency_max_us"] == pytest.approx(4)
+    cols = B.table_header(raw_only=True)[1:].split()
+    assert cols == ["size", "iters", "avg_us", "min_us", "max_us", "p50_us", "p99_us", "algbw_MBps", "algbw_GBps",
+                    "busbw_GBps"]
+    got = dict(zip(cols, B.format_row(row, raw_only=True).split()))
+    assert float(got["avg_us"]) == pytest.approx(3) and float(got["min_us"]) == pytest.approx(2)
+
+
 def test_plot_writes_png(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed: the plot is optional")
     rows = [B.make_row("all_reduce", s, 2, 2, 1, 1, [s * 1e-9 + 1e-6] * 2, [s * 1e-9 + 2e-6] * 2)
@@ -145,6 +176,9 @@ def test_check_options_defaults_and_aliases():
     assert o.sizes == B.parse_sizes("8:16M") and o.dtype.name == "float64" and o.mesh_shape is None
     assert _options("all_gather", "--sizes", "1K,8").sizes == [1024, 8]
     assert o.iters is None and o.warmup is None and o.progress
+    assert o.method == "osu" and o.meshrt
+    o = _options("all_reduce", "--method", "imb", "--no-meshrt")
+    assert o.method == "imb" and not o.meshrt
     assert _options("send").op == "send_recv"
     o = _options("reshard", "--shape", "8x6", "--from", "[[0]]", "--to", "[[], [0]]")
     assert o.shape == (8, 6) and o.src == ((0,),) and o.dst == ((), (0,))
@@ -170,6 +204,7 @@ def test_check_options_defaults_and_aliases():
     (["halo", "--sizes", "1M"], "--sizes: not used by halo"),
     (["reshard", "--sizes", "8:64"], "--sizes: not used by reshard"),
     (["all_reduce", "--json", "/no/such/dir/out.json"], "--json"),
+    (["all_reduce", "--method", "foo"], "--method: 'foo' is not a method; choose one of osu, imb"),
 ])
 def test_check_options_errors(argv, words):
     with pytest.raises(B.BenchError) as e:
@@ -254,12 +289,29 @@ def test_two_processes_other_ops_validate(tmp_path, op, extra):
 
 
 @needs_mpiexec
+def test_two_processes_imb_method_raw_only(tmp_path):
+    r = _bench("all_gather", "--method", "imb", "--no-meshrt", "--sizes", "8,64K", "--validate",
+               "--json", "o.json", nprocs=2, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "# validation: PASS" in r.stdout and "method imb" in r.stdout
+    assert [len(row) for row in _table(r.stdout)] == [11, 11]  # size .. busbw_GBps, check: no meshrt columns
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert doc["meta"]["method"] == "imb" and doc["meta"]["meshrt"] is False
+    res = doc["results"]
+    assert [x["iterations"] for x in res] == [1000, 640]  # IMB's 40 MiB cap
+    for x in res:
+        assert x["latency_avg_us"] is None and x["ratio"] is None
+        assert 0 < x["raw_latency_min_us"] <= x["raw_latency_avg_us"] <= x["raw_latency_max_us"]
+
+
+@needs_mpiexec
 @pytest.mark.parametrize("argv,words", [
     (["all_rduce"], "is not a benchmark"),
     (["all_reduce", "--sizes", "8:abc"], "--sizes"),
     (["all_reduce", "--mesh", "3x2"], "--mesh"),
     (["all_reduce", "--mesh", "2x1", "--mesh-axes", "0,2"], "--mesh-axes"),
     (["all_reduce", "--iters", "-5"], "--iters"),
+    (["all_reduce", "--method", "foo"], "--method: 'foo'"),
     (["all_reduce", "--no-such-option"], "unrecognized arguments"),
 ])
 def test_bad_options_under_mpiexec(tmp_path, argv, words):
