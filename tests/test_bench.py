@@ -361,3 +361,40 @@ def test_raw_baseline_check_catches_extra_work(tmp_path):
                           "--inject-op", "all_gather")
     assert res["all_gather"]["ratio"] > 1.1, text
     assert "SLOW BASELINE" in text
+
+
+# -- the compiled all_reduce call that closes part of the gap to IMB-MPI1 (docs/benchmarks.md) -----
+_C_CALL = r"""
+import numpy as np
+from mpi4py import MPI
+from meshrt import Mesh, all_reduce, _collfront as F
+
+comm = MPI.COMM_WORLD
+mesh = Mesh((-1,))
+assert F.set_c_calls(True), "MPI_Allreduce not found in the loaded MPI library"
+cases = [(d, r) for d in ("float64", "float32", "int64", "int8", "uint16", "complex128", "float16", "bool")
+         for r in ("sum", "max", "average", "bitwise_or")
+         if not (d in ("complex128",) and r == "max") and not (d[0] in "fc" and r == "bitwise_or")
+         and not (d == "bool" and r in ("sum", "average"))]
+for dtype, red in cases:
+    for shape in ((1,), (5, 3), (0,)):
+        x = (np.arange(int(np.prod(shape))).reshape(shape) % 5 + comm.rank + 1).astype(dtype)
+        got = {}
+        for c in (False, True, True):  # the second True call is the planned one
+            F.set_c_calls(c)
+            before = F.c_hits()
+            got[c] = all_reduce(x, mesh, None, red)
+            took = F.c_hits() - before
+        assert got[True].dtype == got[False].dtype and np.array_equal(got[True], got[False]), (dtype, red, shape)
+        if dtype not in ("float16", "bool") and x.size:  # MPI's own op and type: the C call is taken
+            assert took == 1, (dtype, red, shape, took)
+print("ok", comm.rank, F.c_hits())
+"""
+
+
+@needs_mpiexec
+def test_compiled_all_reduce_call_agrees_with_mpi4py(tmp_path):
+    r = subprocess.run([find_mpiexec(), "-n", "2", sys.executable, "-c", _C_CALL], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok") == 2
