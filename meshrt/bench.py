@@ -755,7 +755,8 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
     elif op == "all_slice":
         m = count // n
         fm = lambda: C.all_slice(x, mesh, axes, 0)  # noqa: E731
-        fr = lambda: x[k * m:(k + 1) * m]  # noqa: E731
+        piece = slice(k * m, (k + 1) * m)
+        fr = lambda: x[piece]  # noqa: E731
         check = lambda a, b: _same(a, x[k * m:(k + 1) * m]) and _same(b, a)  # noqa: E731
     elif op == "shift":
         gaxes = mesh.axes(axes)
