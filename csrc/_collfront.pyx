@@ -8,7 +8,10 @@ else (a first call, ``MESHRT_CHECK``, a dtype that travels as bytes, an axis
 other than 0, a group of one, an ``out`` that does not fit...) runs the
 Python implementation, which raises every error.  The fast path is the same
 work done in C: about 0.2 us per call instead of about 1 us, which is what
-separated ``all_reduce(x, mesh)`` from ``comm.Allreduce`` at 8 B.
+separated ``all_reduce(x, mesh)`` from ``comm.Allreduce`` at 8 B.  A planned
+blocking all_reduce goes further and calls ``MPI_Allreduce`` itself, without
+mpi4py's ~0.4 us of per-call Python-object work (`set_c_calls`,
+docs/benchmarks.md).
 
 A compiled function has no Python frame, so each front publishes the
 operation it is in (`current`) for the ``MESHRT_TIMEOUT`` watchdog.
@@ -29,11 +32,13 @@ from mpi4py import MPI
 
 cnp.import_array()
 
-__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "install", "internal", "current_internal"]
+__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "set_c_calls", "c_hits", "install", "internal",
+           "current_internal"]
 
 cdef type ndarray = np.ndarray
 cdef object _Waitall = MPI.Request.Waitall
 cdef object _Testall = MPI.Request.Testall
+cdef type _Intracomm = MPI.Intracomm
 
 
 cdef class Group:
@@ -45,6 +50,7 @@ cdef class Group:
 
     cdef public object mesh_ref, live, axes, comm, roots, cache
     cdef public int size, rank
+    cdef size_t handle  # the communicator's MPI handle, for `_c_allreduce` (0: not read yet)
 
 
 cdef class Handle:
@@ -357,6 +363,116 @@ cdef inline object _sizes_key(object sizes):
     return _MISS
 
 
+# -- the MPI C call of a planned all_reduce ---------------------------------------------
+# mpi4py's ``comm.Allreduce(x, y, op)`` costs ~0.4 us of Python-object work per call above the
+# C call it makes (bench/bench_gap.py), the largest part of an 8 B all_reduce's cost over
+# IMB-MPI1.  A planned call already knows its datatype and op, so the front calls
+# MPI_Allreduce itself.  Without mpi.h: one build serves every MPI the loaded mpi4py does
+# (MPICH's ABI, Intel MPI's too, has 32-bit int handles, Open MPI's pointers), so the
+# function's address comes from the library mpi4py loaded and the handles from mpi4py.
+ctypedef int (*_allreduce_i4)(const void *, void *, int, int, int, int) nogil
+ctypedef int (*_allreduce_p)(const void *, void *, int, void *, void *, void *) nogil
+cdef size_t _c_allreduce_fn = 0
+cdef int _c_handle_size = 0
+cdef bint _c_calls = True
+cdef unsigned long long _c_count = 0
+cdef dict _dt_handles = {}  # type number -> MPI datatype handle (0: none: mpi4py's path)
+cdef dict _op_handles = {}  # id(op) -> (op, handle)
+
+
+def _find_mpi_function(name):
+    """The address of ``name`` in the MPI library mpi4py loaded, or 0."""
+    import ctypes
+    import os
+
+    paths = []
+    try:
+        with open("/proc/self/maps") as f:
+            # (rpartition: this module turns negative indexing off)
+            paths = sorted({line.rpartition(" ")[2].strip() for line in f if ".so" in line})
+    except OSError:
+        return 0
+    for path in paths:
+        if "mpi" in os.path.basename(path).lower() and "mpi4py" not in path:
+            try:
+                return ctypes.cast(getattr(ctypes.CDLL(path), name), ctypes.c_void_p).value or 0
+            except (OSError, AttributeError):
+                continue
+    return 0
+
+
+def set_c_calls(bint flag):
+    """Whether a planned all_reduce calls MPI_Allreduce itself (default) or through mpi4py;
+    returns whether the C call is available.
+
+    >>> set_c_calls(True) in (True, False)
+    True
+    """
+    global _c_calls, _c_allreduce_fn, _c_handle_size
+    _c_calls = flag
+    if flag and _c_handle_size == 0:
+        size = MPI._sizeof(MPI.Comm)
+        if size in (4, 8) and MPI._sizeof(MPI.Datatype) == size and MPI._sizeof(MPI.Op) == size:
+            _c_allreduce_fn = _find_mpi_function("MPI_Allreduce")
+        _c_handle_size = size if _c_allreduce_fn else -1
+    return _c_calls and _c_handle_size > 0
+
+
+def c_hits():
+    """How many calls went to MPI_Allreduce directly (`set_c_calls`)."""
+    return _c_count
+
+
+cdef size_t _dt_handle(int typenum):
+    h = _dt_handles.get(typenum)
+    if h is None:
+        t = MPI._typedict.get(cnp.PyArray_DescrFromType(typenum).char)
+        h = _dt_handles[typenum] = 0 if t is None else MPI._handleof(t)
+    return <size_t>h
+
+
+cdef size_t _op_handle(object op):
+    e = _op_handles.get(id(op))
+    if e is None or (<tuple>e)[0] is not op:
+        if len(_op_handles) > 256:  # user ops made and dropped: start over
+            _op_handles.clear()
+        e = _op_handles[id(op)] = (op, MPI._handleof(op))
+    return <size_t>(<tuple>e)[1]
+
+
+cdef bint _c_allreduce(Group g, cnp.ndarray send, cnp.ndarray res, object op, int typenum) except -1:
+    """MPI_Allreduce of C-ordered ``send`` into ``res``; False where it cannot (mpi4py's path)."""
+    cdef cnp.npy_intp count = cnp.PyArray_SIZE(send)
+    cdef size_t dt, o
+    cdef int err
+    cdef void *sbuf
+    cdef void *rbuf
+    # (a group whose comm is not mpi4py's own, e.g. wrapped to count calls, keeps mpi4py's path)
+    if not _c_calls or _c_handle_size <= 0 or count > 0x7FFFFFFF or type(g.comm) is not _Intracomm:
+        return False
+    dt = _dt_handle(typenum)
+    if dt == 0:
+        return False
+    o = _op_handle(op)
+    if g.handle == 0:
+        g.handle = <size_t>MPI._handleof(g.comm)
+    sbuf, rbuf = cnp.PyArray_DATA(send), cnp.PyArray_DATA(res)
+    if _c_handle_size == 4:
+        with nogil:
+            err = (<_allreduce_i4>_c_allreduce_fn)(sbuf, rbuf, <int>count, <int>dt, <int>o, <int>g.handle)
+    else:
+        with nogil:
+            err = (<_allreduce_p>_c_allreduce_fn)(sbuf, rbuf, <int>count, <void *>dt, <void *>o, <void *>g.handle)
+    if err:
+        raise MPI.Exception(err)
+    global _c_count
+    _c_count += 1
+    return True
+
+
+set_c_calls(True)
+
+
 # -- reductions -------------------------------------------------------------------------
 cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, wait):
     e = _recall(_LAST_ALL_REDUCE, mesh, mesh_axes, reduction, dtype, None, _dtype(x), x, False)
@@ -382,7 +498,8 @@ cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, w
         return _MISS
     send = _send_buffer(x, (<tuple>e)[2], typenum)
     if wait:
-        g.comm.Allreduce(send, res, (<tuple>f)[0])
+        if not _c_allreduce(g, <cnp.ndarray>send, <cnp.ndarray>res, (<tuple>f)[0], typenum):
+            g.comm.Allreduce(send, res, (<tuple>f)[0])
         return _average(res, avg, g.size)
     return _handle(g.comm.Iallreduce(send, res, (<tuple>f)[0]), res, send)
 

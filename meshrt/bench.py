@@ -23,6 +23,18 @@ Method, as the OSU Micro-Benchmarks:
   reports their min/avg/max and p50/p99 (linear interpolation) across
   processes, for both sides.  ``ratio`` = meshrt avg / raw avg.
 
+That is ``--method osu`` (the default).  ``--method imb`` is IMB-MPI1's: after
+the warm-up calls, one barrier, then a loop of calls timed as a whole, no
+barriers between them (so consecutive calls may overlap across processes, as
+in IMB); the per-process mean per call, then min/avg/max across processes are
+IMB's t_min/t_avg/t_max.  Its default iterations are IMB's: 1000, cut to
+40 MiB moved per loop (40 at 1 MiB).  The same meshrt, raw, raw, meshrt order.
+``--no-meshrt`` times the raw side alone and its table shows only that side,
+so it reads next to ``IMB-MPI1 Allreduce -npmin 2`` (or OSU's
+``osu_allreduce``) on the same MPI::
+
+    mpiexec -n 2 meshrt bench all_reduce --method imb --no-meshrt --sizes 8,1K,64K,1M
+
 Bandwidth, as nccl-tests: ``algbw = S / t`` with ``t`` the avg latency and
 ``S`` the larger of one process's send and receive buffers (nccl-tests'
 "size"), and ``busbw = algbw * factor`` (`BUSBW`), GB/s = 1e9 bytes/s (and
@@ -57,10 +69,13 @@ default form (``all_reduce(x, mesh, axes, reduction)``, ``all_gather(x, mesh,
 axes, 0)``: a new result each call).
 
 The raw references do the same job the way a user of mpi4py would: a new
-result array each call (``out = np.empty_like(x); comm.Allreduce(x, out,
-MPI.SUM)`` and friends on ``mesh.group(axes)``), with mpi4py's predefined op
-and datatype (for bool and float16, which MPI cannot reduce natively, meshrt's
-own op); ``average`` is SUM then a numpy divide.  ``halo``: persistent ``Send_init``/``Recv_init``
+result array each call (``out = np.empty(count); comm.Allreduce(x, out,
+MPI.SUM)`` and friends on ``mesh.group(axes)``), bare arrays (mpi4py finds the
+datatype) and mpi4py's predefined op (for bool and float16, which MPI cannot
+reduce natively, meshrt's own op and datatype); ``average`` is SUM then a numpy
+divide.  Nothing else runs per call: each raw case is within a few percent of an
+inline loop of the same mpi4py call (``bench/bench_baseline.py``, checked by
+``tests/test_bench.py``).  ``halo``: persistent ``Send_init``/``Recv_init``
 requests from the same halo plan, sending contiguous boxes in place and
 packing the others with numpy.  ``reshard``: numpy packing into one buffer,
 one ``Alltoallv``, numpy unpacking.
@@ -106,6 +121,8 @@ BUSBW = {
 }
 
 LARGE_MESSAGE = 8192  # OSU's boundary between small and large messages
+IMB_OVERALL_VOL = 40 << 20  # IMB-MPI1's cap on the bytes one timed loop moves (iterations = min(1000, vol/size))
+METHODS = ("osu", "imb")
 FIELDS = ("op", "size", "bytes", "nprocs", "group_size", "warmup", "iterations",
           "latency_min_us", "latency_avg_us", "latency_max_us", "latency_p50_us", "latency_p99_us",
           "algbw_MBps", "algbw_GBps", "busbw_GBps",
@@ -168,9 +185,17 @@ def format_size(nbytes: int) -> str:
     return str(nbytes)
 
 
-def default_iterations(nbytes: int) -> tuple:
-    """OSU's defaults: ``(warmup, iters)`` = (100, 1000) up to 8 KiB, (10, 100) above."""
-    return (100, 1000) if nbytes <= LARGE_MESSAGE else (10, 100)
+def default_iterations(nbytes: int, method: str = "osu") -> tuple:
+    """``(warmup, iters)``: OSU's (100, 1000) up to 8 KiB, (10, 100) above; under ``imb``,
+    IMB-MPI1's 1000 iterations cut to at most 40 MiB per loop (the same warm-up as OSU's).
+
+    >>> default_iterations(8), default_iterations(1 << 20), default_iterations(1 << 20, "imb")
+    ((100, 1000), (10, 100), (10, 40))
+    """
+    warmup, iters = (100, 1000) if nbytes <= LARGE_MESSAGE else (10, 100)
+    if method == "imb":
+        iters = max(1, min(1000, IMB_OVERALL_VOL // max(1, nbytes)))
+    return warmup, iters
 
 
 def busbw_factor(op: str, n: int) -> float:
@@ -205,10 +230,11 @@ def _div(a: float, b: float) -> float:
 
 def make_row(op: str, size: int, n: int, nprocs: int, warmup: int, iters: int,
              meshrt_times, raw_times, validation=None) -> dict:
-    """One result row from the per-process average latencies (seconds) of both sides."""
+    """One result row from the per-process average latencies (seconds) of both sides
+    (``meshrt_times=None``: the raw side alone, meshrt's fields nan)."""
     s = transfer_bytes(op, size, n)
     factor = busbw_factor(op, n)
-    m, r = summarize(meshrt_times), summarize(raw_times)
+    m, r = summarize([] if meshrt_times is None else meshrt_times), summarize(raw_times)
     row = {"op": op, "size": int(size), "bytes": int(s), "nprocs": int(nprocs), "group_size": int(n),
            "warmup": int(warmup), "iterations": int(iters)}
     for side, st in (("latency", m), ("raw_latency", r)):
@@ -234,12 +260,16 @@ _COLS = (("iters", "iterations", 7), ("avg_us", "latency_avg_us", 11), ("min_us"
          ("algbw_MBps", "algbw_MBps", 12), ("algbw_GBps", "algbw_GBps", 12), ("busbw_GBps", "busbw_GBps", 12),
          ("raw_avg_us", "raw_latency_avg_us", 12), ("raw_algbw_GBps", "raw_algbw_GBps", 16),
          ("ratio", "ratio", 8))
+# --no-meshrt: the same columns, of the raw side (IMB's t_min/t_avg/t_max are min_us/avg_us/max_us)
+_RAW_COLS = tuple((name, key if key == "iterations" else "raw_" + key, w) for name, key, w in _COLS[:9])
 
 
-def table_header(validate: bool = False) -> str:
+def table_header(validate: bool = False, raw_only: bool = False) -> str:
     """The column line, OSU style: ``# size  iters  avg_us  min_us ...  ratio`` (``avg_us``
-    etc. are meshrt's, ``raw_*`` the plain mpi4py code's)."""
-    line = f"{'#size':<10}" + "".join(f"{name:>{w}}" for name, _, w in _COLS)
+    etc. are meshrt's, ``raw_*`` the plain mpi4py code's; ``raw_only``: the raw side's, no
+    ``raw_*`` or ratio columns)."""
+    cols = _RAW_COLS if raw_only else _COLS
+    line = f"{'#size':<10}" + "".join(f"{name:>{w}}" for name, _, w in cols)
     return line + ("  check" if validate else "")
 
 
@@ -251,10 +281,10 @@ def _num(v, w, digits):
     return f"{v:>{w}.{digits}f}"
 
 
-def format_row(row: dict, validate: bool = False) -> str:
+def format_row(row: dict, validate: bool = False, raw_only: bool = False) -> str:
     """One table line for ``row`` (a `make_row` dict)."""
     out = f"{row['size']:<10d}"
-    for _, key, w in _COLS:
+    for _, key, w in (_RAW_COLS if raw_only else _COLS):
         if key == "iterations":
             out += f"{row[key]:>{w}d}"
         else:
@@ -340,8 +370,15 @@ def add_arguments(p) -> None:
     p.add_argument("--dtype", default="float64", help="numpy dtype of the elements (default float64)")
     p.add_argument("--reduction", default="sum",
                    help="sum, max, min, product, average, bitwise_and/or/xor (default sum)")
-    p.add_argument("--iters", default=None, help="timed iterations per size (default OSU's: 1000, 100 above 8K)")
+    p.add_argument("--iters", default=None,
+                   help="timed iterations per size (default osu: 1000, 100 above 8K; imb: 1000, at most 40 MiB "
+                        "per process in all)")
     p.add_argument("--warmup", default=None, help="untimed iterations per size (default OSU's: 100, 10 above 8K)")
+    p.add_argument("--method", default="osu",
+                   help="osu: a barrier after every call, each call timed (default); imb: IMB-MPI1's, a barrier "
+                        "then one timed loop of calls, t_min/t_avg/t_max across processes")
+    p.add_argument("--no-meshrt", action="store_true",
+                   help="time the raw mpi4py side only (to compare with OSU or IMB-MPI1 on the same MPI)")
     p.add_argument("--validate", action="store_true", help="check results against a numpy model (PASS/FAIL)")
     p.add_argument("--json", default=None, metavar="F", help="write results as JSON to F")
     p.add_argument("--csv", default=None, metavar="F", help="write results as CSV to F")
@@ -363,6 +400,8 @@ class BenchOptions:
     sizes: list = field(default_factory=list)
     dtype: np.dtype = np.dtype(np.float64)
     reduction: str = "sum"
+    method: str = "osu"
+    meshrt: bool = True
     iters: int | None = None
     warmup: int | None = None
     validate: bool = False
@@ -474,6 +513,10 @@ def check_options(args) -> BenchOptions:
             reduce_plan(o.reduction, o.dtype)
         except CollectiveError as e:
             raise BenchError(f"--reduction/--dtype: {e}") from None
+    o.method = str(getattr(args, "method", "osu"))
+    if o.method not in METHODS:
+        raise BenchError(f"--method: {o.method!r} is not a method; choose one of {', '.join(METHODS)}")
+    o.meshrt = not getattr(args, "no_meshrt", False)
     o.iters = _count(args.iters, "iters")
     o.warmup = _count(args.warmup, "warmup")
     o.validate = bool(args.validate)
@@ -555,28 +598,28 @@ def _model_reduce(inputs, reduction, dtype):
 
 
 def _raw_reduce(reduction, dtype):
-    """``(datatype, op, average)`` for the raw reference: MPI's predefined op where MPI has one."""
+    """``(datatype, op, average)`` for the raw reference: MPI's predefined op where MPI has one,
+    with datatype None (bare arrays: mpi4py finds the type, as a user's code lets it)."""
     from mpi4py import MPI
 
     builtin = {"sum": MPI.SUM, "product": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN, "average": MPI.SUM,
                "bitwise_and": MPI.BAND, "bitwise_or": MPI.BOR, "bitwise_xor": MPI.BXOR}
     t = MPI._typedict.get(dtype.char)
     if t is not None and dtype.kind in "iufc" and not (dtype.kind == "f" and dtype.itemsize == 2):
-        return t, builtin[reduction], reduction == "average"
+        return None, builtin[reduction], reduction == "average"
     from ._mpi import reduce_plan
 
     plan = reduce_plan(reduction, dtype)  # bool, float16: MPI has no op of its own for these
     return plan.datatype, plan.op, plan.average
 
 
-def _spec(a):
-    """mpi4py buffer spec: the bare array where mpi4py knows the type, else bytes."""
+def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
+    """The `Case` of a collective.  The raw side is the plainest mpi4py code for the job: bare
+    arrays (mpi4py finds the datatype), buffer specs of the fixed inputs made once, nothing but
+    ``np.empty`` and the MPI call per call -- within a few percent of an inline loop of the
+    same call (``tests/test_bench.py`` checks it)."""
     from mpi4py import MPI
 
-    return a if a.dtype.char in MPI._typedict else [a, a.nbytes, MPI.BYTE]
-
-
-def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
     from . import collectives as C
 
     g = mesh.group(axes)
@@ -588,17 +631,19 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
     x = _values(k, count, dtype, small)
     size = x.nbytes
     check = None
+    # Every dtype check_options admits is in mpi4py's table on common MPIs; bytes otherwise.
+    bare = dtype.char in MPI._typedict
+    BYTE = MPI.BYTE
+    sx = x if bare else [x, BYTE]
+    cn = count * n
 
     def inputs(m=None):
         return [_values(j, m or count, dtype, small) for j in range(n)]
 
     if op in REDUCING:
         rt, rop, average = _raw_reduce(reduction, dtype)
-
-        def finish(buf):
-            if average:
-                (np.floor_divide if dtype.kind in "iu" else np.divide)(buf, n, out=buf)
-            return buf
+        sx = x if rt is None else [x, rt]
+        divide = np.floor_divide if dtype.kind in "iu" else np.divide
 
     new = np.empty  # the raw side makes its result each call too, as meshrt does
 
@@ -607,8 +652,10 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
 
         def fr():
             out = new(count, dtype)
-            g.Allreduce([x, rt], [out, rt], rop)
-            return finish(out)
+            g.Allreduce(sx, out if rt is None else [out, rt], rop)
+            if average:
+                divide(out, n, out=out)
+            return out
 
         want = lambda: _model_reduce(inputs(), reduction, dtype)  # noqa: E731
         check = lambda a, b: _same(a, want()) and _same(b, want())  # noqa: E731
@@ -616,9 +663,14 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
         fm = lambda: C.reduce(x, mesh, axes, reduction, 0)  # noqa: E731
 
         def fr():
-            out = new(count, dtype) if k == 0 else None
-            g.Reduce([x, rt], [out, rt] if k == 0 else None, rop, 0)
-            return finish(out) if k == 0 else None
+            if k:
+                g.Reduce(sx, None, rop, 0)
+                return None
+            out = new(count, dtype)
+            g.Reduce(sx, out if rt is None else [out, rt], rop, 0)
+            if average:
+                divide(out, n, out=out)
+            return out
 
         def check(a, b):
             if k != 0:
@@ -628,10 +680,14 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
     elif op == "reduce_scatter":
         fm = lambda: C.reduce_scatter(x, mesh, axes, reduction, 0)  # noqa: E731
 
+        m = count // n
+
         def fr():
-            piece = new(count // n, dtype)
-            g.Reduce_scatter_block([x, rt], [piece, rt], rop)
-            return finish(piece)
+            piece = new(m, dtype)
+            g.Reduce_scatter_block(sx, piece if rt is None else [piece, rt], rop)
+            if average:
+                divide(piece, n, out=piece)
+            return piece
 
         def check(a, b):
             want = _model_reduce(inputs(), reduction, dtype)[k * (count // n):(k + 1) * (count // n)]
@@ -640,8 +696,11 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
         fm = lambda: C.broadcast(x, mesh, axes, 0)  # noqa: E731
 
         def fr():
-            out = x if k == 0 else new(count, dtype)
-            g.Bcast(_spec(out), 0)
+            if k == 0:
+                g.Bcast(sx, 0)
+                return x
+            out = new(count, dtype)
+            g.Bcast(out if bare else [out, BYTE], 0)
             return out
 
         check = lambda a, b: _same(a, inputs()[0]) and _same(b, inputs()[0])  # noqa: E731
@@ -650,15 +709,18 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
             fm = lambda: C.all_gather(x, mesh, axes, 0)  # noqa: E731
 
             def fr():
-                big = new(count * n, dtype)
-                g.Allgather(_spec(x), _spec(big))
+                big = new(cn, dtype)
+                g.Allgather(sx, big if bare else [big, BYTE])
                 return big
         else:
             fm = lambda: C.gather(x, mesh, axes, 0, 0)  # noqa: E731
 
             def fr():
-                big = new(count * n, dtype) if k == 0 else None
-                g.Gather(_spec(x), _spec(big) if k == 0 else None, 0)
+                if k:
+                    g.Gather(sx, None, 0)
+                    return None
+                big = new(cn, dtype)
+                g.Gather(sx, big if bare else [big, BYTE], 0)
                 return big
 
         def check(a, b):
@@ -670,9 +732,11 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
         xs = np.concatenate(inputs()) if k == 0 else np.empty(count * n, dtype)
         fm = lambda: C.scatter(xs, mesh, axes, 0, 0)  # noqa: E731
 
+        sxs = (xs if bare else [xs, BYTE]) if k == 0 else None
+
         def fr():
             out = new(count, dtype)
-            g.Scatter(_spec(xs) if k == 0 else None, _spec(out), 0)
+            g.Scatter(sxs, out if bare else [out, BYTE], 0)
             return out
 
         check = lambda a, b: _same(a, x) and _same(b, x)  # noqa: E731
@@ -682,7 +746,7 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
 
         def fr():
             out = new(count, dtype)
-            g.Alltoall(_spec(x), _spec(out))
+            g.Alltoall(sx, out if bare else [out, BYTE])
             return out
 
         def check(a, b):
@@ -691,7 +755,8 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
     elif op == "all_slice":
         m = count // n
         fm = lambda: C.all_slice(x, mesh, axes, 0)  # noqa: E731
-        fr = lambda: x[k * m:(k + 1) * m]  # noqa: E731
+        piece = slice(k * m, (k + 1) * m)
+        fr = lambda: x[piece]  # noqa: E731
         check = lambda a, b: _same(a, x[k * m:(k + 1) * m]) and _same(b, a)  # noqa: E731
     elif op == "shift":
         gaxes = mesh.axes(axes)
@@ -705,7 +770,7 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
 
         def fr():
             out = new(count, dtype)
-            g.Sendrecv(_spec(x), dst, tag, _spec(out), src, tag)
+            g.Sendrecv(sx, dst, tag, out if bare else [out, BYTE], src, tag)
             return out
 
         check = lambda a_, b: _same(a_, inputs()[src]) and _same(b, inputs()[src])  # noqa: E731
@@ -722,9 +787,9 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
                     return C.recv(x, mesh, axes, peer)
 
                 def fr():
-                    g.Send(_spec(x), peer, tag)
+                    g.Send(sx, peer, tag)
                     out = new(count, dtype)
-                    g.Recv(_spec(out), peer, tag)
+                    g.Recv(out if bare else [out, BYTE], peer, tag)
                     return out
             else:
                 def fm():
@@ -734,8 +799,8 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
 
                 def fr():
                     out = new(count, dtype)
-                    g.Recv(_spec(out), peer, tag)
-                    g.Send(_spec(x), peer, tag)
+                    g.Recv(out if bare else [out, BYTE], peer, tag)
+                    g.Send(sx, peer, tag)
                     return out
 
             check = lambda a, b: _same(a, inputs()[peer]) and _same(b, inputs()[peer])  # noqa: E731
@@ -928,20 +993,41 @@ def _loop(fn, warmup, iters, barrier, clock=time.perf_counter):
     return total
 
 
-def _time(fm, fr, warmup, iters, barrier):
+def _imb_loop(fn, warmup, iters, barrier, clock=time.perf_counter):
+    """Seconds of one loop of ``iters`` calls of ``fn``, timed as a whole after ``warmup``
+    untimed calls and a barrier (IMB-MPI1's method: no barrier between the timed calls)."""
+    for _ in range(warmup):
+        fn()
+    barrier()
+    t0 = clock()
+    for _ in range(iters):
+        fn()
+    return clock() - t0
+
+
+def _time(fm, fr, warmup, iters, barrier, loop=_loop):
     """Per-call mean seconds of ``fm`` and ``fr``: each in its own loops, in the order
-    fm, fr, fr, fm (``iters`` timed calls per side in all, split over its two loops)."""
-    fm()  # the first calls' one-time costs stay out even with warmup 0
-    barrier()
-    fr()
-    barrier()
+    fm, fr, fr, fm (``iters`` timed calls per side in all, split over its two loops).
+    ``fm=None`` times ``fr`` alone (meshrt's time is then None); ``loop`` is `_loop` (OSU)
+    or `_imb_loop` (IMB)."""
+    sides = (fm, fr) if fm is not None else (fr,)
+    for f in sides:  # the first calls' one-time costs stay out even with warmup 0
+        f()
+        barrier()
     first = (iters + 1) // 2
-    tm = _loop(fm, warmup, first, barrier)
-    tr = _loop(fr, warmup, first, barrier)
+    t = [loop(f, warmup, first, barrier) for f in sides]
     if iters > first:
-        tr += _loop(fr, warmup, iters - first, barrier)
-        tm += _loop(fm, warmup, iters - first, barrier)
-    return tm / iters, tr / iters
+        for i in reversed(range(len(sides))):
+            t[i] += loop(sides[i], warmup, iters - first, barrier)
+    return (None if fm is None else t[0] / iters), t[-1] / iters
+
+
+_METHOD_TEXT = {
+    "osu": "OSU's: per-process mean over timed calls, each call timed alone with an untimed barrier after it; "
+           "min/avg/max/p50/p99 across processes",
+    "imb": "IMB-MPI1's: a barrier, then one timed loop of calls (no barriers between them), per-process mean; "
+           "min/avg/max (IMB's t_min/t_avg/t_max) and p50/p99 across processes",
+}
 
 
 def _progress(total, desc, enabled):
@@ -991,9 +1077,10 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
     meta = {"op": o.op, "nprocs": comm.Get_size(), "mesh": list(mesh.shape),
             "mesh_axes": list(mesh.axes(axes)), "group_size": n, "dtype": str(o.dtype),
             "reduction": o.reduction if o.op in REDUCING else None, "mpi": lib,
-            "method": "OSU: per-process mean over timed iterations, min/avg/max/p50/p99 across processes; "
-                      "barrier after each call, not timed; meshrt and raw mpi4py each in its own loops, "
-                      "order meshrt, raw, raw, meshrt",
+            "method": o.method, "meshrt": o.meshrt,
+            "method_detail": _METHOD_TEXT[o.method] + ("; raw mpi4py only" if not o.meshrt else
+                                                       "; meshrt and raw mpi4py each in its own loops, order "
+                                                       "meshrt, raw, raw, meshrt"),
             "bandwidth": "nccl-tests: algbw = bytes / avg latency, busbw = algbw * factor(op, group_size)"}
     if o.op in ("halo", "reshard"):
         meta["shape"] = list(o.shape)
@@ -1010,10 +1097,14 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
         emit(f"# meshrt bench {o.op}: {comm.Get_size()} processes, mesh {dims}, mesh_axes "
              f"{','.join(map(str, mesh.axes(axes)))}, group size {n}, {o.dtype}{what}")
         emit(f"# {lib}")
-        emit("# latency: per-process mean, then min/avg/max/p50/p99 across processes; barrier between "
-             "calls, untimed; each side in its own loops (meshrt, raw, raw, meshrt)")
-        emit("# avg_us..busbw_GBps: meshrt; raw_*: plain mpi4py + numpy doing the same job (a new result "
-             "each call, same communicator); ratio = avg_us / raw_avg_us; bandwidth as nccl-tests")
+        emit(f"# method {o.method}: {_METHOD_TEXT[o.method]}" + (
+            "" if not o.meshrt else "; each side in its own loops (meshrt, raw, raw, meshrt)"))
+        if o.meshrt:
+            emit("# avg_us..busbw_GBps: meshrt; raw_*: plain mpi4py + numpy doing the same job (a new result "
+                 "each call, same communicator); ratio = avg_us / raw_avg_us; bandwidth as nccl-tests")
+        else:
+            emit("# --no-meshrt: every column is plain mpi4py + numpy (a new result each call); bandwidth as "
+                 "nccl-tests")
     rows, failed, done = [], False, set()
     header = False
     try:
@@ -1027,28 +1118,29 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
             if root and case.label:
                 emit(f"# {case.label}")
             if root and not header:
-                emit(table_header(o.validate))
+                emit(table_header(o.validate, not o.meshrt))
                 header = True
-            warmup, iters = default_iterations(case.size)
+            warmup, iters = default_iterations(case.size, o.method)
             warmup = warmup if o.warmup is None else o.warmup
             iters = iters if o.iters is None else o.iters
-            tm, tr = _time(case.meshrt, case.raw, warmup, iters, comm.Barrier)
+            tm, tr = _time(case.meshrt if o.meshrt else None, case.raw, warmup, iters, comm.Barrier,
+                           _imb_loop if o.method == "imb" else _loop)
             ok = None
             if o.validate:
                 fm, fr = case.check_calls or (case.meshrt, case.raw)
-                a = fm()
+                a = fm() if o.meshrt else None
                 comm.Barrier()
                 b = fr()
-                ok = comm.allreduce(bool(case.check(a, b)), op=MPI.LAND)
+                ok = comm.allreduce(bool(case.check(a if o.meshrt else b, b)), op=MPI.LAND)
                 failed = failed or not ok
-            times = comm.gather((tm * case.scale, tr * case.scale), root=0)
+            times = comm.gather((None if tm is None else tm * case.scale, tr * case.scale), root=0)
             if case.free is not None:
                 case.free()
             if root:
                 row = make_row(o.op, case.size, n, comm.Get_size(), warmup, iters,
-                               [t[0] for t in times], [t[1] for t in times], ok)
+                               None if tm is None else [t[0] for t in times], [t[1] for t in times], ok)
                 rows.append(row)
-                emit(format_row(row, o.validate))
+                emit(format_row(row, o.validate, not o.meshrt))
             if bar is not None:
                 bar.update(1)
     finally:
