@@ -13,10 +13,11 @@ op with several are ``%vN:k`` and used as ``%vN#i``), blocks ``^bb0 ...``,
 attributes sorted: equal IR prints equal text.
 
 A ``shard.sharding`` with partial axes (seed 001's ``partial = sum [1]``,
-kept by meshrt) has no MLIR form: the shard dialect of LLVM 22 has no partial
-clause (upstream dropped it from ``mesh.sharding`` in 2025, before the
-rename to ``shard``).  Printing one raises `MLIRError` rather than print a
-sharding that LLVM would read as a different, non-partial one.
+kept by meshrt) has no MLIR form: LLVM 22 is the first release without the
+partial clause (llvm/llvm-project#149805 removed it from ``mesh.sharding``
+in July 2025, before the rename to ``shard``).  Printing one raises
+`MLIRError` rather than print a sharding that LLVM would read as a
+different, non-partial one.
 
 >>> from meshrt.mlir import parse
 >>> m = parse('''shard.grid @g(shape = 2x2)
@@ -160,10 +161,10 @@ def dense_text(d: DenseElements) -> str:
 
 def _partial_sharding(v, op):
     kind, axes = op.attributes.get("partial_type"), list(op.attributes.get("partial_axes", ()))
-    raise MLIRError(f"{op.location}: 'shard.sharding' with partial = {kind} {axes}: LLVM 22's shard dialect has "
-                    "no partial annotation (upstream removed it from the sharding op in 2025), so no MLIR "
-                    "text says this sharding; reduce the partial axes first (an all_reduce) or keep meshrt's "
-                    "own form (str(Sharding))")
+    raise MLIRError(f"{op.location}: 'shard.sharding' with partial = {kind} {axes}: LLVM 22 dropped partial "
+                    "annotations from the sharding op (llvm/llvm-project#149805, July 2025), so no MLIR text "
+                    "says this sharding; reduce the partial axes first (an all_reduce) or keep meshrt's own "
+                    "form (str(Sharding))")
 
 
 _GRID_OPS = ("grid_shape", "process_multi_index", "neighbors_linear_indices")
