@@ -127,7 +127,7 @@ def main(argv=None):
         ok &= err <= tol
         if rank == 0:
             print(f"heat2d: analytic check: max |u - g^steps u0| = {err:.3e} (tol {tol:.1e}) "
-                  f"{'OK' if err <= tol else 'MISMATCH'}")
+                  f"{'OK' if err <= tol else 'MISMATCH'}", flush=True)
 
     full = u.gather(root=0) if check or args.png else None
     if check:
@@ -137,7 +137,7 @@ def main(argv=None):
             same = bool(np.array_equal(full, ref))
             diff = float(np.max(np.abs(full - ref))) if full.size else 0.0
             print(f"heat2d: serial check: {'bit-for-bit identical' if same else 'MISMATCH'} "
-                  f"(max |diff| = {diff:.3e})")
+                  f"(max |diff| = {diff:.3e})", flush=True)
         ok &= mesh.comm.bcast(same, root=0)
     if args.png and rank == 0:
         try:
