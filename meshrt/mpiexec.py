@@ -96,7 +96,9 @@ class Launcher:
         """One line for ``meshrt info``: path, vendor, and what it is told."""
         names = {"mpich": "MPICH (hydra)", "intel": "Intel MPI (hydra)", "openmpi": "Open MPI (prterun)"}
         extra = {"openmpi": "; adds --oversubscribe beyond the cores, --allow-run-as-root as root, "
-                            "-x for MESHRT_*/PYTHON* variables"}.get(self.vendor, "; oversubscribes by itself")
+                            "-x for MESHRT_*/PYTHON* variables",
+                 "intel": "; oversubscribes by itself, with I_MPI_WAIT_MODE=1 added then"}.get(
+                     self.vendor, "; oversubscribes by itself")
         return f"{self.path} [{names.get(self.vendor, 'unknown MPI')}{extra}]"
 
 
