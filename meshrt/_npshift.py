@@ -90,8 +90,14 @@ def _np_roll(a, shift, axis=None):
             continue
         src = out
         out = DistributedTensor.empty(src.shape, _plain(src), src.dtype, periodic=src.periodic)
-        out[_along(out.ndim, ax, slice(k, None))] = src[_along(src.ndim, ax, slice(None, n - k))]
-        out[_along(out.ndim, ax, slice(None, k))] = src[_along(src.ndim, ax, slice(n - k, None))]
+        pieces = ((slice(k, None), slice(None, n - k)), (slice(None, k), slice(n - k, None)))
+        if out.sharding.halo_sizes:
+            for dst, part in pieces:
+                out[_along(out.ndim, ax, dst)] = src[_along(src.ndim, ax, part)]
+        else:  # each piece resharded straight into its view of the result: no temporary block
+            for dst, part in pieces:
+                view = out[_along(out.ndim, ax, dst)]
+                src[_along(src.ndim, ax, part)].reshard(view.sharding, out=view)
     return out.copy() if out is a else out
 
 
