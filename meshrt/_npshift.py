@@ -18,6 +18,9 @@ np.pad(t, w, mode)     a slice assignment per padded layer (pad widths are  ``t`
                        small); constant: none beyond placing ``t``
 np.broadcast_to        none (local broadcast)                                ``t``'s split on its dims
 np.sort/argsort        none along a dim that is not split                   ``t``'s
+np.nonzero, np.where   one all-gather of the global indices of the nonzero  numpy arrays (global indices),
+(cond), argwhere,      elements (one writer per block)                      the same on every process
+flatnonzero
 np.trace, np.vdot,     one all-reduce of a scalar                            numpy scalar
 np.inner (1-D)
 np.outer (1-D)         the second operand made replicated (all-gather)      first operand's split on dim 0
@@ -33,10 +36,11 @@ import operator
 
 import numpy as np
 
-from . import collectives
+from . import _mpi, collectives
+from .chunks import writer_of_block
 from .errors import ShardingError
 from .sharding import Sharding
-from .tensor import DistributedTensor, _layout, implements
+from .tensor import _HANDLED_FUNCTIONS, DistributedTensor, _layout, implements
 
 __all__ = ["MAX_GATHERED"]
 
@@ -379,3 +383,46 @@ def _np_solve(a, b):
 def _np_eigh(a, UPLO="L"):
     w, v = np.linalg.eigh(_gathered("np.linalg.eigh", a), UPLO=UPLO)
     return DistributedTensor.from_global(w, Sharding(a.mesh, [])), _like(v, a)
+
+
+def flat_nonzero(t: DistributedTensor) -> np.ndarray:
+    """Sorted flat global indices of ``t``'s nonzero elements, on every process: each block's
+    writer contributes its own, one all-gather joins them."""
+    t = _tensor("np.nonzero", t)
+    if t.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead.")
+    block = t._full_interior()
+    if writer_of_block(_plain(t)) and block.size:
+        local = np.unravel_index(np.flatnonzero(block), block.shape)
+        flat = np.ravel_multi_index(tuple(i + sl.start for i, sl in zip(local, t.shard_slices)), t.shape)
+    else:
+        flat = np.zeros(0, np.intp)
+    with _mpi.internal("np.nonzero", "all-gather of the nonzero indices", t.mesh):
+        parts = t.mesh.comm.allgather(np.asarray(flat, np.intp))
+    return np.sort(np.concatenate(parts))
+
+
+@implements(np.nonzero)
+def _np_nonzero(a):
+    return np.unravel_index(flat_nonzero(a), a.shape)
+
+
+@implements(np.flatnonzero)
+def _np_flatnonzero(a):
+    return flat_nonzero(a)
+
+
+@implements(np.argwhere)
+def _np_argwhere(a):
+    return np.stack(np.unravel_index(flat_nonzero(a), a.shape), axis=-1) if a.ndim else np.zeros((0, 0), np.intp)
+
+
+_where_of_three = _HANDLED_FUNCTIONS[np.where]
+
+
+@implements(np.where)
+def _np_where(condition, x=None, y=None):
+    """``np.where(cond)`` is ``np.nonzero(cond)``; with ``x`` and ``y``, elementwise (`meshrt.tensor`)."""
+    if x is None and y is None:
+        return _np_nonzero(condition)
+    return _where_of_three(condition, x, y)

@@ -1762,8 +1762,7 @@ def _align(name, operands):
 @implements(np.where)
 def _np_where(condition, x=None, y=None):
     if x is None or y is None:
-        raise TypeError("np.where on a DistributedTensor needs x and y (the one-argument form returns indices: "
-                        "gather() first)")
+        raise TypeError("np.where on a DistributedTensor needs both x and y, or neither (then it is np.nonzero)")
     ref, (c, x, y) = _align("np.where", [condition, x, y])
     if ref.sharding.is_partial:
         raise ShardingError("np.where: an operand is partial; reshard it to a non-partial sharding first")

@@ -108,6 +108,20 @@ def test_products_and_linear_algebra(meshes):
         np.testing.assert_allclose(np.abs(vecs.gather()), np.abs(np.linalg.eigh(A + A.T)[1]), atol=1e-8)
 
 
+def test_nonzero_and_one_argument_where(meshes):
+    for k, (name, s, shape) in enumerate(cases(meshes)):
+        g = global_array(shape, seed=k + 13) > 20
+        t = DT.from_global(g, s)
+        for got, want in ((np.where(t), np.where(g)), (np.nonzero(t), np.nonzero(g))):
+            assert len(got) == len(want), name
+            for x, y in zip(got, want):
+                check(x, y, f"nonzero {name}")
+        check(np.argwhere(t), np.argwhere(g), f"argwhere {name}")
+        check(np.flatnonzero(t), np.flatnonzero(g), f"flatnonzero {name}")
+    with pytest.raises(ValueError, match="0d"):
+        np.nonzero(DT.from_global(np.array(1.0), Sharding(meshes["1d"], [])))
+
+
 def test_bad_shift_arguments(meshes):
     t = DT.from_global(global_array((5, 4)), Sharding(meshes["1d"], [[0]]))
     with pytest.raises(ShardingError, match="axis 2 is out of range"):
