@@ -362,8 +362,7 @@ def _np_all(a, axis=None, out=None, keepdims=False, *, where=True):
 
 @implements(np.count_nonzero)
 def _np_count_nonzero(a, axis=None, *, keepdims=False):
-    result = reduce_tensor(a, "count_nonzero", axis, None, keepdims)
-    return int(result) if isinstance(result, np.generic) else result
+    return reduce_tensor(a, "count_nonzero", axis, None, keepdims)
 
 
 def _var_handler(std):

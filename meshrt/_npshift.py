@@ -17,7 +17,9 @@ np.gradient(t, ...)    like two diffs per axis                               ``t
 np.pad(t, w, mode)     a slice assignment per padded layer (pad widths are  ``t``'s split axes, even offsets
                        small); constant: none beyond placing ``t``
 np.broadcast_to        none (local broadcast)                                ``t``'s split on its dims
-np.sort/argsort        none along a dim that is not split                   ``t``'s
+np.sort/argsort        none along a dim that is not split; along a split    ``t``'s
+                       dim two all-to-alls (its mesh axes move to another
+                       dim and back); 1-D split: refused (gather first)
 np.nonzero, np.where   one all-gather of the global indices of the nonzero  numpy arrays (global indices),
 (cond), argwhere,      elements (one writer per block)                      the same on every process
 flatnonzero
@@ -265,13 +267,23 @@ def _sort_like(name, fn):
             raise TypeError(f"{name}(axis=None) on a DistributedTensor: flattening needs a global sort; "
                             "gather() first")
         ax = _axis(axis, a.ndim, name)
-        if a.sharding.dim_axes(ax):
-            raise TypeError(f"{name} along dim {ax}, which is split over mesh axes {a.sharding.dim_axes(ax)}: "
-                            f"reshard so that dim {ax} is not split (t.reshard(...)), or gather() first")
-        out = DistributedTensor.empty(a.shape, _plain(a), np.intp if name.endswith("argsort") else a.dtype,
+        moved = a.sharding.dim_axes(ax)
+        src = a
+        if moved:
+            # The dim's mesh axes move to the largest other dim (an all-to-all, like a transpose), the
+            # rows are sorted whole, and the result moves back: memory stays one block per process.
+            if a.ndim == 1:
+                raise TypeError(f"{name} of a 1-D tensor split over mesh axes {moved} needs a global sort; "
+                                "gather() first, or sort a 2-D view (t.reshape(rows, -1)) along its last dim")
+            other = max((d for d in range(a.ndim) if d != ax), key=lambda d: a.shape[d])
+            split = [list(a.sharding.dim_axes(d)) for d in range(a.ndim)]
+            split[other] += list(moved)
+            split[ax] = []
+            src = a.reshard(Sharding(a.mesh, split))
+        out = DistributedTensor.empty(src.shape, _plain(src), np.intp if name.endswith("argsort") else a.dtype,
                                       periodic=a.periodic)
-        out._interior[...] = fn(a._full_interior(), axis=ax, kind=kind, **kwargs)
-        return out
+        out._interior[...] = fn(src._full_interior(), axis=ax, kind=kind, **kwargs)
+        return out.reshard(_plain(a)) if moved else out
     return handler
 
 

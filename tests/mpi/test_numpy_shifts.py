@@ -74,12 +74,12 @@ def test_broadcast_to_and_sort(meshes):
         t = DT.from_global(g, s)
         check(np.broadcast_to(t, (3,) + shape), np.broadcast_to(g, (3,) + shape), f"broadcast_to {name}")
         for ax in range(len(shape)):
-            if s.dim_axes(ax):
-                with pytest.raises(TypeError, match="reshard"):
+            if s.dim_axes(ax) and len(shape) == 1:
+                with pytest.raises(TypeError, match="gather"):
                     np.sort(t, axis=ax)
-            else:
-                check(np.sort(t, axis=ax), np.sort(g, axis=ax), f"sort {name} {ax}")
-                check(np.argsort(t, axis=ax, kind="stable"), np.argsort(g, axis=ax, kind="stable"), f"argsort {name}")
+                continue
+            check(np.sort(t, axis=ax), np.sort(g, axis=ax), f"sort {name} {ax}")
+            check(np.argsort(t, axis=ax, kind="stable"), np.argsort(g, axis=ax, kind="stable"), f"argsort {name}")
 
 
 def test_products_and_linear_algebra(meshes):
