@@ -151,10 +151,19 @@ def _action(op: Operand, result: Sharding, shape) -> OperandAction:
     return OperandAction("reshard", want, moved)
 
 
-def plan_elementwise(operands, out_sharding: Sharding | None = None, name: str = "elementwise") -> ElementwisePlan:
-    """The plan for an elementwise op over ``operands`` (`Operand` each); see the module docstring."""
+def plan_elementwise(operands, out_sharding: Sharding | None = None, name: str = "elementwise",
+                     out_shape=None) -> ElementwisePlan:
+    """The plan for an elementwise op over ``operands`` (`Operand` each); see the module docstring.
+
+    With ``out=`` (``out_sharding`` and ``out_shape``) the operands broadcast to the target's shape, as
+    numpy's ``out=`` does."""
     operands = tuple(operands)
-    shape = _broadcast_shape(name, [op for op in operands if op.kind != "scalar"])
+    shaped = [op for op in operands if op.kind != "scalar"]
+    if out_shape is not None:
+        shaped.append(Operand.array(out_shape))
+    shape = _broadcast_shape(name, shaped)
+    if out_shape is not None and shape != tuple(out_shape):
+        raise ShardingError(f"{name}: out has global shape {tuple(out_shape)}; the operands broadcast to {shape}")
     if out_sharding is not None:
         candidates = [out_sharding]
     else:
@@ -207,4 +216,5 @@ def explain_op(ufunc, *operands, out=None) -> ElementwisePlan:
 
     ops = [describe_operand(x, DistributedTensor) for x in operands]
     target = out[0] if isinstance(out, tuple) else out
-    return plan_elementwise(ops, None if target is None else target.sharding, f"np.{ufunc.__name__}")
+    return plan_elementwise(ops, None if target is None else target.sharding, f"np.{ufunc.__name__}",
+                            None if target is None else target.global_shape)

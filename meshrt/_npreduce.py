@@ -300,9 +300,63 @@ def _only(name, kwargs, allowed):
                         f"{', '.join(sorted(allowed)) or 'none'})")
 
 
-def _where_refused(name, where):
-    if where is not True and where is not np._NoValue and where is not None:
-        raise TypeError(f"{name} on a DistributedTensor: where= is not supported; mask with np.where first")
+def _no_mask(where) -> bool:
+    return where is True or where is np._NoValue or where is None
+
+
+def _mask(a: DistributedTensor, where) -> DistributedTensor:
+    """``where`` (a bool, a numpy array or a tensor, broadcast to ``a``'s global shape) laid out
+    exactly like ``a``: a numpy mask is sliced locally, a tensor one resharded if it differs."""
+    m = DistributedTensor.empty(a.shape, a.sharding.replace(partial_axes=()) if a.sharding.is_partial
+                                else a.sharding, bool)
+    if isinstance(where, (bool, np.bool_)):
+        m.interior[...] = where
+        return m
+    np.logical_or(where, False, out=m)
+    return m
+
+
+def _masked(a: DistributedTensor, where, fill) -> DistributedTensor:
+    """``a`` with the elements ``where`` leaves out replaced by ``fill`` (the reduction's identity)."""
+    m = _mask(a, where)
+    out = DistributedTensor.empty(a.shape, m.sharding, a.dtype)
+    np.copyto(out.interior, a._full_interior())
+    out.interior[~m.interior] = fill
+    return out
+
+
+def _count(a: DistributedTensor, where, dims, keepdims):
+    """How many elements ``where`` selects per kept position (a scalar when nothing is kept)."""
+    return reduce_tensor(_mask(a, where), "count_nonzero", dims, None, keepdims)
+
+
+def _masked_reduce(a, op, axis, dtype, keepdims, where, nan=False, initial=np._NoValue):
+    """``np.<op>(a, axis, where=where, initial=initial)``: masked elements become the identity."""
+    if op in ("max", "min"):
+        if _no_mask(where) and initial is np._NoValue:
+            return reduce_tensor(a, op, axis, None, keepdims, nan=nan)
+        if initial is np._NoValue:
+            raise ValueError(f"reduction operation '{'maximum' if op == 'max' else 'minimum'}' does not have an "
+                             "identity, so to use a where mask one has to specify 'initial'")
+        src = a if _no_mask(where) else _masked(a, where, initial)
+        red = reduce_tensor(src, op, axis, None, keepdims, nan=nan) if a.size else None
+        ext = np.maximum if op == "max" else np.minimum
+        return ext(red, initial) if red is not None else a.dtype.type(initial)
+    if _no_mask(where):
+        return reduce_tensor(a, op, axis, dtype, keepdims, nan=nan)
+    fill = {"sum": 0, "mean": 0, "prod": 1, "any": False, "all": True}[op]
+    if nan and a.dtype.kind in "fc":
+        fill = np.nan  # nan-reductions skip NaNs: masked elements become NaN
+    src = _masked(a, where, fill)
+    if op != "mean":
+        return reduce_tensor(src, op, axis, dtype, keepdims, nan=nan)
+    total = reduce_tensor(src, "sum", axis, dtype if dtype is not None else _acc_dtype("mean", a.dtype, None),
+                          keepdims, nan=nan)
+    count = (_count(a, where & ~np.isnan(a), axis, keepdims) if nan and a.dtype.kind in "fc"
+             else _count(a, where, axis, keepdims))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (total / count).astype(_out_dtype("mean", a.dtype, dtype)) if isinstance(total, DistributedTensor) \
+            else _out_dtype("mean", a.dtype, dtype).type(total / count)
 
 
 def _handler(op, nan=False):
@@ -313,10 +367,15 @@ def _handler(op, nan=False):
             raise TypeError(f"{name}: expected a DistributedTensor")
         if out is not None or args:
             raise TypeError(f"{name} on a DistributedTensor: out= is not supported")
-        _where_refused(name, where)
+        initial = kwargs.pop("initial", np._NoValue)
         _only(name, kwargs, set())
         keepdims = bool(keepdims) if keepdims is not np._NoValue else False
-        return reduce_tensor(a, op, axis, dtype, keepdims, nan=nan)
+        result = _masked_reduce(a, op, axis, dtype, keepdims, where, nan=nan)
+        if initial is not np._NoValue and op in ("sum", "prod"):
+            result = result + initial if op == "sum" else result * initial
+        elif initial is not np._NoValue:
+            raise TypeError(f"{name}() got an unexpected keyword argument 'initial'")
+        return result
     handler.__name__ = f"_{name[3:]}"
     return handler
 
@@ -328,11 +387,8 @@ def _ordered_handler(op, nan=False):
     def handler(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
         if out is not None:
             raise TypeError(f"{name} on a DistributedTensor: out= is not supported")
-        if initial is not np._NoValue:
-            raise TypeError(f"{name} on a DistributedTensor: initial= is not supported")
-        _where_refused(name, where)
         keepdims = bool(keepdims) if keepdims is not np._NoValue else False
-        return reduce_tensor(a, op, axis, None, keepdims, nan=nan)
+        return _masked_reduce(a, op, axis, None, keepdims, where, nan=nan, initial=initial)
     return handler
 
 
@@ -348,21 +404,34 @@ for _op in ("max", "min"):
 def _np_any(a, axis=None, out=None, keepdims=False, *, where=True):
     if out is not None:
         raise TypeError("np.any on a DistributedTensor: out= is not supported")
-    _where_refused("np.any", where)
-    return reduce_tensor(a, "any", axis, None, bool(keepdims) if keepdims is not np._NoValue else False)
+    return _masked_reduce(a, "any", axis, None, bool(keepdims) if keepdims is not np._NoValue else False, where)
 
 
 @implements(np.all)
 def _np_all(a, axis=None, out=None, keepdims=False, *, where=True):
     if out is not None:
         raise TypeError("np.all on a DistributedTensor: out= is not supported")
-    _where_refused("np.all", where)
-    return reduce_tensor(a, "all", axis, None, bool(keepdims) if keepdims is not np._NoValue else False)
+    return _masked_reduce(a, "all", axis, None, bool(keepdims) if keepdims is not np._NoValue else False, where)
 
 
 @implements(np.count_nonzero)
 def _np_count_nonzero(a, axis=None, *, keepdims=False):
     return reduce_tensor(a, "count_nonzero", axis, None, keepdims)
+
+
+def _masked_var(a, axis, dtype, ddof, keepdims, where, std):
+    """``np.var(a, where=where)``: the masked mean first (kept dims as size 1), then the masked
+    squared deviations; two passes, each a masked sum."""
+    acc = np.dtype(dtype) if dtype is not None else (np.dtype(np.float64) if a.dtype.kind in "biu" else a.dtype)
+    count_kd = _count(a, where, axis, True)
+    total_kd = reduce_tensor(_masked(a.astype(acc), where, 0), "sum", axis, acc, True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dev = a.astype(acc) - total_kd / count_kd
+        sq = np.abs(dev) ** 2 if acc.kind == "c" else dev * dev
+        m2 = reduce_tensor(_masked(sq, where, 0), "sum", axis, None, keepdims)
+        n = _count(a, where, axis, keepdims)
+        red = m2 / np.maximum(n - ddof, 0)
+        return np.sqrt(red) if std else red
 
 
 def _var_handler(std):
@@ -372,12 +441,14 @@ def _var_handler(std):
                 correction=np._NoValue):
         if out is not None:
             raise TypeError(f"{name} on a DistributedTensor: out= is not supported")
-        _where_refused(name, where)
         if mean is not np._NoValue:
             raise TypeError(f"{name} on a DistributedTensor: mean= is not supported")
         if correction is not np._NoValue:
             ddof = correction
-        return var(a, axis, dtype, ddof, bool(keepdims) if keepdims is not np._NoValue else False, std=std)
+        keepdims = bool(keepdims) if keepdims is not np._NoValue else False
+        if _no_mask(where):
+            return var(a, axis, dtype, ddof, keepdims, std=std)
+        return _masked_var(a, axis, dtype, ddof, keepdims, where, std)
     return handler
 
 

@@ -1314,7 +1314,8 @@ def _elementwise_call(ufunc, inputs, outs, kwargs):
                         "reshard them to one sharding first")
     target = outs[0] if outs and outs[0] is not None else None
     ops = [describe_operand(x, DistributedTensor) for x in inputs]
-    plan = plan_elementwise(ops, None if target is None else target._sharding, name)
+    plan = plan_elementwise(ops, None if target is None else target._sharding, name,
+                            None if target is None else target._global_shape)
     shape, result = plan.result_shape, plan.result_sharding
     for o in outs:
         if o is not None and o._global_shape != shape:

@@ -88,8 +88,9 @@ def test_operators_and_misuse(mesh):
         np.add.outer(t, t)  # (np.matmul is supported: meshrt.matmul)
     kept = np.sum(t, keepdims=True)
     assert kept.global_shape == (1,) and kept.gather().tolist() == [6]
-    with pytest.raises(TypeError, match="initial"):
-        np.sum(t, initial=1)
+    assert np.sum(t, initial=1) == 7 and np.sum(t, where=np.array([True, False, True])) == 4
+    with pytest.raises(TypeError, match="out= is not supported"):
+        np.mean(t, out=np.empty(()))
     assert np.sum(t, dtype=np.float32) == 6.0 and np.sum(t, dtype=np.float32).dtype == np.float32
     assert len(t) == 3 and t.size == 3
 
