@@ -211,15 +211,22 @@ def var(t: DistributedTensor, axis=None, dtype=None, ddof=0, keepdims=False, *, 
 
 
 def _var_all(t, block, axes, n_local, n_total, ddof, keepdims, std):
-    """``var`` over every dim of a real float block: two compiled passes (sum, squared deviations),
-    no temporaries; the same merge as `var`."""
+    """``var`` over every dim of a real float block in one compiled pass: the sums of ``x - c`` and
+    ``(x - c)**2`` with ``c`` the block's first element (no temporaries), then the same merge as `var`.
+
+    ``M2 = s2 - s1**2 / n`` loses digits only when ``c`` lies many standard deviations from the
+    mean; then (``s1**2 / n`` above ``s2 / 2``) a second pass sums the squared deviations exactly."""
     from .tensor import _kernel
 
-    local_sum = np.array([_kernel("local_sum")(block)], block.dtype)
-    local_mean = local_sum[0] / n_local if n_local else block.dtype.type(0)
+    c = block.flat[0] if n_local else block.dtype.type(0)
+    s1, s2 = _kernel("local_shifted_moments")(block, c)
+    local_mean = c + s1 / n_local if n_local else block.dtype.type(0)
+    m2 = s2 - s1 * s1 / n_local if n_local else block.dtype.type(0)
+    if n_local and s1 * s1 / n_local > 0.5 * s2:
+        m2 = _kernel("local_sq_dev")(block, local_mean)
+    local_sum = np.array([local_mean * n_local], block.dtype)
     total = collectives.all_reduce(local_sum, t.mesh, axes, reduction="sum") if axes else local_sum
     mean = total[0] / n_total
-    m2 = _kernel("local_sq_dev")(block, local_mean)
     if axes:
         m2 = collectives.all_reduce(np.array([m2 + n_local * (local_mean - mean) ** 2], block.dtype), t.mesh,
                                     axes, reduction="sum")[0]

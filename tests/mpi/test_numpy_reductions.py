@@ -157,6 +157,12 @@ def test_var_of_large_offset_keeps_its_digits(meshes):
     t = DT.from_global(g, s)
     assert abs(np.var(t) - np.var(g)) <= 1e-6 * np.var(g)
     assert abs(t.std(ddof=1) - np.std(g, ddof=1)) <= 1e-6 * np.std(g)
+    outlier = rng.standard_normal(10_007)
+    outlier[::997] = 1e9  # each block's first element may lie far from the mean: the exact pass takes over
+    t = DT.from_global(outlier, s)
+    assert abs(np.var(t) - np.var(outlier)) <= 1e-9 * np.var(outlier)
+    small = DT.from_global(1e8 + np.arange(5.0), s)  # blocks of one element or none on many processes
+    assert np.var(small) == np.var(1e8 + np.arange(5.0))
 
 
 def test_isclose_is_elementwise(meshes):
