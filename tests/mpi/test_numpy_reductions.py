@@ -150,6 +150,17 @@ def test_initial_and_masked_extremes(meshes):
             check(np.sum(t, axis=ax, initial=2.5), np.sum(g, axis=ax, initial=2.5), f"sum initial {layout} {ax}")
 
 
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum, np.minimum])
+def test_accumulate_along_every_dim(meshes, ufunc):
+    for k, (layout, s, shape) in enumerate(cases(meshes)):
+        g = 1 + global_array(shape, np.float64, seed=k) / 1000 if ufunc is np.multiply else global_array(shape, seed=k)
+        for data in (g, np.round(g).astype(np.int64)):
+            t = DT.from_global(data, s)
+            for ax in range(len(shape)):
+                check(ufunc.accumulate(t, axis=ax), ufunc.accumulate(data, axis=ax),
+                      f"{ufunc.__name__}.accumulate {layout} {data.dtype} axis={ax}", rtol=1e-12)
+
+
 def test_var_of_large_offset_keeps_its_digits(meshes):
     s = Sharding(meshes["1d"], [[0]])
     rng = np.random.default_rng(3)
@@ -213,8 +224,8 @@ def test_bad_reduction_arguments_raise_everywhere(meshes):
         np.var(t, axis=(0, 0))
     with pytest.raises(ValueError, match="initial"):
         np.max(t, where=t > 0)
-    with pytest.raises(TypeError, match="np.multiply.accumulate"):
-        np.multiply.accumulate(t)
+    with pytest.raises(TypeError, match="np.subtract.accumulate"):
+        np.subtract.accumulate(t)
     with pytest.raises(ValueError, match="empty"):
         np.argmax(DT.from_global(np.zeros((0, 3)), Sharding(meshes["1d"], [[0]])))
     with pytest.raises(TypeError, match="not ordered"):
