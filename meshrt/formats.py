@@ -47,7 +47,8 @@ import numpy as np
 from . import _mpi
 from .chunks import aligned_sharding, check_chunks, default_chunks, is_aligned, owned_chunks, writer_of_block
 from .errors import ShardingError
-from .io import _NAME, CheckpointError, _agree, _comm_of, _fsync_dir, _root_decides, _unlink_quietly
+from .io import (_NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _fsync_dir, _read_target_problem,
+                 _root_decides, _unlink_quietly)
 from .mesh import Mesh
 from .sharding import Sharding
 
@@ -143,14 +144,8 @@ def _resolve_sharding(sharding, saved: dict | None):
 def _fill_block(comm, where, sharding, shape, dtype, read_block):
     """A zeroed local buffer with this process's owned block filled by ``read_block(slices)``;
     a failure anywhere raises the same CheckpointError everywhere."""
+    _agree(comm, _read_target_problem(sharding, shape), where)
     problem = None
-    try:
-        sharding.check_shape(shape)
-        if sharding.is_partial:
-            problem = f"cannot read into the partial sharding {sharding}; read a non-partial one, then reshard"
-    except ShardingError as e:
-        problem = f"the file's shape {shape} does not fit {sharding}: {e}"
-    _agree(comm, problem, where)
     local = np.zeros(sharding.local_shape(shape), dtype)
     slices = sharding.shard_slices(shape)
     lo = [sharding.halo_widths(d)[0] for d in range(len(shape))]
@@ -261,12 +256,7 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
     finally:
         if src is not t:
             src.free()
-    try:
-        _agree(comm, problem, where)
-    except CheckpointError:
-        if comm.Get_rank() == 0:
-            _unlink_quietly(tmp)
-        raise
+    _agree_or_discard(comm, problem, where, tmp)
     with _mpi.internal(where, "barrier before the commit", comm):
         comm.Barrier()
     _root_decides(comm, lambda: _swap_into_place(tmp, target, aside), where)
@@ -414,13 +404,7 @@ def _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where):
     except Exception as e:  # noqa: BLE001 - reported on every process
         problem = f"writing block file {block_name!r} failed: {type(e).__name__}: {e}"
     whole = t.gather(root=0) if not shape or not all(shape) else None  # 0-d or empty: no blocks
-    try:
-        _agree(comm, problem, where)
-    except CheckpointError:
-        if comm.Get_rank() == 0:
-            _unlink_quietly(tmp)
-            _unlink_quietly(gen_dir)
-        raise
+    _agree_or_discard(comm, problem, where, tmp, gen_dir)
 
     def commit():
         with h5py.File(tmp, "a") as f:
@@ -480,12 +464,7 @@ def _to_hdf5_collective(h5py, comm, t, path, name, shape, attrs, where):
                 dset[t.shard_slices] = t.interior
     except Exception as e:  # noqa: BLE001
         problem = f"collective write failed: {type(e).__name__}: {e}"
-    try:
-        _agree(comm, problem, where)
-    except CheckpointError:
-        if comm.Get_rank() == 0:
-            _unlink_quietly(tmp)
-        raise
+    _agree_or_discard(comm, problem, where, tmp)
 
     def commit():
         os.replace(tmp, path)

@@ -333,12 +333,7 @@ def _write_file(comm, tmp, header, local, sharding, shape, dtype, path):
             block.free()
             if fh is not None:
                 fh.Close()
-    try:
-        _agree(comm, problem, f"write_npy({path!r})")
-    except CheckpointError:
-        if comm.Get_rank() == 0:
-            _unlink_quietly(tmp)
-        raise
+    _agree_or_discard(comm, problem, f"write_npy({path!r})", tmp)
 
 
 def _commit(comm, tmp, path):
@@ -368,6 +363,29 @@ def _remove_stale_tmps(path, keep):
     for name in os.listdir(directory):
         if name.startswith(prefix) and os.path.join(directory, name) != os.path.abspath(keep):
             _unlink_quietly(os.path.join(directory, name))
+
+
+def _agree_or_discard(comm, problem, where, *temporaries):
+    """`_agree` on a write's outcome; on a failure anywhere rank 0 removes the write's temporaries
+    (files or directories) before every process raises the same CheckpointError."""
+    try:
+        _agree(comm, problem, where)
+    except CheckpointError:
+        if comm.Get_rank() == 0:
+            for tmp in temporaries:
+                _unlink_quietly(tmp)
+        raise
+
+
+def _read_target_problem(sharding, shape):
+    """Why a file of global ``shape`` cannot be read into ``sharding`` (None if it can)."""
+    try:
+        sharding.check_shape(shape)
+    except ShardingError as e:
+        return f"the file's shape {shape} does not fit {sharding}: {e}"
+    if sharding.is_partial:
+        return f"cannot read into the partial sharding {sharding}; read a non-partial one, then reshard"
+    return None
 
 
 def _unlink_quietly(p):
@@ -443,12 +461,7 @@ def read_npy(path, sharding: Sharding, global_shape=None, *, factory: Callable |
         if want != shape:
             problem = f"the file holds shape {shape}, but global_shape {global_shape!r} was asked for"
     if problem is None:
-        try:
-            sharding.check_shape(shape)
-            if sharding.is_partial:
-                problem = f"cannot read into the partial sharding {sharding}; read a non-partial one, then reshard"
-        except ShardingError as e:
-            problem = f"the file's shape {shape} does not fit {sharding}: {e}"
+        problem = _read_target_problem(sharding, shape)
     _agree(comm, problem, f"read_npy({path!r})")
 
     local = np.zeros(sharding.local_shape(shape), dtype)

@@ -39,7 +39,7 @@ from . import _mpi
 from .chunks import writer_of_block
 from .errors import ShardingError
 from .formats import remove_later
-from .io import _NAME, CheckpointError, _agree, _comm_of, _fsync_dir, _root_decides, _unlink_quietly
+from .io import _NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _fsync_dir, _root_decides
 from .sharding import Sharding
 
 __all__ = ["write_vtk", "vtk_grid", "vtk_pieces", "VtkGrid"]
@@ -304,12 +304,7 @@ def write_vtk(prefix, fields, step, time=None, spacing=None, origin=None) -> str
     finally:
         for src in made:
             src.free()
-    try:
-        _agree(comm, problem, where)
-    except CheckpointError:
-        if comm.Get_rank() == 0:
-            _unlink_quietly(tmp)
-        raise
+    _agree_or_discard(comm, problem, where, tmp)
 
     def commit():
         pieces = []
