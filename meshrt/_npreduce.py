@@ -33,8 +33,8 @@ import numpy as np
 
 from . import collectives
 from .errors import ShardingError
-from .tensor import (DistributedTensor, _acc_dtype, _align, _combine, _drop, _drop_dim, _from_dims, _identity,
-                     _out_dtype, _per_dim, implements)
+from .tensor import (_ACCUMULATED, DistributedTensor, _acc_dtype, _accumulate, _align, _combine, _drop, _drop_dim,
+                     _from_dims, _identity, _out_dtype, _per_dim, implements)
 
 __all__ = ["reduce_tensor", "var", "argextreme", "UFUNC_REDUCTIONS"]
 
@@ -519,34 +519,6 @@ def _np_isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return out
 
 
-_ACCUMULATE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
-
-
-def accumulate(t: DistributedTensor, ufunc, axis: int, dtype=None) -> DistributedTensor:
-    """``ufunc.accumulate(t, axis)`` for multiply, maximum and minimum (add is ``t.cumsum``): each
-    process accumulates its block, then combines it with the totals of the shards before it along
-    the split dim (an exscan: one all_gather of the per-shard totals over that dim's mesh axes)."""
-    if t.ndim == 0:
-        raise ValueError(f"np.{ufunc.__name__}.accumulate: a 0-d tensor has no axis to accumulate along")
-    ax = normalize_axes(axis, t.ndim)[0]
-    s = t.sharding
-    out_dtype = ufunc.accumulate(np.zeros(1, t.dtype), dtype=dtype).dtype
-    local = ufunc.accumulate(t._full_interior(), axis=ax, dtype=out_dtype)
-    axes = s.dim_axes(ax)
-    if axes:
-        rest = local.shape[:ax] + local.shape[ax + 1:]
-        op = _ACCUMULATE[ufunc]
-        total = local.take(-1, ax) if local.shape[ax] else np.full(rest, _identity(op, out_dtype), out_dtype)
-        totals = collectives.all_gather(np.ascontiguousarray(total, out_dtype).reshape((1,) + rest), t.mesh, axes, 0,
-                                        sizes=1)
-        k = s.shard_index(ax)
-        if k:
-            local = ufunc(local, np.expand_dims(ufunc.reduce(totals[:k], axis=0), ax))
-    out = DistributedTensor.empty(t.shape, s.replace(partial_axes=()), out_dtype, periodic=t.periodic)
-    out._interior[...] = local
-    return out
-
-
 def ufunc_method(ufunc, method, inputs, kwargs):
     """``ufunc.reduce`` (add, multiply, maximum, minimum, logical_or/and) and ``ufunc.accumulate``
     (add, multiply, maximum, minimum)."""
@@ -561,12 +533,12 @@ def ufunc_method(ufunc, method, inputs, kwargs):
         _only(name, {k: v for k, v in kwargs.items() if not (k == "where" and v is True)}, set())
         op = UFUNC_REDUCTIONS[ufunc]
         return reduce_tensor(a, op, axis, dtype if op in ("sum", "prod") else None, keepdims)
-    if method == "accumulate" and ufunc in _ACCUMULATE:
+    if method == "accumulate" and ufunc in _ACCUMULATED:
         dtype = kwargs.pop("dtype", None)
         _only(name, kwargs, set())
-        if ufunc is np.add:
-            return a.cumsum(operator.index(axis), dtype)
-        return accumulate(a, ufunc, operator.index(axis), dtype)
+        if a.ndim == 0:
+            raise ValueError(f"{name}: a 0-d tensor has no axis to accumulate along")
+        return _accumulate(a, ufunc, normalize_axes(operator.index(axis), a.ndim)[0], dtype)
     supported = ", ".join([f"np.{u.__name__}.reduce" for u in UFUNC_REDUCTIONS] +
-                          [f"np.{u.__name__}.accumulate" for u in _ACCUMULATE])
+                          [f"np.{u.__name__}.accumulate" for u in _ACCUMULATED])
     raise TypeError(f"{name} on a DistributedTensor is not supported; supported: {supported}")

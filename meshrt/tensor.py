@@ -459,23 +459,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         """
         if axis is None:
             return self.reshape(-1).cumsum(0, dtype)
-        axis = _axes_tuple(axis, self.ndim, "axis")[0]
-        s = self._sharding
-        out_dtype = np.cumsum(np.zeros(1, self.dtype), dtype=dtype).dtype
-        local = np.cumsum(self._full_interior(), axis=axis, dtype=out_dtype)
-        axes = s.dim_axes(axis)
-        if axes:
-            rest = local.shape[:axis] + local.shape[axis + 1:]
-            total = local.take(-1, axis) if local.shape[axis] else np.zeros(rest, out_dtype)
-            total = np.array(total, out_dtype).reshape((1,) + rest)
-            totals = collectives.all_gather(total, self.mesh, axes, 0, sizes=1)
-            k = s.shard_index(axis)
-            if k:
-                local += np.expand_dims(totals[:k].sum(axis=0, dtype=out_dtype), axis)
-        out = DistributedTensor.empty(self._global_shape, s.replace(partial_axes=()), out_dtype,
-                                      periodic=self._periodic)
-        out._interior[...] = local
-        return out
+        return _accumulate(self, np.add, _axes_tuple(axis, self.ndim, "axis")[0], dtype)
 
     # -- gather ----------------------------------------------------------------------------
     @_check.method("DistributedTensor.save")
@@ -1497,6 +1481,30 @@ def _combine(x, mesh, axes, kind, op):
         val, nan = both[:n].reshape(x.shape), both[n:].reshape(x.shape)
         return np.where(nan != 0, np.nan, val).astype(x.dtype)
     return collectives.all_reduce(x, mesh, axes, reduction=kind)
+
+
+_ACCUMULATED = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
+
+
+def _accumulate(t: "DistributedTensor", ufunc, axis: int, dtype) -> "DistributedTensor":
+    """``ufunc.accumulate`` along ``axis`` (add, multiply, maximum, minimum): each process accumulates
+    its block, then combines it with the totals of the shards before it along the split dim (an
+    exscan: one all_gather of the per-shard totals over that dim's mesh axes)."""
+    s = t._sharding
+    out_dtype = ufunc.accumulate(np.zeros(1, t.dtype), dtype=dtype).dtype
+    local = ufunc.accumulate(t._full_interior(), axis=axis, dtype=out_dtype)
+    axes = s.dim_axes(axis)
+    if axes:
+        rest = local.shape[:axis] + local.shape[axis + 1:]
+        identity = _identity(_ACCUMULATED[ufunc], out_dtype)
+        total = local.take(-1, axis) if local.shape[axis] else np.full(rest, identity, out_dtype)
+        totals = collectives.all_gather(np.array(total, out_dtype).reshape((1,) + rest), t.mesh, axes, 0, sizes=1)
+        k = s.shard_index(axis)
+        if k:
+            ufunc(local, np.expand_dims(ufunc.reduce(totals[:k], axis=0, dtype=out_dtype), axis), out=local)
+    out = DistributedTensor.empty(t._global_shape, s.replace(partial_axes=()), out_dtype, periodic=t._periodic)
+    out._interior[...] = local
+    return out
 
 
 def _drop_dim(s: Sharding, dim: int, partial_axes, partial_type) -> Sharding:

@@ -38,7 +38,6 @@ NOT_COMMUNICATORS = {
     ("_npshift.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("formats.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("tensor.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
-    ("_npreduce.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
     ("halo.py", "r", "Free"): "a persistent request's Free (local)",
     ("halo.py", "t", "Free"): "a datatype's Free (local)",
     ("io.py", "t", "Free"): "a datatype's Free (local)",
