@@ -156,8 +156,20 @@ def plan_elementwise(operands, out_sharding: Sharding | None = None, name: str =
     """The plan for an elementwise op over ``operands`` (`Operand` each); see the module docstring.
 
     With ``out=`` (``out_sharding`` and ``out_shape``) the operands broadcast to the target's shape, as
-    numpy's ``out=`` does."""
-    operands = tuple(operands)
+    numpy's ``out=`` does.  Plans are cached per (operands, target): a loop pays for planning once."""
+    key = (tuple(operands), out_sharding, name, None if out_shape is None else tuple(out_shape))
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) > 1024:
+            _PLANS.clear()
+        plan = _PLANS[key] = _plan(*key)
+    return plan
+
+
+_PLANS: dict = {}
+
+
+def _plan(operands, out_sharding, name, out_shape) -> ElementwisePlan:
     shaped = [op for op in operands if op.kind != "scalar"]
     if out_shape is not None:
         shaped.append(Operand.array(out_shape))
