@@ -126,7 +126,7 @@ def owned_chunks(aligned: Sharding, global_shape, chunks, device=None) -> ChunkB
         if s.start % c and s.start != n or s.stop % c and s.stop != n:
             raise ShardingError(f"sharding: {aligned} is not aligned to chunks {chunks} (block {s} of a dim of {n})")
         start.append(s.start // c)
-        stop.append(-(-s.stop // c))
+        stop.append(-(-s.stop // c) if s.stop > s.start else s.start // c)  # an empty block at the end owns none
     return ChunkBox(tuple(start), tuple(stop), writer_of_block(aligned, device))
 
 

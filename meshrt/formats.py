@@ -35,11 +35,13 @@ process, naming the file and field.
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import os
 import re
 import secrets
 import shutil
+import sys
 import threading
 
 import numpy as np
@@ -47,7 +49,7 @@ import numpy as np
 from . import _mpi
 from .chunks import aligned_sharding, check_chunks, default_chunks, is_aligned, owned_chunks, writer_of_block
 from .errors import ShardingError
-from .io import (_NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _fsync_dir, _read_target_problem,
+from .io import (_NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _read_target_problem,
                  _root_decides, _unlink_quietly)
 from .mesh import Mesh
 from .sharding import Sharding
@@ -177,7 +179,6 @@ def _swap_into_place(tmp, target, aside):
         old = f"{aside}.old-{secrets.token_hex(6)}"
         os.rename(target, old)
     os.rename(tmp, target)
-    _fsync_dir(os.path.dirname(target))
     if old is not None:
         remove_later(old)
     parent, base = os.path.split(aside)
@@ -250,7 +251,11 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
         if box.writes and all(b > a for a, b in zip(box.start, box.stop)):
             # every chunk written is whole and new: skip zarr's scan for chunks equal to the fill value
             arr = zarr.open_array(tmp, mode="r+", zarr_format=3, config={"write_empty_chunks": True})
-            arr[src.shard_slices] = src.interior
+            chunk_file = _raw_chunk_file(zarr, arr, src.dtype)
+            if chunk_file is None:
+                arr[src.shard_slices] = src.interior
+            else:
+                _write_raw_chunks(chunk_file, src.interior, src.shard_slices, shape, chunks, box)
     except Exception as e:  # noqa: BLE001 - reported on every process
         problem = f"writing chunks {box.start}..{box.stop} failed: {type(e).__name__}: {e}"
     finally:
@@ -260,6 +265,65 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
     with _mpi.internal(where, "barrier before the commit", comm):
         comm.Barrier()
     _root_decides(comm, lambda: _swap_into_place(tmp, target, aside), where)
+
+
+def _raw_chunk_file(zarr, arr, dtype):
+    """For an uncompressed Zarr v3 array on a local disk whose chunks are the plain
+    C-order little-endian bytes of the data (codecs: ``bytes`` only), a function from
+    chunk coordinates to that chunk's file; None for any other array.
+
+    Zarr's own write path copies a chunk through its codec pipeline and an
+    event-loop thread, 2-4x the cost of writing the bytes (docs/io.md); for such an
+    array the encoded chunk *is* the bytes, so each process writes them itself.
+    Compressed, sharded, transposed or remote arrays go through zarr.
+    """
+    from zarr.codecs import BytesCodec
+    from zarr.core.chunk_grids import RegularChunkGrid
+    from zarr.storage import LocalStore
+
+    meta, store = arr.metadata, arr.store_path.store
+    codecs = getattr(meta, "codecs", ())
+    little = np.dtype(dtype).byteorder in "=|" and sys.byteorder == "little" or np.dtype(dtype).byteorder == "<"
+    if not (isinstance(store, LocalStore) and isinstance(meta.chunk_grid, RegularChunkGrid) and len(codecs) == 1
+            and isinstance(codecs[0], BytesCodec) and getattr(codecs[0].endian, "value", "little") == "little"
+            and little and np.dtype(dtype).kind in "biufc" and getattr(arr, "order", "C") == "C"):
+        return None
+    root = os.path.join(os.fspath(store.root), *filter(None, arr.store_path.path.split("/")))
+    return lambda coords: os.path.join(root, *meta.encode_chunk_key(coords).split("/"))
+
+
+def _write_raw_chunks(chunk_file, interior, block, shape, chunks, box) -> None:
+    """Write each chunk of ``box`` (chunk indices; they tile ``block``, the global
+    slices of ``interior``) as its raw bytes; a chunk cut by the array's edge is
+    padded with zeros (the fill value) to the full chunk shape, as Zarr v3 stores it."""
+    made = set()
+    for coords in itertools.product(*(range(a, b) for a, b in zip(box.start, box.stop))):
+        glob = [slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(coords, chunks, shape)]
+        data = interior[tuple(slice(g.start - s.start, g.stop - s.start) for g, s in zip(glob, block))]
+        if data.shape != tuple(chunks):
+            padded = np.zeros(chunks, dtype=data.dtype)
+            padded[tuple(slice(0, n) for n in data.shape)] = data
+            data = padded
+        path = chunk_file(coords)
+        parent = os.path.dirname(path)
+        if parent not in made:
+            os.makedirs(parent, exist_ok=True)
+            made.add(parent)
+        with open(path, "wb") as f:
+            _preallocate(f.fileno(), 0, data.nbytes)
+            f.write(np.ascontiguousarray(data).data)
+
+
+def _preallocate(fd, offset, nbytes) -> None:
+    """Reserve a new file's blocks before writing them, as ``ndarray.tofile`` does:
+    on ext4 here a 64 MiB write then takes 13 ms instead of 40 (the filesystem
+    allocates one extent instead of growing the file page by page). Best effort:
+    filesystems without fallocate write as before."""
+    if nbytes > 0 and hasattr(os, "posix_fallocate"):
+        try:
+            os.posix_fallocate(fd, offset, nbytes)
+        except OSError:
+            pass
 
 
 def _open_zarr_array(zarr, path, name, where):
@@ -395,47 +459,81 @@ def _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where):
 
     tmp, gen = _root_decides(comm, prepare, where)
     gen_dir = os.path.join(_blocks_dir(path), gen)
-    problem = None
+    has_blocks = bool(shape) and all(shape)  # 0-d or empty: no blocks, rank 0 writes the data itself
+    problem, grids = None, None
     block_name = f"p{mesh.rank:06d}.h5"
     try:
-        if writer_of_block(sharding) and t.interior.size and shape:
-            with h5py.File(os.path.join(gen_dir, block_name), "w") as f:
-                f.create_dataset("block", data=np.ascontiguousarray(t.interior))
+        if writer_of_block(sharding) and t.interior.size and has_blocks:
+            _write_hdf5_block(h5py, os.path.join(gen_dir, block_name), t.interior)
     except Exception as e:  # noqa: BLE001 - reported on every process
         problem = f"writing block file {block_name!r} failed: {type(e).__name__}: {e}"
-    whole = t.gather(root=0) if not shape or not all(shape) else None  # 0-d or empty: no blocks
+    if comm.Get_rank() == 0 and has_blocks and problem is None:
+        # The virtual dataset names the block files, not their data: rank 0 builds the
+        # master while the others still write, and the commit is only renames.
+        try:
+            layout = _block_layout(h5py, path, gen_dir, sharding, shape, t.dtype)
+            grids = _build_master(h5py, tmp, name, attrs, gen, layout)
+        except Exception as e:  # noqa: BLE001 - reported on every process
+            problem = f"writing the master file failed: {type(e).__name__}: {e}"
+    whole = None if has_blocks else t.gather(root=0)
     _agree_or_discard(comm, problem, where, tmp, gen_dir)
 
     def commit():
-        with h5py.File(tmp, "a") as f:
-            if name in f:
-                del f[name]
-            if whole is not None:
-                dset = f.create_dataset(name, data=whole)
-            else:
-                layout = h5py.VirtualLayout(shape=shape, dtype=t.dtype)
-                rel = os.path.relpath(gen_dir, os.path.dirname(path))
-                for device in range(mesh.size):  # the master lists every block: O(P) on rank 0 only
-                    block = sharding.shard_slices(shape, device)
-                    sizes = tuple(s.stop - s.start for s in block)
-                    if writer_of_block(sharding, device) and all(sizes):
-                        src = h5py.VirtualSource(os.path.join(rel, f"p{device:06d}.h5"), "block", shape=sizes)
-                        layout[block] = src
-                dset = f.create_virtual_dataset(name, layout, fillvalue=0)
-            dset.attrs["meshrt"] = attrs
-            dset.attrs["meshrt_blocks"] = gen
+        master_grids = grids if has_blocks else _build_master(h5py, tmp, name, attrs, gen, whole)
         os.replace(tmp, path)
-        _fsync_dir(os.path.dirname(path))
         # The new master is in place: older block generations of this field and leftovers go.
         for entry in os.listdir(_blocks_dir(path)):
             if entry.startswith(name + ".") and entry != gen and re.fullmatch(r"[0-9a-f]{12}", entry[len(name) + 1:]):
                 remove_later(os.path.join(_blocks_dir(path), entry))
         _remove_stale(path)
-        write_xdmf(path)
+        _write_xdmf_grids(path, master_grids)
 
-    with _mpi.internal(where, "barrier before the commit", comm):
-        comm.Barrier()
     _root_decides(comm, commit, where)
+
+
+def _block_layout(h5py, path, gen_dir, sharding, shape, dtype):
+    """The virtual layout of the whole array over the block files (every block: O(P) on rank 0 only)."""
+    layout = h5py.VirtualLayout(shape=shape, dtype=dtype)
+    rel = os.path.relpath(gen_dir, os.path.dirname(path))
+    for device in range(sharding.mesh.size):
+        block = sharding.shard_slices(shape, device)
+        sizes = tuple(s.stop - s.start for s in block)
+        if writer_of_block(sharding, device) and all(sizes):
+            layout[block] = h5py.VirtualSource(os.path.join(rel, f"p{device:06d}.h5"), "block", shape=sizes)
+    return layout
+
+
+def _build_master(h5py, tmp, name, attrs, gen, data) -> dict:
+    """Put field ``name`` (a VirtualLayout, or the data of a 0-d/empty tensor) into the
+    master file ``tmp``; returns the file's datasets for the XDMF sidecar."""
+    with h5py.File(tmp, "a") as f:
+        if name in f:
+            del f[name]
+        if isinstance(data, h5py.VirtualLayout):
+            dset = f.create_virtual_dataset(name, data)  # every element lies in a block: no fill value
+        else:
+            dset = f.create_dataset(name, data=data)
+        dset.attrs["meshrt"] = attrs
+        dset.attrs["meshrt_blocks"] = gen
+        return _xdmf_grids(h5py, f)
+
+
+def _write_hdf5_block(h5py, path, block) -> None:
+    """A new HDF5 file holding ``block`` as dataset "block", contiguous: its space is
+    allocated when the dataset is made (no fill values written) and preallocated on
+    disk, then the bytes are written once (3x faster than h5py's default here)."""
+    with h5py.File(path, "w") as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+        dset = f.create_dataset("block", shape=block.shape, dtype=block.dtype, dcpl=dcpl)
+        try:
+            fd = f.id.get_vfd_handle()
+        except (ValueError, RuntimeError, OSError):  # a driver without a file descriptor
+            fd = None
+        if fd is not None and dset.id.get_offset() is not None:
+            _preallocate(fd, dset.id.get_offset(), block.nbytes)
+        dset.write_direct(np.ascontiguousarray(block))
 
 
 def _remove_stale(path):
@@ -468,7 +566,6 @@ def _to_hdf5_collective(h5py, comm, t, path, name, shape, attrs, where):
 
     def commit():
         os.replace(tmp, path)
-        _fsync_dir(os.path.dirname(path))
         _remove_stale(path)
         write_xdmf(path)
 
@@ -534,12 +631,23 @@ def write_xdmf(h5path, spacing=None, origin=None) -> str:
     """
     h5py = require("h5py", "write_xdmf")
     h5path = os.path.abspath(os.fspath(h5path))
-    grids = {}
     with h5py.File(h5path, "r") as f:
-        def visit(key, obj):
-            if isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3) and obj.dtype.kind in _XDMF_TYPES:
-                grids.setdefault(obj.shape, []).append((key, obj.dtype))
-        f.visititems(visit)
+        grids = _xdmf_grids(h5py, f)
+    return _write_xdmf_grids(h5path, grids, spacing, origin)
+
+
+def _xdmf_grids(h5py, f) -> dict:
+    """The 2-D and 3-D numeric datasets of an open HDF5 file, by shape: {shape: [(key, dtype)]}."""
+    grids = {}
+
+    def visit(key, obj):
+        if isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3) and obj.dtype.kind in _XDMF_TYPES:
+            grids.setdefault(obj.shape, []).append((key, obj.dtype))
+    f.visititems(visit)
+    return grids
+
+
+def _write_xdmf_grids(h5path, grids, spacing=None, origin=None) -> str:
     fname = os.path.basename(h5path)
     out = ['<?xml version="1.0" ?>', '<Xdmf Version="3.0">', "  <Domain>"]
     for i, (shape, fields) in enumerate(sorted(grids.items())):
@@ -565,9 +673,16 @@ def write_xdmf(h5path, spacing=None, origin=None) -> str:
             ]
         out.append("    </Grid>")
     out += ["  </Domain>", "</Xdmf>", ""]
+    text = "\n".join(out)
     xmf = os.path.splitext(h5path)[0] + ".xmf"
+    try:
+        with open(xmf) as fp:
+            if fp.read() == text:  # a time series rewrites the same fields: nothing to do
+                return xmf
+    except OSError:
+        pass
     tmp = f"{xmf}.tmp-{secrets.token_hex(6)}"
     with open(tmp, "w") as fp:
-        fp.write("\n".join(out))
+        fp.write(text)
     os.replace(tmp, xmf)
     return xmf

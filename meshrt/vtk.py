@@ -39,7 +39,7 @@ from . import _mpi
 from .chunks import writer_of_block
 from .errors import ShardingError
 from .formats import remove_later
-from .io import _NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _fsync_dir, _root_decides
+from .io import _NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _root_decides
 from .sharding import Sharding
 
 __all__ = ["write_vtk", "vtk_grid", "vtk_pieces", "VtkGrid"]
@@ -323,7 +323,6 @@ def write_vtk(prefix, fields, step, time=None, spacing=None, origin=None) -> str
             fp.write(_pvti_xml(grid, dtypes, whole, origin3, spacing3, pieces))
         os.replace(pvti + ".tmp", pvti)
         _update_pvd(prefix + ".pvd", os.path.basename(pvti), time)
-        _fsync_dir(parent)
         if old is not None:
             remove_later(old)
         for entry in os.listdir(parent):  # leftovers of interrupted steps of this series

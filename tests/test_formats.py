@@ -33,6 +33,8 @@ def chunk_writers(aligned, shape, chunks):
             count[tuple(slice(a, b) for a, b in zip(box.start, box.stop))] += 1
             # the device's block is exactly the union of its chunks (clipped at the array's end)
             block = aligned.shard_slices(shape, device)
+            if any(s.start == s.stop for s in block):
+                assert chunk_count(box) == 0, (device, block, box)
             for s, a, b, c, n in zip(block, box.start, box.stop, chunks, shape):
                 assert (s.start, s.stop) == (min(a * c, n), min(b * c, n)) or s.start == s.stop
     return count
@@ -42,6 +44,7 @@ def chunk_writers(aligned, shape, chunks):
     ((4,), [[0]], (10,), None),                  # uneven: 2, 2, 3, 3
     ((4,), [[0]], (10,), (3,)),
     ((3,), [[0]], (2,), (1,)),                   # an empty shard
+    ((2,), [[0]], (19,), (100,)),                # one chunk wider than the array: the empty block owns none
     ((2, 3), [[0], [1]], (37, 23), None),
     ((2, 3), [[0], [1]], (37, 23), (5, 7)),
     ((2, 3), [[1, 0]], (17, 4), (4, 2)),         # two axes on one dim
@@ -141,6 +144,45 @@ def test_vtk_pieces_cover_the_grid_once_with_one_writer_per_block():
             if box is not None:
                 cover[tuple(slice(a, b) for a, b in box)] += 1
         assert (cover == 1).all(), split
+
+
+@pytest.mark.parametrize("shape,chunks,dtype", [
+    ((7, 5), (3, 2), "f8"),        # edge chunks cut on both dims
+    ((6, 4), (3, 2), "i4"),        # every chunk whole
+    ((5,), (8,), "f4"),            # one chunk wider than the array
+    ((4, 3, 5), (2, 3, 2), "u1"),
+    ((3, 2), (2, 2), "c16"),
+])
+def test_raw_chunk_files_equal_what_zarr_writes(tmp_path, shape, chunks, dtype):
+    """to_zarr writes uncompressed chunks itself (formats._write_raw_chunks): the files
+    must be byte for byte zarr's own."""
+    zarr = pytest.importorskip("zarr", minversion="3")
+    from meshrt.chunks import ChunkBox
+    from meshrt.formats import _raw_chunk_file, _write_raw_chunks
+
+    data = (np.arange(math.prod(shape)) * 7 % 251).reshape(shape).astype(dtype)
+    grid = tuple(-(-n // c) for n, c in zip(shape, chunks))
+    arrays = [zarr.create_array(tmp_path / name, shape=shape, chunks=chunks, dtype=dtype, fill_value=0,
+                                compressors=None, zarr_format=3) for name in ("theirs", "ours")]
+    arrays[0][...] = data
+    chunk_file = _raw_chunk_file(zarr, arrays[1], data.dtype)
+    assert chunk_file is not None
+    _write_raw_chunks(chunk_file, data, tuple(slice(0, n) for n in shape), shape, chunks,
+                      ChunkBox((0,) * len(shape), grid, True))
+    for coords in itertools.product(*map(range, grid)):
+        key = os.path.join(*arrays[0].metadata.encode_chunk_key(coords).split("/"))
+        assert (tmp_path / "ours" / key).read_bytes() == (tmp_path / "theirs" / key).read_bytes(), coords
+    assert np.array_equal(zarr.open_array(tmp_path / "ours", mode="r")[...], data)
+
+
+def test_compressed_zarr_arrays_are_written_by_zarr(tmp_path):
+    zarr = pytest.importorskip("zarr", minversion="3")
+    from meshrt.formats import _raw_chunk_file
+
+    arr = zarr.create_array(tmp_path / "z", shape=(4,), chunks=(2,), dtype="f8", compressors="auto", zarr_format=3)
+    assert _raw_chunk_file(zarr, arr, np.dtype("f8")) is None
+    big = zarr.create_array(tmp_path / "b", shape=(4,), chunks=(2,), dtype=">f8", compressors=None, zarr_format=3)
+    assert _raw_chunk_file(zarr, big, np.dtype(">f8")) is None
 
 
 def test_missing_library_names_the_extra(monkeypatch):

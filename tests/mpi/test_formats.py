@@ -54,6 +54,12 @@ def global_array(shape, dtype="float64", seed=0):
     rng = np.random.default_rng(seed)
     if np.dtype(dtype).kind == "i":
         return rng.integers(-2**31, 2**31 - 1, size=shape, dtype=np.int64).astype(dtype)
+    if np.dtype(dtype).kind == "u":
+        return rng.integers(0, 256, size=shape).astype(dtype)
+    if np.dtype(dtype).kind == "b":
+        return rng.random(shape) < 0.5
+    if np.dtype(dtype).kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
 
 
@@ -106,7 +112,8 @@ CASE_IDS = [c[0] for c in cases(*(Mesh(s, comm=comm) for s in ((-1,), (-1, -1), 
 
 
 ROUND_TRIPS = [(c, "float64") for c in CASE_IDS] + [
-    (c, dt) for c in ("1d-uneven", "2d-halo-uneven", "3d-halo") for dt in ("float32", "int32")]
+    (c, dt) for c in ("1d-uneven", "2d-halo-uneven", "3d-halo") for dt in ("float32", "int32")] + [
+    ("2d-halo-uneven", "complex128"), ("1d-uneven", "bool"), ("3d-halo", "uint8")]  # complex: the VDS had no fill
 
 
 @pytest.mark.parametrize("case,dtype", ROUND_TRIPS)
