@@ -23,6 +23,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "myst_parser",
     "meshrt_cli",  # docs/_ext/meshrt_cli.py: the ``cli-help`` directive
+    "meshrt_xref",  # docs/_ext/meshrt_xref.py: ``ReshardPlan`` in a docstring links to meshrt.reshard.ReshardPlan
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -34,10 +35,15 @@ nitpicky = True
 # Names from outside meshrt that the docstrings and signatures mention. Intersphinx is off (the
 # build has no internet), so these are accepted as plain text instead of links.
 nitpick_ignore_regex = [
-    ("py:.*", r"(numpy|np|mpi4py|MPI|collections\.abc|typing|types|enum|concurrent\.futures)\..*"),
+    ("py:.*", r"(numpy|np|numba|mpi4py|MPI|collections\.abc|typing|types|enum|os|pathlib|concurrent\.futures)\..*"),
     ("py:.*", r"(int|float|bool|str|bytes|tuple|list|dict|set|frozenset|object|type|callable|None|"
               r"Ellipsis|slice|range|complex|Exception|ValueError|TypeError|RuntimeError|"
               r"ImportError|OSError|KeyError|IndexError|NotImplementedError|TimeoutError)"),
+    # The plain-English types of numpy-style docstrings ("sequence of int", "array_like").
+    ("py:class", r"(sequence|iterable|mapping|scalar|array_like|array-like|path-like|file-like|"
+                 r"callable|function|handle|ndarray|dtype|number|integer|index|path|name)s?"),
+    # napoleon splits "sequence of (Sharding or None)" at the spaces; the halves are not names.
+    ("py:class", r"\(.*|.*\)"),
 ]
 # Internal types that show up only as field annotations of the documented plan classes.
 nitpick_ignore = [("py:class", "meshrt.matmul.Contraction")]
@@ -47,7 +53,7 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3  # sharding.md#device-groups and friends resolve to the heading
 
 # -- autodoc / napoleon -------------------------------------------------------------------------
-autodoc_default_options = {"members": False, "show-inheritance": False}
+
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"  # hints go into Parameters/Returns, signatures stay readable
 autodoc_typehints_format = "short"
