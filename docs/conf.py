@@ -56,6 +56,7 @@ myst_heading_anchors = 3  # sharding.md#device-groups and friends resolve to the
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"  # hints go into Parameters/Returns, signatures stay readable
+autodoc_typehints_description_target = "documented"  # no half-filled Parameters lists of bare hints
 autodoc_typehints_format = "short"
 autodoc_preserve_defaults = True
 napoleon_google_docstring = False
