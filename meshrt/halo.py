@@ -411,7 +411,7 @@ class HaloExchange:
     halos, shape ``sharding.local_shape(global_shape)``); it is updated in
     place. With ``global_shape=None`` the plan is built from the local shape
     alone (no check against the global layout). Collective over the mesh on
-    first use (it may create the mesh's duplicate communicator).
+    first use (it may create the mesh's duplicate communicator)::
 
         ex = HaloExchange(u_local, sharding, (4096, 4096), periodic=True)
         for step in range(n):

@@ -152,7 +152,7 @@ class Sharding:
 
     @property
     def is_replicated(self) -> bool:
-        """No dim split and no partial axes: every device holds the whole tensor."""
+        """No dim split and no partial axes, so every device holds the whole tensor."""
         return not self._split_axes and not self._partial_axes
 
     def dim_axes(self, dim: int) -> tuple:

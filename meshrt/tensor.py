@@ -256,7 +256,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return t
 
     # -- views ---------------------------------------------------------------------------
-    local = property(lambda self: self._local, doc="This process's buffer: owned block plus halos, C-contiguous.")
+    local = property(lambda self: self._local, doc="This process's buffer (owned block plus halos), C-contiguous.")
     interior = property(lambda self: self._interior, doc="The owned block, a view into `local`.")
     sharding = property(lambda self: self._sharding)
     global_shape = property(lambda self: self._global_shape)
