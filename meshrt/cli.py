@@ -1,4 +1,4 @@
-"""The ``meshrt`` command: ``meshrt info``, ``meshrt run`` and ``meshrt bench``.
+"""The ``meshrt`` command: ``meshrt info``, ``meshrt run``, ``meshrt bench`` and ``meshrt mlir``.
 
     meshrt info                      # versions; mesh when under mpiexec
     mpiexec -n 4 meshrt info --mesh 2x2
@@ -145,7 +145,7 @@ def main(argv=None):
         from .stencil_bench import main as stencil_main
 
         return stencil_main(argv[2:])
-    parser = argparse.ArgumentParser(prog="meshrt", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="meshrt", description=__doc__.splitlines()[0].replace("``", ""))
     parser.error = _error_on_rank0(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="versions of meshrt, MPI, numpy, numba; the mesh")
