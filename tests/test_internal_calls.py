@@ -38,6 +38,7 @@ NOT_COMMUNICATORS = {
     ("_npshift.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("formats.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("tensor.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
+    ("_tensor_reduce.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
     ("halo.py", "r", "Free"): "a persistent request's Free (local)",
     ("halo.py", "t", "Free"): "a datatype's Free (local)",
     ("io.py", "t", "Free"): "a datatype's Free (local)",
