@@ -22,7 +22,11 @@ from .mesh import AbstractMesh, Mesh
 from .reduction import Generic, ReductionKind
 from .sharding import Sharding
 from . import _check, halo as _halo, io as _io
+from .vtk import write_vtk as _write_vtk
 
+# meshrt.io.write_vtk: ParaView output lives in vtk.py, which builds on io.py's helpers (so io.py cannot import it)
+_io.write_vtk = _write_vtk
+_io.__all__.append("write_vtk")
 _check.instrument(_halo, _io)  # before the names below are bound
 if _check.WATCH:
     from . import _watchdog
@@ -35,7 +39,12 @@ from .collectives import (
 from .halo import HaloExchange, plan_halo, update_halo
 from .reshard import explain_reshard, plan_reshard
 from .tensor import DistributedTensor
-from . import _npreduce, _npshift  # noqa: F401  (register np.var, np.roll, ... for DistributedTensor)
+from . import _npreduce, _npshift, _tensor_numpy  # noqa: F401  (register np.var, np.roll, np.where, ... for DistributedTensor)
+from . import _tensor_mixed, formats
+from ._tensor_dispatch import ABOVE as _ABOVE
+
+# the DistributedTensor methods whose work lives in modules above tensor.py (see meshrt._tensor_dispatch)
+_ABOVE.npreduce, _ABOVE.formats, _ABOVE.mixed = _npreduce, formats, _tensor_mixed
 from ._elementwise import explain_op
 # binds meshrt.matmul to the function; the module stays importable as meshrt.matmul (sys.modules)
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot

@@ -33,8 +33,11 @@ import numpy as np
 
 from . import collectives
 from .errors import ShardingError
-from .tensor import (_ACCUMULATED, DistributedTensor, _acc_dtype, _accumulate, _align, _combine, _drop, _drop_dim,
-                     _from_dims, _identity, _out_dtype, _per_dim, implements)
+from .tensor import DistributedTensor, _accumulate
+from ._tensor_dispatch import implements
+from ._tensor_layout import _drop, _drop_dim, _from_dims, _per_dim
+from ._tensor_numpy import _align
+from ._tensor_reduce import _ACCUMULATED, _acc_dtype, _combine, _identity, _kernel, _out_dtype
 
 __all__ = ["reduce_tensor", "var", "argextreme", "UFUNC_REDUCTIONS"]
 
@@ -216,8 +219,6 @@ def _var_all(t, block, axes, n_local, n_total, ddof, keepdims, std):
 
     ``M2 = s2 - s1**2 / n`` loses digits only when ``c`` lies many standard deviations from the
     mean; then (``s1**2 / n`` above ``s2 / 2``) a second pass sums the squared deviations exactly."""
-    from .tensor import _kernel
-
     c = block.flat[0] if n_local else block.dtype.type(0)
     s1, s2 = _kernel("local_shifted_moments")(block, c)
     local_mean = c + s1 / n_local if n_local else block.dtype.type(0)

@@ -42,7 +42,9 @@ from . import _mpi, collectives
 from .chunks import writer_of_block
 from .errors import ShardingError
 from .sharding import Sharding
-from .tensor import _HANDLED_FUNCTIONS, DistributedTensor, _layout, implements
+from .tensor import DistributedTensor
+from ._tensor_dispatch import _HANDLED_FUNCTIONS, implements
+from ._tensor_layout import _layout
 
 __all__ = ["MAX_GATHERED"]
 

@@ -7,6 +7,7 @@ import re
 
 from .errors import ShardingError
 from .mesh import AbstractMesh, Mesh
+from .reduction import REDUCTION_KINDS
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -165,8 +166,6 @@ def axis_array(text: str) -> list:
 
 def _build(t: _Tokens, cls, mesh, fields):
     if fields.get("partial_type") is not None:
-        from .sharding import REDUCTION_KINDS
-
         if fields["partial_type"] not in REDUCTION_KINDS:
             raise ShardingError(
                 f"partial_type: unknown reduction kind {fields['partial_type']!r} in {t.text.strip()!r}; "

@@ -685,8 +685,3 @@ def load_state(dirpath, shardings, *, factory: Callable | None = None) -> tuple:
             out[name] = factory(local, sharding, shape, periodic=periodic)
     return out, manifest["metadata"]
 
-
-# ParaView output lives in its own module; it uses this one's helpers, so it is imported last.
-from .vtk import write_vtk  # noqa: E402
-
-__all__.append("write_vtk")

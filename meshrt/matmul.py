@@ -50,7 +50,8 @@ from . import _mpi
 from .errors import ShardingError
 from .reshard import ReshardPlan, execute_reshard, plan_reshard, scatter_target
 from .sharding import Sharding, split_offsets
-from .tensor import DistributedTensor, implements
+from .tensor import DistributedTensor
+from ._tensor_dispatch import implements
 
 __all__ = [
     "Contraction", "ContractionPlan", "plan_contraction", "matmul_contraction", "dot_contraction",

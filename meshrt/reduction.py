@@ -14,7 +14,7 @@ import enum
 
 from .errors import CollectiveError
 
-__all__ = ["ReductionKind", "Generic", "as_reduction"]
+__all__ = ["ReductionKind", "REDUCTION_KINDS", "Generic", "as_reduction"]
 
 
 class ReductionKind(str, enum.Enum):
@@ -33,6 +33,8 @@ class ReductionKind(str, enum.Enum):
     def __str__(self):
         return self.value
 
+
+REDUCTION_KINDS = tuple(k.value for k in ReductionKind)  # the spellings a sharding's partial_type accepts
 
 class Generic:
     """A ``generic`` reduction: an elementwise ``fn(a, b) -> c`` run natively inside MPI.

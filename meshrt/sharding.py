@@ -19,11 +19,10 @@ from typing import Sequence
 
 from .errors import MeshError, ShardingError
 from .mesh import AbstractMesh, Mesh
-from .reduction import ReductionKind
+from .reduction import REDUCTION_KINDS, ReductionKind
+from ._sharding_text import parse_sharding, visualize as _visualize
 
 __all__ = ["Sharding", "REDUCTION_KINDS", "split_sizes", "split_offsets"]
-
-REDUCTION_KINDS = tuple(k.value for k in ReductionKind)
 
 
 def split_sizes(dim_size: int, n: int) -> tuple:
@@ -237,16 +236,12 @@ class Sharding:
         >>> Sharding.parse('#sdy.sharding<@mesh, [{"y":(1)2}, {"x"}]>', m).shard_shape((8, 8), 0)
         (4, 4)
         """
-        from ._sharding_text import parse_sharding
-
         return parse_sharding(text, mesh, cls)
 
     def visualize(self, global_shape) -> str:
         """A text picture of which device holds which block (like JAX's
         ``visualize_array_sharding``); returns the string."""
-        from ._sharding_text import visualize
-
-        return visualize(self, _shape_tuple(global_shape))
+        return _visualize(self, _shape_tuple(global_shape))
 
 
 def _shape_tuple(global_shape) -> tuple:

@@ -26,47 +26,34 @@ registered with `implements` (layout ops, ``where``, ``clip``, ``cumsum``,
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
-import operator
-from typing import NamedTuple
 
 import numpy as np
 import numpy.lib.mixins
 
 from . import _check, _mpi, collectives
 from . import io as _io
-from .halo import HaloExchange, periodic_tuple
+from .halo import HaloExchange
 from ._blockcopy import copy_block, extract, insert
 from ._indexing import local_view_slices, normalize_key, plan_index
 from ._keys import ScalarWrites, install_setitem, key_id as _key_id
 from .errors import CollectiveError, ShardingError
-from .mesh import Mesh
 from .reshard import execute_reshard, plan_reshard, same_devices
-from .sharding import Sharding, split_offsets
+from .sharding import Sharding
+from ._tensor_dispatch import ABOVE, _HANDLED_FUNCTIONS, _np_name
+from ._tensor_layout import (
+    _ALLGATHERS, _agree, _axes_tuple, _block_layout, _check_global, _check_perm, _check_root, _check_sharding,
+    _checked_layout, _displs, _drop, _drop_dim, _from_dims, _gather_layout, _layout, _normalize_periodic, _per_dim,
+    _permute_sharding, _reshape_groups, _reshape_target, _to_view_index, _zero_halos,
+)
+from ._tensor_reduce import (
+    _ACCUMULATED, _PARTIAL_OF, _REDUCTIONS, _acc_dtype, _combine, _identity, _local_axis, _local_full, _out_dtype,
+)
+from ._tensor_dispatch import implements  # noqa: F401  (re-exported: tests register handlers through it)
 
 __all__ = ["DistributedTensor"]
 
-# Reductions: method name -> (collective reduction kind, local kernel name, numpy ufunc for axis reductions).
-_REDUCTIONS = {
-    "sum": ("sum", "local_sum", np.add),
-    "prod": ("product", "local_prod", np.multiply),
-    "max": ("max", "local_max", np.maximum),
-    "min": ("min", "local_min", np.minimum),
-    "mean": ("sum", "local_sum", np.add),
-}
-
-
-def _kernel(name):
-    # Imported on first use: Numba's import costs seconds per process, and
-    # programs that never reduce a whole tensor should not pay it.
-    try:
-        from . import kernels
-    except ImportError:  # a source checkout: kernels/ becomes meshrt.kernels only when installed
-        import kernels
-    return getattr(kernels, name)
-_PARTIAL_OF = {"sum": "sum", "prod": "product", "max": "max", "min": "min", "mean": "sum"}
 
 # Ufuncs that keep a partial value partial (see `_check_partial_ufunc`).
 _LINEAR_SUM = {np.negative, np.positive, np.multiply, np.divide, np.add, np.subtract}
@@ -322,10 +309,10 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return int(value)
 
     def __matmul__(self, other):
-        return _matmul.matmul(self, other)
+        return _HANDLED_FUNCTIONS[np.matmul](self, other)  # meshrt.matmul.matmul, registered by matmul.py
 
     def __rmatmul__(self, other):
-        return _matmul.matmul(other, self)
+        return _HANDLED_FUNCTIONS[np.matmul](other, self)
 
     def __bool__(self):
         if self._global_shape:
@@ -485,8 +472,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
         >>> t.to_zarr("out/u.zarr")      # doctest: +SKIP
         """
-        from . import formats
-        formats.to_zarr(self, path, chunks, name, **kwargs)
+        ABOVE.formats.to_zarr(self, path, chunks, name, **kwargs)
 
     @classmethod
     def from_zarr(cls, path, sharding, name=None) -> "DistributedTensor":
@@ -494,8 +480,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
         >>> u = DistributedTensor.from_zarr("out/u.zarr", sharding)      # doctest: +SKIP
         """
-        from . import formats
-        return formats.from_zarr(path, sharding, name, factory=cls.from_local)
+        return ABOVE.formats.from_zarr(path, sharding, name, factory=cls.from_local)
 
     @_check.method("DistributedTensor.to_hdf5")
     def to_hdf5(self, path, name, **kwargs) -> None:
@@ -503,8 +488,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
         >>> t.to_hdf5("out/fields.h5", "u")      # doctest: +SKIP
         """
-        from . import formats
-        formats.to_hdf5(self, path, name, **kwargs)
+        ABOVE.formats.to_hdf5(self, path, name, **kwargs)
 
     @classmethod
     def from_hdf5(cls, path, name, sharding) -> "DistributedTensor":
@@ -512,8 +496,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
         >>> u = DistributedTensor.from_hdf5("out/fields.h5", "u", sharding)      # doctest: +SKIP
         """
-        from . import formats
-        return formats.from_hdf5(path, name, sharding, factory=cls.from_local)
+        return ABOVE.formats.from_hdf5(path, name, sharding, factory=cls.from_local)
 
     @_check.method("DistributedTensor.reshard")
     def reshard(self, sharding: Sharding, *, out: "DistributedTensor | None" = None) -> "DistributedTensor":
@@ -663,9 +646,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         if handler is not None:  # a registered gufunc, e.g. np.matmul (see `implements`)
             return handler(*inputs, **kwargs) if out is None else handler(*inputs, out=out, **kwargs)
         if method in ("reduce", "accumulate") and out is None:
-            from . import _npreduce
-
-            return _npreduce.ufunc_method(ufunc, method, inputs, dict(kwargs))
+            return ABOVE.npreduce.ufunc_method(ufunc, method, inputs, dict(kwargs))
         if method != "__call__" or ufunc.signature is not None:
             what = f"{name}.{method}" if method != "__call__" else name
             raise TypeError(
@@ -674,7 +655,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
             )
         outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
         if _mixed_operands(inputs, outs):
-            return _elementwise_call(ufunc, inputs, outs, kwargs)
+            return ABOVE.mixed.elementwise_call(ufunc, inputs, outs, kwargs)
         operands = [("input", i, x) for i, x in enumerate(inputs)]
         operands += [("out", i, x) for i, x in enumerate(outs) if x is not None]
         if "where" in kwargs and not isinstance(kwargs["where"], bool):
@@ -756,39 +737,27 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
     def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
         """Variance, as ``np.var``: per-shard moments merged exactly (see ``meshrt._npreduce.var``)."""
-        from . import _npreduce
-
-        return _npreduce.var(self, axis, dtype, ddof, keepdims)
+        return ABOVE.npreduce.var(self, axis, dtype, ddof, keepdims)
 
     def std(self, axis=None, dtype=None, ddof=0, keepdims=False):
         """Standard deviation, as ``np.std``."""
-        from . import _npreduce
-
-        return _npreduce.var(self, axis, dtype, ddof, keepdims, std=True)
+        return ABOVE.npreduce.var(self, axis, dtype, ddof, keepdims, std=True)
 
     def argmax(self, axis=None, keepdims=False):
         """Global index of the largest element (flat, or along ``axis``); first occurrence, NaN wins."""
-        from . import _npreduce
-
-        return _npreduce.argextreme(self, "max", axis, keepdims)
+        return ABOVE.npreduce.argextreme(self, "max", axis, keepdims)
 
     def argmin(self, axis=None, keepdims=False):
         """Global index of the smallest element (flat, or along ``axis``); first occurrence, NaN wins."""
-        from . import _npreduce
-
-        return _npreduce.argextreme(self, "min", axis, keepdims)
+        return ABOVE.npreduce.argextreme(self, "min", axis, keepdims)
 
     def any(self, axis=None, keepdims=False):
         """Whether any element is true (all, or along ``axis``), as ``np.any``."""
-        from . import _npreduce
-
-        return _npreduce.reduce_tensor(self, "any", axis, None, keepdims)
+        return ABOVE.npreduce.reduce_tensor(self, "any", axis, None, keepdims)
 
     def all(self, axis=None, keepdims=False):
         """Whether every element is true (all, or along ``axis``), as ``np.all``."""
-        from . import _npreduce
-
-        return _npreduce.reduce_tensor(self, "all", axis, None, keepdims)
+        return ABOVE.npreduce.reduce_tensor(self, "all", axis, None, keepdims)
 
     def _reduce(self, op: str, axis, dtype, keep_partial: bool):
         """Reduce the interior locally, then over the mesh axes that split the reduced dims.
@@ -806,9 +775,7 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         kind, kernel, ufunc = _REDUCTIONS[op]
         s, shape, mesh = self._sharding, self._global_shape, self.mesh
         if isinstance(axis, (tuple, list)) and len(axis) != 1 and not keep_partial:
-            from . import _npreduce
-
-            return _npreduce.reduce_tensor(self, op, tuple(axis), dtype)
+            return ABOVE.npreduce.reduce_tensor(self, op, tuple(axis), dtype)
         if axis is not None:
             if isinstance(axis, (tuple, list)) and len(axis) == 1:
                 axis = axis[0]
@@ -873,35 +840,6 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return handler(*args, **kwargs)
 
 
-# numpy function -> its handler, called with the function's own arguments (see `implements`).
-_HANDLED_FUNCTIONS = {}
-
-
-def implements(*numpy_functions):
-    """Register the decorated function as the DistributedTensor version of ``numpy_functions``.
-
-    ``__array_function__`` calls it with numpy's arguments; any numpy function
-    not registered raises TypeError naming the supported ones.  A ufunc
-    registered here (``np.matmul`` is a gufunc, not an array function) is
-    called from ``__array_ufunc__`` the same way, ``out=`` passed on if given.
-
-    >>> @implements(np.copy)                                           # doctest: +SKIP
-    ... def _copy(a, order="K", subok=False):
-    ...     return a.copy()
-    """
-    def register(handler):
-        for f in numpy_functions:
-            _HANDLED_FUNCTIONS[f] = handler
-        return handler
-    return register
-
-
-def _np_name(func) -> str:
-    module = getattr(func, "__module__", None) or "numpy"
-    sub = module.split(".", 1)[1] if module.startswith("numpy.") and not module.startswith("numpy._") else ""
-    return f"np.{sub + '.' if sub else ''}{getattr(func, '__name__', func)}"
-
-
 # -- indexing helpers ------------------------------------------------------------------------------
 def _drop_ints(block, plan, mesh, shape):
     """Index the int dims of P's local block; broadcast from the owner over the axes that split them."""
@@ -947,21 +885,6 @@ def _flip(block, plan, mesh):
 _TAG_FLIP = 0x1D9
 
 
-def _to_view_index(plan) -> tuple:
-    """The numpy index that takes a value of ``plan.result_shape`` to P's shape and order."""
-    out, kept = [], 0
-    flips = set(plan.flip_dims)
-    for it in plan.items:
-        if it is None:
-            out.append(0)  # a None dim has size 1
-        elif it.index is not None:
-            out.append(None)
-        else:
-            out.append(slice(None, None, -1) if kept in flips else slice(None))
-            kept += 1
-    return tuple(out)
-
-
 def _to_view_layout(value: "DistributedTensor", plan, mesh) -> "DistributedTensor":
     """``value`` (of the selection's shape) as a tensor laid out like P, the positive view."""
     if value.mesh != mesh:
@@ -998,46 +921,8 @@ def _to_view_layout(value: "DistributedTensor", plan, mesh) -> "DistributedTenso
     return kept
 
 
-# -- the elementwise fast path ---------------------------------------------------------------------
-class _Layout:
-    """What a (sharding, global shape) means on this process, computed once: the owned region, the
-    interior's index into the local buffer, the local shape."""
-
-    __slots__ = ("slices", "index", "local_shape", "halos")
-
-    def __init__(self, sharding: Sharding, shape: tuple):
-        self.slices = sharding.shard_slices(shape)
-        # the trailing Ellipsis keeps a 0-d tensor's interior a view, not a scalar
-        self.index = _interior_index(sharding, shape) + (Ellipsis,)
-        self.local_shape = sharding.local_shape(shape)
-        self.halos = bool(sharding.halo_sizes)
-
-
-_LAYOUTS: dict = {}
 _SCALARS = (float, int, complex, bool)
 _UFUNC_DTYPES: dict = {}
-
-
-def _checked_layout(sharding: Sharding, global_shape) -> tuple:
-    """``(global_shape validated as a tuple, its _Layout)``.  A tuple of ints that already has a
-    layout was validated when that layout was made, so it is not checked again (a float or a
-    numpy integer among the dims is, even where it compares equal to a cached shape)."""
-    if type(global_shape) is tuple:
-        layout = _LAYOUTS.get((sharding, global_shape))
-        if layout is not None and all(type(n) is int for n in global_shape):
-            return global_shape, layout
-    shape = sharding.check_shape(global_shape)
-    return shape, _layout(sharding, shape)
-
-
-def _layout(sharding: Sharding, shape: tuple) -> _Layout:
-    key = (sharding, shape)
-    layout = _LAYOUTS.get(key)
-    if layout is None:
-        if len(_LAYOUTS) > 4096:
-            _LAYOUTS.clear()
-        layout = _LAYOUTS[key] = _Layout(sharding, shape)
-    return layout
 
 
 def _fast_ufunc(ufunc, inputs):
@@ -1110,45 +995,6 @@ def _index_plan(t: "DistributedTensor", key):
     return entry
 
 
-# -- helpers ---------------------------------------------------------------------------------------
-def _check_sharding(sharding) -> Sharding:
-    if not isinstance(sharding, Sharding):
-        raise ShardingError(f"sharding: {sharding!r} is not a Sharding")
-    if not isinstance(sharding.mesh, Mesh):
-        raise ShardingError(
-            f"sharding: its mesh {sharding.mesh!r} is an AbstractMesh with no processes behind it; "
-            "a DistributedTensor needs a Mesh"
-        )
-    return sharding
-
-
-def _normalize_periodic(periodic, ndim):
-    """None (not given) stays None; anything else is one bool per tensor dim."""
-    return None if periodic is None else periodic_tuple(periodic, ndim)
-
-
-def _drop(flags, dim):
-    return None if flags is None else flags[:dim] + flags[dim + 1:]
-
-
-def _interior_index(sharding: Sharding, shape) -> tuple:
-    out = []
-    for d, n in enumerate(sharding.shard_shape(shape)):
-        lo = sharding.halo_widths(d)[0]
-        out.append(slice(lo, lo + n))
-    return tuple(out)
-
-
-def _zero_halos(local: np.ndarray, sharding: Sharding, shape) -> None:
-    for d in sharding.sharded_dims:
-        lo, hi = sharding.halo_widths(d)
-        pre = (slice(None),) * d
-        if lo:
-            local[pre + (slice(0, lo),)] = 0
-        if hi:
-            local[pre + (slice(local.shape[d] - hi, None),)] = 0
-
-
 def _as_array(array, dtype) -> np.ndarray:
     if isinstance(array, DistributedTensor):
         raise ShardingError("array: is already a DistributedTensor; use reshard (or gather) instead of from_global")
@@ -1159,112 +1005,6 @@ def _as_array(array, dtype) -> np.ndarray:
     if arr.dtype.hasobject:
         raise ShardingError(f"array: dtype {arr.dtype} holds Python objects; only plain-data dtypes can be sharded")
     return arr
-
-
-def _check_global(shape, dtype, sharding, global_shape) -> tuple:
-    if global_shape is not None:
-        want = sharding.check_shape(global_shape)
-        if tuple(shape) != want:
-            raise ShardingError(f"array: shape {tuple(shape)} does not match global_shape {want}")
-    return sharding.check_shape(shape)
-
-
-def _agree(mesh: Mesh, error: str | None, op: str) -> None:
-    """Raise the same ShardingError on every process when any process found ``error``."""
-    with _mpi.internal(op, "error agreement", mesh):
-        errors = mesh.comm.allgather(error)
-    bad = [d for d, e in enumerate(errors) if e is not None]
-    if bad:
-        raise ShardingError(f"{errors[bad[0]]} (on device{'s' if len(bad) > 1 else ''} {bad})")
-
-
-def _check_root(root, mesh) -> int:
-    if isinstance(root, bool) or not isinstance(root, numbers.Integral) or not 0 <= root < mesh.size:
-        raise ShardingError(f"root: {root!r} is not a device of the mesh (linear index 0..{mesh.size - 1})")
-    return int(root)
-
-
-@functools.lru_cache(maxsize=64)  # shardings are immutable values; gather() in a loop plans once
-def _block_layout(sharding: Sharding, shape) -> tuple:
-    """Every device's owned block as arrays over devices: ``(starts, sizes)``, each of shape
-    (P, ndim), from per-dim offsets with numpy: O(P) vector work, no Python loop over devices
-    (65,536 simulated devices take milliseconds).
-
-    >>> from meshrt import AbstractMesh
-    >>> starts, sizes = _block_layout(Sharding(AbstractMesh((2, 2)), [[0], [1]]), (5, 4))
-    >>> sizes.tolist()
-    [[2, 2], [2, 2], [3, 2], [3, 2]]
-    """
-    mesh = sharding.mesh
-    coords = _device_coords(mesh)
-    offsets = sharding.dim_offsets(shape)
-    starts = np.zeros((mesh.size, len(shape)), np.int64)
-    sizes = np.tile(np.asarray(shape, np.int64), (mesh.size, 1))
-    for d, offs in enumerate(offsets):
-        axes = sharding.dim_axes(d)
-        if not axes:
-            continue
-        k = np.zeros(mesh.size, np.int64)
-        for a in mesh.axes(axes):  # first listed = outermost, as Mesh.in_group_index
-            k = k * mesh.shape[a] + coords[:, a]
-        offs = np.asarray(offs, np.int64)
-        starts[:, d], sizes[:, d] = offs[k], offs[k + 1] - offs[k]
-    starts.flags.writeable = sizes.flags.writeable = False  # shared through the cache
-    return starts, sizes
-
-
-def _device_coords(mesh) -> np.ndarray:
-    """Every device's mesh coordinates, shape (P, ndim), in linear-index order."""
-    if not mesh.ndim:
-        return np.zeros((1, 0), np.int64)
-    return np.stack(np.unravel_index(np.arange(mesh.size), mesh.shape), axis=1)
-
-
-class _GatherLayout(NamedTuple):
-    rest: tuple         # mesh axes that split no dim: only their coordinate-0 replicas send
-    starts: np.ndarray  # (P, ndim) every device's block
-    sizes: np.ndarray
-    counts: np.ndarray  # bytes each device sends (0 for replicas that do not)
-    displs: np.ndarray
-    equal: bool         # every device sends the same nonzero count
-    in_place: bool      # the blocks, in device order, are consecutive runs of whole rows of the result
-
-
-# (sharding, global shape, dtype) -> the communicator, for gathers that are one Allgather of
-# equal, contiguous blocks straight into the result; filled by gather()'s first such call.
-_ALLGATHERS: dict = {}
-
-
-@functools.lru_cache(maxsize=64)  # gather() in a loop plans once
-def _gather_layout(sharding: Sharding, shape, itemsize: int) -> _GatherLayout:
-    """Where every device's block travels in ``gather()``: one set of counts for all processes.
-
-    >>> from meshrt import AbstractMesh
-    >>> g = _gather_layout(Sharding(AbstractMesh((2, 2)), [[0]]), (5, 3), 8)
-    >>> g.rest, g.counts.tolist(), g.equal, g.in_place
-    ((1,), [48, 0, 72, 0], False, True)
-    """
-    mesh = sharding.mesh
-    used = {a for axes in sharding.split_axes for a in axes}
-    rest = tuple(a for a in range(mesh.ndim) if a not in used)
-    starts, sizes = _block_layout(sharding, shape)
-    senders = (_device_coords(mesh)[:, list(rest)] == 0).all(axis=1)  # all True without rest axes
-    counts = np.where(senders, sizes.prod(axis=1) * itemsize, 0)
-    displs = _displs(counts)
-    row = math.prod(shape[1:]) * itemsize
-    in_place = len(shape) > 0 and math.prod(shape) > 0 and \
-        all(not sharding.dim_axes(d) for d in range(1, len(shape))) and \
-        bool(np.array_equal(displs[senders], starts[senders, 0] * row))
-    equal = bool(counts[0]) and bool((counts == counts[0]).all())
-    for a in (counts, displs):
-        a.flags.writeable = False  # shared through the cache
-    return _GatherLayout(rest, starts, sizes, counts, displs, equal, in_place)
-
-
-def _displs(counts) -> np.ndarray:
-    """Each piece's start in a buffer holding the pieces back to back."""
-    counts = np.asarray(counts, np.int64)
-    return np.concatenate(([0], np.cumsum(counts)[:-1])) if counts.size else counts
 
 
 def _describe(role, i):
@@ -1284,64 +1024,6 @@ def _mixed_operands(inputs, outs) -> bool:
         elif isinstance(x, np.ndarray) and x.ndim > 0:
             return True
     return False
-
-
-def _elementwise_call(ufunc, inputs, outs, kwargs):
-    """An elementwise ufunc over mixed operands, by `meshrt._elementwise.plan_elementwise`'s rule."""
-    from ._elementwise import array_fingerprint, describe_operand, plan_elementwise
-
-    name = f"np.{ufunc.__name__}"
-    if any(o is not None and not isinstance(o, DistributedTensor) for o in outs):
-        return NotImplemented
-    if "where" in kwargs and not isinstance(kwargs["where"], bool):
-        raise TypeError(f"{name}: where= with operands of different shardings or numpy arrays is not supported; "
-                        "reshard them to one sharding first")
-    target = outs[0] if outs and outs[0] is not None else None
-    ops = [describe_operand(x, DistributedTensor) for x in inputs]
-    plan = plan_elementwise(ops, None if target is None else target._sharding, name,
-                            None if target is None else target._global_shape)
-    shape, result = plan.result_shape, plan.result_sharding
-    for o in outs:
-        if o is not None and o._global_shape != shape:
-            raise ShardingError(f"{name}: out has global shape {o._global_shape}; the result's is {shape}")
-    slices = _layout(result, shape).slices
-    mesh = result.mesh
-    args = []
-    for i, (x, act) in enumerate(zip(inputs, plan.actions)):
-        if act.action == "scalar":
-            args.append(x)
-        elif act.action == "local":
-            args.append(x._interior)
-        elif act.action == "reshard":
-            args.append(x.reshard(act.target)._interior)
-        else:
-            if isinstance(x, DistributedTensor):
-                arr = x._interior
-            else:
-                arr = x
-                if collectives.CHECK:
-                    _check.agree(mesh.comm, array_fingerprint(x), f"{name} numpy operand {i}", ShardingError)
-            lead = len(shape) - arr.ndim
-            args.append(arr[tuple(slices[lead + j] if n == shape[lead + j] else slice(None)
-                                  for j, n in enumerate(arr.shape))])
-    if outs:
-        results = ufunc(*args, out=tuple(o._interior if o is not None else None for o in outs), **kwargs)
-        results = (results,) if ufunc.nout == 1 else results
-        wrapped = tuple(o if o is not None else DistributedTensor._wrap(r, target) for o, r in zip(outs, results))
-        return wrapped[0] if ufunc.nout == 1 else wrapped
-    dtypes = _result_dtypes(ufunc, args, kwargs)
-    if dtypes is not None and "where" not in kwargs:  # computed straight into the new blocks
-        news = tuple(DistributedTensor.empty(shape, result, dt) for dt in dtypes)
-        ufunc(*args, out=tuple(t._interior for t in news), **kwargs)
-        return news[0] if ufunc.nout == 1 else news
-    results = ufunc(*args, **kwargs)
-    results = (results,) if ufunc.nout == 1 else results
-    news = []
-    for r in results:
-        new = DistributedTensor.empty(shape, result, np.asarray(r).dtype)
-        new._interior[...] = r
-        news.append(new)
-    return news[0] if ufunc.nout == 1 else tuple(news)
 
 
 def _check_same(name, ref, other):
@@ -1414,78 +1096,6 @@ def _result_dtypes(ufunc, args, kwargs):
     return res[ufunc.nin:]
 
 
-def _acc_dtype(op, dtype, requested) -> np.dtype:
-    if requested is not None:
-        dt = np.dtype(requested)
-    elif op in ("sum", "prod"):
-        dt = getattr(np, op)(np.zeros(1, dtype)).dtype
-    elif op == "mean":
-        dt = np.dtype(np.float64) if dtype.kind in "biu" else dtype
-    else:
-        dt = dtype
-    if dt.kind == "f" and dt.itemsize < 4:
-        dt = np.dtype(np.float32)  # half precision accumulates in single, as numpy's mean does
-    return dt
-
-
-def _out_dtype(op, dtype, requested) -> np.dtype:
-    if requested is not None:
-        return np.dtype(requested)
-    if op == "mean":
-        return np.dtype(np.float64) if dtype.kind in "biu" else dtype
-    if op in ("sum", "prod"):
-        return getattr(np, op)(np.zeros(1, dtype)).dtype
-    return dtype
-
-
-def _identity(op, dt: np.dtype):
-    if op in ("sum", "mean"):
-        return dt.type(0)
-    if op == "prod":
-        return dt.type(1)
-    if dt.kind == "b":
-        return dt.type(op == "min")
-    if dt.kind == "f":
-        return dt.type(-np.inf if op == "max" else np.inf)
-    info = np.iinfo(dt)
-    return dt.type(info.min if op == "max" else info.max)
-
-
-def _local_full(op, kernel, block, acc):
-    """This process's reduction of its block with the compiled kernel (identity if empty)."""
-    if block.size == 0:
-        return _identity(op, acc)
-    kernel = _kernel(kernel)
-    if block.dtype != acc:  # the kernels reduce strided interiors in place, but in the block's dtype
-        block = block.astype(acc)
-    return kernel(block)
-
-
-def _local_axis(op, ufunc, block, axis, acc):
-    # The local kernels reduce whole buffers; along one axis numpy's compiled reduce loop does it.
-    if block.shape[axis] == 0:
-        shape = block.shape[:axis] + block.shape[axis + 1:]
-        return np.full(shape, _identity(op, acc), acc)
-    return ufunc.reduce(block, axis=axis, dtype=acc)
-
-
-def _combine(x, mesh, axes, kind, op):
-    """All-reduce ``x`` over ``axes``; for float max/min a NaN on any process wins, as in numpy."""
-    if not axes:
-        return x
-    if op in ("max", "min") and x.dtype.kind == "f":
-        flags = np.isnan(x).astype(x.dtype)
-        both = np.concatenate([x.reshape(-1), flags.reshape(-1) if op == "max" else -flags.reshape(-1)])
-        both = collectives.all_reduce(both, mesh, axes, reduction=kind)
-        n = x.size
-        val, nan = both[:n].reshape(x.shape), both[n:].reshape(x.shape)
-        return np.where(nan != 0, np.nan, val).astype(x.dtype)
-    return collectives.all_reduce(x, mesh, axes, reduction=kind)
-
-
-_ACCUMULATED = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
-
-
 def _accumulate(t: "DistributedTensor", ufunc, axis: int, dtype) -> "DistributedTensor":
     """``ufunc.accumulate`` along ``axis`` (add, multiply, maximum, minimum): each process accumulates
     its block, then combines it with the totals of the shards before it along the split dim (an
@@ -1505,100 +1115,6 @@ def _accumulate(t: "DistributedTensor", ufunc, axis: int, dtype) -> "Distributed
     out = DistributedTensor.empty(t._global_shape, s.replace(partial_axes=()), out_dtype, periodic=t._periodic)
     out._interior[...] = local
     return out
-
-
-def _drop_dim(s: Sharding, dim: int, partial_axes, partial_type) -> Sharding:
-    """The sharding of a tensor with ``dim`` removed (its split axes, halos and offsets dropped)."""
-    split = list(s.split_axes) + [()] * max(0, dim + 1 - len(s.split_axes))
-    del split[dim]
-    sharded = s.sharded_dims
-    halos = list(s.halo_sizes)
-    offsets = list(s.sharded_dims_offsets)
-    if dim in sharded:
-        k = sharded.index(dim)
-        if halos:
-            del halos[2 * k: 2 * k + 2]
-        if offsets:
-            start = sum(s.dim_split_size(d) + 1 for d in sharded[:k])
-            del offsets[start: start + s.dim_split_size(dim) + 1]
-    return Sharding(s.mesh, split, partial_axes=partial_axes, partial_type=partial_type,
-                    halo_sizes=halos or None, sharded_dims_offsets=offsets or None)
-
-
-# -- layout helpers --------------------------------------------------------------------------------
-def _check_perm(axes, ndim) -> tuple:
-    try:
-        perm = tuple(operator.index(a) for a in axes)
-    except TypeError:
-        raise TypeError(f"axes: {axes!r} is not a sequence of ints") from None
-    norm = tuple(a % ndim if -ndim <= a < ndim else a for a in perm)
-    if sorted(norm) != list(range(ndim)):
-        raise ValueError(f"axes: {list(perm)} is not a permutation of the {ndim} dims")
-    return norm
-
-
-def _per_dim(s: Sharding, shape) -> list:
-    """Per tensor dim: (split axes, offsets or None, halo widths)."""
-    offs = s.dim_offsets(shape) if s.sharded_dims_offsets else None
-    return [(s.dim_axes(d), offs[d] if offs and s.dim_axes(d) else None, s.halo_widths(d)) for d in range(len(shape))]
-
-
-def _from_dims(like: Sharding, dims, shape, *, keep_halos=True) -> Sharding:
-    """A sharding from per-dim (split axes, offsets or None for even, halo widths), ``like``'s partial axes.
-
-    Offsets are written only where some split dim is uneven."""
-    split = [axes for axes, _, _ in dims]
-    offs = [(o if o is not None else split_offsets(n, _axes_size(like, axes))) if axes else None
-            for (axes, o, _), n in zip(dims, shape)]
-    uneven = any(a and tuple(o) != split_offsets(n, _axes_size(like, a)) for (a, _, _), o, n in zip(dims, offs, shape))
-    flat = [x for o in offs if o is not None for x in o] if uneven else None
-    halos = [w for axes, _, hw in dims if axes for w in hw] if keep_halos and like.halo_sizes else None
-    return Sharding(like.mesh, split, partial_axes=like.partial_axes, partial_type=like.partial_type,
-                    halo_sizes=halos, sharded_dims_offsets=flat)
-
-
-def _permute_sharding(s: Sharding, shape, perm) -> Sharding:
-    dims = _per_dim(s, shape)
-    return _from_dims(s, [dims[p] for p in perm], [shape[p] for p in perm])
-
-
-def _reshape_target(old, shape) -> tuple:
-    try:
-        shape = tuple(operator.index(n) for n in shape)
-    except TypeError:
-        raise TypeError(f"shape: {shape!r} is not a sequence of ints") from None
-    size = math.prod(old)
-    if shape.count(-1) > 1:
-        raise ValueError("can only specify one unknown dimension")
-    if -1 in shape:
-        rest = math.prod(n for n in shape if n != -1)
-        if rest == 0 or size % rest:
-            raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
-        shape = tuple(size // rest if n == -1 else n for n in shape)
-    if any(n < 0 for n in shape) or math.prod(shape) != size:
-        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
-    return shape
-
-
-def _reshape_groups(old, new):
-    """Pair runs of old dims with runs of new dims of equal size (numpy's C-order reshape factoring)."""
-    groups, i, j = [], 0, 0
-    while i < len(old) or j < len(new):
-        gi, gj = [i] if i < len(old) else [], [j] if j < len(new) else []
-        po = old[i] if i < len(old) else 1
-        pn = new[j] if j < len(new) else 1
-        i, j = i + bool(gi), j + bool(gj)
-        while po != pn:
-            if po < pn:
-                gi.append(i)
-                po *= old[i]
-                i += 1
-            else:
-                gj.append(j)
-                pn *= new[j]
-                j += 1
-        groups.append((gi, gj))
-    return groups
 
 
 def _reshape(t: "DistributedTensor", new) -> "DistributedTensor":
@@ -1640,271 +1156,3 @@ def _reshape(t: "DistributedTensor", new) -> "DistributedTensor":
     return out
 
 
-def _axes_size(s: Sharding, axes) -> int:
-    return math.prod(s.mesh.shape[a] for a in axes)
-
-
-# -- numpy functions -------------------------------------------------------------------------------
-def _only(name, kwargs, allowed=()):
-    bad = sorted(k for k, v in kwargs.items() if k not in allowed and v is not None)
-    if bad:
-        raise TypeError(f"{name} on a DistributedTensor: unsupported argument(s) {bad}")
-
-
-def _tensor(name, x) -> "DistributedTensor":
-    if not isinstance(x, DistributedTensor):
-        raise TypeError(f"{name}: expected a DistributedTensor, got {type(x).__name__}")
-    return x
-
-
-@implements(np.transpose)
-def _np_transpose(a, axes=None):
-    return _tensor("np.transpose", a).transpose(axes)
-
-
-@implements(np.moveaxis)
-def _np_moveaxis(a, source, destination):
-    a = _tensor("np.moveaxis", a)
-    src = _axes_tuple(source, a.ndim, "source")
-    dst = _axes_tuple(destination, a.ndim, "destination")
-    if len(src) != len(dst):
-        raise ValueError("`source` and `destination` arguments must have the same number of elements")
-    order = [n for n in range(a.ndim) if n not in src]
-    for d, s_ in sorted(zip(dst, src)):
-        order.insert(d, s_)
-    return a.transpose(order)
-
-
-@implements(np.swapaxes)
-def _np_swapaxes(a, axis1, axis2):
-    a = _tensor("np.swapaxes", a)
-    i, j = _axes_tuple(axis1, a.ndim, "axis1")[0], _axes_tuple(axis2, a.ndim, "axis2")[0]
-    perm = list(range(a.ndim))
-    perm[i], perm[j] = j, i
-    return a.transpose(perm)
-
-
-def _axes_tuple(axes, ndim, field) -> tuple:
-    axes = (axes,) if isinstance(axes, numbers.Integral) else tuple(axes)
-    out = []
-    for a in axes:
-        a = operator.index(a)
-        if not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(a, ndim, field)
-        out.append(a % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"repeated axis in `{field}` argument")
-    return tuple(out)
-
-
-@implements(np.reshape)
-def _np_reshape(a, shape=None, order="C", *, newshape=None, copy=None):
-    if order != "C":
-        raise TypeError(f"np.reshape on a DistributedTensor: order={order!r}; only 'C' is supported")
-    return _tensor("np.reshape", a).reshape(shape if shape is not None else newshape)
-
-
-@implements(np.copy)
-def _np_copy(a, order="K", subok=False):
-    return _tensor("np.copy", a).copy()
-
-
-@implements(np.astype)
-def _np_astype(x, dtype, /, *, copy=True, device=None):
-    return _tensor("np.astype", x).astype(dtype)
-
-
-def _new_like(name, a, dtype, shape, value):
-    a = _tensor(f"np.{name}", a)
-    if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
-        raise TypeError(f"np.{name} on a DistributedTensor: shape= must be the tensor's shape {a.shape}, got {shape}")
-    s = a.sharding.replace(partial_axes=()) if a.sharding.is_partial else a.sharding
-    out = DistributedTensor.empty(a.shape, s, a.dtype if dtype is None else np.dtype(dtype), periodic=a.periodic)
-    if value is not None:
-        out.interior[...] = value
-    return out
-
-
-@implements(np.empty_like)
-def _np_empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _new_like("empty_like", a, dtype, shape, None)
-
-
-@implements(np.zeros_like)
-def _np_zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _new_like("zeros_like", a, dtype, shape, 0)
-
-
-@implements(np.ones_like)
-def _np_ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _new_like("ones_like", a, dtype, shape, 1)
-
-
-@implements(np.full_like)
-def _np_full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return _new_like("full_like", a, dtype, shape, fill_value)
-
-
-def _align(name, operands):
-    """The DistributedTensors among ``operands`` laid out like the first one (resharded if they differ);
-    numpy arrays of more than 0 dims are refused as ambiguous."""
-    ref = next((x for x in operands if isinstance(x, DistributedTensor)), None)
-    out = []
-    for i, x in enumerate(operands):
-        if isinstance(x, DistributedTensor):
-            if x.mesh != ref.mesh:
-                raise ShardingError(f"{name}: operand {i} is on mesh {x.mesh!r}, operand 0 on {ref.mesh!r}")
-            if x.shape != ref.shape:
-                raise ShardingError(f"{name}: operand {i} has global shape {x.shape}, another {ref.shape}; "
-                                    "tensors must have one shape (no broadcasting between tensors)")
-            if x.sharding != ref.sharding:
-                x = x.reshard(ref.sharding)
-            out.append(x)
-        elif isinstance(x, np.ndarray) and x.ndim > 0:
-            raise ShardingError(f"{name}: operand {i} is a numpy array of shape {x.shape} beside a DistributedTensor; "
-                                "wrap it with DistributedTensor.from_global")
-        else:
-            out.append(x)
-    return ref, out
-
-
-@implements(np.where)
-def _np_where(condition, x=None, y=None):
-    if x is None or y is None:
-        raise TypeError("np.where on a DistributedTensor needs both x and y, or neither (then it is np.nonzero)")
-    ref, (c, x, y) = _align("np.where", [condition, x, y])
-    if ref.sharding.is_partial:
-        raise ShardingError("np.where: an operand is partial; reshard it to a non-partial sharding first")
-    res = np.where(*(v._interior if isinstance(v, DistributedTensor) else v for v in (c, x, y)))
-    out = DistributedTensor.empty(ref.shape, ref.sharding, res.dtype, periodic=ref.periodic)
-    out._interior[...] = res
-    return out
-
-
-@implements(np.clip)
-def _np_clip(a, a_min=None, a_max=None, out=None, **kwargs):
-    _only("np.clip", kwargs)
-    ref, (a, lo, hi) = _align("np.clip", [a, a_min, a_max])
-    if ref.sharding.is_partial:
-        raise ShardingError("np.clip: the tensor is partial; reshard it to a non-partial sharding first")
-    ops = [v._interior if isinstance(v, DistributedTensor) else v for v in (a, lo, hi)]
-    res = np.clip(*ops)
-    if out is not None:
-        out = _tensor("np.clip out", out)
-        if out.sharding != ref.sharding or out.shape != ref.shape:
-            raise ShardingError(f"np.clip: out has sharding <{out.sharding}>, the input <{ref.sharding}>")
-        out._interior[...] = res
-        return out
-    new = DistributedTensor.empty(ref.shape, ref.sharding, res.dtype, periodic=ref.periodic)
-    new._interior[...] = res
-    return new
-
-
-def _all_true(flag: bool, t: "DistributedTensor") -> bool:
-    """Whether ``flag`` holds on every process of ``t``'s mesh (replicas hold the same blocks)."""
-    return bool(collectives.all_reduce(np.array([int(flag)], np.int32), t.mesh, None, reduction="min")[0])
-
-
-@implements(np.allclose)
-def _np_allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    ref, (a, b) = _align("np.allclose", [a, b])
-    blocks = [v._full_interior() if isinstance(v, DistributedTensor) else v for v in (a, b)]
-    return _all_true(bool(np.allclose(*blocks, rtol=rtol, atol=atol, equal_nan=equal_nan)), ref)
-
-
-@implements(np.array_equal)
-def _np_array_equal(a1, a2, equal_nan=False):
-    if not (isinstance(a1, DistributedTensor) and isinstance(a2, DistributedTensor)):
-        raise TypeError("np.array_equal on a DistributedTensor: both operands must be DistributedTensors")
-    if a1.shape != a2.shape:
-        return False
-    ref, (a, b) = _align("np.array_equal", [a1, a2])
-    return _all_true(bool(np.array_equal(a._full_interior(), b._full_interior(), equal_nan=equal_nan)), ref)
-
-
-@implements(np.linalg.norm)
-def _np_norm(x, ord=None, axis=None, keepdims=False):
-    x = _tensor("np.linalg.norm", x)
-    if keepdims:
-        raise TypeError("np.linalg.norm on a DistributedTensor: keepdims=True is not supported")
-    if isinstance(axis, tuple) and len(axis) == 1:
-        axis = axis[0]
-    vector = axis is not None or x.ndim == 1
-    if axis is None and x.ndim > 1 and ord not in (None, "fro"):
-        raise TypeError(f"np.linalg.norm on a DistributedTensor: ord={ord!r} with axis=None on {x.ndim} dims; "
-                        "supported: None/'fro' (Frobenius), or a vector norm with axis=k")
-    if axis is not None and not isinstance(axis, numbers.Integral):
-        raise TypeError(f"np.linalg.norm on a DistributedTensor: axis={axis!r}; supported: None or one int")
-    if not vector or ord is None or ord == 2:
-        a = abs(x)
-        return np.sqrt((a * a).sum(axis))
-    if isinstance(ord, str):
-        raise ValueError(f"Invalid norm order '{ord}' for vectors")
-    a = abs(x)
-    if a.dtype.kind in "biu":
-        a = a.astype(np.float64)
-    if ord == np.inf:
-        return a.max(axis)
-    if ord == -np.inf:
-        return a.min(axis)
-    if ord == 0:
-        return (a != 0).astype(a.dtype).sum(axis)
-    if ord == 1:
-        return a.sum(axis)
-    return ((a ** ord).sum(axis)) ** (1.0 / ord)
-
-
-@implements(np.cumsum)
-def _np_cumsum(a, axis=None, dtype=None, out=None):
-    a = _tensor("np.cumsum", a)
-    if out is not None:
-        raise TypeError("np.cumsum on a DistributedTensor: out= is not supported")
-    return a.cumsum(axis, dtype)
-
-
-@implements(np.concatenate)
-def _np_concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    if out is not None:
-        raise TypeError("np.concatenate on a DistributedTensor: out= is not supported")
-    arrays = [_tensor("np.concatenate", x) for x in arrays]
-    ref = arrays[0]
-    if axis is None:
-        arrays, axis = [x.reshape(-1) for x in arrays], 0
-    axis = _axes_tuple(axis, ref.ndim, "axis")[0]
-    for i, x in enumerate(arrays):
-        if x.mesh != ref.mesh or x.ndim != ref.ndim or x.shape[:axis] + x.shape[axis + 1:] != \
-                ref.shape[:axis] + ref.shape[axis + 1:]:
-            raise ValueError(f"np.concatenate: array {i} has shape {x.shape} (mesh {x.mesh!r}); all dims but "
-                             f"axis {axis} must match array 0's {ref.shape} on one mesh")
-    # The result is split like array 0; along ``axis`` each piece is gathered (a reshard), joined, and split
-    # again along the same mesh axes (a local slice).
-    s = ref.sharding
-    dims = [(a, None, (0, 0)) for a, _, _ in _per_dim(s, ref.shape)]
-    axes = dims[axis][0]
-    dims[axis] = ((), None, (0, 0))
-    ops = [x.reshard(_from_dims(s.replace(partial_axes=()), dims, x.shape, keep_halos=False)) for x in arrays]
-    parts = [x._interior for x in ops]
-    dt = dtype if dtype is not None else np.result_type(*parts)
-    block = np.concatenate(parts, axis=axis, dtype=dt, casting=casting)
-    shape = ref.shape[:axis] + (sum(x.shape[axis] for x in arrays),) + ref.shape[axis + 1:]
-    joined = DistributedTensor(block, ops[0].sharding, shape)
-    if axes:
-        dims[axis] = (axes, None, (0, 0))
-        joined = joined.reshard(_from_dims(ops[0].sharding, dims, shape, keep_halos=False))
-    return joined
-
-
-@implements(np.stack)
-def _np_stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    arrays = [_tensor("np.stack", x) for x in arrays]
-    if not arrays:
-        raise ValueError("need at least one array to stack")
-    axis = _axes_tuple(axis, arrays[0].ndim + 1, "axis")[0]
-    shapes = {x.shape for x in arrays}
-    if len(shapes) != 1:
-        raise ValueError(f"all input arrays must have the same shape, got {sorted(shapes)}")
-    key = (slice(None),) * axis + (None,)
-    return _np_concatenate([x[key] for x in arrays], axis=axis, out=out, dtype=dtype, casting=casting)
-
-
-from . import matmul as _matmul  # noqa: E402,F401  registers np.matmul & co

@@ -20,7 +20,8 @@ ROOT = pathlib.Path(meshrt.__file__).parent
 # Where the calls need no mark: the registered collectives themselves, and the benchmark,
 # whose raw mpi4py calls are the baseline it measures meshrt against.
 REGISTERED = {"collectives.py": "the collectives: each runs under its compiled front's mark",
-              "bench.py": "the raw mpi4py side of each measurement"}
+              "bench.py": "the raw mpi4py side of each measurement",
+              "_bench_cases.py": "the raw mpi4py side of each measurement"}
 
 # Methods of the communicator classes that neither communicate nor wait: queries, local
 # handles, persistent point-to-point requests (created locally; started elsewhere).
@@ -38,10 +39,11 @@ NOT_COMMUNICATORS = {
     ("_npshift.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("formats.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("tensor.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
+    ("_tensor_reduce.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
     ("halo.py", "r", "Free"): "a persistent request's Free (local)",
     ("halo.py", "t", "Free"): "a datatype's Free (local)",
     ("io.py", "t", "Free"): "a datatype's Free (local)",
-    ("bench.py", "r", "Free"): "a request's Free (local)",
+    ("_bench_cases.py", "r", "Free"): "a request's Free (local)",
     ("_mpi.py", "MPI.Op", "Create"): "an MPI.Op made from a Python function (local)",
     ("_mpi.py", "op", "Free"): "an MPI.Op's Free (local)",
     ("_mpi.py", "group", "Free"): "an MPI.Group's Free (local)",

@@ -9,9 +9,12 @@
 from ..errors import MLIRError
 from .ir import (
     DYNAMIC, UNIT, AffineBinary, AffineConst, AffineDim, AffineMap, AffineSymbol, Block, DenseElements,
-    FunctionType, Location, Module, OpaqueAttr, OpaqueType, Operation, Region, ScalarType, SymbolRef,
-    TensorType, TypeAttr, UnitAttr, Value,
+    FunctionType, Location, Module, OpaqueAttr, OpaqueType, Operation, Region, ScalarType, SymbolRef, TensorType,
+    TypeAttr, UnitAttr, Value,
 )
+from . import ir as _ir, printer as _printer
+
+_ir._PRINTER.print_generic = _printer.print_generic  # Operation.generic() / Module.generic()
 
 __all__ = [
     "MLIRError", "DYNAMIC", "UNIT", "AffineBinary", "AffineConst", "AffineDim", "AffineMap", "AffineSymbol",

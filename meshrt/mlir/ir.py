@@ -114,11 +114,16 @@ canonical (equal for equal IR whatever the SSA names were) and read back by
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Union
 
 import numpy as np
 
 from ..errors import MLIRError
+
+# meshrt.mlir.printer, which reads this data model (so this module cannot import it): `generic()` prints
+# through it; meshrt/mlir/__init__.py sets it, and importing any part of meshrt.mlir runs that first.
+_PRINTER = SimpleNamespace(print_generic=None)
 
 __all__ = [
     "DYNAMIC", "MLIRError", "Location", "Type", "TensorType", "ScalarType", "FunctionType", "OpaqueType",
@@ -514,9 +519,7 @@ class Operation:
 
     def generic(self) -> str:
         """MLIR's generic form of this op (`meshrt.mlir.printer`): values renumbered, attributes sorted."""
-        from .printer import print_generic
-
-        return print_generic(self)
+        return _PRINTER.print_generic(self)
 
     def __repr__(self):
         return f"<Operation {self.name} at {self.location}>"
@@ -549,9 +552,7 @@ class Module:
         Canonical: equal IR prints equal text whatever the SSA names were
         (see `meshrt.mlir.printer`).
         """
-        from .printer import print_generic
-
-        return print_generic(self)
+        return _PRINTER.print_generic(self)
 
 
 # -- printing (canonical generic form) -----------------------------------------------------------

@@ -1,0 +1,242 @@
+"""The custom (pretty) forms of arith, math, func and builtin ops:
+one reader per op, registered with `_custom` (see `meshrt.mlir._reader`)."""
+
+from __future__ import annotations
+
+from ._lexer import _NUMBER
+from ._reader import _I1, CMPF_PREDICATES, CMPI_PREDICATES, _bool_like, _custom, _default_attrs, _flags, _op
+from .ir import DenseElements, FunctionType, Region, SymbolRef, TypeAttr
+
+
+# arith / math ---------------------------------------------------------------------------------------------
+
+_ARITH_BINARY = (
+    "addf subf mulf divf remf maximumf minimumf maxnumf minnumf addi subi muli divsi divui remsi remui ceildivsi "
+    "ceildivui floordivsi andi ori xori shli shrsi shrui maxsi minsi maxui minui"
+).split()
+_MATH_BINARY = "powf atan2 copysign fpowi ipowi".split()
+_MATH_UNARY = (
+    "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt tanh sin cos tan sinh cosh asin acos atan asinh acosh atanh "
+    "absf absi ceil floor round roundeven trunc erf erfc cbrt ctlz cttz ctpop"
+).split()
+_CASTS = ("index_cast index_castui sitofp uitofp fptosi fptoui extf truncf extsi extui trunci bitcast").split()
+
+
+@_custom(*[f"arith.{n}" for n in _ARITH_BINARY], *[f"math.{n}" for n in _MATH_BINARY])
+def _binary(p, name, pos, nres):
+    a = p.value_name()
+    p.expect(",")
+    b = p.value_name()
+    attrs = {}
+    _flags(p, attrs)
+    p.opt_attr_dict(attrs)
+    p.expect(":")
+    types = p.type_list()
+    ta, tb = (types[0], types[0]) if len(types) == 1 else types[:2]
+    return _op(name, p.resolve([a, b], [ta, tb]), [ta], _default_attrs(name, attrs))
+
+
+@_custom("arith.negf", *[f"math.{n}" for n in _MATH_UNARY])
+def _unary(p, name, pos, nres):
+    a = p.value_name()
+    attrs = {}
+    _flags(p, attrs)
+    p.opt_attr_dict(attrs)
+    p.expect(":")
+    t = p.type()
+    return _op(name, p.resolve([a], [t]), [t], _default_attrs(name, attrs))
+
+
+@_custom("math.fma")
+def _fma(p, name, pos, nres):
+    names = [p.value_name()]
+    for _ in range(2):
+        p.expect(",")
+        names.append(p.value_name())
+    attrs = {}
+    _flags(p, attrs)
+    p.opt_attr_dict(attrs)
+    p.expect(":")
+    t = p.type()
+    return _op(name, p.resolve(names, [t] * 3), [t], _default_attrs(name, attrs))
+
+
+@_custom("arith.cmpi", "arith.cmpf")
+def _cmp(p, name, pos, nres):
+    pred = p.ident("a comparison predicate")
+    valid = CMPI_PREDICATES if name == "arith.cmpi" else CMPF_PREDICATES
+    if pred not in valid:
+        p.error(f"'{name}': unknown predicate '{pred}'; expected one of {', '.join(valid)}", pos)
+    p.expect(",")
+    a = p.value_name()
+    p.expect(",")
+    b = p.value_name()
+    attrs = {"predicate": pred}
+    _flags(p, attrs)
+    p.opt_attr_dict(attrs)
+    p.expect(":")
+    t = p.type()
+    return _op(name, p.resolve([a, b], [t, t]), [_bool_like(t)], _default_attrs(name, attrs))
+
+
+@_custom("arith.select")
+def _select(p, name, pos, nres):
+    c = p.value_name()
+    p.expect(",")
+    a = p.value_name()
+    p.expect(",")
+    b = p.value_name()
+    attrs = p.opt_attr_dict({})
+    p.expect(":")
+    types = p.type_list()
+    if len(types) == 1:
+        tc, t = _I1, types[0]
+    else:
+        tc, t = types[0], types[1]
+    return _op(name, p.resolve([c, a, b], [tc, t, t]), [t], attrs)
+
+
+@_custom(*[f"arith.{n}" for n in _CASTS])
+def _cast(p, name, pos, nres):
+    a = p.value_name()
+    attrs = {}
+    _flags(p, attrs)
+    p.opt_attr_dict(attrs)
+    p.expect(":")
+    src = p.type()
+    p.expect_keyword("to")
+    dst = p.type()
+    return _op(name, p.resolve([a], [src]), [dst], _default_attrs(name, attrs))
+
+
+@_custom("arith.constant")
+def _constant(p, name, pos, nres):
+    attrs = p.opt_attr_dict({})
+    vpos = p.pos
+    value = p.attribute()
+    if isinstance(value, DenseElements):
+        t = value.type
+    elif isinstance(value, bool):
+        t = _I1
+    else:
+        # the typed literal's type was consumed by attribute(); read it again for the result
+        p.pos = vpos
+        p.ws()
+        if p.keyword("true") or p.keyword("false"):
+            t = _I1
+        else:
+            p.match(_NUMBER)
+            if not p.accept(":"):
+                p.error("arith.constant needs a typed value such as '1.0 : f32'", vpos)
+            t = p.type()
+    attrs["value"] = value
+    return _op(name, [], [t], attrs)
+
+
+# func / builtin ----------------------------------------------------------------------------------------------
+
+
+@_custom("func.func")
+def _func(p, name, pos, nres):
+    attrs = {}
+    if p.keyword("private"):
+        attrs["sym_visibility"] = "private"
+    elif p.keyword("public"):
+        attrs["sym_visibility"] = "public"
+    elif p.keyword("nested"):
+        attrs["sym_visibility"] = "nested"
+    sym = p.attribute()
+    if not isinstance(sym, SymbolRef):
+        p.error("expected a function name (@name)", pos)
+    p.expect("(")
+    args, arg_attrs, named = [], [], False
+    if not p.accept(")"):
+        while True:
+            if p.peek("%"):
+                n, npos = p.value_name()
+                p.expect(":")
+                args.append((n, p.type(), npos))
+                named = True
+            else:
+                args.append((None, p.type(), p.pos))
+            arg_attrs.append(p.attr_dict() if p.peek("{") else {})
+            if p.accept(")"):
+                break
+            p.expect(",", "',' or ')'")
+    results, res_attrs = [], []
+    if p.accept("->"):
+        if p.peek("(") and not p._is_function_type():
+            p.expect("(")
+            if not p.accept(")"):
+                while True:
+                    results.append(p.type())
+                    res_attrs.append(p.attr_dict() if p.peek("{") else {})
+                    if p.accept(")"):
+                        break
+                    p.expect(",")
+        else:  # a lone result type carries no attributes: a '{' is the body
+            results.append(p.type())
+            res_attrs.append({})
+    if p.keyword("attributes"):
+        attrs.update(p.attr_dict())
+    attrs["sym_name"] = sym.name
+    attrs["function_type"] = TypeAttr(FunctionType(tuple(t for _, t, _ in args), tuple(results)))
+    if any(arg_attrs):
+        attrs["arg_attrs"] = tuple(arg_attrs)
+    if any(res_attrs):
+        attrs["res_attrs"] = tuple(res_attrs)
+    regions = []
+    if p.peek("{"):
+        if not named and args:
+            p.error("a function with a body needs named arguments (%arg0: type)")
+        regions.append(p.region(entry_args=args, dialect="func"))
+    else:
+        regions.append(Region([]))
+    return _op(name, [], [], attrs, regions)
+
+
+@_custom("func.return")
+def _return(p, name, pos, nres):
+    names = p.value_names()
+    attrs = p.opt_attr_dict({})
+    types = []
+    if names:
+        p.expect(":")
+        types = p.type_list()
+    return _op(name, p.resolve(names, types), [], attrs)
+
+
+@_custom("func.call")
+def _call(p, name, pos, nres):
+    callee = p.attribute()
+    p.expect("(")
+    names = p.value_names()
+    p.expect(")")
+    attrs = p.opt_attr_dict({})
+    p.expect(":")
+    ft = p.type()
+    attrs["callee"] = callee
+    return _op(name, p.resolve(names, list(ft.inputs)), list(ft.results), attrs)
+
+
+@_custom("builtin.module")
+def _module(p, name, pos, nres):
+    attrs = {}
+    if p.peek("@"):
+        attrs["sym_name"] = p.attribute().name
+    if p.keyword("attributes"):
+        attrs.update(p.attr_dict())
+    return _op(name, [], [], attrs, [p.region(entry_args=[])])
+
+
+@_custom("builtin.unrealized_conversion_cast")
+def _ucc(p, name, pos, nres):
+    names = p.value_names()
+    attrs = p.opt_attr_dict({})
+    types = []
+    if names:
+        p.expect(":")
+        types = p.type_list()
+    p.expect_keyword("to")
+    out = p.type_list()
+    return _op(name, p.resolve(names, types), out, attrs)
