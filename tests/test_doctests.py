@@ -8,7 +8,8 @@ import pytest
 MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", "meshrt.reshard",
            "meshrt.reduction", "meshrt.halo", "meshrt._indexing", "meshrt._keys", "meshrt.mpiexec",
            "meshrt._npreduce", "meshrt._elementwise", "meshrt.chunks", "meshrt.vtk", "meshrt.launch",
-           "meshrt._mpi", "meshrt.kernels", "meshrt.errors", "meshrt.collectives", "meshrt.stencil", "meshrt.spmd"]
+           "meshrt._mpi", "meshrt.kernels", "meshrt.errors", "meshrt.collectives", "meshrt.stencil", "meshrt.spmd",
+           "meshrt.io"]
 
 
 @pytest.mark.parametrize("name", MODULES)
