@@ -9,7 +9,7 @@ MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", 
            "meshrt.reduction", "meshrt.halo", "meshrt._indexing", "meshrt._keys", "meshrt.mpiexec",
            "meshrt._npreduce", "meshrt._elementwise", "meshrt.chunks", "meshrt.vtk", "meshrt.launch",
            "meshrt._mpi", "meshrt.kernels", "meshrt.errors", "meshrt.collectives", "meshrt.stencil", "meshrt.spmd",
-           "meshrt.io", "meshrt.matmul"]
+           "meshrt.io", "meshrt.matmul", "meshrt.tensor"]
 
 
 @pytest.mark.parametrize("name", MODULES)
