@@ -470,7 +470,7 @@ class HaloExchange:
     periodic : bool or sequence of bool, optional
         Wrap around at the domain boundary: one bool for every dim or one per
         tensor dim.  Default False.
-    method : {"pack", "datatype"}, optional
+    method : str, optional
         How non-contiguous boxes travel: ``"pack"`` (compiled copy into a
         staging buffer, the default) or ``"datatype"`` (MPI subarray types
         straight from the buffer).  Contiguous boxes always go zero-copy.

@@ -885,7 +885,7 @@ def _spec(x, what):
 
 
 def explain_matmul(a, b, *, out_sharding: Sharding | None = None, partial_ok: bool = False) -> ContractionPlan:
-    """The plan `matmul(a, b, ...)` runs; print it to read the collectives.
+    """The plan ``matmul(a, b, ...)`` runs; print it to read the collectives.
 
     Pure: with ``(global_shape, Sharding)`` pairs on an `AbstractMesh` it plans
     for any number of devices without MPI.
@@ -941,7 +941,7 @@ def explain_matmul(a, b, *, out_sharding: Sharding | None = None, partial_ok: bo
 
 def explain_einsum(subscripts: str, *operands, out_sharding: Sharding | None = None,
                    partial_ok: bool = False) -> ContractionPlan:
-    """The plan `einsum(subscripts, *operands, ...)` runs; print it to read the collectives.
+    """The plan ``einsum(subscripts, *operands, ...)`` runs; print it to read the collectives.
 
     Pure: with ``(global_shape, Sharding)`` pairs on an `AbstractMesh` it plans
     for any number of devices without MPI.
