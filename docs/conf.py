@@ -41,7 +41,8 @@ nitpick_ignore_regex = [
               r"ImportError|OSError|KeyError|IndexError|NotImplementedError|TimeoutError)"),
     # The plain-English types of numpy-style docstrings ("sequence of int", "array_like").
     ("py:class", r"(sequence|iterable|mapping|scalar|array_like|array-like|path-like|file-like|"
-                 r"callable|function|handle|ndarray|dtype|number|integer|index|path|name)s?"),
+                 r"callable|function|handle|ndarray|dtype|number|integer|index|path|name|pair)s?"),
+    ("py:class", r"numpy (scalar|integer|array|bool)s?"),
     # napoleon splits "sequence of (Sharding or None)" at the spaces; the halves are not names.
     ("py:class", r"\(.*|.*\)"),
 ]

@@ -39,10 +39,25 @@ ChunkBox.__doc__ = ("The half-open box of chunk-grid indices a device writes (``
 
 
 def writer_of_block(sharding: Sharding, device=None) -> bool:
-    """Whether ``device`` (default: this process) writes its block: of the devices
-    that hold the same block, the one at coordinate 0 on every mesh axis that
-    splits no tensor dim.
+    """Whether ``device`` (default: this process) writes its block.
 
+    Of the devices that hold the same block, the one at coordinate 0 on every
+    mesh axis that splits no tensor dim writes it; the others hold replicas.
+
+    Parameters
+    ----------
+    sharding : Sharding
+        The tensor's sharding.
+    device : int, optional
+        A linear device index; default this process's.
+
+    Returns
+    -------
+    bool
+        True for exactly one device of each set of replicas.
+
+    Examples
+    --------
     >>> from meshrt.mesh import AbstractMesh
     >>> [writer_of_block(Sharding(AbstractMesh((2, 2)), [[1]]), d) for d in range(4)]
     [True, True, False, False]

@@ -277,9 +277,61 @@ def _fast_reduction(plan):
 def _all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None, wait=True):
     """Reduce ``x`` over the group; every device gets the result (of type ``dtype``).
 
-    ``reduction``: a `ReductionKind` (or its name), or for ``generic`` a function
-    ``f(a, b) -> c`` (or `Generic`).  ``out``: a C-contiguous array to receive
-    the result (no allocation).
+    The shard dialect's ``all_reduce``.  Every device of the group passes an
+    array of the same shape and dtype and receives the elementwise reduction.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        This device's contribution.
+    mesh : Mesh
+        The mesh bound to the communicator (an `AbstractMesh` has no processes).
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the device group (None = all axes, ``()`` = a
+        group of one).
+    reduction : ReductionKind, str, Generic or callable, optional
+        A `ReductionKind` (or its name), or for ``generic`` a function
+        ``f(a, b) -> c`` (or `Generic`).  Default ``"sum"``.
+    dtype : numpy.dtype, optional
+        The type of the result (and of the reduction); default ``x.dtype``.
+    out : numpy.ndarray, optional
+        A C-contiguous array to receive the result (no allocation); it must have
+        ``x``'s shape and the result's dtype.
+    wait : bool, optional
+        False returns a `Handle` at once; its ``wait()`` returns the result.
+
+    Returns
+    -------
+    numpy.ndarray or Handle
+        The reduced array (``out`` when given), a new array otherwise.
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` or ``out`` is not a fitting numpy array, the reduction is unknown,
+        ``mesh`` is not a `Mesh`, or (with ``MESHRT_CHECK=1``) the group's
+        arguments disagree.
+    MeshError
+        ``mesh_axes`` names an axis the mesh does not have.
+
+    See Also
+    --------
+    reduce, reduce_scatter, ReductionKind
+
+    Notes
+    -----
+    One ``MPI_Allreduce`` (``MPI_Iallreduce`` with ``wait=False``) over the
+    group's communicator.  ``average`` on int dtypes is the floor of the mean.
+
+    Examples
+    --------
+    At one process the group has one device and the result is a copy of ``x``:
+
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> all_reduce(np.array([1, 2, 3]), mesh, ["x"], "max")
+    array([1, 2, 3])
+    >>> all_reduce(np.array([1, 2]), mesh, dtype=np.float64, wait=False).wait()
+    array([1., 2.])
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -311,7 +363,55 @@ def _all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=Non
 
 
 def _reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wait=True):
-    """Reduce ``x`` over the group onto ``root``; ``None`` on the other devices."""
+    """Reduce ``x`` over the group onto ``root``; ``None`` on the other devices.
+
+    The shard dialect's ``reduce``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        This device's contribution (the same shape and dtype on every device).
+    mesh : Mesh
+        The mesh bound to the communicator.
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    reduction : ReductionKind, str, Generic or callable, optional
+        The reduction kind or a ``generic`` function; default ``"sum"``.
+    root : int or tuple of int, optional
+        The in-group multi-index (or in-group linear index) of the device that
+        gets the result; default 0.
+    dtype : numpy.dtype, optional
+        The type of the result; default ``x.dtype``.
+    wait : bool, optional
+        False returns a `Handle`; its ``wait()`` returns the result.
+
+    Returns
+    -------
+    numpy.ndarray or None or Handle
+        The reduced array on ``root``, None on the other devices.
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` is not a numpy array, the reduction is unknown, ``mesh`` is not a
+        `Mesh`, or (with ``MESHRT_CHECK=1``) the group's arguments disagree.
+    MeshError
+        A bad ``mesh_axes`` or a ``root`` outside the group.
+
+    See Also
+    --------
+    all_reduce, gather
+
+    Notes
+    -----
+    One ``MPI_Reduce`` over the group's communicator.
+
+    Examples
+    --------
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> reduce(np.array([4, 5]), mesh, ["x"], "sum", root=0)
+    array([4, 5])
+    """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
     if type(root) is list:  # the dialect's in-group coordinates, as a hashable key
@@ -362,8 +462,59 @@ def _rs_setup(x, mesh, mesh_axes, reduction, scatter_axis, dtype):
 
 
 def _reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dtype=None, *, out=None, wait=True):
-    """Reduce over the group, then device ``k`` keeps piece ``k`` along ``scatter_axis``
-    (uneven rule).  ``out``: an array to receive the piece."""
+    """Reduce over the group, then device ``k`` keeps piece ``k`` along ``scatter_axis``.
+
+    The shard dialect's ``reduce_scatter``.  Pieces follow MLIR's uneven rule
+    when the dim does not divide: the extra elements go to the trailing pieces.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        This device's contribution (the same shape and dtype on every device).
+    mesh : Mesh
+        The mesh bound to the communicator.
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    reduction : ReductionKind, str, Generic or callable, optional
+        The reduction kind or a ``generic`` function; default ``"sum"``.
+    scatter_axis : int, optional
+        The tensor axis that is split into one piece per device; default 0.
+    dtype : numpy.dtype, optional
+        The type of the result; default ``x.dtype``.
+    out : numpy.ndarray, optional
+        An array to receive the piece.
+    wait : bool, optional
+        False returns a `Handle`; its ``wait()`` returns the result.
+
+    Returns
+    -------
+    numpy.ndarray or Handle
+        This device's piece of the reduced array.
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` or ``out`` is not a fitting numpy array, ``scatter_axis`` is out of
+        range, the reduction is unknown, ``mesh`` is not a `Mesh`, or (with
+        ``MESHRT_CHECK=1``) the group's arguments disagree.
+    MeshError
+        A bad ``mesh_axes``.
+
+    See Also
+    --------
+    all_reduce, all_gather
+
+    Notes
+    -----
+    One ``MPI_Reduce_scatter_block`` (``MPI_Reduce_scatter`` for uneven pieces).
+
+    Examples
+    --------
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> reduce_scatter(np.arange(6).reshape(2, 3), mesh, ["x"], "sum", scatter_axis=1)
+    array([[0, 1, 2],
+           [3, 4, 5]])
+    """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
     try:
@@ -474,14 +625,60 @@ def _all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None,
 
     As in the dialect, the pieces are equal: the result's ``gather_axis`` is ``x``'s
     times the group size (``MESHRT_CHECK=1`` verifies that they are).  For pieces
-    that differ along ``gather_axis`` pass ``sizes``, one size per group member
-    (an int means equal pieces of that size).  ``out``: a C-contiguous array to
-    receive the result (no allocation).
+    that differ along ``gather_axis`` pass ``sizes``.
 
-    >>> all_gather(np.ones((2, 3)), mesh, ["x"], 0).shape      # doctest: +SKIP
-    (4, 3)
-    >>> all_gather(np.ones((1 + rank, 3)), mesh, ["x"], 0, sizes=[1, 2]).shape  # doctest: +SKIP
-    (3, 3)
+    Parameters
+    ----------
+    x : numpy.ndarray
+        This device's piece.
+    mesh : Mesh
+        The mesh bound to the communicator.
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    gather_axis : int, optional
+        The tensor axis along which the pieces are concatenated; default 0.
+    sizes : int or sequence of int, optional
+        The pieces' sizes along ``gather_axis``, one per group member (an int
+        means equal pieces of that size); default: equal pieces of ``x``'s size.
+    out : numpy.ndarray, optional
+        A C-contiguous array to receive the result (no allocation).
+    wait : bool, optional
+        False returns a `Handle`; its ``wait()`` returns the result.
+
+    Returns
+    -------
+    numpy.ndarray or Handle
+        The concatenated array, the same on every device of the group.
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` or ``out`` is not a fitting numpy array, ``gather_axis`` is out of
+        range, ``sizes`` has the wrong length or disagrees with ``x``, ``mesh`` is
+        not a `Mesh`, or (with ``MESHRT_CHECK=1``) the pieces or attributes
+        disagree across the group.
+    MeshError
+        A bad ``mesh_axes``.
+
+    See Also
+    --------
+    gather, all_slice, reduce_scatter
+
+    Notes
+    -----
+    One ``MPI_Allgather`` (``MPI_Allgatherv`` with unequal ``sizes``).  Unequal
+    pieces without ``sizes=`` and without ``MESHRT_CHECK=1`` may hang.
+
+    Examples
+    --------
+    Under ``mpiexec -n 2`` with ``mesh = Mesh((2,), ("x",))`` the result has
+    4 rows; at one process the group has one device:
+
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> all_gather(np.ones((2, 3)), mesh, ["x"], 0).shape
+    (2, 3)
+    >>> all_gather(np.arange(3), mesh, ["x"], 0, sizes=[3])
+    array([0, 1, 2])
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -571,8 +768,55 @@ def _layout(sizes, x, axis):
 
 
 def _gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=True):
-    """`all_gather` onto ``root`` only (equal pieces unless ``sizes`` is given);
-    ``None`` on the other devices."""
+    """`all_gather` onto ``root`` only; ``None`` on the other devices.
+
+    The pieces are equal unless ``sizes`` is given.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        This device's piece.
+    mesh : Mesh
+        The mesh bound to the communicator.
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    gather_axis : int, optional
+        The tensor axis along which the pieces are concatenated; default 0.
+    root : int or tuple of int, optional
+        The in-group multi-index (or linear index) of the receiving device.
+    sizes : int or sequence of int, optional
+        The pieces' sizes along ``gather_axis``, one per group member.
+    wait : bool, optional
+        False returns a `Handle`; its ``wait()`` returns the result.
+
+    Returns
+    -------
+    numpy.ndarray or None or Handle
+        The concatenated array on ``root``, None elsewhere.
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` is not a numpy array, ``gather_axis`` is out of range, ``sizes``
+        does not fit, ``mesh`` is not a `Mesh`, or (with ``MESHRT_CHECK=1``) the
+        group's arguments disagree.
+    MeshError
+        A bad ``mesh_axes`` or a ``root`` outside the group.
+
+    See Also
+    --------
+    all_gather, scatter
+
+    Notes
+    -----
+    One ``MPI_Gather`` (``MPI_Gatherv`` with unequal ``sizes``).
+
+    Examples
+    --------
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> gather(np.array([[1, 2]]), mesh, ["x"], gather_axis=0, root=0)
+    array([[1, 2]])
+    """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
     if type(root) is list:  # the dialect's in-group coordinates, as a hashable key
@@ -625,7 +869,52 @@ def _bcast_setup(x, mesh, mesh_axes, root):
 
 
 def _broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
-    """Every device gets ``root``'s ``x`` (the others' ``x`` gives shape and dtype)."""
+    """Every device gets ``root``'s ``x``; the others' ``x`` gives shape and dtype.
+
+    The shard dialect's ``broadcast``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The data on ``root``; on the other devices an array of the same shape and
+        dtype (its values are ignored).
+    mesh : Mesh
+        The mesh bound to the communicator.
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    root : int or tuple of int, optional
+        The in-group multi-index (or linear index) of the sending device.
+    wait : bool, optional
+        False returns a `Handle`; its ``wait()`` returns the result.
+
+    Returns
+    -------
+    numpy.ndarray or Handle
+        ``root``'s data: ``x`` itself on the root, a new array elsewhere.
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` is not a numpy array, ``mesh`` is not a `Mesh`, or (with
+        ``MESHRT_CHECK=1``) the group's arguments disagree.
+    MeshError
+        A bad ``mesh_axes`` or a ``root`` outside the group.
+
+    See Also
+    --------
+    scatter, all_gather
+
+    Notes
+    -----
+    One ``MPI_Bcast`` over the group's communicator.
+
+    Examples
+    --------
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> x = np.array([1.5, 2.5])
+    >>> broadcast(x, mesh, ["x"], root=0) is x
+    True
+    """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
     if type(root) is list:  # the dialect's in-group coordinates, as a hashable key
@@ -678,8 +967,55 @@ def _scatter_setup(x, mesh, mesh_axes, scatter_axis, root):
 
 
 def _scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
-    """Device ``k`` gets piece ``k`` of ``root``'s ``x`` along ``scatter_axis`` (uneven rule);
-    the others' ``x`` gives shape and dtype."""
+    """Device ``k`` gets piece ``k`` of ``root``'s ``x`` along ``scatter_axis``.
+
+    Pieces follow MLIR's uneven rule (extra elements on the trailing pieces);
+    the other devices' ``x`` gives shape and dtype.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The whole array on ``root``; on the other devices an array of the same
+        shape and dtype (its values are ignored).
+    mesh : Mesh
+        The mesh bound to the communicator.
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    scatter_axis : int, optional
+        The tensor axis split into one piece per device; default 0.
+    root : int or tuple of int, optional
+        The in-group multi-index (or linear index) of the sending device.
+    wait : bool, optional
+        False returns a `Handle`; its ``wait()`` returns the result.
+
+    Returns
+    -------
+    numpy.ndarray or Handle
+        This device's piece.
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` is not a numpy array, ``scatter_axis`` is out of range, ``mesh`` is
+        not a `Mesh`, or (with ``MESHRT_CHECK=1``) the group's arguments
+        disagree.
+    MeshError
+        A bad ``mesh_axes`` or a ``root`` outside the group.
+
+    See Also
+    --------
+    gather, all_slice
+
+    Notes
+    -----
+    One ``MPI_Scatter`` (``MPI_Scatterv`` for uneven pieces).
+
+    Examples
+    --------
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> scatter(np.arange(4), mesh, ["x"], scatter_axis=0, root=0)
+    array([0, 1, 2, 3])
+    """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
     if type(root) is list:  # the dialect's in-group coordinates, as a hashable key
@@ -754,10 +1090,55 @@ def _a2a_setup(x, mesh, mesh_axes, split_axis, concat_axis):
 
 
 def _all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=True):
-    """Split ``x`` along ``split_axis`` into one piece per device (uneven rule), send piece
-    ``j`` to device ``j``, and concatenate what arrives along ``concat_axis`` in group order.
+    """Split ``x`` into one piece per device, exchange, and concatenate what arrives.
 
-    Every device's ``x`` must have the same shape (as in the dialect).
+    ``x`` is split along ``split_axis`` (uneven rule); piece ``j`` goes to device
+    ``j``, and the pieces that arrive are concatenated along ``concat_axis`` in
+    group order.  Every device's ``x`` must have the same shape (as in the
+    dialect).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        This device's array.
+    mesh : Mesh
+        The mesh bound to the communicator.
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    split_axis : int, optional
+        The tensor axis split into pieces; default 0.
+    concat_axis : int, optional
+        The tensor axis along which the received pieces are joined; default 0.
+    wait : bool, optional
+        False returns a `Handle`; its ``wait()`` returns the result.
+
+    Returns
+    -------
+    numpy.ndarray or Handle
+        The joined pieces (``x`` itself for a group of one).
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` is not a numpy array, an axis is out of range, ``mesh`` is not a
+        `Mesh`, or (with ``MESHRT_CHECK=1``) the group's arguments disagree.
+    MeshError
+        A bad ``mesh_axes``.
+
+    See Also
+    --------
+    all_gather, all_slice
+
+    Notes
+    -----
+    One ``MPI_Alltoall`` (``MPI_Alltoallv`` for uneven pieces).
+
+    Examples
+    --------
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> all_to_all(np.arange(6).reshape(2, 3), mesh, ["x"], split_axis=1, concat_axis=0)
+    array([[0, 1, 2],
+           [3, 4, 5]])
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -808,6 +1189,42 @@ def _all_slice(x, mesh, mesh_axes=None, slice_axis=0):
     """This device's piece of ``x`` along ``slice_axis`` (uneven rule), as a view.
 
     No communication: the inverse of `all_gather` for replicated ``x``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The array, the same on every device of the group.
+    mesh : Mesh
+        The mesh bound to the communicator (it says which device this is).
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    slice_axis : int, optional
+        The tensor axis that is sliced; default 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        A view of ``x``: this device's piece.
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` is not a numpy array, ``slice_axis`` is out of range, or ``mesh``
+        is not a `Mesh`.
+    MeshError
+        A bad ``mesh_axes``.
+
+    See Also
+    --------
+    all_gather, scatter
+
+    Examples
+    --------
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> x = np.arange(6).reshape(3, 2)
+    >>> piece = all_slice(x, mesh, ["x"], slice_axis=0)
+    >>> piece.shape, np.shares_memory(piece, x)
+    ((3, 2), True)
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -846,7 +1263,56 @@ _TAG = _collfront.TAG
 
 
 def _send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
-    """Send ``x`` to the in-group device ``destination``; matched by `recv` there."""
+    """Send ``x`` to the in-group device ``destination``; matched by `recv` there.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The data to send.
+    mesh : Mesh
+        The mesh bound to the communicator.
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    destination : int or tuple of int, optional
+        The in-group multi-index (or linear index) of the receiver; default 0.
+    tag : int, optional
+        The MPI tag; `recv` must use the same.
+    wait : bool, optional
+        False returns a `Handle` at once (a nonblocking send).
+
+    Returns
+    -------
+    None or Handle
+        None when ``wait`` is true; a `Handle` whose ``wait()`` completes the
+        send otherwise.
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` is not a numpy array or ``mesh`` is not a `Mesh`.
+    MeshError
+        A bad ``mesh_axes`` or a ``destination`` outside the group.
+
+    See Also
+    --------
+    recv, shift
+
+    Notes
+    -----
+    One ``MPI_Send`` (``MPI_Isend``).  A blocking send to a peer that has not yet
+    posted its `recv` may wait for it.
+
+    Examples
+    --------
+    At one process a device sends to itself (nonblocking, so the receive can be
+    posted after it):
+
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> h = send(np.array([7, 8]), mesh, ["x"], destination=0, wait=False)
+    >>> recv(np.empty(2, dtype=int), mesh, ["x"], source=0)
+    array([7, 8])
+    >>> h.wait()
+    """
     if type(destination) is list:
         destination = tuple(destination)
     g = _group(mesh, mesh_axes, "send")
@@ -865,7 +1331,47 @@ def _send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
 
 
 def _recv(like, mesh, mesh_axes=None, source=0, *, tag=_TAG, wait=True):
-    """Receive an array shaped and typed as ``like`` from the in-group device ``source``."""
+    """Receive an array shaped and typed as ``like`` from the in-group device ``source``.
+
+    Parameters
+    ----------
+    like : numpy.ndarray
+        An array with the shape and dtype of the message (its values are unused).
+    mesh : Mesh
+        The mesh bound to the communicator.
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    source : int or tuple of int, optional
+        The in-group multi-index (or linear index) of the sender; default 0.
+    tag : int, optional
+        The MPI tag; it must match the `send`'s.
+    wait : bool, optional
+        False returns a `Handle`; its ``wait()`` returns the received array.
+
+    Returns
+    -------
+    numpy.ndarray or Handle
+        A new array holding the message.
+
+    Raises
+    ------
+    CollectiveError
+        ``like`` is not a numpy array or ``mesh`` is not a `Mesh`.
+    MeshError
+        A bad ``mesh_axes`` or a ``source`` outside the group.
+
+    See Also
+    --------
+    send, shift
+
+    Examples
+    --------
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> h = send(np.array([1.0, 2.0]), mesh, ["x"], destination=0, wait=False)
+    >>> recv(np.empty(2), mesh, ["x"], source=0)
+    array([1., 2.])
+    >>> h.wait()
+    """
     if type(source) is list:
         source = tuple(source)
     g = _group(mesh, mesh_axes, "recv")
@@ -925,6 +1431,52 @@ def _shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wai
 
     As ``MPI_Cart_shift``: device ``j`` receives from ``j - offset``.  Without
     ``rotate`` a device with no source keeps its input.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        This device's array (the same shape and dtype on every device).
+    mesh : Mesh
+        The mesh bound to the communicator.
+    mesh_axes : sequence of int or str, optional
+        The mesh axes spanning the group (None = all, ``()`` = a group of one).
+    shift_axis : int or str, optional
+        The mesh axis along which data moves; one of ``mesh_axes``.  Default 0.
+    offset : int, optional
+        How many places to shift; default 1.
+    rotate : bool, optional
+        Wrap around the ends of the axis (default False).
+    wait : bool, optional
+        False returns a `Handle`; its ``wait()`` returns the result.
+
+    Returns
+    -------
+    numpy.ndarray or Handle
+        A new array: the source device's ``x``, or a copy of this device's ``x``
+        where there is no source.
+
+    Raises
+    ------
+    CollectiveError
+        ``x`` is not a numpy array, ``shift_axis`` is unknown or not among
+        ``mesh_axes``, ``offset`` is not an int, ``mesh`` is not a `Mesh`, or
+        (with ``MESHRT_CHECK=1``) the group's arguments disagree.
+    MeshError
+        A bad ``mesh_axes``.
+
+    See Also
+    --------
+    send, recv, neighbors_linear_indices
+
+    Notes
+    -----
+    One ``MPI_Sendrecv`` per device.
+
+    Examples
+    --------
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> shift(np.array([1, 2]), mesh, ["x"], shift_axis="x", offset=1, rotate=True)
+    array([1, 2])
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -977,29 +1529,182 @@ del _name, _impl, _public
 
 # -- index ops -------------------------------------------------------------------------
 def process_linear_index(mesh) -> int:
-    """This process's linear device index."""
+    """This process's linear device index.
+
+    Parameters
+    ----------
+    mesh : Mesh
+        The mesh bound to the communicator.
+
+    Returns
+    -------
+    int
+        The row-major linear index of this process's device (``mesh.rank``).
+
+    Raises
+    ------
+    CollectiveError
+        ``mesh`` is not a `Mesh` (an `AbstractMesh` has no process).
+
+    See Also
+    --------
+    process_multi_index, Mesh.rank
+
+    Examples
+    --------
+    >>> process_linear_index(Mesh((-1,)))
+    0
+    """
     if not isinstance(mesh, Mesh):
         raise CollectiveError(f"process_linear_index: {mesh!r} is not a Mesh; an AbstractMesh has no process")
     return mesh.rank
 
 
 def process_multi_index(mesh, axes=None) -> tuple:
-    """This process's coordinates over ``axes`` (None = all)."""
+    """This process's coordinates over ``axes`` (None = all).
+
+    Parameters
+    ----------
+    mesh : Mesh
+        The mesh bound to the communicator.
+    axes : sequence of int or str, optional
+        The mesh axes whose coordinates are returned, in this order (None = all).
+
+    Returns
+    -------
+    tuple of int
+        One coordinate per axis.
+
+    Raises
+    ------
+    CollectiveError
+        ``mesh`` is not a `Mesh` (an `AbstractMesh` has no process).
+    MeshError
+        ``axes`` names an axis the mesh does not have.
+
+    See Also
+    --------
+    process_linear_index, Mesh.coords
+
+    Examples
+    --------
+    >>> mesh = Mesh((1, -1), ("x", "y"))
+    >>> process_multi_index(mesh), process_multi_index(mesh, ["y"])
+    ((0, 0), (0,))
+    """
     if not isinstance(mesh, Mesh):
         raise CollectiveError(f"process_multi_index: {mesh!r} is not a Mesh; an AbstractMesh has no process")
     return tuple(mesh.coords[a] for a in mesh.axes(axes, field="axes"))
 
 
 def mesh_shape(mesh, axes=None) -> tuple:
-    """Sizes of the mesh ``axes`` (None = all)."""
+    """Sizes of the mesh ``axes`` (None = all).
+
+    Parameters
+    ----------
+    mesh : AbstractMesh
+        Any mesh (no process needed).
+    axes : sequence of int or str, optional
+        The mesh axes, in the order wanted (None = all).
+
+    Returns
+    -------
+    tuple of int
+        One size per axis.
+
+    Raises
+    ------
+    MeshError
+        ``axes`` names an axis the mesh does not have, or repeats one.
+
+    Examples
+    --------
+    >>> from meshrt import AbstractMesh
+    >>> m = AbstractMesh((2, 3, 4), ("x", "y", "z"))
+    >>> mesh_shape(m), mesh_shape(m, ["z", "x"])
+    ((2, 3, 4), (4, 2))
+    """
     return tuple(mesh.shape[a] for a in mesh.axes(axes, field="axes"))
 
 
 def neighbors_linear_indices(mesh, device, split_axes) -> tuple:
-    """``(down, up)`` linear indices of ``device``'s neighbours along ``split_axes``; -1 for none."""
+    """``(down, up)`` linear indices of ``device``'s neighbours along ``split_axes``.
+
+    The neighbours are the previous and next device along the linearized
+    ``split_axes`` (first listed axis outermost); ``-1`` where there is none.
+
+    Parameters
+    ----------
+    mesh : AbstractMesh
+        Any mesh (no process needed).
+    device : int or tuple of int
+        The device, as a linear index or mesh coordinates (on a `Mesh`, None
+        means this process's device).
+    split_axes : sequence of int or str
+        The mesh axes along which neighbours are counted.
+
+    Returns
+    -------
+    tuple of int
+        ``(down, up)``.
+
+    Raises
+    ------
+    MeshError
+        An unknown axis or a device outside the mesh.
+
+    See Also
+    --------
+    AbstractMesh.neighbors, shift
+
+    Examples
+    --------
+    >>> from meshrt import AbstractMesh
+    >>> m = AbstractMesh((10, 20, 30))
+    >>> neighbors_linear_indices(m, (1, 2, 3), [1])
+    (633, 693)
+    >>> neighbors_linear_indices(m, (0, 0, 0), [0])
+    (-1, 600)
+    """
     return mesh.neighbors(split_axes, device)
 
 
 def shard_shape(shape, sharding, device=None) -> tuple:
-    """Shape of ``device``'s shard of a tensor of ``shape`` (default: this process's)."""
+    """Shape of ``device``'s shard of a tensor of ``shape`` (default: this process's).
+
+    Parameters
+    ----------
+    shape : sequence of int
+        The tensor's global shape.
+    sharding : Sharding
+        How the tensor is sharded.
+    device : int or tuple of int, optional
+        The device (linear index or coordinates); required on an `AbstractMesh`,
+        default this process's device on a `Mesh`.
+
+    Returns
+    -------
+    tuple of int
+        The shard's shape (halos not included).
+
+    Raises
+    ------
+    ShardingError
+        ``shape`` does not fit the sharding.
+    MeshError
+        No device given on an `AbstractMesh`, or a device outside the mesh.
+
+    See Also
+    --------
+    Sharding.shard_shape, Sharding.local_shape
+
+    Examples
+    --------
+    Uneven sizes follow MLIR's rule, extra elements on the trailing shards:
+
+    >>> from meshrt import AbstractMesh, Sharding
+    >>> s = Sharding(AbstractMesh((4,)), [[0]])
+    >>> [shard_shape((10, 3), s, device=d) for d in range(4)]
+    [(2, 3), (2, 3), (3, 3), (3, 3)]
+    """
     return sharding.shard_shape(shape, device)

@@ -186,17 +186,56 @@ def _device_of(sharding: Sharding, device) -> int:
 
 
 def plan_halo(sharding: Sharding, global_shape, periodic=None, device=None) -> HaloPlan:
-    """The halo plan of ``device`` (linear index or coords; default this process).
+    """The halo plan of one device: which boxes it sends to and receives from whom.
 
-    ``periodic``: a bool for every dim or one bool per tensor dim. Works on an
-    `AbstractMesh`. Cached on its arguments.
+    Pure (no MPI): works on an `AbstractMesh`.  The plan lists every neighbour
+    direction (``3**k - 1`` for ``k`` sharded dims: faces, edges and corners),
+    boundaries included.  Cached on its arguments.
 
+    Parameters
+    ----------
+    sharding : Sharding
+        The tensor's sharding, with its ``halo_sizes``.
+    global_shape : sequence of int
+        The tensor's global shape.
+    periodic : bool or sequence of bool, optional
+        A bool for every dim or one bool per tensor dim; default False.
+    device : int or tuple of int, optional
+        The device, as a linear index or coordinates; default this process's
+        (required on an `AbstractMesh`).
+
+    Returns
+    -------
+    HaloPlan
+        The device's messages, with send/receive boxes in its local buffer and
+        MPI tags; printable.
+
+    Raises
+    ------
+    ShardingError
+        ``sharding`` is not a `Sharding`, the shape does not fit it, ``periodic``
+        has the wrong length, or no valid device is given.
+
+    See Also
+    --------
+    HaloExchange, update_halo
+
+    Examples
+    --------
     >>> from meshrt.mesh import AbstractMesh
     >>> s = Sharding(AbstractMesh((2,)), [[0]], halo_sizes=[1, 2])
     >>> print(plan_halo(s, (6,), periodic=True, device=0))
     halo plan for device 0: local shape (6,), global shape (6,), periodic (True,)
       (-1,): device 1; send [1:3] tag 12288, recv [0:1] tag 12290
       (1,): device 1; send [3:4] tag 12290, recv [4:6] tag 12288
+
+    A 2-D split: device 0 of a 2x2 mesh exchanges with its right, lower and
+    diagonal neighbours only (the others are the domain boundary):
+
+    >>> s2 = Sharding(AbstractMesh((2, 2)), [[0], [1]], halo_sizes=[1, 1, 1, 1])
+    >>> p = plan_halo(s2, (4, 4), device=0)
+    >>> [m.peer for m in p.sends]
+    [1, 2, 3]
     """
     if not isinstance(sharding, Sharding):
         raise ShardingError(f"sharding: {sharding!r} is not a Sharding")
@@ -407,11 +446,9 @@ class HaloHandle:
 class HaloExchange:
     """A halo update of one local buffer, planned once, run many times.
 
-    ``local_array`` is this process's C-contiguous buffer (owned part plus
-    halos, shape ``sharding.local_shape(global_shape)``); it is updated in
-    place. With ``global_shape=None`` the plan is built from the local shape
-    alone (no check against the global layout). Collective over the mesh on
-    first use (it may create the mesh's duplicate communicator)::
+    ``local_array`` is updated in place.  Collective over the mesh on first use
+    (it may create the mesh's duplicate communicator).  Use it as a context
+    manager, or call `free` when done::
 
         ex = HaloExchange(u_local, sharding, (4096, 4096), periodic=True)
         for step in range(n):
@@ -420,9 +457,54 @@ class HaloExchange:
             h.wait()                # or ex.wait(); ex() = start + wait
         ex.free()                   # or: with HaloExchange(...) as ex: ...
 
-    ``method``: how non-contiguous boxes travel: ``"pack"`` (compiled copy
-    into a staging buffer, default) or ``"datatype"`` (MPI subarray types
-    straight from the buffer). Contiguous boxes always go zero-copy.
+    Parameters
+    ----------
+    local_array : numpy.ndarray
+        This process's C-contiguous buffer: owned part plus halos, shape
+        ``sharding.local_shape(global_shape)``.
+    sharding : Sharding
+        The buffer's sharding, on a `Mesh`, with its ``halo_sizes``.
+    global_shape : sequence of int, optional
+        The tensor's global shape.  With None the plan is built from the local
+        shape alone (no check against the global layout).
+    periodic : bool or sequence of bool, optional
+        Wrap around at the domain boundary: one bool for every dim or one per
+        tensor dim.  Default False.
+    method : str, optional
+        How non-contiguous boxes travel: ``"pack"`` (compiled copy into a
+        staging buffer, the default) or ``"datatype"`` (MPI subarray types
+        straight from the buffer).  Contiguous boxes always go zero-copy.
+
+    Raises
+    ------
+    ShardingError
+        ``sharding`` is not a `Sharding`, or ``local_array``'s shape does not
+        fit it (raised on every process when ``global_shape`` is None).
+    CollectiveError
+        The sharding's mesh is an `AbstractMesh`, an unknown ``method``, or
+        (from `start`/`wait`) a freed exchange or a ``start`` not waited for.
+
+    See Also
+    --------
+    update_halo, plan_halo, DistributedTensor.update_halo
+
+    Notes
+    -----
+    One message per neighbour direction (faces, edges and corners), all started
+    in one ``MPI_Startall`` on persistent requests; several exchanges in flight
+    at once must be started in the same order on every process.
+
+    Examples
+    --------
+    At one process a periodic dim is filled from the device's own other end:
+
+    >>> from meshrt import Mesh, Sharding
+    >>> s = Sharding(Mesh((-1,), ("x",)), [[0]], halo_sizes=[1, 1])
+    >>> u = np.array([0.0, 1, 2, 3, 4, 0])       # halo, 4 owned, halo
+    >>> with HaloExchange(u, s, (4,), periodic=True) as ex:
+    ...     handle = ex.start()
+    ...     handle.wait()
+    array([4., 1., 2., 3., 4., 1.])
     """
 
     def __init__(self, local_array, sharding: Sharding, global_shape=None, periodic=None, *, method="pack"):
@@ -534,7 +616,28 @@ class HaloExchange:
 
     # -- running ---------------------------------------------------------------
     def start(self) -> HaloHandle:
-        """Pack and start every message (non-blocking); returns a handle with ``.wait()``."""
+        """Pack and start every message (non-blocking).
+
+        Returns
+        -------
+        HaloHandle
+            A handle whose ``wait()`` finishes the update and returns the local
+            array.
+
+        Raises
+        ------
+        CollectiveError
+            The exchange was freed, or the previous ``start()`` was not waited for.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> s = Sharding(Mesh((-1,), ("x",)), [[0]], halo_sizes=[1, 1])
+        >>> ex = HaloExchange(np.array([0, 1, 2, 0]), s, (2,), periodic=True)
+        >>> ex.start().wait()
+        array([2, 1, 2, 1])
+        >>> ex.free()
+        """
         if self._active or self._freed:
             self._misuse("start")
         self._active = True
@@ -547,7 +650,30 @@ class HaloExchange:
         return self._handle
 
     def wait(self):
-        """Wait for every message and unpack the halos; returns the local array."""
+        """Wait for every message and unpack the halos.
+
+        Calling it with no update in flight returns the array at once.
+
+        Returns
+        -------
+        numpy.ndarray
+            The local array, updated in place.
+
+        Raises
+        ------
+        CollectiveError
+            The exchange was freed.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> s = Sharding(Mesh((-1,), ("x",)), [[0]], halo_sizes=[1, 1])
+        >>> ex = HaloExchange(np.array([0, 1, 2, 0]), s, (2,), periodic=True)
+        >>> _ = ex.start()
+        >>> ex.wait()
+        array([2, 1, 2, 1])
+        >>> ex.free()
+        """
         if not self._active:
             if self._freed:
                 self._misuse("wait")
@@ -560,7 +686,28 @@ class HaloExchange:
         return self.array
 
     def __call__(self):
-        """``start()`` then ``wait()``; returns the local array."""
+        """``start()`` then ``wait()``; returns the local array.
+
+        ``update`` is the same method.
+
+        Returns
+        -------
+        numpy.ndarray
+            The local array, updated in place.
+
+        Raises
+        ------
+        CollectiveError
+            The exchange was freed, or a previous ``start()`` was not waited for.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> s = Sharding(Mesh((-1,), ("x",)), [[0]], halo_sizes=[1, 1])
+        >>> with HaloExchange(np.array([0, 1, 2, 0]), s, (2,), periodic=True) as ex:
+        ...     ex.update()
+        array([2, 1, 2, 1])
+        """
         self.start()
         return self.wait()
 
@@ -574,13 +721,23 @@ class HaloExchange:
     # -- lifetime ----------------------------------------------------------------
     @property
     def freed(self) -> bool:
+        """Whether `free` has run (a freed exchange cannot start again)."""
         return self._freed
 
     def free(self) -> None:
         """Free the persistent requests and datatypes (local, not collective).
 
-        An update in flight is completed first. Idempotent; also run at
+        An update in flight is completed first.  Idempotent; also run at
         interpreter exit, before MPI finalizes.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> s = Sharding(Mesh((-1,), ("x",)), [[0]], halo_sizes=[1, 1])
+        >>> ex = HaloExchange(np.zeros(4), s, (2,))
+        >>> ex.free()
+        >>> ex.freed
+        True
         """
         if self._freed:
             return
@@ -858,19 +1015,62 @@ def update_halo(x, mesh, split_axes, halo_sizes, *, periodic=None, wait=True,
                 sharded_dims_offsets=None, global_shape=None):
     """Fill the halos of the local array ``x`` from its neighbours, in place.
 
-    ``x`` is this process's C-contiguous local buffer (owned part plus halos
-    on every sharded dim); edge and corner halos are filled; halos at a
-    non-periodic domain boundary are left untouched. ``periodic``: bool or
-    one bool per dim. Returns ``x``, or with ``wait=False`` a handle whose
-    ``.wait()`` returns ``x``. The global shape is not needed (message sizes
-    follow from the local shape); pass ``global_shape=`` or
-    ``sharded_dims_offsets=`` to have ``x.shape`` checked against it.
+    The shard dialect's ``update_halo`` on a local buffer.  Edge and corner
+    halos are filled; halos at a non-periodic domain boundary are left
+    untouched.  The global shape is not needed (message sizes follow from the
+    local shape).
 
-    The exchange (plan, persistent requests, staging buffer) is cached per
-    array object and attributes (`clear_halo_cache` frees them), so repeated
-    calls on the same buffer only pack, start and wait.
+    Parameters
+    ----------
+    x : numpy.ndarray
+        This process's C-contiguous local buffer (owned part plus halos on every
+        sharded dim).
+    mesh : Mesh
+        The mesh bound to the communicator.
+    split_axes : sequence of sequence of int or str
+        The mesh axes splitting each tensor dim, as in `Sharding`.
+    halo_sizes : sequence of int
+        ``(low, high)`` halo widths of each sharded dim, flattened.
+    periodic : bool or sequence of bool, optional
+        A bool for every dim or one bool per dim; default False.
+    wait : bool, optional
+        False returns a handle whose ``.wait()`` returns ``x``.
+    sharded_dims_offsets : sequence of int, optional
+        The sharding's explicit shard offsets, as in `Sharding`; ``x.shape`` is
+        then checked against them.
+    global_shape : sequence of int, optional
+        Check ``x.shape`` against this global shape.
 
-    >>> update_halo(u, mesh, [[0], [1]], [1, 1, 1, 1], periodic=True)  # doctest: +SKIP
+    Returns
+    -------
+    numpy.ndarray or HaloHandle
+        ``x`` itself, its halos filled.
+
+    Raises
+    ------
+    CollectiveError
+        ``mesh`` is not a `Mesh`, or ``x`` is not a C-contiguous numpy array.
+    ShardingError
+        The sharding fields are invalid or ``x``'s shape does not fit them (on
+        every process).
+
+    See Also
+    --------
+    HaloExchange, DistributedTensor.update_halo
+
+    Notes
+    -----
+    The exchange (plan, persistent requests, staging buffer) is cached per array
+    object and attributes (`clear_halo_cache` frees them), so repeated calls on
+    the same buffer only pack, start and wait.
+
+    Examples
+    --------
+    >>> from meshrt import Mesh
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> u = np.array([0.0, 1, 2, 3, 4, 0])       # halo, 4 owned, halo
+    >>> update_halo(u, mesh, [[0]], [1, 1], periodic=True)
+    array([4., 1., 2., 3., 4., 1.])
     """
     key = (id(x), id(mesh), _freeze(split_axes), _freeze(halo_sizes), _freeze(periodic),
            _freeze(sharded_dims_offsets), _freeze(global_shape))

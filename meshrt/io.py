@@ -77,14 +77,56 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that cannot be written or read: bad arguments, a foreign,
-    truncated or unsupported file, or an I/O failure. Raised on every process."""
+    """A checkpoint that cannot be written or read.
+
+    Bad arguments, a foreign, truncated or unsupported file, or an I/O failure.
+    Errors are agreed on collectively before anything can block, so the same
+    `CheckpointError` is raised on every process: never a hang.  A subclass of
+    `ValueError`.
+
+    See Also
+    --------
+    save_state, load_state
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meshrt import Mesh, Sharding
+    >>> empty = tempfile.TemporaryDirectory()
+    >>> try:
+    ...     load_state(empty.name, Sharding(Mesh((-1,)), []))
+    ... except CheckpointError as e:
+    ...     print(str(e).endswith("it is not a meshrt state directory"))
+    True
+    >>> empty.cleanup()
+    """
 
 
 class Loaded(namedtuple("Loaded", "local sharding global_shape")):
-    """What `read_npy`/`load_state` give without a factory: the local buffer (halos
-    zeroed), its sharding and the global shape; ``periodic`` holds the per-dim
-    periodic flags `load_state` restored (None when none were saved)."""
+    """What `read_npy`/`load_state` give without a factory.
+
+    A named tuple ``(local, sharding, global_shape)``: the local buffer (owned
+    block filled, halos zeroed), its sharding and the global shape.
+
+    Attributes
+    ----------
+    local : numpy.ndarray
+        This process's C-contiguous buffer of ``sharding.local_shape(global_shape)``.
+    sharding : Sharding
+        The sharding it was read under.
+    global_shape : tuple of int
+        The array's global shape.
+    periodic : tuple of bool or None
+        The per-dim periodic flags `load_state` restored (None when none were
+        saved).
+
+    Examples
+    --------
+    >>> loaded = Loaded(np.zeros(3), None, (3,))
+    >>> local, sharding, shape = loaded
+    >>> shape, loaded.periodic
+    ((3,), None)
+    """
 
     periodic = None
 
@@ -162,13 +204,63 @@ def _subarray(etype, sizes, subsizes, starts, order=MPI.ORDER_C):
 
 
 FileView = namedtuple("FileView", "starts owned local_shape halo_lo writes")
-FileView.__doc__ = "Where a device's owned block lies in the file and in its local buffer, and whether it writes it."
+FileView.__doc__ = """Where a device's owned block lies in the file and in its local buffer, and whether it writes it.
+
+The result of `file_view`; a named tuple.
+
+Attributes
+----------
+starts : tuple of int
+    The owned block's first global index per dim.
+owned : tuple of int
+    The owned block's extent per dim.
+local_shape : tuple of int
+    The device's local buffer shape (owned block plus halos).
+halo_lo : tuple of int
+    Where the owned block starts inside the local buffer (the low halo widths).
+writes : bool
+    Whether this device writes its block (one writer among replicas).
+
+Examples
+--------
+>>> from meshrt import AbstractMesh, Sharding
+>>> file_view(Sharding(AbstractMesh((2,)), [[0]], halo_sizes=[1, 1]), (5, 3), device=1)
+FileView(starts=(2, 0), owned=(3, 3), local_shape=(5, 3), halo_lo=(1, 0), writes=True)
+"""
 
 
 def file_view(sharding: Sharding, global_shape, device=None) -> FileView:
-    """The file view of ``device`` (default: this process): pure arithmetic, no MPI,
-    and independent of the number of devices (it works on an `AbstractMesh`).
+    """The file view of one device: where its owned block lies in the global array.
 
+    Pure arithmetic, no MPI, and independent of the number of devices (it works
+    on an `AbstractMesh`).
+
+    Parameters
+    ----------
+    sharding : Sharding
+        The array's sharding.
+    global_shape : sequence of int
+        The array's global shape.
+    device : int or tuple of int, optional
+        The device; default this process's (required on an `AbstractMesh`).
+
+    Returns
+    -------
+    FileView
+        ``starts`` and ``owned`` (the block's corner and shape in the global
+        array), ``local_shape``, ``halo_lo`` (where the block starts in the local
+        buffer) and ``writes`` (whether this device writes the block: one of the
+        devices holding a replicated block does).
+
+    Raises
+    ------
+    ShardingError
+        The shape does not fit the sharding.
+    MeshError
+        No device on an `AbstractMesh`, or a device outside the mesh.
+
+    Examples
+    --------
     >>> from meshrt.mesh import AbstractMesh
     >>> file_view(Sharding(AbstractMesh((2, 2)), [[0]], halo_sizes=[1, 1]), (10, 3), device=3)
     FileView(starts=(5, 0), owned=(5, 3), local_shape=(7, 3), halo_lo=(1, 0), writes=False)
@@ -264,12 +356,49 @@ def _check_write_args(local, sharding, global_shape):
 def write_npy(path, local: np.ndarray, sharding: Sharding, global_shape) -> None:
     """Write the global array whose shards the processes hold to one ``.npy`` file.
 
-    Collective over the sharding's mesh. ``local`` is this process's local
-    buffer (owned block plus halos, as `Sharding.local_shape`) or its owned
-    block alone; halos are never written. The previous ``path``, if any,
-    survives a crash at any point (see the module docstring).
+    The file is exactly what ``numpy.save`` writes for the global array.  Halos
+    are never written.  The previous ``path``, if any, survives a crash at any
+    point (see the module docstring).
 
-    >>> write_npy("u.npy", u_local, Sharding(mesh, [[0]], halo_sizes=[1, 1]), (100,))  # doctest: +SKIP
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+    local : numpy.ndarray
+        This process's local buffer (owned block plus halos, as
+        `Sharding.local_shape`) or its owned block alone.
+    sharding : Sharding
+        The array's sharding, on a `Mesh`; not partial.
+    global_shape : sequence of int
+        The array's global shape.
+
+    Raises
+    ------
+    CheckpointError
+        On every process: ``local`` does not fit the sharding, the sharding is
+        partial or not on a `Mesh`, the dtype cannot be saved without pickling,
+        or the write failed.
+
+    See Also
+    --------
+    read_npy, save_state, DistributedTensor.save
+
+    Notes
+    -----
+    Collective over the sharding's mesh; one MPI-IO collective write through a
+    subarray file view.  Of the devices holding the same block only one writes.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from meshrt import Mesh, Sharding
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "u.npy")
+    >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]], halo_sizes=[1, 1])
+    >>> write_npy(path, np.array([0.0, 1, 2, 3, 4, 0]), s, (4,))   # halos are not written
+    >>> np.load(path)
+    array([1., 2., 3., 4.])
+    >>> tmp.cleanup()
     """
     comm = _comm_of(sharding)
     path = os.fspath(path)
@@ -439,15 +568,59 @@ def _read_header(path) -> tuple:
 def read_npy(path, sharding: Sharding, global_shape=None, *, factory: Callable | None = None):
     """Read a ``.npy`` file into this process's local buffer under ``sharding``.
 
-    Collective over the sharding's mesh; any sharding and any process count,
-    whatever wrote the file (meshrt on any count, or ``numpy.save``). Returns
-    ``factory(local, sharding, global_shape)`` or, without a factory, a
-    `Loaded` ``(local, sharding, global_shape)`` whose ``local`` is a
-    C-contiguous buffer of ``sharding.local_shape(global_shape)`` with the
-    owned block filled and the halos zeroed (run a halo update to fill them).
-    The dtype is the file's. ``global_shape``, if given, must match the file.
+    Any sharding and any process count, whatever wrote the file (meshrt on any
+    count, or ``numpy.save``).  The dtype is the file's; Fortran-order files are
+    read correctly.
 
-    >>> local, sharding, shape = read_npy("u.npy", Sharding(mesh, [[0], [1]]))  # doctest: +SKIP
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to read.
+    sharding : Sharding
+        The sharding to read it under, on a `Mesh`.
+    global_shape : sequence of int, optional
+        If given, it must match the file's shape.
+    factory : callable, optional
+        Called as ``factory(local, sharding, global_shape)``; e.g.
+        ``DistributedTensor.from_local``.
+
+    Returns
+    -------
+    Loaded or object
+        Without a factory a `Loaded` ``(local, sharding, global_shape)`` whose
+        ``local`` is a C-contiguous buffer of ``sharding.local_shape(global_shape)``
+        with the owned block filled and the halos zeroed (run a halo update to
+        fill them); otherwise what ``factory`` returns.
+
+    Raises
+    ------
+    CheckpointError
+        On every process: the file is missing, not a ``.npy`` file, truncated,
+        has a shape other than ``global_shape`` or one the sharding cannot hold,
+        or the read failed.
+
+    See Also
+    --------
+    write_npy, load_state, DistributedTensor.load
+
+    Notes
+    -----
+    Collective over the sharding's mesh; one MPI-IO collective read.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "u.npy")
+    >>> np.save(path, np.arange(4.0))
+    >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]], halo_sizes=[1, 1])
+    >>> local, sharding, shape = read_npy(path, s)
+    >>> local, shape
+    (array([0., 0., 1., 2., 3., 0.]), (4,))
+    >>> read_npy(path, s, factory=DistributedTensor.from_local).gather()
+    array([0., 1., 2., 3.])
+    >>> tmp.cleanup()
     """
     comm = _comm_of(sharding)
     path = os.fspath(path)
@@ -500,13 +673,68 @@ def read_npy(path, sharding: Sharding, global_shape=None, *, factory: Callable |
 
 # -- DistributedTensor delegates ------------------------------------------------------------
 def save_tensor(path, tensor) -> None:
-    """`write_npy` for a tensor-like object (``.local``, ``.sharding``, ``.global_shape``)."""
+    """`write_npy` for a tensor-like object (``.local``, ``.sharding``, ``.global_shape``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.npy`` file to write (replaced atomically).
+    tensor : DistributedTensor
+        Or any object with ``local``, ``sharding`` and ``global_shape``.
+
+    Raises
+    ------
+    CheckpointError
+        As `write_npy`, on every process alike.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> t = DistributedTensor.from_global(np.arange(4.0), Sharding(Mesh((-1,)), [[0]]))
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.npy")
+    >>> save_tensor(path, t)
+    >>> np.load(path)
+    array([0., 1., 2., 3.])
+    """
     write_npy(path, tensor.local, tensor.sharding, tensor.global_shape)
 
 
 def load_tensor(path, sharding: Sharding, factory: Callable):
-    """`read_npy` handing ``(local, sharding, global_shape)`` to ``factory``
-    (``DistributedTensor.from_local``); a non-native byte order becomes native."""
+    """`read_npy` handing ``(local, sharding, global_shape)`` to ``factory``.
+
+    A non-native byte order in the file becomes native in memory.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.npy`` file (written by meshrt or by ``np.save``).
+    sharding : Sharding
+        The sharding to read it into (any process count, any layout).
+    factory : callable
+        Called as ``factory(local, sharding, global_shape)``, e.g.
+        ``DistributedTensor.from_local``.
+
+    Returns
+    -------
+    object
+        What ``factory`` returns.
+
+    Raises
+    ------
+    CheckpointError
+        As `read_npy`: a missing file, a shape that does not fit, on every process alike.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
+    >>> np.save(path, np.arange(6).reshape(2, 3))
+    >>> t = load_tensor(path, Sharding(Mesh((-1,)), [[0]]), DistributedTensor.from_local)
+    >>> t.global_shape, int(t.sum())
+    ((2, 3), 15)
+    """
     local, sharding, shape = read_npy(path, sharding)
     if not local.dtype.isnative:
         local = local.astype(local.dtype.newbyteorder("="))
@@ -549,12 +777,49 @@ def _generation_of(name):
 def save_state(dirpath, tensors: Mapping, metadata: Mapping | None = None) -> None:
     """Save several tensors and JSON metadata as one state directory, atomically.
 
-    ``tensors`` maps names (file-name safe: letters, digits, ``_ . -``) to
-    DistributedTensors or ``(local, sharding, global_shape)`` tuples. Collective
-    over the meshes' communicator (all tensors on one communicator). Crash-safe:
-    the previous state stays loadable until the new one is complete.
+    The directory holds ``manifest.json`` and one plain ``.npy`` per tensor in a
+    generation folder.  Crash-safe: the previous state stays loadable until the
+    new one is complete.
 
-    >>> save_state("ckpt", {"u": u, "v": v}, metadata={"step": 100})   # doctest: +SKIP
+    Parameters
+    ----------
+    dirpath : str or os.PathLike
+        The state directory (created if missing).
+    tensors : mapping
+        Names (file-name safe: letters, digits, ``_ . -``) to DistributedTensors
+        or ``(local, sharding, global_shape)`` tuples, all on one communicator.
+    metadata : mapping, optional
+        JSON-serializable data stored in the manifest (a step, a time, ...).
+
+    Raises
+    ------
+    CheckpointError
+        On every process: an empty mapping, an unsafe name, tensors on different
+        communicators, metadata that is not JSON, names that differ between
+        processes, or a failed write.
+
+    See Also
+    --------
+    load_state, write_npy
+
+    Notes
+    -----
+    Collective over the meshes' communicator.  ``manifest.json`` is the commit
+    point: the new generation is written and synced first, then the manifest is
+    atomically replaced, then the old generation is removed.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> ckpt = os.path.join(tmp.name, "ckpt")
+    >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]])
+    >>> u = DistributedTensor.from_global(np.arange(4.0), s)
+    >>> save_state(ckpt, {"u": u}, metadata={"step": 100})
+    >>> sorted(os.listdir(ckpt))
+    ['g000001', 'manifest.json']
+    >>> tmp.cleanup()
     """
     dirpath = os.path.abspath(os.fspath(dirpath))
     if not isinstance(tensors, Mapping) or not tensors:
@@ -650,14 +915,49 @@ def _read_manifest(dirpath):
 def load_state(dirpath, shardings, *, factory: Callable | None = None) -> tuple:
     """Load a state saved by `save_state`: ``(tensors, metadata)``.
 
-    ``shardings`` is one Sharding for every tensor or a mapping of name to
-    Sharding (names it lacks are not loaded; names the state lacks are an
-    error). Each tensor is ``factory(local, sharding, global_shape)`` or a
-    `Loaded`. Any process count, any shardings. A tensor saved with periodic
-    flags gets them back: as ``factory(..., periodic=flags)`` (as
+    Any process count, any shardings.  A tensor saved with periodic flags gets
+    them back: as ``factory(..., periodic=flags)`` (as
     `DistributedTensor.from_local` takes them) or as ``Loaded.periodic``.
 
-    >>> tensors, meta = load_state("ckpt", {"u": s, "v": s}, factory=DistributedTensor.from_local)  # doctest: +SKIP
+    Parameters
+    ----------
+    dirpath : str or os.PathLike
+        The state directory.
+    shardings : Sharding or mapping
+        One Sharding for every tensor, or a mapping of name to Sharding (names it
+        lacks are not loaded; names the state lacks are an error).
+    factory : callable, optional
+        Called as ``factory(local, sharding, global_shape)`` per tensor, e.g.
+        ``DistributedTensor.from_local``.
+
+    Returns
+    -------
+    tensors : dict
+        Name to ``factory(...)``'s result, or to a `Loaded` without a factory.
+    metadata : dict
+        The metadata given to `save_state`.
+
+    Raises
+    ------
+    CheckpointError
+        On every process: no manifest (not a state directory), an unreadable or
+        foreign manifest, a name the state lacks, or a failed read.
+
+    See Also
+    --------
+    save_state, read_npy
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]])
+    >>> save_state(tmp.name, {"u": DistributedTensor.from_global(np.arange(4.0), s)}, {"step": 100})
+    >>> tensors, meta = load_state(tmp.name, {"u": s}, factory=DistributedTensor.from_local)
+    >>> tensors["u"].gather(), meta
+    (array([0., 1., 2., 3.]), {'step': 100})
+    >>> tmp.cleanup()
     """
     dirpath = os.path.abspath(os.fspath(dirpath))
     first = shardings if isinstance(shardings, Sharding) else next(iter(shardings.values()), None)

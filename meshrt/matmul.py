@@ -652,22 +652,106 @@ def _contract(contraction_of, extra, local_fn, op, operands, out_sharding, parti
 
 
 def matmul(a, b, *, out_sharding: Sharding | None = None, partial_ok: bool = False) -> DistributedTensor:
-    """``a @ b`` on the global arrays (numpy's matmul rules: 1-D operands, broadcast
-    batch dims), computed by one local ``np.matmul`` per device between reshards
-    the planner picks (`explain_matmul` shows them).
+    """``a @ b`` on the global arrays, by one local ``np.matmul`` per device.
 
-    ``out_sharding``: the result's sharding (e.g. a split the partial result
-    is reduce-scattered into); ``partial_ok=True``: return a partial result
-    (sum over its partial axes) instead of all-reducing it.  A numpy operand is
-    the global array, the same on every process.
+    numpy's matmul rules (1-D operands, broadcast batch dims).  The planner
+    picks the reshards around the local multiply that move the fewest elements
+    (`explain_matmul` shows them).  Also reached through ``a @ b`` and
+    ``np.matmul(a, b)``.
 
-    >>> y = matmul(x, w, out_sharding=x.sharding)       # doctest: +SKIP
+    Parameters
+    ----------
+    a, b : DistributedTensor or numpy.ndarray
+        The operands; at least one a `DistributedTensor`.  A numpy operand is the
+        global array, the same on every process.
+    out_sharding : Sharding, optional
+        The result's sharding (e.g. a split the partial result is
+        reduce-scattered into).
+    partial_ok : bool, optional
+        True returns a partial result (a sum over its partial axes) instead of
+        all-reducing it.
+
+    Returns
+    -------
+    DistributedTensor
+        The product.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not match in the contracted dim or whose batch dims do not
+        broadcast, a 0-d operand, or both ``out_sharding`` and ``partial_ok``.
+    ShardingError
+        Operands (or ``out_sharding``) on different meshes.
+    TypeError
+        No operand is a `DistributedTensor`.
+
+    See Also
+    --------
+    explain_matmul, dot, einsum
+
+    Notes
+    -----
+    Collective: the operands' reshards, then the result's reduction
+    (``all_reduce``, or ``reduce_scatter`` into ``out_sharding``) when the
+    contracted dim is split.
+
+    Examples
+    --------
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> rows = Sharding(Mesh((-1,), ("x",)), [["x"]])
+    >>> x = DistributedTensor.from_global(np.arange(6.0).reshape(3, 2), rows)
+    >>> y = matmul(x, np.array([[1.0, 0.0], [0.0, 2.0]]), out_sharding=x.sharding)
+    >>> y.gather()
+    array([[ 0.,  2.],
+           [ 2.,  6.],
+           [ 4., 10.]])
     """
     return _contract(matmul_contraction, (), np.matmul, "matmul", (a, b), out_sharding, partial_ok)
 
 
 def dot(a, b, *, out_sharding: Sharding | None = None, partial_ok: bool = False):
-    """``np.dot`` on the global arrays (a 0-d operand multiplies elementwise)."""
+    """``np.dot`` on the global arrays (a 0-d operand multiplies elementwise).
+
+    Planned and run like `matmul`; also reached through ``np.dot``.
+
+    Parameters
+    ----------
+    a, b : DistributedTensor or numpy.ndarray or scalar
+        The operands; a numpy operand is the global array, the same on every
+        process.
+    out_sharding : Sharding, optional
+        The result's sharding.
+    partial_ok : bool, optional
+        True returns a partial result instead of all-reducing it.
+
+    Returns
+    -------
+    DistributedTensor
+        The product (0-d for two vectors).
+
+    Raises
+    ------
+    ValueError
+        Shapes that are not aligned, or both ``out_sharding`` and
+        ``partial_ok``.
+    ShardingError
+        Operands on different meshes.
+    TypeError
+        No operand is a `DistributedTensor`.
+
+    See Also
+    --------
+    matmul, tensordot
+
+    Examples
+    --------
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> rows = Sharding(Mesh((-1,), ("x",)), [["x"]])
+    >>> v = DistributedTensor.from_global(np.arange(3.0), rows)
+    >>> dot(v, v).item()
+    5.0
+    """
     if _ndim(a) == 0 or _ndim(b) == 0:
         return a * b
     return _contract(dot_contraction, (), np.dot, "dot", (a, b), out_sharding, partial_ok)
@@ -678,7 +762,52 @@ def _ndim(x) -> int:
 
 
 def tensordot(a, b, axes=2, *, out_sharding: Sharding | None = None, partial_ok: bool = False):
-    """``np.tensordot`` on the global arrays (``axes``: an int or a pair)."""
+    """``np.tensordot`` on the global arrays.
+
+    Planned and run like `matmul`; also reached through ``np.tensordot``.
+
+    Parameters
+    ----------
+    a, b : DistributedTensor or numpy.ndarray
+        The operands; a numpy operand is the global array, the same on every
+        process.
+    axes : int or pair of sequences of int, optional
+        The last ``axes`` dims of ``a`` against the first of ``b``, or
+        ``(axes_a, axes_b)``; default 2.
+    out_sharding : Sharding, optional
+        The result's sharding.
+    partial_ok : bool, optional
+        True returns a partial result instead of all-reducing it.
+
+    Returns
+    -------
+    DistributedTensor
+        The contraction.
+
+    Raises
+    ------
+    ValueError
+        ``axes`` out of range, repeated or of unequal lengths, mismatched dim
+        sizes, or both ``out_sharding`` and ``partial_ok``.
+    TypeError
+        ``axes`` is neither an int nor a pair, or no operand is a
+        `DistributedTensor`.
+    ShardingError
+        Operands on different meshes.
+
+    See Also
+    --------
+    einsum, matmul
+
+    Examples
+    --------
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> rows = Sharding(Mesh((-1,), ("x",)), [["x"]])
+    >>> x = DistributedTensor.from_global(np.arange(6.0).reshape(3, 2), rows)
+    >>> tensordot(x, x, axes=([0], [0])).gather()        # x.T @ x
+    array([[20., 26.],
+           [26., 35.]])
+    """
     na, nb = _ndim(a), _ndim(b)
     xa, xb = normalize_tensordot_axes(axes, na, nb)
     return _contract(tensordot_contraction, ((xa, xb),), functools.partial(np.tensordot, axes=(xa, xb)),
@@ -686,9 +815,54 @@ def tensordot(a, b, axes=2, *, out_sharding: Sharding | None = None, partial_ok:
 
 
 def einsum(subscripts: str, *operands, out_sharding: Sharding | None = None, partial_ok: bool = False):
-    """einsum-lite on the global arrays: one or two operands, no ``...``, each label
-    at most twice (``"ij,jk->ik"``, ``"bij,bjk->bik"``, ``"ij->ji"``, ``"ij->i"``, ``"i,i"``).
-    Anything else raises ValueError naming the subscripts."""
+    """einsum-lite on the global arrays.
+
+    One or two operands, no ``...``, each label at most twice: ``"ij,jk->ik"``,
+    ``"bij,bjk->bik"``, ``"ij->ji"``, ``"ij->i"``, ``"i,i"``.  Planned and run
+    like `matmul`; also reached through ``np.einsum``.
+
+    Parameters
+    ----------
+    subscripts : str
+        The einsum subscripts.
+    *operands : DistributedTensor or numpy.ndarray
+        One or two operands; a numpy operand is the global array, the same on
+        every process.
+    out_sharding : Sharding, optional
+        The result's sharding.
+    partial_ok : bool, optional
+        True returns a partial result instead of all-reducing it.
+
+    Returns
+    -------
+    DistributedTensor
+        The result.
+
+    Raises
+    ------
+    ValueError
+        Subscripts outside the supported form (the message names them), or
+        label sizes that disagree.
+    TypeError
+        ``subscripts`` is not a str, or no operand is a `DistributedTensor`.
+    ShardingError
+        Operands on different meshes.
+
+    See Also
+    --------
+    explain_einsum, tensordot
+
+    Examples
+    --------
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> rows = Sharding(Mesh((-1,), ("x",)), [["x"]])
+    >>> x = DistributedTensor.from_global(np.arange(6.0).reshape(3, 2), rows)
+    >>> einsum("ij->ji", x).gather()
+    array([[0., 2., 4.],
+           [1., 3., 5.]])
+    >>> einsum("ij->j", x).gather()
+    array([6., 9.])
+    """
     if not isinstance(subscripts, str):
         raise TypeError(f"einsum: subscripts must be a str, got {subscripts!r}")
     return _contract(_einsum_of, (subscripts,), None, "einsum", operands, out_sharding, partial_ok)
@@ -712,11 +886,41 @@ def _spec(x, what):
 
 
 def explain_matmul(a, b, *, out_sharding: Sharding | None = None, partial_ok: bool = False) -> ContractionPlan:
-    """The plan `matmul(a, b, ...)` runs; print it to read the collectives.
+    """The plan ``matmul(a, b, ...)`` runs; print it to read the collectives.
 
-    ``a``/``b``: DistributedTensors or ``(global_shape, Sharding)`` pairs (an
-    `AbstractMesh` works: plan anywhere).
+    Pure: with ``(global_shape, Sharding)`` pairs on an `AbstractMesh` it plans
+    for any number of devices without MPI.
 
+    Parameters
+    ----------
+    a, b : DistributedTensor or tuple
+        The operands, or ``(global_shape, Sharding)`` pairs.
+    out_sharding : Sharding, optional
+        As in `matmul`.
+    partial_ok : bool, optional
+        As in `matmul`.
+
+    Returns
+    -------
+    ContractionPlan
+        The operands' reshards, the local multiply and the result's reduction;
+        ``str`` of it lists every collective with the elements it moves.
+
+    Raises
+    ------
+    TypeError
+        An operand that is neither a tensor nor a ``(shape, Sharding)`` pair.
+    ValueError
+        Shapes that do not match.
+    ShardingError
+        Shardings on different meshes.
+
+    See Also
+    --------
+    matmul, explain_einsum, explain_reshard
+
+    Examples
+    --------
     >>> from meshrt import AbstractMesh, Sharding
     >>> m = AbstractMesh((2,), ("x",))
     >>> print(explain_matmul(((4, 6), Sharding(m, [[], ["x"]])), ((6, 2), Sharding(m, [["x"]]))))
@@ -738,7 +942,58 @@ def explain_matmul(a, b, *, out_sharding: Sharding | None = None, partial_ok: bo
 
 def explain_einsum(subscripts: str, *operands, out_sharding: Sharding | None = None,
                    partial_ok: bool = False) -> ContractionPlan:
-    """The plan `einsum(subscripts, *operands, ...)` runs (operands as in `explain_matmul`)."""
+    """The plan ``einsum(subscripts, *operands, ...)`` runs; print it to read the collectives.
+
+    Pure: with ``(global_shape, Sharding)`` pairs on an `AbstractMesh` it plans
+    for any number of devices without MPI.
+
+    Parameters
+    ----------
+    subscripts : str
+        The einsum subscripts, as in `einsum`.
+    *operands : DistributedTensor or tuple
+        One or two operands, or ``(global_shape, Sharding)`` pairs.
+    out_sharding : Sharding, optional
+        As in `einsum`.
+    partial_ok : bool, optional
+        As in `einsum`.
+
+    Returns
+    -------
+    ContractionPlan
+        The operands' reshards, the local einsum and the result's reduction.
+
+    Raises
+    ------
+    TypeError
+        An operand that is neither a tensor nor a ``(shape, Sharding)`` pair.
+    ValueError
+        Unsupported subscripts or mismatched shapes.
+    ShardingError
+        Shardings on different meshes.
+
+    See Also
+    --------
+    einsum, explain_matmul
+
+    Examples
+    --------
+    Both operands split on ``x`` along their first dim: the second is gathered
+    so that the contracted label ``j`` is whole on every device:
+
+    >>> from meshrt import AbstractMesh, Sharding
+    >>> m = AbstractMesh((2,), ("x",))
+    >>> print(explain_einsum("ij,jk->ik", ((4, 6), Sharding(m, [["x"]])), ((6, 2), Sharding(m, [["x"]]))))
+    einsum 'ij,jk->ik': (4, 6) x (6, 2) -> (4, 2) on mesh (2,)
+      operand 0 <shard.sharding @mesh split_axes = [[0]]>
+        used as is
+      operand 1 <shard.sharding @mesh split_axes = [[0]]>
+        all_gather(mesh_axes=[0], gather_axis=0)  moves 12 elements
+        -> <shard.sharding @mesh split_axes = [[]]>
+      local einsum on each device's blocks -> <shard.sharding @mesh split_axes = [[0]]>
+      result: returned as is
+      elements moved between processes: 12
+    """
     specs = [_spec(x, f"operand {i}") for i, x in enumerate(operands)]
     c = einsum_contraction(subscripts, [s for s, _ in specs])
     return plan_contraction(c, [s for _, s in specs], [s for s, _ in specs], out_sharding=out_sharding,

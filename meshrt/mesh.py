@@ -108,9 +108,41 @@ def format_shape(shape: Sequence[int]) -> str:
 class AbstractMesh:
     """A static grid of devices with optional axis names and no processes behind it.
 
+    A row-major grid: every index map follows MLIR's ``shard`` dialect.  Pure
+    index arithmetic, so any size works (planners take an `AbstractMesh` to show
+    what a 65,536-device run would do).  Equal when shape and axis names are
+    equal (``name`` does not count); hashable.
+
+    Parameters
+    ----------
+    shape : sequence of int or str
+        The size of each mesh axis, e.g. ``(2, 4)`` or ``"2x4"``.  All static:
+        an `AbstractMesh` has no communicator to resolve a dynamic axis.
+    axis_names : sequence of str, optional
+        One distinct non-empty name per axis (Shardy style); then axes may be
+        given by name wherever an axis is expected.
+    name : str, optional
+        The symbol name used when printing MLIR text (``@mesh``).
+
+    Raises
+    ------
+    MeshError
+        A size that is not a positive int, a dynamic axis, or axis names of the
+        wrong count, repeated or empty.
+
+    See Also
+    --------
+    Mesh
+
+    Examples
+    --------
     >>> m = AbstractMesh((2, 3), ("x", "y"))
     >>> m.multi_index(4), m.axis_index("y"), m.group_devices(["x"], 4)
     ((1, 1), 1, (1, 4))
+    >>> print(m)
+    sdy.mesh @mesh = <["x"=2, "y"=3]>
+    >>> m.size, m.ndim
+    (6, 2)
     """
 
     __slots__ = ("_shape", "_axis_names", "_name", "__weakref__")
@@ -129,10 +161,12 @@ class AbstractMesh:
     # -- value semantics ---------------------------------------------------
     @property
     def shape(self) -> tuple:
+        """The size of each mesh axis."""
         return self._shape
 
     @property
     def axis_names(self) -> tuple | None:
+        """The axis names, or None for an unnamed mesh."""
         return self._axis_names
 
     @property
@@ -142,14 +176,27 @@ class AbstractMesh:
 
     @property
     def ndim(self) -> int:
+        """The number of mesh axes."""
         return len(self._shape)
 
     @property
     def size(self) -> int:
+        """The number of devices (the product of the axis sizes)."""
         return math.prod(self._shape)
 
     def abstract(self) -> "AbstractMesh":
-        """This mesh's shape and names without processes."""
+        """This mesh's shape and names without processes.
+
+        Returns
+        -------
+        AbstractMesh
+            A mesh equal in shape, axis names and name, with no communicator.
+
+        Examples
+        --------
+        >>> AbstractMesh((2, 2)).abstract()
+        AbstractMesh((2, 2))
+        """
         return AbstractMesh(self._shape, self._axis_names, name=self._name)
 
     def _key(self):
@@ -175,7 +222,28 @@ class AbstractMesh:
 
     # -- axes ----------------------------------------------------------------
     def axis_index(self, axis) -> int:
-        """The index of a mesh axis given by index or name."""
+        """The index of a mesh axis given by index or name.
+
+        Parameters
+        ----------
+        axis : int or str
+            An axis index or one of ``axis_names``.
+
+        Returns
+        -------
+        int
+            The axis index.
+
+        Raises
+        ------
+        MeshError
+            An unknown name or an index out of range.
+
+        Examples
+        --------
+        >>> AbstractMesh((2, 3), ("x", "y")).axis_index("y")
+        1
+        """
         if isinstance(axis, str):
             if self._axis_names and axis in self._axis_names:
                 return self._axis_names.index(axis)
@@ -189,7 +257,31 @@ class AbstractMesh:
         return i
 
     def axes(self, mesh_axes, *, field: str = "mesh_axes") -> tuple:
-        """Normalize ``mesh_axes`` (None = all axes) to a tuple of distinct indices, order kept."""
+        """Normalize ``mesh_axes`` to a tuple of distinct axis indices, order kept.
+
+        Parameters
+        ----------
+        mesh_axes : int, str or sequence of int or str, or None
+            The axes; None means all axes.
+        field : str, optional
+            The argument name used in error messages.
+
+        Returns
+        -------
+        tuple of int
+            The axis indices.
+
+        Raises
+        ------
+        MeshError
+            An unknown axis, or one given twice.
+
+        Examples
+        --------
+        >>> m = AbstractMesh((2, 3, 4), ("x", "y", "z"))
+        >>> m.axes(["z", 0]), m.axes(None), m.axes("y")
+        ((2, 0), (0, 1, 2), (1,))
+        """
         if mesh_axes is None:
             return tuple(range(self.ndim))
         if isinstance(mesh_axes, (int, str)) and not isinstance(mesh_axes, bool):
@@ -210,7 +302,28 @@ class AbstractMesh:
         return tuple(out)
 
     def axes_size(self, mesh_axes) -> int:
-        """Number of devices in a group over ``mesh_axes``."""
+        """Number of devices in a group over ``mesh_axes``.
+
+        Parameters
+        ----------
+        mesh_axes : int, str or sequence, or None
+            The group's mesh axes (None = all).
+
+        Returns
+        -------
+        int
+            The product of their sizes.
+
+        Raises
+        ------
+        MeshError
+            An unknown or repeated axis.
+
+        Examples
+        --------
+        >>> AbstractMesh((2, 3, 4)).axes_size([0, 2])
+        8
+        """
         return math.prod(self._shape[a] for a in self.axes(mesh_axes))
 
     # -- index maps ----------------------------------------------------------
@@ -232,14 +345,56 @@ class AbstractMesh:
         return d
 
     def linear_index(self, coords) -> int:
-        """Row-major linear index of the device at ``coords``."""
+        """Row-major linear index of the device at ``coords``.
+
+        Parameters
+        ----------
+        coords : sequence of int
+            One coordinate per mesh axis.
+
+        Returns
+        -------
+        int
+            The device's linear index.
+
+        Raises
+        ------
+        MeshError
+            ``coords`` is not a device of this mesh.
+
+        Examples
+        --------
+        >>> AbstractMesh((10, 20, 30)).linear_index((1, 2, 3))
+        663
+        """
         idx = 0
         for x, s in zip(self._check_coords(coords), self._shape):
             idx = idx * s + x
         return idx
 
     def multi_index(self, linear) -> tuple:
-        """Coordinates of the device with linear index ``linear``."""
+        """Coordinates of the device with linear index ``linear``.
+
+        Parameters
+        ----------
+        linear : int
+            A linear device index.
+
+        Returns
+        -------
+        tuple of int
+            One coordinate per mesh axis.
+
+        Raises
+        ------
+        MeshError
+            ``linear`` is out of range.
+
+        Examples
+        --------
+        >>> AbstractMesh((10, 20, 30)).multi_index(663)
+        (1, 2, 3)
+        """
         linear = self._check_device(linear)
         out = []
         for s in reversed(self._shape):
@@ -256,7 +411,31 @@ class AbstractMesh:
         return self._check_coords(device)
 
     def in_group_index(self, coords, mesh_axes) -> int:
-        """Position of a device inside its group over ``mesh_axes`` (first listed = outermost)."""
+        """Position of a device inside its group over ``mesh_axes`` (first listed = outermost).
+
+        Parameters
+        ----------
+        coords : int or sequence of int
+            The device, as a linear index or coordinates (on a `Mesh`, None means
+            this process's device).
+        mesh_axes : int, str or sequence, or None
+            The group's mesh axes (None = all).
+
+        Returns
+        -------
+        int
+            The in-group linear index.
+
+        Raises
+        ------
+        MeshError
+            A bad device or axis.
+
+        Examples
+        --------
+        >>> AbstractMesh((2, 3)).in_group_index((1, 2), [1, 0])
+        5
+        """
         c = self._coords_of(coords)
         idx = 0
         for a in self.axes(mesh_axes):
@@ -264,7 +443,31 @@ class AbstractMesh:
         return idx
 
     def group_devices(self, mesh_axes, device) -> tuple:
-        """Linear indices of the devices in ``device``'s group, in group order."""
+        """Linear indices of the devices in ``device``'s group, in group order.
+
+        Parameters
+        ----------
+        mesh_axes : int, str or sequence, or None
+            The group's mesh axes (None = all).
+        device : int or sequence of int
+            A device of the group, as a linear index or coordinates (on a `Mesh`,
+            default this process's device).
+
+        Returns
+        -------
+        tuple of int
+            The group's devices.
+
+        Raises
+        ------
+        MeshError
+            A bad device or axis.
+
+        Examples
+        --------
+        >>> AbstractMesh((2, 3)).group_devices([1], 4)
+        (3, 4, 5)
+        """
         c = list(self._coords_of(device))
         axes = self.axes(mesh_axes)
         sizes = [self._shape[a] for a in axes]
@@ -278,7 +481,30 @@ class AbstractMesh:
         return tuple(out)
 
     def group_coords(self, mesh_axes, in_group_index: int) -> tuple:
-        """Multi-index over ``mesh_axes`` of the device at ``in_group_index`` of a group."""
+        """Multi-index over ``mesh_axes`` of the device at ``in_group_index`` of a group.
+
+        Parameters
+        ----------
+        mesh_axes : int, str or sequence, or None
+            The group's mesh axes (None = all).
+        in_group_index : int
+            A position in the group.
+
+        Returns
+        -------
+        tuple of int
+            One coordinate per axis of ``mesh_axes``.
+
+        Raises
+        ------
+        MeshError
+            An unknown or repeated axis.
+
+        Examples
+        --------
+        >>> AbstractMesh((2, 3)).group_coords([0, 1], 4)
+        (1, 1)
+        """
         sizes = [self._shape[a] for a in self.axes(mesh_axes)]
         out = []
         for s in reversed(sizes):
@@ -287,7 +513,32 @@ class AbstractMesh:
         return tuple(reversed(out))
 
     def in_group_from_multi(self, mesh_axes, multi, *, field: str = "root") -> int:
-        """In-group linear index from an in-group multi-index (an int is taken as-is)."""
+        """In-group linear index from an in-group multi-index (an int is taken as-is).
+
+        Parameters
+        ----------
+        mesh_axes : int, str or sequence, or None
+            The group's mesh axes (None = all).
+        multi : int or sequence of int
+            An in-group multi-index, or an in-group linear index.
+        field : str, optional
+            The argument name used in error messages.
+
+        Returns
+        -------
+        int
+            The in-group linear index.
+
+        Raises
+        ------
+        MeshError
+            ``multi`` lies outside the group.
+
+        Examples
+        --------
+        >>> AbstractMesh((2, 3)).in_group_from_multi([0, 1], (1, 1))
+        4
+        """
         axes = self.axes(mesh_axes)
         sizes = [self._shape[a] for a in axes]
         n = math.prod(sizes)
@@ -310,8 +561,33 @@ class AbstractMesh:
         return k
 
     def neighbors(self, split_axes, coords=None) -> tuple:
-        """``(down, up)``: linear indices of the previous/next device along the
-        linearized ``split_axes``; ``-1`` where there is none."""
+        """``(down, up)``: linear indices of the previous/next device along the linearized ``split_axes``.
+
+        ``-1`` where there is none.
+
+        Parameters
+        ----------
+        split_axes : int, str or sequence
+            The mesh axes, first listed outermost.
+        coords : int or sequence of int, optional
+            The device; required on an `AbstractMesh`, default this process's on a
+            `Mesh`.
+
+        Returns
+        -------
+        tuple of int
+            ``(down, up)``.
+
+        Raises
+        ------
+        MeshError
+            A bad device or axis.
+
+        Examples
+        --------
+        >>> AbstractMesh((10, 20, 30)).neighbors([1], (1, 2, 3))
+        (633, 693)
+        """
         c = self._coords_of(self._default_coords(coords))
         group = self.group_devices(split_axes, c)
         k = self.in_group_index(c, split_axes)
@@ -359,11 +635,45 @@ def _track(mesh: "Mesh") -> None:
 class Mesh(AbstractMesh):
     """An `AbstractMesh` bound to an MPI communicator, one device per process.
 
-    Under ``mpiexec -n 4``, on rank 1:
+    Device ``k`` is the process of rank ``k`` in ``comm``.  Creating one makes
+    local MPI calls only; the group communicators it creates on first use
+    (`group`) are collective, and are freed by `free`, by leaving a ``with``
+    block, or at exit.
 
-    >>> mesh = Mesh((2, -1))             # doctest: +SKIP
-    >>> mesh.shape, mesh.coords          # doctest: +SKIP
-    ((2, 2), (0, 1))
+    Parameters
+    ----------
+    shape : sequence of int or str
+        The size of each mesh axis; dynamic axes (``-1``, ``None``, ``"?"``) are
+        resolved as ``MPI_Dims_create`` does so that the product is the
+        communicator's size.
+    axis_names : sequence of str, optional
+        One distinct non-empty name per axis.
+    comm : mpi4py.MPI.Comm, optional
+        The communicator; default ``MPI.COMM_WORLD``.
+    name : str, optional
+        The symbol name used when printing MLIR text.
+
+    Raises
+    ------
+    MeshError
+        A bad shape or names, or a shape whose size does not fit the
+        communicator's.
+
+    See Also
+    --------
+    AbstractMesh
+
+    Examples
+    --------
+    Under ``mpiexec -n 4``, on rank 1, ``Mesh((2, -1))`` has shape ``(2, 2)``
+    and coordinates ``(0, 1)``.  At one process:
+
+    >>> mesh = Mesh((-1,), ("x",))
+    >>> mesh.shape, mesh.coords, mesh.rank
+    ((1,), (0,), 0)
+    >>> with Mesh((1, -1)) as m:
+    ...     m.group([1]).Get_size()
+    1
     """
 
     __slots__ = ("_comm", "_groups", "_rank", "_coords", "_world")
@@ -386,13 +696,42 @@ class Mesh(AbstractMesh):
 
     @classmethod
     def parse(cls, text: str, comm=None) -> "Mesh":
-        """Read ``mesh.mesh @m(shape = 2x?x4)``, ``shard.grid @g(shape = 2x4)`` or
-        ``sdy.mesh @m = <["x"=2, "y"=4]>``."""
+        """Read a mesh declaration in MLIR or Shardy text.
+
+        ``mesh.mesh @m(shape = 2x?x4)``, ``shard.grid @g(shape = 2x4)`` or
+        ``sdy.mesh @m = <["x"=2, "y"=4]>``; the symbol becomes the mesh's ``name``.
+
+        Parameters
+        ----------
+        text : str
+            The declaration.
+        comm : mpi4py.MPI.Comm, optional
+            The communicator; default ``MPI.COMM_WORLD``.
+
+        Returns
+        -------
+        Mesh
+            The mesh.
+
+        Raises
+        ------
+        MeshError
+            Text that is not a mesh declaration, or a shape that does not fit the
+            communicator.
+
+        Examples
+        --------
+        >>> print(Mesh.parse("shard.grid @g(shape = ?)"))
+        shard.grid @g(shape = 1)
+        >>> Mesh.parse('sdy.mesh @m = <["x"=1]>').axis_names
+        ('x',)
+        """
         shape, names, name = parse_mesh_text(text)
         return cls(shape, names, comm=comm, name=name)
 
     @property
     def comm(self):
+        """The communicator the mesh is bound to."""
         return self._comm
 
     @property
@@ -435,7 +774,28 @@ class Mesh(AbstractMesh):
 
         Its rank is the in-group index (first listed axis outermost).  Created
         collectively over the mesh's communicator on first use, then cached per
-        axes tuple; `free()` releases them.  ``mesh_axes=()`` gives a group of one.
+        axes tuple; `free` releases them.
+
+        Parameters
+        ----------
+        mesh_axes : int, str or sequence, or None, optional
+            The group's mesh axes (None = all, ``()`` = a group of one).
+
+        Returns
+        -------
+        mpi4py.MPI.Comm
+            The group's communicator.
+
+        Raises
+        ------
+        MeshError
+            An unknown or repeated axis, or a freed mesh.
+
+        Examples
+        --------
+        >>> mesh = Mesh((1, -1), ("x", "y"))
+        >>> mesh.group(["y"]).Get_size(), mesh.group(()).Get_rank()
+        (1, 0)
         """
         axes = self.axes(mesh_axes)
         comm = self._groups.get(axes)
@@ -459,7 +819,16 @@ class Mesh(AbstractMesh):
         return comm
 
     def free(self) -> None:
-        """Free the cached group communicators (collective over the mesh)."""
+        """Free the cached group communicators (collective over the mesh).
+
+        The mesh stays usable: a later `group` creates them again.
+
+        Examples
+        --------
+        >>> mesh = Mesh((-1,))
+        >>> _ = mesh.group()
+        >>> mesh.free()
+        """
         groups, self._groups = self._groups, {}
         if not groups:
             return

@@ -18,7 +18,43 @@ __all__ = ["ReductionKind", "REDUCTION_KINDS", "Generic", "as_reduction"]
 
 
 class ReductionKind(str, enum.Enum):
-    """``sum, max, min, product, average, bitwise_and, bitwise_or, bitwise_xor, generic``."""
+    """The shard dialect's reduction kinds.
+
+    ``sum, max, min, product, average, bitwise_and, bitwise_or, bitwise_xor,
+    generic``.  A `str` enum: each member equals its name, so every function
+    taking a ``reduction`` (the collectives, `Sharding`'s ``partial_type``)
+    accepts the member or the string.  ``generic`` needs the function itself:
+    pass it as `Generic` (or the bare function).
+
+    Parameters
+    ----------
+    value : str
+        The kind's name.
+
+    Raises
+    ------
+    ValueError
+        ``ReductionKind(name)`` with an unknown name (the collectives raise
+        `CollectiveError` for it instead, naming the known kinds).
+
+    See Also
+    --------
+    Generic, all_reduce
+
+    Notes
+    -----
+    ``average`` is a ``sum`` followed by division by the group size; on integer
+    dtypes it is the floor of the mean.
+
+    Examples
+    --------
+    >>> ReductionKind("max") is ReductionKind.max
+    True
+    >>> [k.value for k in ReductionKind][:4]
+    ['sum', 'max', 'min', 'product']
+    >>> str(ReductionKind.bitwise_xor)
+    'bitwise_xor'
+    """
 
     sum = "sum"
     max = "max"
@@ -39,13 +75,36 @@ REDUCTION_KINDS = tuple(k.value for k in ReductionKind)  # the spellings a shard
 class Generic:
     """A ``generic`` reduction: an elementwise ``fn(a, b) -> c`` run natively inside MPI.
 
-    ``fn`` is a plain Python function (compiled with Numba's ``njit``), a Numba
-    dispatcher, or a Numba ``cfunc``.  ``commute=False`` makes MPI combine in
-    group order (``fn(x0, fn(x1, ...))`` order is kept, not its bracketing).
+    Pass it (or the bare function) as the ``reduction`` of a collective or as a
+    `Sharding`'s ``partial_type``.  Two `Generic` are equal when they wrap the
+    same function object with the same ``commute``.
 
+    Parameters
+    ----------
+    fn : callable or numba.core.ccallback.CFunc
+        The elementwise combiner: a plain Python function (compiled with
+        Numba's ``njit``), a Numba dispatcher, or a Numba ``cfunc``.
+    commute : bool, optional
+        Whether ``fn`` is commutative (default True).  ``commute=False`` makes
+        MPI combine in group order (``fn(x0, fn(x1, ...))`` order is kept, not
+        its bracketing).
+
+    Raises
+    ------
+    CollectiveError
+        If ``fn`` is neither callable nor a Numba ``cfunc``.
+
+    See Also
+    --------
+    ReductionKind, all_reduce
+
+    Examples
+    --------
     >>> g = Generic(lambda a, b: max(abs(a), abs(b)))
     >>> g.kind
     <ReductionKind.generic: 'generic'>
+    >>> g.commute
+    True
     """
 
     __slots__ = ("fn", "commute")

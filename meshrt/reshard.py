@@ -128,12 +128,96 @@ class ReshardPlan:
 
 
 def explain_reshard(src: Sharding, dst: Sharding, global_shape) -> ReshardPlan:
-    """The plan `DistributedTensor.reshard` runs; print it to read it."""
+    """The plan `DistributedTensor.reshard` runs; print it to read it.
+
+    The same as `plan_reshard`, named for reading: its ``str`` lists the steps,
+    the elements each one moves and the lower bound for the data movement.
+
+    Parameters
+    ----------
+    src : Sharding
+        The tensor's current sharding.
+    dst : Sharding
+        The sharding wanted.
+    global_shape : sequence of int
+        The tensor's global shape.
+
+    Returns
+    -------
+    ReshardPlan
+        The steps from ``src`` to ``dst``.
+
+    Raises
+    ------
+    ShardingError
+        An argument is not a `Sharding`, the shape does not fit both shardings,
+        or the meshes differ (and are not sub-axis refinements of one mesh).
+
+    See Also
+    --------
+    plan_reshard, DistributedTensor.reshard
+
+    Examples
+    --------
+    Moving the ``y`` split from dim 1 onto dim 0 of a 2x2 mesh is one
+    ``all_to_all``:
+
+    >>> from meshrt import AbstractMesh, Sharding
+    >>> mesh = AbstractMesh((2, 2), ("x", "y"))
+    >>> print(explain_reshard(Sharding(mesh, [["x"], ["y"]]), Sharding(mesh, [["x", "y"]]), (8, 8)))
+    reshard (8, 8) on mesh (2, 2)
+      from shard.sharding @mesh split_axes = [[0], [1]]
+      to   shard.sharding @mesh split_axes = [[0, 1]]
+      1. all_to_all(mesh_axes=[1], split_axis=0, concat_axis=1)  moves 32 elements
+      elements moved between processes: 32 (lower bound for the data movement: 32)
+    """
     return plan_reshard(src, dst, global_shape)
 
 
 def plan_reshard(src: Sharding, dst: Sharding, global_shape) -> ReshardPlan:
-    """A pure, cached plan (works on `AbstractMesh` and `Mesh` shardings alike)."""
+    """A pure, cached plan from ``src`` to ``dst`` for a tensor of ``global_shape``.
+
+    Never touches MPI: works on `AbstractMesh` and `Mesh` shardings alike, so a
+    plan for 65,536 devices can be read on a laptop.  Each step is one
+    collective of the shard dialect (or a local step); see the module docstring
+    for the order in which steps are preferred.
+
+    Parameters
+    ----------
+    src : Sharding
+        The tensor's current sharding.
+    dst : Sharding
+        The sharding wanted (on the same mesh, or a sub-axis refinement of it).
+    global_shape : sequence of int
+        The tensor's global shape.
+
+    Returns
+    -------
+    ReshardPlan
+        ``steps`` (each a `ReshardStep` with ``op``, ``mesh_axes``, ``attrs``
+        and ``elements_moved``), the total ``elements_moved`` and its
+        ``lower_bound``.
+
+    Raises
+    ------
+    ShardingError
+        An argument is not a `Sharding`, the shape does not fit both shardings,
+        or the meshes differ (and are not sub-axis refinements of one mesh).
+
+    See Also
+    --------
+    explain_reshard, DistributedTensor.reshard
+
+    Examples
+    --------
+    >>> from meshrt import AbstractMesh, Sharding
+    >>> mesh = AbstractMesh((2, 2), ("x", "y"))
+    >>> plan = plan_reshard(Sharding(mesh, [["x"]], partial_axes=["y"]), Sharding(mesh, [["x", "y"]]), (8, 8))
+    >>> [(step.op, step.mesh_axes) for step in plan.steps]
+    [('reduce_scatter', (1,))]
+    >>> plan_reshard(Sharding(mesh, [["x"]]), Sharding(mesh, [["x"]]), (8, 8)).steps
+    ()
+    """
     if not isinstance(src, Sharding) or not isinstance(dst, Sharding):
         raise ShardingError(f"reshard: expected two Shardings, got {src!r} and {dst!r}")
     shape = src.check_shape(global_shape)

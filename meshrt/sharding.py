@@ -51,15 +51,52 @@ def _int(value, field: str) -> int:
 class Sharding:
     """An immutable, hashable description of how a tensor is laid out on a mesh.
 
-    ``split_axes[i]`` lists the mesh axes (indices or names) that tensor dim
-    ``i`` is split along, major to minor.  ``halo_sizes`` holds two widths per
-    sharded dim; ``sharded_dims_offsets`` per sharded dim the start of every
-    shard plus the end of the last.
+    The shard dialect's ``shard.sharding``.  ``split_axes[i]`` lists the mesh
+    axes that tensor dim ``i`` is split along, major to minor; trailing dims not
+    listed are whole.  Sizes that do not divide follow MLIR's uneven rule (the
+    extra elements go to the trailing shards) unless ``sharded_dims_offsets``
+    gives the shards explicitly.  Equal shardings compare equal and hash alike.
 
+    Parameters
+    ----------
+    mesh : AbstractMesh or Mesh
+        The mesh the tensor is laid out on.
+    split_axes : sequence of sequence of int or str, optional
+        Per tensor dim, the mesh axes (indices or names) splitting it; ``[]``
+        (the default) is fully replicated.  A mesh axis splits at most one dim.
+    partial_axes : sequence of int or str, optional
+        Mesh axes over which the tensor holds partial values: the true value is
+        their reduction by ``partial_type``.  Disjoint from the split axes.
+    partial_type : str or ReductionKind, optional
+        The reduction of the partial values; default ``"sum"`` (``generic`` is
+        not allowed, as in MLIR).
+    halo_sizes : sequence of int, optional
+        Two widths (low, high) per sharded dim, flattened.
+    sharded_dims_offsets : sequence of int, optional
+        Per sharded dim, the start of every shard plus the end of the last,
+        flattened (uneven shards of any sizes).
+
+    Raises
+    ------
+    ShardingError
+        ``mesh`` is not a mesh, an unknown or repeated mesh axis, partial axes
+        that also split, an unknown or generic ``partial_type``, or halo sizes or
+        offsets of the wrong count or order.
+
+    See Also
+    --------
+    AbstractMesh, DistributedTensor, plan_reshard
+
+    Examples
+    --------
     >>> mesh = AbstractMesh((2, 3), ("x", "y"))
     >>> s = Sharding(mesh, [["y"], [], ["x"]], halo_sizes=[1, 1, 0, 2])
     >>> s.split_axes, s.local_shape((9, 4, 6), device=4)
     (((1,), (), (0,)), (5, 4, 5))
+    >>> print(s)
+    shard.sharding @mesh split_axes = [[1], [], [0]] halo_sizes = [1, 1, 0, 2]
+    >>> print(Sharding(mesh, [], partial_axes=["x"], partial_type="max"))
+    shard.sharding @mesh split_axes = [[]] partial = max[0]
     """
 
     __slots__ = ("_mesh", "_split_axes", "_partial_axes", "_partial_type", "_halo_sizes", "_offsets", "_hash")
@@ -104,12 +141,17 @@ class Sharding:
         self._hash = hash(self._key())
 
     # -- value semantics -----------------------------------------------------
-    mesh = property(lambda self: self._mesh)
-    split_axes = property(lambda self: self._split_axes)
-    partial_axes = property(lambda self: self._partial_axes)
-    partial_type = property(lambda self: self._partial_type)
-    halo_sizes = property(lambda self: self._halo_sizes)
-    sharded_dims_offsets = property(lambda self: self._offsets)
+    mesh = property(lambda self: self._mesh, doc="The mesh (`Mesh` or `AbstractMesh`) whose axes it names.")
+    split_axes = property(lambda self: self._split_axes,
+                          doc="Per tensor dim, the mesh axes splitting it (major to minor); later dims are whole.")
+    partial_axes = property(lambda self: self._partial_axes,
+                            doc="The mesh axes over which the values are partial (empty if none).")
+    partial_type = property(lambda self: self._partial_type,
+                            doc="The `ReductionKind` that combines the partial values over `partial_axes`.")
+    halo_sizes = property(lambda self: self._halo_sizes,
+                          doc="Two widths (low, high) per sharded dim, flattened; () for none.")
+    sharded_dims_offsets = property(lambda self: self._offsets,
+                                    doc="Per sharded dim, every shard's start plus the end, flattened; () if even.")
 
     def _key(self):
         return (self._mesh, self._split_axes, self._partial_axes, self._partial_type, self._halo_sizes, self._offsets)
@@ -126,7 +168,30 @@ class Sharding:
         return f"Sharding({self})"
 
     def replace(self, **changes) -> "Sharding":
-        """A copy with some fields changed: ``s.replace(halo_sizes=[1, 1])``."""
+        """A copy with some fields changed.
+
+        Parameters
+        ----------
+        **changes
+            New values for ``mesh``, ``split_axes``, ``partial_axes``,
+            ``partial_type``, ``halo_sizes`` or ``sharded_dims_offsets``.
+
+        Returns
+        -------
+        Sharding
+            The new sharding (validated as by the constructor).
+
+        Raises
+        ------
+        ShardingError
+            An unknown field, or a value the constructor refuses.
+
+        Examples
+        --------
+        >>> s = Sharding(AbstractMesh((2,)), [[0]])
+        >>> print(s.replace(halo_sizes=[1, 1]))
+        shard.sharding @mesh split_axes = [[0]] halo_sizes = [1, 1]
+        """
         fields = dict(
             split_axes=self._split_axes, partial_axes=self._partial_axes, partial_type=self._partial_type,
             halo_sizes=self._halo_sizes, sharded_dims_offsets=self._offsets,
@@ -147,6 +212,7 @@ class Sharding:
 
     @property
     def is_partial(self) -> bool:
+        """Whether the tensor holds partial values over some mesh axes."""
         return bool(self._partial_axes)
 
     @property
@@ -155,22 +221,97 @@ class Sharding:
         return not self._split_axes and not self._partial_axes
 
     def dim_axes(self, dim: int) -> tuple:
+        """The mesh axes splitting tensor dim ``dim``, major to minor.
+
+        Parameters
+        ----------
+        dim : int
+            A tensor dim (dims past ``split_axes`` are whole).
+
+        Returns
+        -------
+        tuple of int
+            The mesh axis indices; ``()`` for a whole dim.
+
+        Examples
+        --------
+        >>> s = Sharding(AbstractMesh((2, 3), ("x", "y")), [["y", "x"]])
+        >>> s.dim_axes(0), s.dim_axes(1)
+        ((1, 0), ())
+        """
         return self._split_axes[dim] if dim < len(self._split_axes) else ()
 
     def dim_split_size(self, dim: int) -> int:
-        """Number of shards of tensor dim ``dim``."""
+        """Number of shards of tensor dim ``dim``.
+
+        Parameters
+        ----------
+        dim : int
+            A tensor dim.
+
+        Returns
+        -------
+        int
+            The product of the sizes of the mesh axes splitting it (1 if whole).
+
+        Examples
+        --------
+        >>> Sharding(AbstractMesh((2, 3)), [[0, 1]]).dim_split_size(0)
+        6
+        """
         return math.prod(self._mesh.shape[a] for a in self.dim_axes(dim))
 
     def halo_widths(self, dim: int) -> tuple:
-        """``(lo, hi)`` halo widths of tensor dim ``dim`` (zeros where not sharded or no halos)."""
+        """``(lo, hi)`` halo widths of tensor dim ``dim``.
+
+        Parameters
+        ----------
+        dim : int
+            A tensor dim.
+
+        Returns
+        -------
+        tuple of int
+            ``(lo, hi)``; zeros where the dim is not sharded or has no halos.
+
+        Examples
+        --------
+        >>> s = Sharding(AbstractMesh((2, 3)), [[1], [], [0]], halo_sizes=[1, 1, 0, 2])
+        >>> s.halo_widths(2), s.halo_widths(1)
+        ((0, 2), (0, 0))
+        """
         if not self._halo_sizes or not self.dim_axes(dim):
             return (0, 0)
         k = self.sharded_dims.index(dim)
         return self._halo_sizes[2 * k], self._halo_sizes[2 * k + 1]
 
     def shard_index(self, dim: int, device=None) -> int:
-        """Which shard of tensor dim ``dim`` a device holds: its combined in-group
-        index over the dim's split axes, major to minor."""
+        """Which shard of tensor dim ``dim`` a device holds.
+
+        Its combined in-group index over the dim's split axes, major to minor.
+
+        Parameters
+        ----------
+        dim : int
+            A tensor dim.
+        device : int or tuple of int, optional
+            The device; default this process's (required on an `AbstractMesh`).
+
+        Returns
+        -------
+        int
+            The shard index (0 for a whole dim).
+
+        Raises
+        ------
+        ShardingError
+            No device on an `AbstractMesh`, or a device outside the mesh.
+
+        Examples
+        --------
+        >>> Sharding(AbstractMesh((2, 3)), [[1, 0]]).shard_index(0, device=4)
+        3
+        """
         axes = self.dim_axes(dim)
         if not axes:
             return 0
@@ -190,11 +331,55 @@ class Sharding:
 
     # -- shapes ----------------------------------------------------------------
     def dim_offsets(self, global_shape) -> tuple:
-        """Per tensor dim, the start of every shard plus the end of the last."""
+        """Per tensor dim, the start of every shard plus the end of the last.
+
+        Parameters
+        ----------
+        global_shape : sequence of int
+            The tensor's global shape.
+
+        Returns
+        -------
+        tuple of tuple of int
+            One tuple per dim (``(0, n)`` for a whole dim).
+
+        Raises
+        ------
+        ShardingError
+            The sharding cannot shard ``global_shape``.
+
+        Examples
+        --------
+        >>> Sharding(AbstractMesh((4,)), [[0]]).dim_offsets((10, 3))
+        ((0, 2, 4, 7, 10), (0, 3))
+        """
         return _dim_offsets(self, _shape_tuple(global_shape))
 
     def shard_slices(self, global_shape, device=None) -> tuple:
-        """The owned region of ``device`` (default: this process) as slices of the global array."""
+        """The owned region of ``device`` as slices of the global array.
+
+        Parameters
+        ----------
+        global_shape : sequence of int
+            The tensor's global shape.
+        device : int or tuple of int, optional
+            The device; default this process's (required on an `AbstractMesh`).
+
+        Returns
+        -------
+        tuple of slice
+            One slice per tensor dim (halos not included).
+
+        Raises
+        ------
+        ShardingError
+            The sharding cannot shard ``global_shape``, or no valid device.
+
+        Examples
+        --------
+        >>> Sharding(AbstractMesh((2, 3)), [[1], [], [0]]).shard_slices((9, 4, 6), device=4)
+        (slice(3, 6, None), slice(0, 4, None), slice(3, 6, None))
+        """
         offsets = self.dim_offsets(global_shape)
         coords = self._coords(device)
         out = []
@@ -204,15 +389,93 @@ class Sharding:
         return tuple(out)
 
     def shard_shape(self, global_shape, device=None) -> tuple:
-        """Shape of the owned part of ``device``'s shard (no halos)."""
+        """Shape of the owned part of ``device``'s shard (no halos).
+
+        Parameters
+        ----------
+        global_shape : sequence of int
+            The tensor's global shape.
+        device : int or tuple of int, optional
+            The device; default this process's (required on an `AbstractMesh`).
+
+        Returns
+        -------
+        tuple of int
+            The owned block's shape.
+
+        Raises
+        ------
+        ShardingError
+            The sharding cannot shard ``global_shape``, or no valid device.
+
+        See Also
+        --------
+        local_shape, shard_shape
+
+        Examples
+        --------
+        >>> s = Sharding(AbstractMesh((4,)), [[0]])
+        >>> [s.shard_shape((10,), d) for d in range(4)]
+        [(2,), (2,), (3,), (3,)]
+        """
         return tuple(s.stop - s.start for s in self.shard_slices(global_shape, device))
 
     def local_shape(self, global_shape, device=None) -> tuple:
-        """Shape of ``device``'s local buffer: owned part plus halos on every sharded dim."""
+        """Shape of ``device``'s local buffer: owned part plus halos on every sharded dim.
+
+        Parameters
+        ----------
+        global_shape : sequence of int
+            The tensor's global shape.
+        device : int or tuple of int, optional
+            The device; default this process's (required on an `AbstractMesh`).
+
+        Returns
+        -------
+        tuple of int
+            The local buffer's shape.
+
+        Raises
+        ------
+        ShardingError
+            The sharding cannot shard ``global_shape``, or no valid device.
+
+        Examples
+        --------
+        >>> Sharding(AbstractMesh((4,)), [[0]], halo_sizes=[1, 2]).local_shape((10, 3), device=0)
+        (5, 3)
+        """
         return tuple(n + sum(self.halo_widths(d)) for d, n in enumerate(self.shard_shape(global_shape, device)))
 
     def check_shape(self, global_shape) -> tuple:
-        """Validate that this sharding can shard ``global_shape``; return it as a tuple."""
+        """Validate that this sharding can shard ``global_shape``; return it as a tuple.
+
+        Parameters
+        ----------
+        global_shape : sequence of int
+            The tensor's global shape.
+
+        Returns
+        -------
+        tuple of int
+            ``global_shape`` as a tuple.
+
+        Raises
+        ------
+        ShardingError
+            Fewer dims than ``split_axes``, negative sizes, offsets that do not end
+            at the dim's size, or a halo wider than a shard.
+
+        Examples
+        --------
+        >>> s = Sharding(AbstractMesh((2,)), [[0]], halo_sizes=[1, 1])
+        >>> s.check_shape([8, 3])
+        (8, 3)
+        >>> s.check_shape((1, 3))                 # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        meshrt.errors.ShardingError: halo_sizes: dim 0 ... halo 1 is wider than shard ...'s width 0 (shape (1, 3), 2 shards)
+        """
         shape = _shape_tuple(global_shape)
         self.dim_offsets(shape)
         return shape
@@ -232,15 +495,66 @@ class Sharding:
     def parse(cls, text: str, mesh: AbstractMesh) -> "Sharding":
         """Read ``mesh.sharding``/``shard.sharding`` text or ``#sdy.sharding<...>``.
 
+        Parameters
+        ----------
+        text : str
+            The sharding in MLIR's shard dialect or Shardy text form.
+        mesh : AbstractMesh or Mesh
+            The mesh it refers to.
+
+        Returns
+        -------
+        Sharding
+            The sharding (Shardy sub-axes live on a refinement of ``mesh``).
+
+        Raises
+        ------
+        ShardingError
+            Text that cannot be read, or that does not fit ``mesh``.
+
+        Examples
+        --------
         >>> m = AbstractMesh((2, 8), ("x", "y"))
         >>> Sharding.parse('#sdy.sharding<@mesh, [{"y":(1)2}, {"x"}]>', m).shard_shape((8, 8), 0)
         (4, 4)
+        >>> print(Sharding.parse("shard.sharding @mesh split_axes = [[1], [0]]", m))
+        shard.sharding @mesh split_axes = [[1], [0]]
         """
         return parse_sharding(text, mesh, cls)
 
     def visualize(self, global_shape) -> str:
-        """A text picture of which device holds which block (like JAX's
-        ``visualize_array_sharding``); returns the string."""
+        """A text picture of which device holds which block.
+
+        Like JAX's ``visualize_array_sharding``.
+
+        Parameters
+        ----------
+        global_shape : sequence of int
+            The tensor's global shape.
+
+        Returns
+        -------
+        str
+            The picture.
+
+        Raises
+        ------
+        ShardingError
+            The sharding cannot shard ``global_shape``.
+
+        Examples
+        --------
+        >>> print(Sharding(AbstractMesh((2, 2)), [[0], [1]]).visualize((4, 6)))
+        shard.sharding @mesh split_axes = [[0], [1]]
+        global shape (4, 6) on mesh (2, 2)
+        +------------+------------+
+        |   dev 0    |   dev 1    |
+        | [0:2, 0:3] | [0:2, 3:6] |
+        +------------+------------+
+        |   dev 2    |   dev 3    |
+        | [2:4, 0:3] | [2:4, 3:6] |
+        +------------+------------+
+        """
         return _visualize(self, _shape_tuple(global_shape))
 
 

@@ -64,14 +64,53 @@ __all__ = ["apply_stencil", "update_halos", "fill_ghosts", "Dirichlet", "Neumann
 
 @dataclass(frozen=True)
 class Dirichlet:
-    """Ghost cells hold ``value``."""
+    """A boundary condition: ghost cells hold ``value``.
+
+    Pass it as ``boundary=`` of `apply_stencil` or `fill_ghosts`; it applies on
+    sharded, non-periodic dims that carry halos.
+
+    Parameters
+    ----------
+    value : float, optional
+        The value written into the ghost cells; default 0.0.
+
+    See Also
+    --------
+    Neumann, fill_ghosts, apply_stencil
+
+    Examples
+    --------
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> s = Sharding(Mesh((-1,), ("x",)), [[0]], halo_sizes=[1, 1])
+    >>> u = DistributedTensor.from_global(np.arange(1.0, 5.0), s)
+    >>> fill_ghosts(u, Dirichlet(-1.0))
+    >>> u.local
+    array([-1.,  1.,  2.,  3.,  4., -1.])
+    """
 
     value: float = 0.0
 
 
 @dataclass(frozen=True)
 class Neumann:
-    """Ghost cells mirror the owned cells next to the boundary (``u[-1-t] = u[t]``)."""
+    """A boundary condition: ghost cells mirror the owned cells next to the boundary.
+
+    ``u[-1-t] = u[t]``: a zero normal derivative for centred differences of any
+    order.  Pass it as ``boundary=`` of `apply_stencil` or `fill_ghosts`.
+
+    See Also
+    --------
+    Dirichlet, fill_ghosts, apply_stencil
+
+    Examples
+    --------
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> s = Sharding(Mesh((-1,), ("x",)), [[0]], halo_sizes=[1, 1])
+    >>> u = DistributedTensor.from_global(np.arange(1.0, 5.0), s)
+    >>> fill_ghosts(u, Neumann())
+    >>> u.local
+    array([1., 1., 2., 3., 4., 4.])
+    """
 
 
 _BC_TYPES = (type(None), Dirichlet, Neumann)
@@ -393,12 +432,49 @@ def update_halos(*tensors, wait: bool = True):
     IGG's ``update_halo!(A, B, C)``: tensors of compatible shardings (same
     mesh, split axes and periodic flags on the sharded dims; halo widths,
     dtypes and sizes may differ) share each message (faces, edges, corners);
-    others get their own exchange. The exchange is built once per tuple of
-    tensors and cached. With ``wait=False`` returns a handle whose
-    ``.wait()`` finishes.
+    others get their own exchange.  Halos at a non-periodic domain boundary are
+    left untouched.
 
-    >>> update_halos(p, vx, vy)                       # doctest: +SKIP
-    >>> h = update_halos(u, v, wait=False); work(); h.wait()  # doctest: +SKIP
+    Parameters
+    ----------
+    *tensors : DistributedTensor
+        The tensors whose halos are filled, in place.
+    wait : bool, optional
+        False returns a handle whose ``.wait()`` finishes the update.
+
+    Returns
+    -------
+    None or handle
+        None when ``wait`` is true.
+
+    Raises
+    ------
+    ShardingError
+        An argument is not a `DistributedTensor`, or its layout does not allow a
+        halo exchange.
+
+    See Also
+    --------
+    DistributedTensor.update_halo, update_halo, apply_stencil
+
+    Notes
+    -----
+    The exchange is built once per tuple of tensors and cached
+    (`clear_stencil_cache` frees it); later calls only pack, start and wait.
+    Collective: every process must call it with the same tensors in the same
+    order.
+
+    Examples
+    --------
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> s = Sharding(Mesh((-1,), ("x",)), [[0]], halo_sizes=[1, 1])
+    >>> u = DistributedTensor.from_global(np.arange(1.0, 5.0), s, periodic=True)
+    >>> v = DistributedTensor.from_global(np.arange(10, 14), s, periodic=True)
+    >>> update_halos(u, v)
+    >>> u.local, v.local
+    (array([4., 1., 2., 3., 4., 1.]), array([13, 10, 11, 12, 13, 10]))
+    >>> h = update_halos(u, v, wait=False)      # overlap work with the messages
+    >>> _ = h.wait()
     """
     key = tuple(map(id, tensors))
     entry = _halos_cache.get(key)
@@ -420,9 +496,37 @@ def _field(t: DistributedTensor):
 
 
 def fill_ghosts(tensor: DistributedTensor, boundary) -> None:
-    """Fill the ghost cells of ``tensor`` at its non-periodic domain boundaries (see the module doc).
+    """Fill the ghost cells of ``tensor`` at its non-periodic domain boundaries.
 
-    >>> fill_ghosts(u, [Dirichlet(1.0), Neumann()])   # doctest: +SKIP
+    Only the halos at the domain boundary are written (see the module doc);
+    halos between shards are `update_halos`' job.  Ghosts are filled dim by dim,
+    so at a corner the later dim wins.
+
+    Parameters
+    ----------
+    tensor : DistributedTensor
+        The tensor whose boundary ghost cells are filled, in place.
+    boundary : Dirichlet or Neumann or sequence
+        One spec for every dim, one per dim, or one ``(low, high)`` pair per
+        dim; None leaves a boundary alone.
+
+    Raises
+    ------
+    ShardingError
+        ``tensor`` is not a `DistributedTensor`, or ``boundary`` is malformed.
+
+    See Also
+    --------
+    Dirichlet, Neumann, apply_stencil
+
+    Examples
+    --------
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> s = Sharding(Mesh((-1,), ("x",)), [[0]], halo_sizes=[1, 1])
+    >>> u = DistributedTensor.from_global(np.arange(1.0, 5.0), s)
+    >>> fill_ghosts(u, [(Dirichlet(-1.0), Neumann())])
+    >>> u.local
+    array([-1.,  1.,  2.,  3.,  4.,  4.])
     """
     if not isinstance(tensor, DistributedTensor):
         raise ShardingError(f"tensor: {type(tensor).__name__} is not a DistributedTensor")
@@ -487,13 +591,71 @@ def _prepare(tensors, reads, over, where, boundary) -> _Call:
 def apply_stencil(kernel, *args, reads=(), over=None, where=None, boundary=None, overlap: bool = True):
     """Run ``kernel(lo, hi, *args)`` over the owned box of ``over``, halo exchange hidden behind it.
 
-    See the module docstring for the rules; returns None. Every process must
-    call it alike (it is collective through the halo exchange). The plan,
-    exchanges and boxes are prepared on the first call with given tensors
-    and reused after; the last 32 prepared calls keep their tensors alive
-    (`clear_stencil_cache` drops them and frees their exchanges).
+    Starts the halo exchange of ``reads``, runs the kernel on the inner box
+    (cells that read no halo), waits, fills ghost cells at non-periodic domain
+    boundaries, then runs the kernel on each rim box.  See the module docstring
+    for the layout rules.
 
-    >>> apply_stencil(heat, v, u, 0.2, reads=[u], boundary=Dirichlet(0.0))  # doctest: +SKIP
+    Parameters
+    ----------
+    kernel : callable
+        ``kernel(lo, hi, *locals)``, usually ``@numba.njit``: loops over the
+        half-open box ``lo``/``hi`` (tuples of local indices) of the local
+        buffers (owned part plus halos).
+    *args : DistributedTensor or object
+        Passed to the kernel in order, each `DistributedTensor` as its local
+        buffer; at least one must be a tensor.
+    reads : sequence of DistributedTensor, optional
+        The fields whose halos the kernel reads; they are exchanged together and
+        must not be written by the kernel.
+    over : DistributedTensor, optional
+        Whose owned cells the kernel covers; default the first tensor argument.
+    where : tuple of slice, optional
+        Narrow the covered cells to these slices of the *global* index space.
+    boundary : Dirichlet or Neumann or sequence, optional
+        Ghost-cell rule for ``reads`` at non-periodic boundaries (as in
+        `fill_ghosts`).
+    overlap : bool, optional
+        False: exchange, fill ghosts, then one kernel call on the whole box
+        (same bits, no overlap).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ShardingError
+        No tensor among ``args``, or tensors laid out so that one local index is
+        not one global index in all of them, or a kernel reach wider than a
+        read field's halo (raised on every process alike).
+
+    See Also
+    --------
+    update_halos, fill_ghosts, staggered
+
+    Notes
+    -----
+    Collective (through the halo exchange).  The plan, exchanges and boxes are
+    prepared on the first call with given tensors and reused after; the last 32
+    prepared calls keep their tensors alive (`clear_stencil_cache` drops them
+    and frees their exchanges).
+
+    Examples
+    --------
+    A 3-point average with zero ghosts (a plain Python kernel; use
+    ``numba.njit`` for speed):
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> s = Sharding(Mesh((-1,), ("x",)), [[0]], halo_sizes=[1, 1])
+    >>> def smooth(lo, hi, out, u):
+    ...     for i in range(lo[0], hi[0]):
+    ...         out[i] = (u[i - 1] + u[i] + u[i + 1]) / 3
+    >>> u = DistributedTensor.from_global(np.array([3.0, 6.0, 9.0, 3.0]), s)
+    >>> v = DistributedTensor.zeros((4,), s)
+    >>> apply_stencil(smooth, v, u, reads=[u], boundary=Dirichlet(0.0))
+    >>> v.gather()
+    array([3., 6., 6., 4.])
     """
     # (runs every time step: list comprehensions and the cache check in C, not generators)
     tensors = tuple([a for a in args if isinstance(a, DistributedTensor)])
@@ -530,15 +692,42 @@ def apply_stencil(kernel, *args, reads=(), over=None, where=None, boundary=None,
 # ---------------------------------------------------------------------------
 
 def staggered(sharding: Sharding, global_shape, dims):
-    """The sharding and shape of a field one longer along ``dims`` (faces, edges) on the cells' layout.
+    """The sharding and shape of a field one longer along ``dims`` on the cells' layout.
 
-    Face ``i`` lies between cells ``i - 1`` and ``i``; each shard owns the
-    faces below its cells (the shard's first face is the boundary with the
-    shard below) and the last shard also owns the top face, so every face has
-    one owner and one local index names the face below the cell of the same
-    index. Halos stay those of ``sharding``: a face's low halo holds the
-    neighbour's top faces.
+    For faces and edges: face ``i`` lies between cells ``i - 1`` and ``i``; each
+    shard owns the faces below its cells (the shard's first face is the
+    boundary with the shard below) and the last shard also owns the top face,
+    so every face has one owner and one local index names the face below the
+    cell of the same index.  Halos stay those of ``sharding``: a face's low halo
+    holds the neighbour's top faces.
 
+    Parameters
+    ----------
+    sharding : Sharding
+        The cells' sharding.
+    global_shape : sequence of int
+        The cells' global shape.
+    dims : int or sequence of int
+        The tensor dims along which the field is one longer.
+
+    Returns
+    -------
+    sharding : Sharding
+        The field's sharding (explicit ``sharded_dims_offsets``).
+    shape : tuple of int
+        The field's global shape.
+
+    Raises
+    ------
+    ShardingError
+        ``global_shape`` does not fit ``sharding``, or a dim is out of range.
+
+    See Also
+    --------
+    apply_stencil
+
+    Examples
+    --------
     >>> from meshrt.mesh import AbstractMesh
     >>> s = Sharding(AbstractMesh((4,)), [[0]], halo_sizes=[1, 1])
     >>> sx, shape = staggered(s, (10, 6), [0])
@@ -577,11 +766,33 @@ def _nbytes(x) -> int:
 def t_eff(seconds_per_iteration: float, *, updated=(), read=()) -> float:
     """ParallelStencil's effective memory throughput in GB/s: ``(2 D_u + D_k) / t_it``.
 
-    ``updated``: the fields each iteration must read and write (counted
-    twice); ``read``: fields it only reads. Tensors count their global
-    size, arrays their bytes, ints are bytes. Halo traffic and temporaries
-    do not count: the metric is what a perfect code would have to move.
+    Halo traffic and temporaries do not count: the metric is what a perfect
+    code would have to move.
 
+    Parameters
+    ----------
+    seconds_per_iteration : float
+        The measured time of one iteration.
+    updated : sequence, optional
+        The fields each iteration must read and write (counted twice).
+    read : sequence, optional
+        The fields it only reads.  In both, tensors count their global size,
+        arrays their bytes, ints are bytes.
+
+    Returns
+    -------
+    float
+        Gigabytes per second.
+
+    Raises
+    ------
+    ValueError
+        ``seconds_per_iteration`` is not positive.
+    TypeError
+        A field is neither a tensor, an array nor a byte count.
+
+    Examples
+    --------
     >>> round(t_eff(0.01, updated=[np.zeros((1000, 1000))], read=[8_000_000]), 3)
     2.4
     """

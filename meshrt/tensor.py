@@ -66,10 +66,46 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     Build one with the class methods (`from_global`, `zeros`, `empty`, `full`,
     `from_function`, `from_local`) rather than the constructor.  Every process
     must make the same calls in the same order (SPMD), with equal scalars.
+    numpy works on it: elementwise ufuncs and operators, reductions
+    (``np.sum(t)``), ``@``, ``np.einsum`` and more, each planned and run with the
+    shard dialect's collectives.
 
     ``periodic`` (None, a bool, or one bool per tensor dim) tells
     `update_halo` which sharded dims wrap around; the dialect has no word for
     it, so it is a property of the tensor, not of its sharding.
+
+    Parameters
+    ----------
+    local : numpy.ndarray
+        This process's buffer, owned block plus halos, of shape
+        ``sharding.local_shape(global_shape)`` (not checked here: use
+        `from_local`).
+    sharding : Sharding
+        The layout, on a `Mesh`.
+    global_shape : sequence of int
+        The global array's shape.
+    periodic : bool or sequence of bool, optional
+        Which dims wrap around in halo updates.
+
+    Raises
+    ------
+    ShardingError
+        ``sharding`` is not a `Sharding` on a `Mesh`, or cannot shard
+        ``global_shape``.
+
+    See Also
+    --------
+    Sharding, Mesh, explain_op, explain_reshard
+
+    Examples
+    --------
+    >>> from meshrt import Mesh, Sharding
+    >>> rows = Sharding(Mesh((-1,), ("x",)), [["x"]], halo_sizes=[1, 1])
+    >>> t = DistributedTensor.from_global(np.arange(6.0).reshape(3, 2), rows)
+    >>> t.shape, t.local.shape, t.interior.shape       # 2 halo rows in local
+    ((3, 2), (5, 2), (3, 2))
+    >>> (2 * t + 1).sum()
+    np.float64(36.0)
     """
 
     __slots__ = ("_local", "_sharding", "_global_shape", "_periodic", "_interior", "_slices", "_halo", "_writes")
@@ -97,9 +133,46 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     def from_local(cls, local, sharding: Sharding, global_shape, *, dtype=None, periodic=None) -> "DistributedTensor":
         """Wrap this process's existing buffer (owned block plus halos), without copying.
 
-        ``local.shape`` must be ``sharding.local_shape(global_shape)`` and the
-        buffer C-contiguous.  Every process checks its own buffer and the
-        verdicts are shared, so a wrong buffer anywhere raises everywhere.
+        Every process checks its own buffer and the verdicts are shared, so a wrong
+        buffer anywhere raises everywhere.
+
+        Parameters
+        ----------
+        local : numpy.ndarray
+            This process's C-contiguous buffer of shape
+            ``sharding.local_shape(global_shape)``.
+        sharding : Sharding
+            The layout, on a `Mesh`.
+        global_shape : sequence of int
+            The global array's shape.
+        dtype : numpy.dtype, optional
+            If given, ``local`` must have it.
+        periodic : bool or sequence of bool, optional
+            Which dims wrap around in halo updates.
+
+        Returns
+        -------
+        DistributedTensor
+            A tensor whose ``local`` is ``local`` itself.
+
+        Raises
+        ------
+        ShardingError
+            On every process: some process's buffer has the wrong shape or dtype,
+            or is not C-contiguous; or the sharding does not fit.
+
+        See Also
+        --------
+        from_global, spmd
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]], halo_sizes=[1, 1])
+        >>> buf = np.array([0.0, 1, 2, 3, 0])
+        >>> t = DistributedTensor.from_local(buf, s, (3,))
+        >>> t.local is buf, t.gather()
+        (True, array([1., 2., 3.]))
         """
         sharding = _check_sharding(sharding)
         shape = sharding.check_shape(global_shape)
@@ -120,7 +193,40 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     @classmethod
     @_check.creation("empty")
     def empty(cls, global_shape, sharding: Sharding, dtype=np.float64, *, periodic=None) -> "DistributedTensor":
-        """A tensor with an uninitialized interior (halos are zero)."""
+        """A tensor with an uninitialized interior (halos are zero).
+
+        Parameters
+        ----------
+        global_shape : sequence of int
+            The global array's shape.
+        sharding : Sharding
+            The layout, on a `Mesh`.
+        dtype : numpy.dtype, optional
+            Default ``float64``.
+        periodic : bool or sequence of bool, optional
+            Which dims wrap around in halo updates.
+
+        Returns
+        -------
+        DistributedTensor
+            The new tensor.
+
+        Raises
+        ------
+        ShardingError
+            The sharding is not on a `Mesh` or cannot shard ``global_shape``.
+
+        See Also
+        --------
+        zeros, full
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> t = DistributedTensor.empty((4, 3), Sharding(Mesh((-1,)), [[0]]), np.int32)
+        >>> t.shape, t.dtype
+        ((4, 3), dtype('int32'))
+        """
         sharding = _check_sharding(sharding)
         shape, layout = _checked_layout(sharding, global_shape)
         local = np.empty(layout.local_shape, dtype=dtype)
@@ -132,7 +238,35 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     @classmethod
     @_check.creation("zeros")
     def zeros(cls, global_shape, sharding: Sharding, dtype=np.float64, *, periodic=None) -> "DistributedTensor":
-        """A tensor of zeros."""
+        """A tensor of zeros.
+
+        Parameters
+        ----------
+        global_shape : sequence of int
+            The global array's shape.
+        sharding : Sharding
+            The layout, on a `Mesh`.
+        dtype : numpy.dtype, optional
+            Default ``float64``.
+        periodic : bool or sequence of bool, optional
+            Which dims wrap around in halo updates.
+
+        Returns
+        -------
+        DistributedTensor
+            The new tensor (halos zero too).
+
+        Raises
+        ------
+        ShardingError
+            The sharding is not on a `Mesh` or cannot shard ``global_shape``.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> DistributedTensor.zeros((3,), Sharding(Mesh((-1,)), [[0]])).gather()
+        array([0., 0., 0.])
+        """
         sharding = _check_sharding(sharding)
         shape, layout = _checked_layout(sharding, global_shape)
         local = np.zeros(layout.local_shape, dtype=dtype)
@@ -142,7 +276,37 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     @classmethod
     @_check.creation("full", data=("fill_value",))
     def full(cls, global_shape, sharding: Sharding, fill_value, dtype=None, *, periodic=None) -> "DistributedTensor":
-        """A tensor whose every element is ``fill_value`` (halos zero)."""
+        """A tensor whose every element is ``fill_value`` (halos zero).
+
+        Parameters
+        ----------
+        global_shape : sequence of int
+            The global array's shape.
+        sharding : Sharding
+            The layout, on a `Mesh`.
+        fill_value : scalar
+            The value, the same on every process.
+        dtype : numpy.dtype, optional
+            Default: numpy's type for ``fill_value``.
+        periodic : bool or sequence of bool, optional
+            Which dims wrap around in halo updates.
+
+        Returns
+        -------
+        DistributedTensor
+            The new tensor.
+
+        Raises
+        ------
+        ShardingError
+            The sharding is not on a `Mesh` or cannot shard ``global_shape``.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> DistributedTensor.full((2,), Sharding(Mesh((-1,)), []), 7).gather()
+        array([7, 7])
+        """
         if dtype is None:
             dtype = np.asarray(fill_value).dtype
         t = cls.empty(global_shape, sharding, dtype, periodic=periodic)
@@ -155,12 +319,43 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
                       periodic=None) -> "DistributedTensor":
         """Fill the owned block with ``fn(*indices)``, like `numpy.fromfunction`.
 
-        ``indices`` are integer arrays of *global* indices of the owned block
-        (``np.indices`` shifted by the block's offset; with ``sparse=True``
-        open grids as ``np.ogrid``, which saves memory).  The result is
-        broadcast to the block's shape.
+        No communication: each process evaluates ``fn`` on its own block only.
 
-        >>> t = DistributedTensor.from_function(lambda i, j: 10 * i + j, (4, 4), s)  # doctest: +SKIP
+        Parameters
+        ----------
+        fn : callable
+            Called with one integer array of *global* indices per dim
+            (``np.indices`` shifted by the block's offset); the result is
+            broadcast to the block's shape.
+        global_shape : sequence of int
+            The global array's shape.
+        sharding : Sharding
+            The layout, on a `Mesh`.
+        dtype : numpy.dtype, optional
+            Default ``float64``.
+        sparse : bool, optional
+            Pass open grids as ``np.ogrid`` does (saves memory).
+        periodic : bool or sequence of bool, optional
+            Which dims wrap around in halo updates.
+
+        Returns
+        -------
+        DistributedTensor
+            The new tensor (halos zero).
+
+        Raises
+        ------
+        ShardingError
+            The sharding is not on a `Mesh` or cannot shard ``global_shape``.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]])
+        >>> DistributedTensor.from_function(lambda i, j: 10 * i + j, (3, 2), s).gather()
+        array([[ 0.,  1.],
+               [10., 11.],
+               [20., 21.]])
         """
         t = cls.empty(global_shape, sharding, dtype, periodic=periodic)
         block_shape = t._interior.shape
@@ -182,6 +377,47 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         the same error everywhere, then each device's block is packed with the
         compiled block copy and sent with one ``Scatterv`` (the root's send
         buffer holds every device's block, replicas included).
+
+        Parameters
+        ----------
+        array : array_like or None
+            The global array (None allowed off ``root``).
+        sharding : Sharding
+            The layout, on a `Mesh`.
+        root : int, optional
+            The linear device index holding the only copy of ``array``.
+        global_shape : sequence of int, optional
+            Check the array's shape against this one.
+        dtype : numpy.dtype, optional
+            Convert to this type; default the array's.
+        periodic : bool or sequence of bool, optional
+            Which dims wrap around in halo updates.
+
+        Returns
+        -------
+        DistributedTensor
+            The new tensor (halos zero until `update_halo`).
+
+        Raises
+        ------
+        ShardingError
+            The sharding is not on a `Mesh`, cannot shard the array's shape, the
+            shape differs from ``global_shape``, or ``root``'s array is bad (raised
+            on every process).
+
+        See Also
+        --------
+        gather, from_local
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]])
+        >>> t = DistributedTensor.from_global(np.arange(4), s)
+        >>> t.shard_slices, t.interior
+        ((slice(0, 4, None),), array([0, 1, 2, 3]))
+        >>> DistributedTensor.from_global(np.arange(4), s, root=0).gather()
+        array([0, 1, 2, 3])
         """
         sharding = _check_sharding(sharding)
         mesh = sharding.mesh
@@ -245,15 +481,15 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     # -- views ---------------------------------------------------------------------------
     local = property(lambda self: self._local, doc="This process's buffer (owned block plus halos), C-contiguous.")
     interior = property(lambda self: self._interior, doc="The owned block, a view into `local`.")
-    sharding = property(lambda self: self._sharding)
-    global_shape = property(lambda self: self._global_shape)
+    sharding = property(lambda self: self._sharding, doc="The tensor's `Sharding`.")
+    global_shape = property(lambda self: self._global_shape, doc="The shape of the whole (global) array, a tuple.")
     shape = global_shape
     shard_slices = property(lambda self: self._slices, doc="The owned block as slices of the global array.")
     periodic = property(lambda self: self._periodic, doc="Per tensor dim, whether halos wrap around (or None).")
-    mesh = property(lambda self: self._sharding.mesh)
-    dtype = property(lambda self: self._local.dtype)
-    ndim = property(lambda self: len(self._global_shape))
-    size = property(lambda self: math.prod(self._global_shape))
+    mesh = property(lambda self: self._sharding.mesh, doc="The sharding's mesh.")
+    dtype = property(lambda self: self._local.dtype, doc="The element type (numpy dtype).")
+    ndim = property(lambda self: len(self._global_shape), doc="The number of global dims.")
+    size = property(lambda self: math.prod(self._global_shape), doc="The number of elements of the global array.")
 
     def __len__(self):
         if not self._global_shape:
@@ -290,7 +526,27 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return self._full_interior()[()]
 
     def item(self):
-        """The value of a 0-d tensor as a Python scalar, on every process (``float(t[1, 1])`` too)."""
+        """The value of a 0-d tensor as a Python scalar, on every process.
+
+        ``float(t[1, 1])`` works too.
+
+        Returns
+        -------
+        int or float or complex or bool
+            The element.
+
+        Raises
+        ------
+        TypeError
+            The tensor is not 0-d (reduce or index it first).
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> t = DistributedTensor.from_global(np.arange(6.0).reshape(3, 2), Sharding(Mesh((-1,)), [[0]]))
+        >>> t[1, 1].item()
+        3.0
+        """
         return self._scalar("item()").item()
 
     def __float__(self):
@@ -321,11 +577,42 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return bool(self._scalar("bool()"))
 
     def copy(self) -> "DistributedTensor":
-        """A new tensor with a copy of the local buffer (halos included)."""
+        """A new tensor with a copy of the local buffer (halos included).
+
+        Returns
+        -------
+        DistributedTensor
+            The copy, with the same sharding and ``periodic``.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> t = DistributedTensor.zeros((2,), Sharding(Mesh((-1,)), [[0]]))
+        >>> c = t.copy()
+        >>> c.local is t.local, c.sharding == t.sharding
+        (False, True)
+        """
         return DistributedTensor(self._local.copy(), self._sharding, self._global_shape, periodic=self._periodic)
 
     def astype(self, dtype) -> "DistributedTensor":
-        """A copy converted to ``dtype`` (halos included)."""
+        """A copy converted to ``dtype`` (halos included).
+
+        Parameters
+        ----------
+        dtype : numpy.dtype
+            The new type.
+
+        Returns
+        -------
+        DistributedTensor
+            The converted copy.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> DistributedTensor.full((2,), Sharding(Mesh((-1,)), [[0]]), 1.5).astype(np.int32).gather()
+        array([1, 1], dtype=int32)
+        """
         return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
 
     # -- indexing ------------------------------------------------------------------------------
@@ -406,11 +693,31 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
     # -- layout ------------------------------------------------------------------------------------
     def transpose(self, *axes) -> "DistributedTensor":
-        """The tensor with its dims permuted (``axes`` as numpy's): a view, its sharding permuted too.
+        """The tensor with its dims permuted, as a view; its sharding is permuted too.
 
         No data moves; halos, offsets and ``periodic`` follow their dims.
 
-        >>> t.T.sharding.split_axes                          # doctest: +SKIP
+        Parameters
+        ----------
+        *axes : int or sequence of int
+            The permutation, as numpy's (none: reverse the dims).
+
+        Returns
+        -------
+        DistributedTensor
+            A view of this tensor's buffer.
+
+        Raises
+        ------
+        ValueError
+            ``axes`` is not a permutation of the dims.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> t = DistributedTensor.zeros((3, 2), Sharding(Mesh((-1,)), [[0]]))
+        >>> t.T.shape, t.T.sharding.split_axes
+        ((2, 3), ((), (0,)))
         """
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
@@ -431,6 +738,29 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         dim; otherwise the split dims in the way are gathered first (a
         reshard), then split again along their axes (a local slice).  Halos are
         dropped.
+
+        Parameters
+        ----------
+        *shape : int or sequence of int
+            The new global shape.
+
+        Returns
+        -------
+        DistributedTensor
+            The reshaped tensor.
+
+        Raises
+        ------
+        ValueError
+            The new shape has a different size, or more than one ``-1``.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> t = DistributedTensor.from_global(np.arange(6).reshape(3, 2), Sharding(Mesh((-1,)), [[0]]))
+        >>> t.reshape(-1, 3).gather()
+        array([[0, 1, 2],
+               [3, 4, 5]])
         """
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
@@ -443,6 +773,32 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         Each process sums its block, then adds the totals of the shards before
         it along the split dim (an exscan: one all_gather of the per-shard
         totals over that dim's mesh axes).  A partial tensor is reduced first.
+
+        Parameters
+        ----------
+        axis : int, optional
+            The dim to accumulate along; None flattens first.
+        dtype : numpy.dtype, optional
+            The type of the result.
+
+        Returns
+        -------
+        DistributedTensor
+            The running sums.
+
+        Raises
+        ------
+        numpy.exceptions.AxisError
+            ``axis`` is out of range.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> t = DistributedTensor.from_global(np.arange(6.0).reshape(3, 2), Sharding(Mesh((-1,)), [[0]]))
+        >>> t.cumsum(axis=0).gather()
+        array([[0., 1.],
+               [2., 4.],
+               [6., 9.]])
         """
         if axis is None:
             return self.reshape(-1).cumsum(0, dtype)
@@ -455,46 +811,255 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
 
         Each process writes its owned block (halos never); the file replaces
         ``path`` only once complete, so a crash never destroys the previous one.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write.
+
+        Raises
+        ------
+        CheckpointError
+            On every process: a partial tensor, an unsavable dtype, or a failed
+            write.
+
+        See Also
+        --------
+        load, meshrt.io.write_npy, save_state
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from meshrt import Mesh, Sharding
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> t = DistributedTensor.from_global(np.arange(4.0), Sharding(Mesh((-1,)), [[0]]))
+        >>> t.save(os.path.join(tmp.name, "u.npy"))
+        >>> np.load(os.path.join(tmp.name, "u.npy"))
+        array([0., 1., 2., 3.])
+        >>> tmp.cleanup()
         """
         _io.save_tensor(path, self)
 
     @classmethod
     @_check.creation("load")
     def load(cls, path, sharding: Sharding, *, periodic=None) -> "DistributedTensor":
-        """Read a ``.npy`` file (any writer, any process count) into ``sharding``;
-        halos are zero until `update_halo`."""
+        """Read a ``.npy`` file (any writer, any process count) into ``sharding``.
+
+        Halos are zero until `update_halo`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to read.
+        sharding : Sharding
+            The layout to read it into, on a `Mesh`.
+        periodic : bool or sequence of bool, optional
+            Which dims wrap around in halo updates.
+
+        Returns
+        -------
+        DistributedTensor
+            The tensor, with the file's shape and dtype.
+
+        Raises
+        ------
+        CheckpointError
+            On every process: a missing, foreign or truncated file, a shape the
+            sharding cannot hold, or a failed read.
+
+        See Also
+        --------
+        save, meshrt.io.read_npy, load_state
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from meshrt import Mesh, Sharding
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> np.save(os.path.join(tmp.name, "u.npy"), np.arange(4.0))
+        >>> DistributedTensor.load(os.path.join(tmp.name, "u.npy"), Sharding(Mesh((-1,)), [[0]])).gather()
+        array([0., 1., 2., 3.])
+        >>> tmp.cleanup()
+        """
         return _io.load_tensor(
             path, sharding, factory=lambda local, s, shape: cls.from_local(local, s, shape, periodic=periodic))
 
     @_check.method("DistributedTensor.to_zarr")
     def to_zarr(self, path, chunks=None, name=None, **kwargs) -> None:
-        """Write a Zarr v3 array (group member ``name``), each process its own chunks; see `meshrt.formats`.
+        """Write a Zarr v3 array, each process its own chunks (collective).
 
-        >>> t.to_zarr("out/u.zarr")      # doctest: +SKIP
+        See `meshrt.formats.to_zarr`.  Needs the ``zarr`` package (the ``io``
+        extra).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The array, or with ``name`` a group holding array ``name`` (other
+            arrays of the group are kept).
+        chunks : int or sequence of int, optional
+            One int per dim, or one for all; default the sharding's blocks.
+        name : str, optional
+            The array's name inside the group ``path``.
+        **kwargs
+            ``compressors=``, passed to zarr.
+
+        Raises
+        ------
+        CheckpointError
+            On every process: a partial tensor, bad chunks, or a failed write.
+        ImportError
+            zarr is not installed.
+
+        See Also
+        --------
+        from_zarr, to_hdf5
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from meshrt import Mesh, Sharding
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]])
+        >>> DistributedTensor.from_global(np.arange(4.0), s).to_zarr(os.path.join(tmp.name, "u.zarr"))
+        >>> DistributedTensor.from_zarr(os.path.join(tmp.name, "u.zarr"), s).gather()
+        array([0., 1., 2., 3.])
+        >>> tmp.cleanup()
         """
         ABOVE.formats.to_zarr(self, path, chunks, name, **kwargs)
 
     @classmethod
     def from_zarr(cls, path, sharding, name=None) -> "DistributedTensor":
-        """Read any Zarr array into ``sharding`` (or, given a Mesh, the sharding saved in it).
+        """Read any Zarr array into ``sharding``, each process reading only its block.
 
-        >>> u = DistributedTensor.from_zarr("out/u.zarr", sharding)      # doctest: +SKIP
+        Any writer (meshrt, zarr, xarray).  Given a `Mesh` instead of a sharding,
+        the sharding `to_zarr` saved is used on it.  Halos are zero.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The array, or the group holding array ``name``.
+        sharding : Sharding or Mesh
+            The layout to read into, or the mesh for the saved layout.
+        name : str, optional
+            The array's name inside the group ``path``.
+
+        Returns
+        -------
+        DistributedTensor
+            The tensor, with the array's shape and dtype (and saved ``periodic``).
+
+        Raises
+        ------
+        CheckpointError
+            On every process: a missing or foreign array, no saved sharding for a
+            `Mesh`, a shape the sharding cannot hold, or a failed read.
+        ImportError
+            zarr is not installed.
+
+        See Also
+        --------
+        to_zarr, from_hdf5
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from meshrt import Mesh, Sharding
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]])
+        >>> DistributedTensor.from_global(np.arange(4.0), s).to_zarr(os.path.join(tmp.name, "u.zarr"))
+        >>> DistributedTensor.from_zarr(os.path.join(tmp.name, "u.zarr"), s.mesh).sharding == s
+        True
+        >>> tmp.cleanup()
         """
         return ABOVE.formats.from_zarr(path, sharding, name, factory=cls.from_local)
 
     @_check.method("DistributedTensor.to_hdf5")
     def to_hdf5(self, path, name, **kwargs) -> None:
-        """Write dataset ``name`` of an HDF5 file (a virtual dataset over per-process blocks); see `meshrt.formats`.
+        """Write dataset ``name`` of an HDF5 file (collective).
 
-        >>> t.to_hdf5("out/fields.h5", "u")      # doctest: +SKIP
+        Without MPI in h5py: per-process block files and a virtual dataset in
+        ``path`` over them; with it (or ``parallel=True``): one collective write.
+        Other datasets of ``path`` are kept; ``<stem>.xmf`` is rewritten for
+        ParaView.  See `meshrt.formats.to_hdf5`.  Needs ``h5py`` (the ``io``
+        extra).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The HDF5 file.
+        name : str
+            The dataset's name.
+        **kwargs
+            ``parallel=``: force (True) or refuse (False) the collective write.
+
+        Raises
+        ------
+        CheckpointError
+            On every process: a partial tensor, a bad name, ``parallel=True``
+            without MPI in h5py, or a failed write.
+        ImportError
+            h5py is not installed.
+
+        See Also
+        --------
+        from_hdf5, to_zarr
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from meshrt import Mesh, Sharding
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]])
+        >>> DistributedTensor.from_global(np.arange(4.0), s).to_hdf5(os.path.join(tmp.name, "f.h5"), "u")
+        >>> DistributedTensor.from_hdf5(os.path.join(tmp.name, "f.h5"), "u", s).gather()
+        array([0., 1., 2., 3.])
+        >>> tmp.cleanup()
         """
         ABOVE.formats.to_hdf5(self, path, name, **kwargs)
 
     @classmethod
     def from_hdf5(cls, path, name, sharding) -> "DistributedTensor":
-        """Read any HDF5 dataset into ``sharding`` (or, given a Mesh, the sharding saved with it).
+        """Read any HDF5 dataset into ``sharding``, each process reading only its block.
 
-        >>> u = DistributedTensor.from_hdf5("out/fields.h5", "u", sharding)      # doctest: +SKIP
+        Virtual or not, any writer.  Given a `Mesh` for a file meshrt wrote, its
+        saved sharding is used.  Halos are zero.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The HDF5 file.
+        name : str
+            The dataset's name.
+        sharding : Sharding or Mesh
+            The layout to read into, or the mesh for the saved layout.
+
+        Returns
+        -------
+        DistributedTensor
+            The tensor, with the dataset's shape and dtype.
+
+        Raises
+        ------
+        CheckpointError
+            On every process: a missing file or dataset, no saved sharding for a
+            `Mesh`, a shape the sharding cannot hold, or a failed read.
+        ImportError
+            h5py is not installed.
+
+        See Also
+        --------
+        to_hdf5, from_zarr
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from meshrt import Mesh, Sharding
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]])
+        >>> DistributedTensor.from_global(np.arange(3), s).to_hdf5(os.path.join(tmp.name, "f.h5"), "u")
+        >>> DistributedTensor.from_hdf5(os.path.join(tmp.name, "f.h5"), "u", s.mesh).gather()
+        array([0, 1, 2])
+        >>> tmp.cleanup()
         """
         return ABOVE.formats.from_hdf5(path, name, sharding, factory=cls.from_local)
 
@@ -502,12 +1067,42 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     def reshard(self, sharding: Sharding, *, out: "DistributedTensor | None" = None) -> "DistributedTensor":
         """This tensor laid out by ``sharding`` (a new tensor on the same mesh).
 
-        The steps are `meshrt.explain_reshard(self.sharding, sharding,
-        self.global_shape)`: dialect collectives, or one exchange that moves
-        each missing element once; halos are then filled by one halo update
-        (with this tensor's ``periodic``).  ``out``: an existing tensor of that
-        sharding, shape and dtype to write into (a loop that reshards every
-        step then allocates nothing).
+        The steps are ``meshrt.explain_reshard(self.sharding, sharding,
+        self.global_shape)``: dialect collectives, or one exchange that moves each
+        missing element once; halos are then filled by one halo update (with this
+        tensor's ``periodic``).
+
+        Parameters
+        ----------
+        sharding : Sharding
+            The layout wanted.
+        out : DistributedTensor, optional
+            An existing tensor of that sharding, shape and dtype to write into (a
+            loop that reshards every step then allocates nothing).
+
+        Returns
+        -------
+        DistributedTensor
+            The resharded tensor (``out`` when given).
+
+        Raises
+        ------
+        ShardingError
+            ``sharding`` is on another mesh or cannot shard the shape, or ``out``
+            does not match it.
+
+        See Also
+        --------
+        explain_reshard, plan_reshard
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> mesh = Mesh((-1,), ("x",))
+        >>> t = DistributedTensor.from_global(np.arange(6).reshape(3, 2), Sharding(mesh, [["x"]]))
+        >>> cols = t.reshard(Sharding(mesh, [[], ["x"]]))
+        >>> cols.sharding.split_axes, cols.gather().tolist()
+        (((), (0,)), [[0, 1], [2, 3], [4, 5]])
         """
         sharding = _check_sharding(sharding)
         if not same_devices(sharding.mesh, self.mesh):
@@ -533,10 +1128,37 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     def gather(self, root=None):
         """The full global array on every process, or on ``root`` only (None elsewhere).
 
-        A partial tensor is reduced over its partial axes first.  One replica of
-        each block sends (the device with coordinate 0 on every mesh axis that
-        does not split the tensor), packed with the compiled block copy, in one
-        ``Allgatherv`` (``Gatherv`` with a root; ``Allgather`` when the blocks are equal).
+        A partial tensor is reduced over its partial axes first.
+
+        Parameters
+        ----------
+        root : int, optional
+            The linear device index that gets the array; None (the default): every
+            process gets it.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            The global array (None off ``root``).
+
+        Raises
+        ------
+        ShardingError
+            ``root`` is not a device of the mesh.
+
+        Notes
+        -----
+        One replica of each block sends (the device with coordinate 0 on every
+        mesh axis that does not split the tensor), packed with the compiled block
+        copy, in one ``Allgatherv`` (``Gatherv`` with a root; ``Allgather`` when
+        the blocks are equal).
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> t = DistributedTensor.from_global(np.arange(4), Sharding(Mesh((-1,)), [[0]]))
+        >>> t.gather(), t.gather(root=0)
+        (array([0, 1, 2, 3]), array([0, 1, 2, 3]))
         """
         if root is None:  # a gather seen before that is one Allgather straight into the result
             key = (self._sharding, self._global_shape, self._local.dtype)
@@ -598,10 +1220,39 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     def update_halo(self, wait: bool = True):
         """Fill the halos from the neighbouring shards (edges and corners included).
 
-        The exchange plan (neighbours, buffers, persistent requests) is built on
-        the first call and kept on the tensor.  ``wait=False`` starts the
-        exchange and returns a handle: work on cells that read no halo, then
-        ``handle.wait()``.
+        Halos at a non-periodic domain boundary are left untouched (see
+        `fill_ghosts`).  The exchange plan (neighbours, buffers, persistent
+        requests) is built on the first call and kept on the tensor; `free`
+        releases it.
+
+        Parameters
+        ----------
+        wait : bool, optional
+            False starts the exchange and returns a handle: work on cells that read
+            no halo, then ``handle.wait()``.
+
+        Returns
+        -------
+        None or HaloHandle
+            None when ``wait`` is true.
+
+        Raises
+        ------
+        ShardingError
+            ``wait=False`` on a strided view (a transpose).
+
+        See Also
+        --------
+        update_halos, HaloExchange
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]], halo_sizes=[1, 1])
+        >>> t = DistributedTensor.from_global(np.arange(1.0, 4.0), s, periodic=True)
+        >>> t.update_halo()
+        >>> t.local
+        array([3., 1., 2., 3., 1.])
         """
         if not self._local.flags.c_contiguous:
             return self._update_halo_strided(wait)
@@ -630,7 +1281,16 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
         return None
 
     def free(self) -> None:
-        """Release the halo plan (its requests and buffers); the tensor stays usable."""
+        """Release the halo plan (its requests and buffers); the tensor stays usable.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]], halo_sizes=[1, 1])
+        >>> t = DistributedTensor.zeros((3,), s, periodic=True)
+        >>> t.update_halo()
+        >>> t.free()
+        """
         hx, self._halo = self._halo, None
         if hx is not None:
             hx.free()
@@ -712,51 +1372,306 @@ class DistributedTensor(numpy.lib.mixins.NDArrayOperatorsMixin):
     # -- numpy: reductions -------------------------------------------------------------------------
     @_check.method("DistributedTensor.sum")
     def sum(self, axis=None, dtype=None, *, keep_partial=False):
-        """Sum of the elements (all, or along ``axis``); see `_reduce`."""
+        """Sum of the elements (all, or along ``axis``).
+
+        Reduces locally, then over the mesh axes that split the reduced dims;
+        replicas are never counted twice.
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            The dims to reduce; None: all.
+        dtype : numpy.dtype, optional
+            The accumulator and result type.
+        keep_partial : bool, optional
+            With ``axis``: leave the result partial over the mesh axes that split
+            ``axis`` instead of all-reducing it.
+
+        Returns
+        -------
+        numpy scalar or DistributedTensor
+            A numpy scalar on every process for ``axis=None``; otherwise a tensor
+            without the reduced dims, sharded like this one on the others.
+
+        Raises
+        ------
+        ShardingError
+            ``axis`` is out of range or not an int.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> t = DistributedTensor.from_global(np.arange(6.0).reshape(3, 2), Sharding(Mesh((-1,)), [[0]]))
+        >>> t.sum(), t.sum(axis=0).gather()
+        (np.float64(15.0), array([6., 9.]))
+        """
         return self._reduce("sum", axis, dtype, keep_partial)
 
     @_check.method("DistributedTensor.prod")
     def prod(self, axis=None, dtype=None, *, keep_partial=False):
-        """Product of the elements (all, or along ``axis``)."""
+        """Product of the elements (all, or along ``axis``).
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            The dims to reduce; None: all.
+        dtype : numpy.dtype, optional
+            The accumulator and result type.
+        keep_partial : bool, optional
+            As in `sum`.
+
+        Returns
+        -------
+        numpy scalar or DistributedTensor
+            As in `sum`.
+
+        Raises
+        ------
+        ShardingError
+            ``axis`` is out of range or not an int.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> DistributedTensor.from_global(np.arange(1, 5), Sharding(Mesh((-1,)), [[0]])).prod()
+        np.int64(24)
+        """
         return self._reduce("prod", axis, dtype, keep_partial)
 
     @_check.method("DistributedTensor.max")
     def max(self, axis=None, *, keep_partial=False):
-        """Largest element (all, or along ``axis``); NaN wins, as in numpy."""
+        """Largest element (all, or along ``axis``); NaN wins, as in numpy.
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            The dims to reduce; None: all.
+        keep_partial : bool, optional
+            As in `sum`.
+
+        Returns
+        -------
+        numpy scalar or DistributedTensor
+            As in `sum`.
+
+        Raises
+        ------
+        ShardingError
+            ``axis`` is out of range or not an int.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> DistributedTensor.from_global(np.array([3, 9, 4]), Sharding(Mesh((-1,)), [[0]])).max()
+        np.int64(9)
+        """
         return self._reduce("max", axis, None, keep_partial)
 
     @_check.method("DistributedTensor.min")
     def min(self, axis=None, *, keep_partial=False):
-        """Smallest element (all, or along ``axis``); NaN wins, as in numpy."""
+        """Smallest element (all, or along ``axis``); NaN wins, as in numpy.
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            The dims to reduce; None: all.
+        keep_partial : bool, optional
+            As in `sum`.
+
+        Returns
+        -------
+        numpy scalar or DistributedTensor
+            As in `sum`.
+
+        Raises
+        ------
+        ShardingError
+            ``axis`` is out of range or not an int.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> DistributedTensor.from_global(np.array([3, 9, 4]), Sharding(Mesh((-1,)), [[0]])).min()
+        np.int64(3)
+        """
         return self._reduce("min", axis, None, keep_partial)
 
     @_check.method("DistributedTensor.mean")
     def mean(self, axis=None, dtype=None, *, keep_partial=False):
-        """Mean of the elements (all, or along ``axis``): the global sum over the global count."""
+        """Mean of the elements (all, or along ``axis``): the global sum over the global count.
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            The dims to reduce; None: all.
+        dtype : numpy.dtype, optional
+            The accumulator and result type.
+        keep_partial : bool, optional
+            As in `sum` (the partial type is then ``sum``).
+
+        Returns
+        -------
+        numpy scalar or DistributedTensor
+            As in `sum`.
+
+        Raises
+        ------
+        ShardingError
+            ``axis`` is out of range or not an int.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> DistributedTensor.from_global(np.arange(4.0), Sharding(Mesh((-1,)), [[0]])).mean()
+        np.float64(1.5)
+        """
         return self._reduce("mean", axis, dtype, keep_partial)
 
     def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
-        """Variance, as ``np.var``: per-shard moments merged exactly (see ``meshrt._npreduce.var``)."""
+        """Variance, as ``np.var``: per-shard moments merged exactly (see ``meshrt._npreduce.var``).
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            The dims to reduce; None: all.
+        dtype : numpy.dtype, optional
+            The accumulator and result type.
+        ddof : int, optional
+            Delta degrees of freedom, as numpy's.
+        keepdims : bool, optional
+            Keep the reduced dims with size 1.
+
+        Returns
+        -------
+        numpy scalar or DistributedTensor
+            As in `sum`.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> DistributedTensor.from_global(np.arange(4.0), Sharding(Mesh((-1,)), [[0]])).var()
+        np.float64(1.25)
+        """
         return ABOVE.npreduce.var(self, axis, dtype, ddof, keepdims)
 
     def std(self, axis=None, dtype=None, ddof=0, keepdims=False):
-        """Standard deviation, as ``np.std``."""
+        """Standard deviation, as ``np.std``.
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            The dims to reduce; None: all.
+        dtype : numpy.dtype, optional
+            The accumulator and result type.
+        ddof : int, optional
+            Delta degrees of freedom, as numpy's.
+        keepdims : bool, optional
+            Keep the reduced dims with size 1.
+
+        Returns
+        -------
+        numpy scalar or DistributedTensor
+            As in `sum`.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> DistributedTensor.from_global(np.array([1.0, 3.0]), Sharding(Mesh((-1,)), [[0]])).std()
+        np.float64(1.0)
+        """
         return ABOVE.npreduce.var(self, axis, dtype, ddof, keepdims, std=True)
 
     def argmax(self, axis=None, keepdims=False):
-        """Global index of the largest element (flat, or along ``axis``); first occurrence, NaN wins."""
+        """Global index of the largest element (flat, or along ``axis``); first occurrence, NaN wins.
+
+        Parameters
+        ----------
+        axis : int, optional
+            The dim to search; None: the flattened tensor.
+        keepdims : bool, optional
+            Keep the reduced dim with size 1.
+
+        Returns
+        -------
+        numpy integer or DistributedTensor
+            The index (global, not local), or a tensor of indices along ``axis``.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> int(DistributedTensor.from_global(np.array([3, 9, 4]), Sharding(Mesh((-1,)), [[0]])).argmax())
+        1
+        """
         return ABOVE.npreduce.argextreme(self, "max", axis, keepdims)
 
     def argmin(self, axis=None, keepdims=False):
-        """Global index of the smallest element (flat, or along ``axis``); first occurrence, NaN wins."""
+        """Global index of the smallest element (flat, or along ``axis``); first occurrence, NaN wins.
+
+        Parameters
+        ----------
+        axis : int, optional
+            The dim to search; None: the flattened tensor.
+        keepdims : bool, optional
+            Keep the reduced dim with size 1.
+
+        Returns
+        -------
+        numpy integer or DistributedTensor
+            The index (global, not local), or a tensor of indices along ``axis``.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> int(DistributedTensor.from_global(np.array([3, 9, 4]), Sharding(Mesh((-1,)), [[0]])).argmin())
+        0
+        """
         return ABOVE.npreduce.argextreme(self, "min", axis, keepdims)
 
     def any(self, axis=None, keepdims=False):
-        """Whether any element is true (all, or along ``axis``), as ``np.any``."""
+        """Whether any element is true (all, or along ``axis``), as ``np.any``.
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            The dims to reduce; None: all.
+        keepdims : bool, optional
+            Keep the reduced dims with size 1.
+
+        Returns
+        -------
+        numpy.bool or DistributedTensor
+            As in `sum`.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> t = DistributedTensor.from_global(np.array([0, 0, 2]), Sharding(Mesh((-1,)), [[0]]))
+        >>> bool(t.any()), bool(t.all())
+        (True, False)
+        """
         return ABOVE.npreduce.reduce_tensor(self, "any", axis, None, keepdims)
 
     def all(self, axis=None, keepdims=False):
-        """Whether every element is true (all, or along ``axis``), as ``np.all``."""
+        """Whether every element is true (all, or along ``axis``), as ``np.all``.
+
+        Parameters
+        ----------
+        axis : int or tuple of int, optional
+            The dims to reduce; None: all.
+        keepdims : bool, optional
+            Keep the reduced dims with size 1.
+
+        Returns
+        -------
+        numpy.bool or DistributedTensor
+            As in `sum`.
+
+        Examples
+        --------
+        >>> from meshrt import Mesh, Sharding
+        >>> bool(DistributedTensor.from_global(np.array([1, 2]), Sharding(Mesh((-1,)), [[0]])).all())
+        True
+        """
         return ABOVE.npreduce.reduce_tensor(self, "all", axis, None, keepdims)
 
     def _reduce(self, op: str, axis, dtype, keep_partial: bool):

@@ -222,15 +222,54 @@ def _update_pvd(pvd, step_file, time):
 
 
 def write_vtk(prefix, fields, step, time=None, spacing=None, origin=None) -> str:
-    """Write one step of a ParaView time series (collective over the fields' mesh).
+    """Write one step of a ParaView time series.
 
-    ``fields``: name -> DistributedTensor, all on one mesh; ``step``: a
-    non-negative int naming the files; ``time``: the step's time in the
-    ``.pvd`` (default ``step``); ``spacing``/``origin``: one number per dim
-    (default 1 and 0). Returns the ``.pvd`` path.
+    Writes ``<prefix>_<step>.pvti`` (with one piece per block in the folder
+    ``<prefix>_<step>``) and adds the step to ``<prefix>.pvd``, which ParaView
+    opens as a time series.
 
-    >>> write_vtk("out/heat", {"T": T}, step=3, time=0.3, spacing=(0.01, 0.01))   # doctest: +SKIP
-    'out/heat.pvd'
+    Parameters
+    ----------
+    prefix : str or os.PathLike
+        Path prefix of the files; its directory must exist.
+    fields : dict
+        Name to `DistributedTensor`, all on one mesh, not partial, with an
+        integer or float32/64 dtype.
+    step : int
+        A non-negative int naming the files.
+    time : float, optional
+        The step's time in the ``.pvd`` (default ``step``).
+    spacing : float or sequence of float, optional
+        Cell size, one number per dim (default 1).
+    origin : float or sequence of float, optional
+        The grid's origin, one number per dim (default 0).
+
+    Returns
+    -------
+    str
+        The ``.pvd`` path.
+
+    Raises
+    ------
+    CheckpointError
+        On every process: bad fields, names, step, spacing or origin, a missing
+        directory, or a failed write.
+
+    Notes
+    -----
+    Collective over the fields' mesh.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> s = Sharding(Mesh((-1, 1), ("x", "y")), [["x"]])
+    >>> T = DistributedTensor.zeros((4, 3), s)
+    >>> pvd = write_vtk(os.path.join(tmp.name, "heat"), {"T": T}, step=3, time=0.3, spacing=(0.01, 0.01))
+    >>> os.path.basename(pvd), sorted(os.listdir(tmp.name))
+    ('heat.pvd', ['heat.pvd', 'heat_000003', 'heat_000003.pvti'])
+    >>> tmp.cleanup()
     """
     if not isinstance(fields, dict) or not fields:
         raise CheckpointError(f"write_vtk: fields must be a non-empty dict of name -> DistributedTensor, not {fields!r}")

@@ -90,7 +90,6 @@ def _entry_bodies(page: str):
     return bodies
 
 
-@pytest.mark.xfail(strict=False, reason="docstrings being rewritten on issue-24-docstrings")
 def test_every_public_name_has_an_example(site):
     html_dir, _ = site
     documented = _inventory(html_dir)

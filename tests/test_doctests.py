@@ -2,16 +2,48 @@
 
 import doctest
 import importlib
+import inspect
+import re
 
 import pytest
 
 MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", "meshrt.reshard",
            "meshrt.reduction", "meshrt.halo", "meshrt._indexing", "meshrt._keys", "meshrt.mpiexec",
            "meshrt._npreduce", "meshrt._elementwise", "meshrt.chunks", "meshrt.vtk", "meshrt.launch",
-           "meshrt._mpi", "meshrt.kernels", "meshrt._tensor_dispatch", "meshrt._tensor_layout", "meshrt._tensor_reduce"]
+           "meshrt._mpi", "meshrt.kernels", "meshrt._tensor_dispatch", "meshrt._tensor_layout", "meshrt._tensor_reduce",
+           "meshrt.errors", "meshrt.collectives", "meshrt.stencil", "meshrt.spmd", "meshrt.io", "meshrt.matmul",
+           "meshrt.tensor"]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+def _numpy_sections_missing(obj) -> list:
+    """The numpy-style parts a public docstring lacks: an example, Parameters (when the
+    callable takes any), Returns (a function whose annotation is not ``-> None``)."""
+    doc = inspect.getdoc(obj) or ""
+    missing = [] if ">>>" in doc else ["an example"]
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):  # e.g. an enum: nothing to call
+        return missing
+    documented = re.search(r"(Parameters|Attributes)\n----" if inspect.isclass(obj) else r"Parameters\n----", doc)
+    if [p for p in signature.parameters if p not in ("self", "args", "kwargs")] and not documented:
+        missing.append("Parameters")
+    returns_none = signature.return_annotation in (None, "None")
+    if not inspect.isclass(obj) and not returns_none and not re.search(r"(Returns|Yields)\n----", doc):
+        missing.append("Returns")
+    return missing
+
+
+def test_every_public_name_has_a_numpy_style_docstring_with_an_example():
+    import meshrt
+    import meshrt.io
+
+    names = [(f"meshrt.{n}", getattr(meshrt, n)) for n in meshrt.__all__]
+    names += [(f"meshrt.io.{n}", getattr(meshrt.io, n)) for n in meshrt.io.__all__]
+    lacking = {name: m for name, obj in names if (m := _numpy_sections_missing(obj))}
+    assert not lacking, f"public docstrings lacking numpy-style parts: {lacking}"
