@@ -10,11 +10,17 @@ files + a virtual dataset in the master file) and, for reference,
 process writing the same bytes (its owned block) with ``np.save`` to a file
 of its own. Every write replaces the previous one, as a time series or a
 restart does. For reference, "np.save new file + rename" is the floor made
-crash-safe the way the formats are (a new file renamed over the old one). The methods take turns within each repetition, so they see the
-same state of the page cache and of the disk's write-back (on a shared
-machine that state, not the format, dominates single timings). Times are the
-median over ``--reps`` of the slowest process; the ratio is format / floor
-(the goal is <= 1.5). No data are fsynced by the floor or the formats;
+crash-safe the way the formats are (a new file renamed over the old one).
+``to_zarr`` removes the superseded array in a background thread (in a time
+series that overlaps the next steps' computation); "to_zarr + its removals"
+waits for it, so it pays its deletions as the floors do inside
+``np.save``/``os.replace``. ``to_hdf5`` rewrites the older of two block
+generations and removes nothing in the background. The methods take turns
+within each repetition, in an order that rotates, so they see the same
+state of the page cache and of the disk's write-back (on a shared machine
+that state, not the format, dominates single timings). Times are the median
+over ``--reps`` of the slowest process; the ratio is format / floor (the
+goal is <= 1.5). No data are fsynced by the floor or the formats;
 ``save`` syncs through MPI-IO.
 """
 
@@ -28,19 +34,25 @@ import numpy as np
 from mpi4py import MPI
 
 from meshrt import DistributedTensor, Mesh, Sharding
+from meshrt.formats import wait_for_removals
 
 
 def timed_in_turns(fns, comm, reps):
-    """Median, min and max seconds (slowest process) of each function, run in turns."""
+    """Median, min and max seconds (slowest process) of each function, run in turns.
+
+    The order rotates each repetition: work one method leaves running in the
+    background (zarr removing the superseded array) then slows each of the
+    others in turn, not always the one after it."""
     for fn in fns:
         fn()  # warm-up: plans, imports, files created once
     samples = [[] for _ in fns]
-    for _ in range(reps):
-        for fn, out in zip(fns, samples):
+    for rep in range(reps):
+        for k in range(len(fns)):
+            i = (k + rep) % len(fns)
             comm.Barrier()
             t0 = time.perf_counter()
-            fn()
-            out.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+            fns[i]()
+            samples[i].append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
     return [(float(np.median(s)), float(min(s)), float(max(s))) for s in samples]
 
 
@@ -64,11 +76,16 @@ def main(argv=None):
         np.save(dst + ".tmp.npy", block)
         os.replace(dst + ".tmp.npy", dst)
 
-    names = ["np.save new file + rename", "to_zarr", "to_hdf5", "save (.npy, MPI-IO)"]
+    def zarr_and_its_removals():
+        t.to_zarr(os.path.join(d, "v.zarr"))
+        wait_for_removals()  # the superseded array, removed in the background, paid here
+
+    names = ["np.save new file + rename", "to_zarr", "to_zarr + its removals", "to_hdf5", "save (.npy, MPI-IO)"]
     floor, *times = timed_in_turns([
         lambda: np.save(os.path.join(d, f"floor-{comm.rank}.npy"), block),
         save_new_then_rename,
         lambda: t.to_zarr(os.path.join(d, "u.zarr")),
+        zarr_and_its_removals,
         lambda: t.to_hdf5(os.path.join(d, "u.h5"), "u"),
         lambda: t.save(os.path.join(d, "u.npy")),
     ], comm, args.reps)

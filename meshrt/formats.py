@@ -71,21 +71,22 @@ def require(module: str, what: str):
 
 
 # -- shared pieces ----------------------------------------------------------------------
-_removals: dict = {}  # path -> the thread removing it
+_removals: dict = {}  # the paths -> the thread removing them
 
 
-def remove_later(path) -> None:
-    """Remove superseded files in a background thread (rank 0): deleting the previous
-    step's data (tens of ms for 100 MiB here) then overlaps the computation instead
-    of lengthening the write. Not a daemon thread: the interpreter waits for it at exit."""
+def remove_later(*paths) -> None:
+    """Remove superseded files or directories in a background thread: deleting the
+    previous step's data (tens of ms for 100 MiB here) then overlaps the
+    computation instead of lengthening the write. Not a daemon thread: the
+    interpreter waits for it at exit."""
     for p, t in list(_removals.items()):
         if not t.is_alive():
             del _removals[p]
-    if path in _removals:
+    if not paths or paths in _removals:
         return
-    thread = threading.Thread(target=_unlink_quietly, args=(path,), name="meshrt-remove")
+    thread = threading.Thread(target=lambda: [_unlink_quietly(p) for p in paths], name="meshrt-remove")
     thread.start()
-    _removals[path] = thread
+    _removals[paths] = thread
 
 
 def wait_for_removals() -> None:
@@ -169,7 +170,8 @@ def _aside(target, name=None):
 
 
 def _swap_into_place(tmp, target, aside):
-    """Rank 0, after every process finished ``tmp``: put it at ``target`` and drop the old one.
+    """Rank 0, after every process finished ``tmp``: put it at ``target`` and drop the old one
+    (removed in the background; returns where it was moved, or None).
 
     A directory cannot be renamed over a non-empty one, so the old target is
     first moved aside, to ``<aside>.old-*``; a crash between the two renames
@@ -185,6 +187,7 @@ def _swap_into_place(tmp, target, aside):
     for entry in os.listdir(parent):  # leftovers of interrupted writes of the same target
         if re.fullmatch(re.escape(base) + r"\.(tmp|old)-[0-9a-f]{12}", entry):
             remove_later(os.path.join(parent, entry))
+    return old
 
 
 def _existing(target, aside):
@@ -246,7 +249,7 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
 
     tmp = _root_decides(comm, create, where)
     src = t if is_aligned(t.sharding, shape, chunks) else t.reshard(aligned)
-    problem = None
+    problem, chunk_file = None, None
     try:
         if box.writes and all(b > a for a, b in zip(box.start, box.stop)):
             # every chunk written is whole and new: skip zarr's scan for chunks equal to the fill value
@@ -264,7 +267,12 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
     _agree_or_discard(comm, problem, where, tmp)
     with _mpi.internal(where, "barrier before the commit", comm):
         comm.Barrier()
-    _root_decides(comm, lambda: _swap_into_place(tmp, target, aside), where)
+    old = _root_decides(comm, lambda: _swap_into_place(tmp, target, aside), where)
+    if old is not None and chunk_file is not None and comm.Get_rank() != 0:
+        # Rank 0 removes the superseded array; each process deleting the chunks it wrote
+        # (in a time series the old array's chunks are these) spreads the cost of
+        # freeing them over the processes instead of rank 0 freeing all: O(own chunks).
+        remove_later(*(os.path.join(old, os.path.relpath(chunk_file(c), tmp)) for c in _chunk_coords(box)))
 
 
 def _raw_chunk_file(zarr, arr, dtype):
@@ -292,12 +300,17 @@ def _raw_chunk_file(zarr, arr, dtype):
     return lambda coords: os.path.join(root, *meta.encode_chunk_key(coords).split("/"))
 
 
+def _chunk_coords(box):
+    """The chunk coordinates in a `ChunkBox`, C order."""
+    return itertools.product(*(range(a, b) for a, b in zip(box.start, box.stop)))
+
+
 def _write_raw_chunks(chunk_file, interior, block, shape, chunks, box) -> None:
     """Write each chunk of ``box`` (chunk indices; they tile ``block``, the global
     slices of ``interior``) as its raw bytes; a chunk cut by the array's edge is
     padded with zeros (the fill value) to the full chunk shape, as Zarr v3 stores it."""
     made = set()
-    for coords in itertools.product(*(range(a, b) for a, b in zip(box.start, box.stop))):
+    for coords in _chunk_coords(box):
         glob = [slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(coords, chunks, shape)]
         data = interior[tuple(slice(g.start - s.start, g.stop - s.start) for g, s in zip(glob, block))]
         if data.shape != tuple(chunks):
@@ -452,15 +465,14 @@ def _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where):
 
     def prepare():
         tmp = f"{path}.tmp-{secrets.token_hex(6)}"
-        _copy_master(h5py, path, tmp)
-        gen = f"{name}.{secrets.token_hex(6)}"
-        os.makedirs(os.path.join(_blocks_dir(path), gen))
+        gen = _next_generation(h5py, path, tmp, name)
+        os.makedirs(os.path.join(_blocks_dir(path), gen), exist_ok=True)
         return tmp, gen
 
     tmp, gen = _root_decides(comm, prepare, where)
     gen_dir = os.path.join(_blocks_dir(path), gen)
     has_blocks = bool(shape) and all(shape)  # 0-d or empty: no blocks, rank 0 writes the data itself
-    problem, grids = None, None
+    problem, grids, files = None, None, set()
     block_name = f"p{mesh.rank:06d}.h5"
     try:
         if writer_of_block(sharding) and t.interior.size and has_blocks:
@@ -471,19 +483,23 @@ def _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where):
         # The virtual dataset names the block files, not their data: rank 0 builds the
         # master while the others still write, and the commit is only renames.
         try:
-            layout = _block_layout(h5py, path, gen_dir, sharding, shape, t.dtype)
+            layout, files = _block_layout(h5py, path, gen_dir, sharding, shape, t.dtype)
             grids = _build_master(h5py, tmp, name, attrs, gen, layout)
         except Exception as e:  # noqa: BLE001 - reported on every process
             problem = f"writing the master file failed: {type(e).__name__}: {e}"
     whole = None if has_blocks else t.gather(root=0)
-    _agree_or_discard(comm, problem, where, tmp, gen_dir)
+    _agree_or_discard(comm, problem, where, tmp)
 
     def commit():
         master_grids = grids if has_blocks else _build_master(h5py, tmp, name, attrs, gen, whole)
         os.replace(tmp, path)
-        # The new master is in place: older block generations of this field and leftovers go.
+        # Block files of an earlier, larger job left in this generation, and generations
+        # of the old naming (<name>.<12 hex digits>), are no longer named by any master.
+        for entry in os.listdir(gen_dir):
+            if entry not in files:
+                _unlink_quietly(os.path.join(gen_dir, entry))
         for entry in os.listdir(_blocks_dir(path)):
-            if entry.startswith(name + ".") and entry != gen and re.fullmatch(r"[0-9a-f]{12}", entry[len(name) + 1:]):
+            if entry.startswith(name + ".") and re.fullmatch(r"[0-9a-f]{12}", entry[len(name) + 1:]):
                 remove_later(os.path.join(_blocks_dir(path), entry))
         _remove_stale(path)
         _write_xdmf_grids(path, master_grids)
@@ -491,16 +507,32 @@ def _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where):
     _root_decides(comm, commit, where)
 
 
+def _next_generation(h5py, path, tmp, name) -> str:
+    """Start the new master ``tmp`` from ``path`` and pick the block generation to write.
+
+    Two generations per field, ``<name>.a`` and ``<name>.b``, take turns: a write
+    rewrites the files of the one the current master does *not* name, so a
+    failed or killed write leaves the current one whole, and a time series
+    rewrites the same files instead of creating and deleting them each step."""
+    _copy_master(h5py, path, tmp)
+    with h5py.File(tmp, "r") as f:
+        current = f[name].attrs.get("meshrt_blocks") if name in f else None
+    return f"{name}.b" if current == f"{name}.a" else f"{name}.a"
+
+
 def _block_layout(h5py, path, gen_dir, sharding, shape, dtype):
-    """The virtual layout of the whole array over the block files (every block: O(P) on rank 0 only)."""
+    """The virtual layout of the whole array over the block files, and the files' names
+    (every block: O(P) on rank 0 only)."""
     layout = h5py.VirtualLayout(shape=shape, dtype=dtype)
     rel = os.path.relpath(gen_dir, os.path.dirname(path))
+    files = set()
     for device in range(sharding.mesh.size):
         block = sharding.shard_slices(shape, device)
         sizes = tuple(s.stop - s.start for s in block)
         if writer_of_block(sharding, device) and all(sizes):
+            files.add(f"p{device:06d}.h5")
             layout[block] = h5py.VirtualSource(os.path.join(rel, f"p{device:06d}.h5"), "block", shape=sizes)
-    return layout
+    return layout, files
 
 
 def _build_master(h5py, tmp, name, attrs, gen, data) -> dict:
@@ -519,21 +551,31 @@ def _build_master(h5py, tmp, name, attrs, gen, data) -> dict:
 
 
 def _write_hdf5_block(h5py, path, block) -> None:
-    """A new HDF5 file holding ``block`` as dataset "block", contiguous: its space is
-    allocated when the dataset is made (no fill values written) and preallocated on
-    disk, then the bytes are written once (3x faster than h5py's default here)."""
-    with h5py.File(path, "w") as f:
+    """A new HDF5 file holding ``block`` as dataset "block", contiguous, renamed over ``path``.
+
+    h5py lays out the file and allocates the dataset (no fill values written);
+    the bytes of a native-endian numeric block then go straight to the
+    dataset's offset, after preallocating them (3x faster than h5py's default
+    write here, and no HDF5 lock is held meanwhile). A new file, not a rewrite:
+    a reader that still has the old one open (a VDS keeps its sources open)
+    goes on reading the old data."""
+    tmp = f"{path}.tmp"
+    data = np.ascontiguousarray(block)
+    with h5py.File(tmp, "w") as f:
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
         dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
-        dset = f.create_dataset("block", shape=block.shape, dtype=block.dtype, dcpl=dcpl)
-        try:
-            fd = f.id.get_vfd_handle()
-        except (ValueError, RuntimeError, OSError):  # a driver without a file descriptor
-            fd = None
-        if fd is not None and dset.id.get_offset() is not None:
-            _preallocate(fd, dset.id.get_offset(), block.nbytes)
-        dset.write_direct(np.ascontiguousarray(block))
+        dset = f.create_dataset("block", shape=data.shape, dtype=data.dtype, dcpl=dcpl)
+        offset = dset.id.get_offset()
+        raw = offset is not None and data.dtype.isnative and data.dtype.kind in "biufc"
+        if not raw:
+            dset.write_direct(data)
+    if raw:  # the file type is the memory type: the dataset's storage is these bytes
+        with open(tmp, "r+b") as fp:
+            _preallocate(fp.fileno(), offset, data.nbytes)
+            fp.seek(offset)
+            fp.write(data.data)
+    os.replace(tmp, path)
 
 
 def _remove_stale(path):

@@ -192,6 +192,27 @@ def test_missing_library_names_the_extra(monkeypatch):
         formats.require("zarr", "to_zarr")
 
 
+def test_hdf5_block_generations_take_turns_and_drop_files_no_master_names(tmp_path):
+    """One process: to_hdf5 alternates <name>.a / <name>.b, and a generation's files that the
+    new master does not name (left by an earlier job with more processes) are removed."""
+    h5py = pytest.importorskip("h5py")
+    from meshrt import DistributedTensor, Mesh
+
+    path, blocks = tmp_path / "f.h5", tmp_path / "f.h5.blocks"
+    s = Sharding(Mesh((-1,)), [[0]], halo_sizes=[1, 1])
+    gens = []
+    for step in range(3):
+        DistributedTensor.from_global(np.full((6, 4), float(step)), s).to_hdf5(path, "u")
+        with h5py.File(path) as f:
+            gens.append(f["u"].attrs["meshrt_blocks"])
+            assert (f["u"][...] == step).all()
+        if step == 1:
+            (blocks / "u.a" / "p000007.h5").write_bytes(b"from a job of 8 processes")
+            (blocks / "u.a" / "p000000.h5.tmp").write_bytes(b"a killed write")
+    assert gens == ["u.a", "u.b", "u.a"]
+    assert sorted(os.listdir(blocks / "u.a")) == ["p000000.h5"]
+
+
 def test_xdmf_describes_the_hdf5_datasets(tmp_path):
     h5py = pytest.importorskip("h5py")
     from meshrt.formats import write_xdmf

@@ -184,9 +184,12 @@ def test_groups_and_files_hold_several_fields(meshes, shared_dir):
         assert np.array_equal(grp["u"][...], u + 1) and np.array_equal(grp["v"][...], v)
         with h5py.File(h) as f:
             assert sorted(f) == ["u", "v"] and np.array_equal(f["u"][...], u + 1) and np.array_equal(f["v"][...], v)
-        # one block generation per field is kept, older ones are removed
+        # two block generations per field take turns (the master names one), nothing else is left
         wait_for_removals()
-        assert sorted(n.split(".")[0] for n in os.listdir(h + ".blocks")) == ["u", "v"]
+        assert sorted(os.listdir(h + ".blocks")) == ["u.a", "u.b", "v.a"]
+        with h5py.File(h) as f:
+            assert f["u"].attrs["meshrt_blocks"] == "u.b" and f["v"].attrs["meshrt_blocks"] == "v.a"
+        assert all(not n.endswith(".tmp") for g in ("u.a", "u.b") for n in os.listdir(os.path.join(h + ".blocks", g)))
         xmf = ET.parse(os.path.join(shared_dir, "g.xmf")).getroot()
         assert xmf.tag == "Xdmf"  # 1-d fields are not described (XDMF has no 1-d uniform grid)
     check_tensor(DistributedTensor.from_zarr(z, s, name="v"), v, s)
