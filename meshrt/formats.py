@@ -16,9 +16,11 @@ sharding's text and ``periodic``, so `from_zarr` given just a `Mesh` restores
 the tensor as it was.
 
 HDF5 (h5py from PyPI has no MPI): each process writes its block to its own
-file ``<path>.blocks/<name>.<token>/p<rank>.h5`` and rank 0 writes the master
+file ``<path>.blocks/<name>.a/p<rank>.h5`` and rank 0 writes the master
 file ``path`` in which dataset ``name`` is a virtual dataset over the blocks,
-so ``h5py.File(path)[name][...]`` is the whole array. An h5py built with MPI
+so ``h5py.File(path)[name][...]`` is the whole array. The next write uses
+``<name>.b``, the one after ``<name>.a`` again: the files the current master
+names are never touched. An h5py built with MPI
 (``h5py.get_config().mpi``) writes the dataset collectively instead (one
 file, no blocks). Next to ``path``, ``<stem>.xmf`` (XDMF) describes every
 dataset of the master file as cell data on a uniform grid, for ParaView.
