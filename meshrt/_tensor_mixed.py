@@ -11,7 +11,8 @@ import numpy as np
 from . import _check, collectives
 from ._elementwise import array_fingerprint, describe_operand, plan_elementwise
 from .errors import ShardingError
-from .tensor import DistributedTensor, _result_dtypes
+from .tensor import DistributedTensor
+from ._tensor_ufunc import _result_dtypes
 from ._tensor_layout import _layout
 
 

@@ -12,12 +12,20 @@ MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", 
            "meshrt._npreduce", "meshrt._elementwise", "meshrt.chunks", "meshrt.vtk", "meshrt.launch",
            "meshrt._mpi", "meshrt.kernels", "meshrt._tensor_dispatch", "meshrt._tensor_layout", "meshrt._tensor_reduce",
            "meshrt.errors", "meshrt.collectives", "meshrt.stencil", "meshrt.spmd", "meshrt.io", "meshrt.matmul",
-           "meshrt.tensor"]
+           "meshrt.tensor", "meshrt._tensor_files", "meshrt._tensor_index", "meshrt._tensor_ufunc"]
+
+# Names the examples of a module's docstrings use that the module itself does not import: the
+# methods of DistributedTensor that live on its base classes below tensor.py.
+EXTRA_GLOBALS = {"meshrt._tensor_files": "DistributedTensor", "meshrt._tensor_reduce": "DistributedTensor"}
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    extra = {}
+    if name in EXTRA_GLOBALS:
+        import meshrt
+        extra = {EXTRA_GLOBALS[name]: getattr(meshrt, EXTRA_GLOBALS[name])}
+    result = doctest.testmod(importlib.import_module(name), extraglobs=extra, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
 
 

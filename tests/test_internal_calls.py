@@ -38,7 +38,6 @@ NOT_COMMUNICATORS = {
     ("mlir/tosa.py", "f", "reduce"): "a numpy ufunc's reduce",
     ("_npshift.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("formats.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
-    ("tensor.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
     ("_tensor_reduce.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
     ("halo.py", "r", "Free"): "a persistent request's Free (local)",
     ("halo.py", "t", "Free"): "a datatype's Free (local)",
