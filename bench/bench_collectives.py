@@ -25,6 +25,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+import meshrt._collectives_common as _common
 import meshrt.collectives as C
 from meshrt import Mesh
 
@@ -275,14 +276,14 @@ def python_overhead(spellings=None, reps=7, calls=20000):
     loaded machine, where wall-clock latencies of a few microseconds do not.  Serial."""
     stub = _NoMPI()
     mesh = Mesh((1,), comm=MPI.COMM_SELF)
-    real_new_group = C._new_group
+    real_new_group = _common._new_group
 
     def new_group(*args):
         grp = real_new_group(*args)
         grp.comm, grp.size, grp.rank = stub, 2, 0
         return grp
 
-    C._new_group = new_group
+    _common._new_group = new_group
     try:
         x, xs, out, big = np.ones(1), np.ones(2), np.empty(1), np.empty(2)
         empty, SUM, g = np.empty, MPI.SUM, stub
@@ -332,9 +333,9 @@ def python_overhead(spellings=None, reps=7, calls=20000):
             rows.append((name, best[0], best[1]))
         return rows
     finally:
-        C._new_group = real_new_group
-        C._groups.clear()
-        C._fast.clear()
+        _common._new_group = real_new_group
+        _common._groups.clear()
+        _common._fast.clear()
         mesh.free()
 
 

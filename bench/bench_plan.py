@@ -129,11 +129,11 @@ def main():
         s = Sharding(mesh, [["x"], ["y"]])
         row("from_global/gather counts", mesh, best_ms(lambda: _block_layout(s, (n, n)), args.reps))
 
-        from meshrt import collectives
+        from meshrt import _collectives_move
 
         x = np.empty((max(n // mesh.size, 1), 4))
         sizes = [x.shape[0]] * mesh.size
-        row("all_gather layout", mesh, best_ms(lambda: collectives._layout(sizes, x, 0), args.reps))
+        row("all_gather layout", mesh, best_ms(lambda: _collectives_move._layout(sizes, x, 0), args.reps))
         row("scatter layout", mesh, best_ms(
             lambda: (sharding_mod.split_sizes(n, mesh.size), sharding_mod.split_offsets(n, mesh.size)), args.reps))
 

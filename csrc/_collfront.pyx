@@ -180,7 +180,7 @@ cdef bint _check = False
 cdef object _slow_all_reduce, _slow_reduce, _slow_reduce_scatter, _slow_broadcast, _slow_all_gather
 cdef object _slow_gather, _slow_scatter, _slow_all_to_all, _slow_all_slice, _slow_shift, _slow_send
 cdef object _slow_recv
-TAG = 0x3E5  # point-to-point messages' default tag (collectives.py uses it too)
+TAG = 0x3E5  # point-to-point messages' default tag (_collectives_p2p.py uses it too)
 cdef int _TAG = TAG
 
 

@@ -32,7 +32,7 @@ import sys
 import numpy as np
 
 from . import _mpi
-from . import collectives as _coll
+from . import _collectives_common as _coll
 from .errors import CollectiveError, ShardingError
 from .sharding import Sharding
 

@@ -33,7 +33,8 @@ import numpy as np
 
 from . import collectives
 from .errors import ShardingError
-from .tensor import DistributedTensor, _accumulate
+from .tensor import DistributedTensor
+from ._tensor_reduce import _accumulate
 from ._tensor_dispatch import implements
 from ._tensor_layout import _drop, _drop_dim, _from_dims, _per_dim
 from ._tensor_numpy import _align

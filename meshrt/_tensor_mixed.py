@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _check, collectives
+from . import _check, _collectives_common
 from ._elementwise import array_fingerprint, describe_operand, plan_elementwise
 from .errors import ShardingError
-from .tensor import DistributedTensor, _result_dtypes
+from .tensor import DistributedTensor
+from ._tensor_ufunc import _result_dtypes
 from ._tensor_layout import _layout
 
 
@@ -46,7 +47,7 @@ def elementwise_call(ufunc, inputs, outs, kwargs):
                 arr = x._interior
             else:
                 arr = x
-                if collectives.CHECK:
+                if _collectives_common.CHECK:
                     _check.agree(mesh.comm, array_fingerprint(x), f"{name} numpy operand {i}", ShardingError)
             lead = len(shape) - arr.ndim
             args.append(arr[tuple(slices[lead + j] if n == shape[lead + j] else slice(None)

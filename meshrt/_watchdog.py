@@ -126,7 +126,8 @@ def _is_op(code) -> bool:
     return not last.startswith("_") or last == "__call__"
 
 
-_COLLECTIVES = _PKG + "collectives.py"
+# the files of the collectives' Python implementations (`meshrt.collectives` makes the public names)
+_COLLECTIVES = {_PKG + name for name in ("_collectives_reduce.py", "_collectives_move.py", "_collectives_p2p.py")}
 
 
 def operations(frame, mark=None, inner=None) -> tuple:
@@ -149,7 +150,7 @@ def operations(frame, mark=None, inner=None) -> tuple:
         if _is_op(code):
             ops.append(f)
             last = f
-        elif slow is not None and code.co_name == slow and code.co_filename == _COLLECTIVES:
+        elif slow is not None and code.co_name == slow and code.co_filename in _COLLECTIVES:
             ops.append(mark)
             placed, last = True, f
         f = f.f_back

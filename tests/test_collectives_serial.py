@@ -9,6 +9,7 @@ from mpi4py import MPI
 from meshrt import AbstractMesh, CollectiveError, Mesh, MeshError
 from meshrt import _mpi
 from meshrt import collectives as C
+from meshrt import _collectives_common, _collectives_move, _collectives_reduce
 from meshrt.reduction import Generic, ReductionKind, as_reduction
 
 SELF = MPI.COMM_SELF
@@ -107,9 +108,9 @@ class _OneGroup:
 
 def test_given_sizes_checked():
     with pytest.raises(CollectiveError, match=r"sizes=\[2, 2\] must hold 1 non-negative sizes"):
-        C._given_sizes([2, 2], _OneGroup, np.zeros(2), 0, "all_gather")
+        _collectives_move._given_sizes([2, 2], _OneGroup, np.zeros(2), 0, "all_gather")
     with pytest.raises(CollectiveError, match=r"all_gather: sizes\[0\]=3 but this device's piece has 2"):
-        C._given_sizes(3, _OneGroup, np.zeros(2), 0, "all_gather")
+        _collectives_move._given_sizes(3, _OneGroup, np.zeros(2), 0, "all_gather")
 
 
 def test_abstract_mesh_cannot_communicate():
@@ -310,7 +311,7 @@ def test_compiled_fronts_publish_the_call_they_are_in(mesh):
                 return real(*args)
             return call
 
-    g = C._group(mesh, None, "test")
+    g = _collectives_common._group(mesh, None, "test")
     g.size, real = 2, g.comm  # pretend to be a group of two: the path that calls MPI
     g.comm = Spy()
     try:
@@ -318,7 +319,7 @@ def test_compiled_fronts_publish_the_call_they_are_in(mesh):
         C.all_reduce(x, mesh)  # the compiled front
     finally:
         g.comm, g.size = real, 1
-        C._fast.clear()
+        _collectives_common._fast.clear()
     (name, names), *values = seen[-1]
     assert name == "all_reduce" and dict(zip(names, values))["x"] is x
     assert _collfront.current() is None  # cleared on return
@@ -338,7 +339,7 @@ def test_watchdog_places_a_compiled_mark_among_frames():
     # the Python path: the mark sits where the implementation's frame (_all_reduce) is, outside
     # the public operations it calls (here a stand-in named `group`)
     ns = {}
-    exec(compile("def _all_reduce(f):\n    return f()\n\ndef group(f):\n    return f()\n", C.__file__, "exec"), ns)
+    exec(compile("def _all_reduce(f):\n    return f()\n\ndef group(f):\n    return f()\n", _collectives_reduce.__file__, "exec"), ns)
     ops, caller = ns["_all_reduce"](lambda: ns["group"](lambda: _watchdog.operations(sys._getframe(), mark)))
     assert [op if op is mark else op.f_code.co_name for op in ops] == ["group", mark]
     assert caller.f_code.co_name == "test_watchdog_places_a_compiled_mark_among_frames"

@@ -19,7 +19,10 @@ ROOT = pathlib.Path(meshrt.__file__).parent
 
 # Where the calls need no mark: the registered collectives themselves, and the benchmark,
 # whose raw mpi4py calls are the baseline it measures meshrt against.
-REGISTERED = {"collectives.py": "the collectives: each runs under its compiled front's mark",
+REGISTERED = {"_collectives_common.py": "the collectives' shared check: runs under its collective's mark",
+              "_collectives_reduce.py": "the collectives: each runs under its compiled front's mark",
+              "_collectives_move.py": "the collectives: each runs under its compiled front's mark",
+              "_collectives_p2p.py": "the collectives: each runs under its compiled front's mark",
               "bench.py": "the raw mpi4py side of each measurement",
               "_bench_cases.py": "the raw mpi4py side of each measurement"}
 
@@ -38,7 +41,6 @@ NOT_COMMUNICATORS = {
     ("mlir/tosa.py", "f", "reduce"): "a numpy ufunc's reduce",
     ("_npshift.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("formats.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
-    ("tensor.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
     ("_tensor_reduce.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
     ("halo.py", "r", "Free"): "a persistent request's Free (local)",
     ("halo.py", "t", "Free"): "a datatype's Free (local)",

@@ -11,7 +11,7 @@ from mpi4py import MPI
 from meshrt import AbstractMesh, Mesh, ShardingError
 from meshrt.sharding import Sharding
 from meshrt.tensor import DistributedTensor as DT
-from meshrt.tensor import _drop_dim
+from meshrt._tensor_layout import _drop_dim
 
 try:
     from meshrt.kernels.stencils import heat2d_box, heat3d_box, inner_and_rim, life_box

@@ -15,6 +15,7 @@ from mpi4py import MPI
 
 from meshrt import CollectiveError, Mesh
 from meshrt import collectives as C
+from meshrt import _collectives_common
 from meshrt.sharding import split_offsets
 
 MPI_NPROCS = (1, 2, 3, 4, 8)
@@ -427,7 +428,7 @@ def test_repeated_calls_take_the_compiled_path_and_agree_with_numpy():
                     wide_rows = rows * n + (rows == 3 and n > 1)
                     cases = _repeated_cases(mesh, axes, dt, rows)
                     fast_expected = n > 1 and dt not in ("float16", ">f8")
-                    C._fast.clear()  # it starts over at 1024 plans: not in the middle of this block
+                    _collectives_common._fast.clear()  # it starts over at 1024 plans: not in the middle of this block
                     for rep in range(2):
                         seed = mi * 1000 + rep * 100 + rows
 
@@ -593,7 +594,7 @@ def test_default_forms_make_one_mpi_call_each():
     ]
     for call, _ in forms:
         call()  # plans and communicators are made here
-    g = C._group(mesh, None, "test")
+    g = _collectives_common._group(mesh, None, "test")
     real, seen = g.comm, []
 
     class Counting:
