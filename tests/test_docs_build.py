@@ -43,7 +43,8 @@ def site(tmp_path_factory):
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
            "-w", str(warnings), str(DOCS), str(out / "html")]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=DOCS.parent,
+    # cwd: not the repository root, whose unbuilt meshrt/ "-m" would put first on sys.path
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=out,
                           env={**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"})
     seconds = time.perf_counter() - start
     logged = warnings.read_text() if warnings.exists() else ""
