@@ -15,11 +15,6 @@ from .sharding import Sharding
 from ._tensor_layout import _layout
 
 
-# Ufuncs that keep a partial value partial (see `_check_partial_ufunc`).
-_LINEAR_SUM = {np.negative, np.positive, np.multiply, np.divide, np.add, np.subtract}
-_SHIFT_MAXMIN = {np.add, np.subtract, np.multiply}
-
-
 _SCALARS = (float, int, complex, bool)
 _UFUNC_DTYPES: dict = {}
 
