@@ -98,7 +98,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._bench_cases import BenchError, _collective_case, _halo_case, _reshard_case  # noqa: F401  (_collective_case: bench/bench_baseline.py)
+from .cases import BenchError, _collective_case, _halo_case, _reshard_case  # noqa: F401  (_collective_case: bench/bench_baseline.py)
 
 __all__ = [
     "OPS", "COLLECTIVES", "BUSBW", "BenchError", "BenchOptions", "parse_size", "parse_sizes", "format_size",
@@ -462,8 +462,8 @@ def _split_axes(text, name):
 
 def check_options(args) -> BenchOptions:
     """Validate the parsed arguments without MPI (same result on every process)."""
-    from .mesh import parse_shape
-    from .errors import MeshError
+    from ..mesh import parse_shape
+    from ..errors import MeshError
 
     op = _ALIASES.get(args.op, args.op)
     if op not in OPS:
@@ -498,14 +498,14 @@ def check_options(args) -> BenchOptions:
         raise BenchError(f"--dtype: {o.dtype}; expected a native bool, int, uint, float or complex type")
     o.reduction = str(args.reduction)
     if op in REDUCING:
-        from .errors import CollectiveError
-        from .reduction import ReductionKind
+        from ..errors import CollectiveError
+        from ..reduction import ReductionKind
 
         names = [k.value for k in ReductionKind if k is not ReductionKind.generic]
         if o.reduction not in names:
             raise BenchError(f"--reduction: {o.reduction!r}; choose one of {', '.join(names)} "
                              f"(generic needs a function and is not available here)")
-        from ._mpi import reduce_plan
+        from ..runtime.mpi import reduce_plan
 
         try:
             reduce_plan(o.reduction, o.dtype)
@@ -615,8 +615,8 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
     """
     from mpi4py import MPI
 
-    from .errors import CollectiveError, MeshError, ShardingError
-    from .mesh import Mesh
+    from ..errors import CollectiveError, MeshError, ShardingError
+    from ..mesh import Mesh
 
     comm = MPI.COMM_WORLD if comm is None else comm
     out = sys.stdout if out is None else out

@@ -78,7 +78,7 @@ def _raw_reduce(reduction, dtype):
     t = MPI._typedict.get(dtype.char)
     if t is not None and dtype.kind in "iufc" and not (dtype.kind == "f" and dtype.itemsize == 2):
         return None, builtin[reduction], reduction == "average"
-    from ._mpi import reduce_plan
+    from ..runtime.mpi import reduce_plan
 
     plan = reduce_plan(reduction, dtype)  # bool, float16: MPI has no op of its own for these
     return plan.datatype, plan.op, plan.average
@@ -143,7 +143,7 @@ def _reducing(i: _Inputs):
 
 # The raw side makes its result each call too (np.empty), as meshrt does.
 def _all_reduce_case(i: _Inputs) -> Case:
-    from . import collectives as C
+    from .. import collectives as C
 
     mesh, axes, g, n, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
@@ -163,7 +163,7 @@ def _all_reduce_case(i: _Inputs) -> Case:
 
 
 def _reduce_case(i: _Inputs) -> Case:
-    from . import collectives as C
+    from .. import collectives as C
 
     mesh, axes, g, n, k, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.k, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
@@ -189,7 +189,7 @@ def _reduce_case(i: _Inputs) -> Case:
 
 
 def _reduce_scatter_case(i: _Inputs) -> Case:
-    from . import collectives as C
+    from .. import collectives as C
 
     mesh, axes, g, n, k, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.k, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
@@ -214,7 +214,7 @@ def _reduce_scatter_case(i: _Inputs) -> Case:
 def _broadcast_case(i: _Inputs) -> Case:
     from mpi4py import MPI
 
-    from . import collectives as C
+    from .. import collectives as C
 
     mesh, axes, g, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
@@ -237,7 +237,7 @@ def _gather_case(i: _Inputs, op: str) -> Case:
     """``all_gather`` or ``gather`` (to group rank 0)."""
     from mpi4py import MPI
 
-    from . import collectives as C
+    from .. import collectives as C
 
     mesh, axes, g, k, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
@@ -272,7 +272,7 @@ def _gather_case(i: _Inputs, op: str) -> Case:
 def _scatter_case(i: _Inputs) -> Case:
     from mpi4py import MPI
 
-    from . import collectives as C
+    from .. import collectives as C
 
     mesh, axes, g, k, count, dtype, x, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.bare
     BYTE = MPI.BYTE
@@ -294,7 +294,7 @@ def _scatter_case(i: _Inputs) -> Case:
 def _all_to_all_case(i: _Inputs) -> Case:
     from mpi4py import MPI
 
-    from . import collectives as C
+    from .. import collectives as C
 
     mesh, axes, g, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
@@ -314,7 +314,7 @@ def _all_to_all_case(i: _Inputs) -> Case:
 
 
 def _all_slice_case(i: _Inputs) -> Case:
-    from . import collectives as C
+    from .. import collectives as C
 
     mesh, axes, k, x = i.mesh, i.axes, i.k, i.x
     m = i.count // i.n
@@ -328,7 +328,7 @@ def _all_slice_case(i: _Inputs) -> Case:
 def _shift_case(i: _Inputs) -> Case:
     from mpi4py import MPI
 
-    from . import collectives as C
+    from .. import collectives as C
 
     mesh, axes, g, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
@@ -355,7 +355,7 @@ def _send_recv_case(i: _Inputs) -> Case:
     """A ping-pong between group ranks 2j and 2j+1 (an odd one out idles); the time is one way."""
     from mpi4py import MPI
 
-    from . import collectives as C
+    from .. import collectives as C
 
     mesh, axes, g, n, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.n, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
@@ -409,8 +409,8 @@ def _global_values(index, dtype):
 def _halo_case(mesh, axes, o):
     from mpi4py import MPI
 
-    from .halo import HaloExchange
-    from .sharding import Sharding
+    from ..halo import HaloExchange
+    from ..sharding.spec import Sharding
 
     shape, dtype = o.shape, o.dtype
     axes = tuple(range(mesh.ndim)) if axes is None else axes
@@ -500,8 +500,8 @@ def _halo_case(mesh, axes, o):
 def _reshard_case(mesh, o):
     from mpi4py import MPI
 
-    from .reshard import exchange_recvs, exchange_sends, execute_reshard, plan_reshard
-    from .sharding import Sharding
+    from ..reshard import exchange_recvs, exchange_sends, execute_reshard, plan_reshard
+    from ..sharding.spec import Sharding
 
     shape, dtype = o.shape, o.dtype
     src, dst = Sharding(mesh, o.src), Sharding(mesh, o.dst)

@@ -31,16 +31,16 @@ from __future__ import annotations
 
 import numpy as np  # noqa: F401  (the examples use it)
 
-from . import _collectives_common as _common
-from . import _collfront
-from ._collectives_common import _DIRECT_DTYPES, _fast, _groups, set_check
-from ._collectives_index import mesh_shape, neighbors_linear_indices, process_linear_index, process_multi_index, shard_shape
-from ._collectives_move import _all_gather, _all_slice, _all_to_all, _broadcast, _gather, _scatter
-from ._collectives_p2p import _recv, _send, _shift
-from ._collectives_reduce import _all_reduce, _reduce, _reduce_scatter
-from ._collfront import Handle
-from .mesh import Mesh  # noqa: F401  (the examples use it)
-from .reduction import Generic, ReductionKind
+from . import common as _common
+from .. import _collfront
+from .common import _DIRECT_DTYPES, _fast, _groups, set_check
+from .index_ops import mesh_shape, neighbors_linear_indices, process_linear_index, process_multi_index, shard_shape
+from .move import _all_gather, _all_slice, _all_to_all, _broadcast, _gather, _scatter
+from .p2p import _recv, _send, _shift
+from .reduce import _all_reduce, _reduce, _reduce_scatter
+from .._collfront import Handle
+from ..mesh import Mesh  # noqa: F401  (the examples use it)
+from ..reduction import Generic, ReductionKind
 
 __all__ = [
     "all_gather", "all_reduce", "all_slice", "all_to_all", "broadcast", "gather", "reduce",
@@ -71,7 +71,7 @@ _PYTHON = {"all_reduce": _all_reduce, "reduce": _reduce, "reduce_scatter": _redu
            "all_gather": _all_gather, "gather": _gather, "scatter": _scatter, "all_to_all": _all_to_all,
            "all_slice": _all_slice, "shift": _shift, "send": _send, "recv": _recv}
 _collfront.install(_fast, _groups, _DIRECT_DTYPES, _PYTHON, _common.CHECK)
-from ._collfront import (  # noqa: E402  (the fronts need the implementations above)
+from .._collfront import (  # noqa: E402  (the fronts need the implementations above)
     all_gather, all_reduce, all_slice, all_to_all, broadcast, gather, recv, reduce, reduce_scatter, scatter, send,
     shift,
 )

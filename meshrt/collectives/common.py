@@ -16,10 +16,10 @@ import weakref
 import numpy as np
 from mpi4py import MPI
 
-from . import _collfront
-from ._collfront import Group, done
-from .errors import CollectiveError
-from .mesh import Mesh
+from .. import _collfront
+from .._collfront import Group, done
+from ..errors import CollectiveError
+from ..mesh import Mesh
 
 
 CHECK = os.environ.get("MESHRT_CHECK", "0") not in ("", "0")

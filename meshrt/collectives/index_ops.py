@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from .errors import CollectiveError
-from .mesh import Mesh
+from ..errors import CollectiveError
+from ..mesh import Mesh
 
 
 def process_linear_index(mesh) -> int:

@@ -12,15 +12,15 @@ import weakref
 
 import numpy as np
 
-from . import _collectives_common as _common
-from ._collectives_common import (
+from . import common as _common
+from .common import (
     _BYTE, _DIRECT_DTYPES, _array, _axis, _back, _bytes, _check, _contiguous, _empty, _fast, _finish, _front, _group,
     _into, _ndarray, _remember, _result, _root,
 )
-from ._collfront import Group, Handle
-from .errors import CollectiveError
-from .mesh import Mesh
-from .sharding import split_offsets, split_sizes
+from .._collfront import Group, Handle
+from ..errors import CollectiveError
+from ..mesh import Mesh
+from ..sharding.spec import split_offsets, split_sizes
 
 
 def _given_sizes(sizes, g: Group, x, axis, op):

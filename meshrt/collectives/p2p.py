@@ -11,14 +11,14 @@ import math
 import numpy as np
 from mpi4py import MPI
 
-from . import _collectives_common as _common
-from . import _collfront
-from ._collectives_common import (
+from . import common as _common
+from .. import _collfront
+from .common import (
     _DIRECT_DTYPES, _PROC_NULL, _array, _bytes, _check, _contiguous, _empty, _fast, _finish, _group, _ndarray,
     _remember, _root,
 )
-from ._collfront import Handle
-from .errors import CollectiveError, MeshError
+from .._collfront import Handle
+from ..errors import CollectiveError, MeshError
 
 
 _TAG = _collfront.TAG

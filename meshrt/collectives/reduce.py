@@ -10,14 +10,14 @@ import math
 
 import numpy as np
 
-from . import _collectives_common as _common
-from ._collectives_common import (
+from . import common as _common
+from .common import (
     _array, _axis, _back, _check, _contiguous, _empty, _fast, _finish, _finish_average, _front, _group, _into,
     _ndarray, _remember, _result, _root,
 )
-from ._collfront import Handle
-from ._mpi import reduce_plan
-from .sharding import split_sizes
+from .._collfront import Handle
+from ..runtime.mpi import reduce_plan
+from ..sharding.spec import split_sizes
 
 
 def _rplan(reduction, x, dtype):

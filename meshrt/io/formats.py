@@ -48,13 +48,16 @@ import threading
 
 import numpy as np
 
-from . import _mpi
-from .chunks import aligned_sharding, check_chunks, default_chunks, is_aligned, owned_chunks, writer_of_block
-from .errors import ShardingError
-from .io import (_NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _read_target_problem,
-                 _root_decides, _unlink_quietly)
-from .mesh import Mesh
-from .sharding import Sharding
+from ..runtime import mpi as _mpi
+from ..sharding.chunks import (
+    aligned_sharding, check_chunks, default_chunks, is_aligned, owned_chunks, writer_of_block,
+)
+from ..errors import ShardingError
+from .npy import (
+    _NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _read_target_problem, _root_decides, _unlink_quietly,
+)
+from ..mesh import Mesh
+from ..sharding.spec import Sharding
 
 __all__ = ["to_zarr", "from_zarr", "to_hdf5", "from_hdf5", "hdf5_is_parallel", "write_xdmf", "require",
            "wait_for_removals"]
@@ -402,7 +405,7 @@ def _build(factory, local, sharding, shape, attrs):
     if isinstance(attrs, dict) and attrs.get("periodic") is not None and len(attrs["periodic"]) == len(shape):
         periodic = tuple(bool(p) for p in attrs["periodic"])
     if factory is None:
-        from .tensor import DistributedTensor
+        from ..tensor.distributed_tensor import DistributedTensor
         factory = DistributedTensor.from_local
     if not local.dtype.isnative:
         local = local.astype(local.dtype.newbyteorder("="))

@@ -59,11 +59,11 @@ import numpy as np
 from mpi4py import MPI
 from numpy.lib import format as npformat
 
-from . import _mpi
-from .chunks import writer_of_block
-from .errors import ShardingError
-from .mesh import Mesh
-from .sharding import Sharding
+from ..runtime import mpi as _mpi
+from ..sharding.chunks import writer_of_block
+from ..errors import ShardingError
+from ..mesh import Mesh
+from ..sharding.spec import Sharding
 
 __all__ = [
     "CheckpointError", "write_npy", "read_npy", "save_tensor", "load_tensor",

@@ -35,12 +35,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _mpi
-from .chunks import writer_of_block
-from .errors import ShardingError
+from ..runtime import mpi as _mpi
+from ..sharding.chunks import writer_of_block
+from ..errors import ShardingError
 from .formats import remove_later
-from .io import _NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _root_decides
-from .sharding import Sharding
+from .npy import _NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _root_decides
+from ..sharding.spec import Sharding
 
 __all__ = ["write_vtk", "vtk_grid", "vtk_pieces", "VtkGrid"]
 
@@ -109,7 +109,7 @@ def point_sharding(base: Sharding, cells) -> Sharding:
     """The layout of a point field whose pieces match ``base``'s cell blocks: points
     ``[a, b)`` owned where the cells are ``[a, b)`` (the last block also owns the
     top point) plus a one-wide high halo holding point ``b``."""
-    from .stencil import staggered
+    from ..stencil.apply import staggered
 
     stag, _ = staggered(base, cells, list(range(len(cells))))
     if not stag.sharded_dims:

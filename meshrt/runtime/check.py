@@ -31,10 +31,10 @@ import sys
 
 import numpy as np
 
-from . import _mpi
-from . import _collectives_common as _coll
-from .errors import CollectiveError, ShardingError
-from .sharding import Sharding
+from . import mpi as _mpi
+from ..collectives import common as _coll
+from ..errors import CollectiveError, ShardingError
+from ..sharding.spec import Sharding
 
 __all__ = ["inside", "describe", "fingerprint", "agree", "method", "creation", "entry", "instrument", "WATCH"]
 

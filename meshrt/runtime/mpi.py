@@ -26,8 +26,8 @@ import numpy as np
 from mpi4py import MPI
 from mpi4py.util.dtlib import from_numpy_dtype
 
-from .errors import CollectiveError
-from .reduction import Generic, ReductionKind, as_reduction
+from ..errors import CollectiveError
+from ..reduction import Generic, ReductionKind, as_reduction
 
 __all__ = ["mpi_datatype", "reduce_plan", "ReducePlan", "op_from_address", "native_ops_available", "free_ops",
            "internal", "current", "Peers", "note_world", "forget_world", "world_ranks", "mesh_world",
@@ -202,7 +202,7 @@ def _half_op(kind) -> "MPI.Op":
     op = _half_ops.get(kind)
     if op is None:
         try:
-            from . import _mpiops
+            from .. import _mpiops
         except ImportError:
             _mpiops = None
         if _mpiops is not None and native_ops_available():
@@ -231,7 +231,7 @@ _generic_ops: dict = {}
 
 def _reduce_ops():
     try:
-        from .kernels import reduce_ops
+        from ..kernels import reduce_ops
     except ImportError:  # a source checkout: kernels/ is not yet mapped to meshrt.kernels
         from kernels import reduce_ops
     return reduce_ops
@@ -303,7 +303,7 @@ def _current_py():
 
 
 try:
-    from ._collfront import current_internal as current, internal
+    from .._collfront import current_internal as current, internal
 except ImportError:  # an unbuilt checkout (meshrt's import says so): the same in Python
     internal, current = _Internal, _current_py
 

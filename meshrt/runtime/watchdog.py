@@ -46,7 +46,7 @@ import threading
 import time
 import types
 
-from . import _check, _mpi
+from . import check as _check, mpi as _mpi
 
 __all__ = ["start", "report_finished", "rank", "timeout_seconds", "write_status", "operations", "describe",
            "group_of", "raw_call"]
@@ -57,7 +57,7 @@ BLOCKED = 0.5  # seconds in one operation before it counts as blocked
 _thread = None
 _finished = False  # the script has returned: the status file says so, and nothing overwrites it
 try:
-    from ._collfront import current as _current
+    from .._collfront import current as _current
 except ImportError:  # an unbuilt checkout: meshrt's import says so
     _current = None
 

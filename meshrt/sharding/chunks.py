@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
-from .errors import ShardingError
-from .sharding import Sharding
+from ..errors import ShardingError
+from .spec import Sharding
 
 __all__ = ["default_chunks", "check_chunks", "aligned_sharding", "is_aligned", "owned_chunks", "ChunkBox",
            "writer_of_block"]

@@ -17,10 +17,10 @@ import itertools
 import math
 from typing import Sequence
 
-from .errors import MeshError, ShardingError
-from .mesh import AbstractMesh, Mesh
-from .reduction import REDUCTION_KINDS, ReductionKind
-from ._sharding_text import parse_sharding, visualize as _visualize
+from ..errors import MeshError, ShardingError
+from ..mesh import AbstractMesh, Mesh
+from ..reduction import REDUCTION_KINDS, ReductionKind
+from .text import parse_sharding, visualize as _visualize
 
 __all__ = ["Sharding", "REDUCTION_KINDS", "split_sizes", "split_offsets"]
 

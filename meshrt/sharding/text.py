@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from .errors import ShardingError
-from .mesh import AbstractMesh, Mesh
-from .reduction import REDUCTION_KINDS
+from ..errors import ShardingError
+from ..mesh import AbstractMesh, Mesh
+from ..reduction import REDUCTION_KINDS
 
 _TOKEN = re.compile(
     r"""\s*(?:

@@ -53,10 +53,10 @@ from typing import Optional
 
 import numpy as np
 
-from .errors import ShardingError
-from .halo import HaloGroupExchange
-from .sharding import Sharding
-from .tensor import DistributedTensor
+from ..errors import ShardingError
+from ..halo import HaloGroupExchange
+from ..sharding.spec import Sharding
+from ..tensor.distributed_tensor import DistributedTensor
 
 __all__ = ["apply_stencil", "update_halos", "fill_ghosts", "Dirichlet", "Neumann", "StencilPlan", "plan_stencil",
            "staggered", "t_eff", "clear_stencil_cache"]

@@ -28,11 +28,11 @@ import time
 
 import numpy as np
 
-from . import _mpi
-from .mesh import Mesh
-from .sharding import Sharding
-from .stencil import apply_stencil, clear_stencil_cache, t_eff
-from .tensor import DistributedTensor
+from ..runtime import mpi as _mpi
+from ..mesh import Mesh
+from ..sharding.spec import Sharding
+from .apply import apply_stencil, clear_stencil_cache, t_eff
+from ..tensor.distributed_tensor import DistributedTensor
 
 __all__ = ["main", "default_counts"]
 
@@ -48,7 +48,7 @@ def default_counts(size: int) -> list:
 
 def _kernels():
     try:
-        from .kernels.stencils import heat3d_7pt, wave2d_leapfrog
+        from ..kernels.stencils import heat3d_7pt, wave2d_leapfrog
     except ImportError:  # a source checkout: kernels/ becomes meshrt.kernels when installed
         from kernels.stencils import heat3d_7pt, wave2d_leapfrog
     return wave2d_leapfrog, heat3d_7pt

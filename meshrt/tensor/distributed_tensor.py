@@ -32,25 +32,26 @@ import numbers
 import numpy as np
 import numpy.lib.mixins
 
-from . import _check, _mpi, collectives
-from .halo import HaloExchange
-from ._blockcopy import copy_block, extract, insert
-from ._collectives_common import _DIRECT_DTYPES
-from ._keys import ScalarWrites, install_setitem, key_id as _key_id
-from .errors import ShardingError
-from .reshard import execute_reshard, plan_reshard, same_devices
-from .sharding import Sharding
-from ._tensor_dispatch import ABOVE, _HANDLED_FUNCTIONS, _np_name
-from ._tensor_layout import (
+from ..runtime import check as _check, mpi as _mpi
+from .. import collectives
+from ..halo import HaloExchange
+from .._blockcopy import copy_block, extract, insert
+from ..collectives.common import _DIRECT_DTYPES
+from .._keys import ScalarWrites, install_setitem, key_id as _key_id
+from ..errors import ShardingError
+from ..reshard import execute_reshard, plan_reshard, same_devices
+from ..sharding.spec import Sharding
+from .dispatch import ABOVE, _HANDLED_FUNCTIONS, _np_name
+from .layout import (
     _ALLGATHERS, _agree, _axes_tuple, _block_layout, _check_global, _check_perm, _check_root, _check_sharding,
-    _checked_layout, _displs, _from_dims, _gather_layout, _normalize_periodic, _per_dim,
-    _permute_sharding, _reshape_groups, _reshape_target, _to_view_index, _zero_halos,
+    _checked_layout, _displs, _from_dims, _gather_layout, _normalize_periodic, _per_dim, _permute_sharding,
+    _reshape_groups, _reshape_target, _to_view_index, _zero_halos,
 )
-from ._tensor_files import _TensorFiles
-from ._tensor_index import _drop_ints, _flip, _index_plan, _to_view_layout
-from ._tensor_reduce import _TensorReductions, _accumulate
-from ._tensor_ufunc import _SCALARS, _check_partial_ufunc, _check_same, _fast_ufunc, _mixed_operands, _result_dtypes
-from ._tensor_dispatch import implements  # noqa: F401  (re-exported: tests register handlers through it)
+from .files import _TensorFiles
+from .index_exec import _drop_ints, _flip, _index_plan, _to_view_layout
+from .reductions import _TensorReductions, _accumulate
+from .ufunc import _SCALARS, _check_partial_ufunc, _check_same, _fast_ufunc, _mixed_operands, _result_dtypes
+from .dispatch import implements  # noqa: F401  (re-exported: tests register handlers through it)
 
 __all__ = ["DistributedTensor"]
 

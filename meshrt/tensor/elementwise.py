@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ShardingError
-from .reshard import plan_reshard
-from .sharding import Sharding
+from ..errors import ShardingError
+from ..reshard import plan_reshard
+from ..sharding.spec import Sharding
 
 __all__ = ["Operand", "OperandAction", "ElementwisePlan", "plan_elementwise", "aligned_sharding", "explain_op"]
 
@@ -262,7 +262,7 @@ def explain_op(ufunc, *operands, out=None) -> ElementwisePlan:
       operand 1: tensor (4, 3) <shard.sharding @mesh split_axes = [[], [0]]>: resharded to <shard.sharding @mesh split_axes = [[0]]>: 0 elements move
       elements moved between processes: 0
     """
-    from .tensor import DistributedTensor
+    from .distributed_tensor import DistributedTensor
 
     ops = [describe_operand(x, DistributedTensor) for x in operands]
     target = out[0] if isinstance(out, tuple) else out

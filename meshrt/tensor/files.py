@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np  # noqa: F401  (the examples use it)
 
-from . import _check
-from . import io as _io
-from .sharding import Sharding
-from ._tensor_dispatch import ABOVE
+from ..runtime import check as _check
+from ..io import npy as _io
+from ..sharding.spec import Sharding
+from .dispatch import ABOVE
 
 __all__ = []
 

@@ -13,12 +13,13 @@ import math
 
 import numpy as np
 
-from . import _mpi, collectives
-from ._blockcopy import copy_block
-from ._indexing import local_view_slices, normalize_key, plan_index
-from ._keys import key_id as _key_id
-from .errors import ShardingError
-from ._tensor_layout import _drop_dim
+from ..runtime import mpi as _mpi
+from .. import collectives
+from .._blockcopy import copy_block
+from .index_plan import local_view_slices, normalize_key, plan_index
+from .._keys import key_id as _key_id
+from ..errors import ShardingError
+from .layout import _drop_dim
 
 
 def _drop_ints(block, plan, mesh, shape):

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .sharding import Sharding, split_offsets
+from ..sharding.spec import Sharding, split_offsets
 
 __all__ = ["normalize_key", "plan_index", "IndexPlan", "local_view_slices", "SUPPORTED_KEYS"]
 

@@ -16,11 +16,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _mpi
-from .errors import ShardingError
-from .halo import periodic_tuple
-from .mesh import Mesh
-from .sharding import Sharding, split_offsets
+from ..runtime import mpi as _mpi
+from ..errors import ShardingError
+from ..halo import periodic_tuple
+from ..mesh import Mesh
+from ..sharding.spec import Sharding, split_offsets
 
 
 def _to_view_index(plan) -> tuple:

@@ -46,12 +46,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _mpi
-from .errors import ShardingError
-from .reshard import ReshardPlan, execute_reshard, plan_reshard, scatter_target
-from .sharding import Sharding, split_offsets
-from .tensor import DistributedTensor
-from ._tensor_dispatch import implements
+from ..runtime import mpi as _mpi
+from ..errors import ShardingError
+from ..reshard import ReshardPlan, execute_reshard, plan_reshard, scatter_target
+from ..sharding.spec import Sharding, split_offsets
+from .distributed_tensor import DistributedTensor
+from .dispatch import implements
 
 __all__ = [
     "Contraction", "ContractionPlan", "plan_contraction", "matmul_contraction", "dot_contraction",

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _check, _collectives_common
-from ._elementwise import array_fingerprint, describe_operand, plan_elementwise
-from .errors import ShardingError
-from .tensor import DistributedTensor
-from ._tensor_ufunc import _result_dtypes
-from ._tensor_layout import _layout
+from ..runtime import check as _check
+from ..collectives import common as _collectives_common
+from .elementwise import array_fingerprint, describe_operand, plan_elementwise
+from ..errors import ShardingError
+from .distributed_tensor import DistributedTensor
+from .ufunc import _result_dtypes
+from .layout import _layout
 
 
 def elementwise_call(ufunc, inputs, outs, kwargs):

@@ -11,11 +11,11 @@ import numbers
 
 import numpy as np
 
-from . import collectives
-from .errors import ShardingError
-from .tensor import DistributedTensor
-from ._tensor_dispatch import implements
-from ._tensor_layout import _axes_tuple, _from_dims, _per_dim
+from .. import collectives
+from ..errors import ShardingError
+from .distributed_tensor import DistributedTensor
+from .dispatch import implements
+from .layout import _axes_tuple, _from_dims, _per_dim
 
 
 # -- numpy functions -------------------------------------------------------------------------------

@@ -31,14 +31,14 @@ import operator
 
 import numpy as np
 
-from . import collectives
-from .errors import ShardingError
-from .tensor import DistributedTensor
-from ._tensor_reduce import _accumulate
-from ._tensor_dispatch import implements
-from ._tensor_layout import _drop, _drop_dim, _from_dims, _per_dim
-from ._tensor_numpy import _align
-from ._tensor_reduce import _ACCUMULATED, _acc_dtype, _combine, _identity, _kernel, _out_dtype
+from .. import collectives
+from ..errors import ShardingError
+from .distributed_tensor import DistributedTensor
+from .reductions import _accumulate
+from .dispatch import implements
+from .layout import _drop, _drop_dim, _from_dims, _per_dim
+from .numpy_functions import _align
+from .reductions import _ACCUMULATED, _acc_dtype, _combine, _identity, _kernel, _out_dtype
 
 __all__ = ["reduce_tensor", "var", "argextreme", "UFUNC_REDUCTIONS"]
 

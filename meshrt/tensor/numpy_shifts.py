@@ -38,13 +38,14 @@ import operator
 
 import numpy as np
 
-from . import _mpi, collectives
-from .chunks import writer_of_block
-from .errors import ShardingError
-from .sharding import Sharding
-from .tensor import DistributedTensor
-from ._tensor_dispatch import _HANDLED_FUNCTIONS, implements
-from ._tensor_layout import _layout
+from ..runtime import mpi as _mpi
+from .. import collectives
+from ..sharding.chunks import writer_of_block
+from ..errors import ShardingError
+from ..sharding.spec import Sharding
+from .distributed_tensor import DistributedTensor
+from .dispatch import _HANDLED_FUNCTIONS, implements
+from .layout import _layout
 
 __all__ = ["MAX_GATHERED"]
 
@@ -237,7 +238,7 @@ def _np_pad(array, pad_width, mode="constant", **kwargs):
 @implements(np.broadcast_to)
 def _np_broadcast_to(array, shape, subok=False):
     """A tensor of ``shape``, split like ``array`` on its own (right-aligned) dims; no communication."""
-    from ._elementwise import aligned_sharding
+    from .elementwise import aligned_sharding
 
     a = _tensor("np.broadcast_to", array)
     shape = tuple(operator.index(n) for n in (shape if isinstance(shape, (tuple, list)) else (shape,)))

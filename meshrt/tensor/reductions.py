@@ -15,10 +15,11 @@ import numbers
 
 import numpy as np
 
-from . import _check, collectives
-from .errors import CollectiveError, ShardingError
-from ._tensor_dispatch import ABOVE
-from ._tensor_layout import _drop, _drop_dim
+from ..runtime import check as _check
+from .. import collectives
+from ..errors import CollectiveError, ShardingError
+from .dispatch import ABOVE
+from .layout import _drop, _drop_dim
 
 
 # Reductions: method name -> (collective reduction kind, local kernel name, numpy ufunc for axis reductions).
@@ -35,7 +36,7 @@ def _kernel(name):
     # Imported on first use: Numba's import costs seconds per process, and
     # programs that never reduce a whole tensor should not pay it.
     try:
-        from . import kernels
+        from .. import kernels
     except ImportError:  # a source checkout: kernels/ becomes meshrt.kernels only when installed
         import kernels
     return getattr(kernels, name)

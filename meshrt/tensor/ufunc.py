@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ShardingError
-from .sharding import Sharding
-from ._tensor_layout import _layout
+from ..errors import ShardingError
+from ..sharding.spec import Sharding
+from .layout import _layout
 
 
 _SCALARS = (float, int, complex, bool)
