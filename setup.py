@@ -9,7 +9,7 @@ import shutil
 
 import numpy as np
 from Cython.Build import cythonize
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CSRC = "csrc"
@@ -46,8 +46,8 @@ def _extensions():
 
 
 setup(
-    packages=["meshrt", "meshrt.kernels", "meshrt.mlir"],
-    package_dir={"meshrt": "meshrt", "meshrt.kernels": "kernels", "meshrt.mlir": "meshrt/mlir"},
+    packages=["meshrt", "meshrt.kernels"] + [f"meshrt.{p}" for p in find_packages("meshrt")],
+    package_dir={"meshrt": "meshrt", "meshrt.kernels": "kernels"},
     ext_modules=cythonize(
         _extensions(),
         include_path=[_mirror_pxd(), CSRC],

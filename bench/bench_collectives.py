@@ -14,7 +14,7 @@ Each row names the meshrt call form it measures.  Rows that make a new
 result each call are compared with raw code that does too (``np.empty`` then
 the buffer method, as a user writes it); ``(out=)`` rows reuse a result on
 both sides.  A fresh result costs page faults only if glibc returns freed
-blocks to the OS, which meshrt's import prevents (``meshrt/_malloc.py``; run
+blocks to the OS, which meshrt's import prevents (``meshrt/runtime/malloc.py``; run
 with ``MESHRT_MALLOC=0`` to see the difference).
 """
 

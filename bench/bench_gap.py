@@ -74,7 +74,7 @@ setup(ext_modules=cythonize([Extension("_gapprobe", ["_gapprobe.pyx"], include_d
 
 
 def _allreduce_address():
-    """The address of MPI_Allreduce in the MPI library mpi4py loaded (as meshrt._mpi finds
+    """The address of MPI_Allreduce in the MPI library mpi4py loaded (as meshrt.runtime.mpi finds
     MPI_Op_create), or 0."""
     import ctypes
 

@@ -38,7 +38,7 @@ import numpy as np
 from meshrt import AbstractMesh, Sharding, reshard
 from meshrt.sharding import spec as sharding_mod
 from meshrt.tensor.distributed_tensor import _block_layout
-from meshrt.io.npy import file_view
+from meshrt.io import file_view
 from meshrt.spmd import _offsets_end
 
 

@@ -4,7 +4,7 @@
 Each body has the ``MPI_User_function`` signature
 ``void f(void *in, void *inout, int *len, MPI_Datatype *dt)``; the datatype is
 never read, so it is taken as ``void *`` and this module needs no ``mpi.h``:
-it builds against any MPI (or none).  `meshrt._mpi` turns the addresses into
+it builds against any MPI (or none).  `meshrt.runtime.mpi` turns the addresses into
 ``MPI.Op`` handles with the ``MPI_Op_create`` of the MPI library already loaded.
 
 Half arithmetic is numpy's: widen to float32, combine, round to nearest even.

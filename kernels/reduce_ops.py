@@ -2,7 +2,7 @@
 
 ``user_function(f, dtype)`` compiles an elementwise ``f(a, b) -> c`` with
 Numba into a C callback ``void(void *in, void *inout, int *len, void *dt)``
-that computes ``inout[i] = f(in[i], inout[i])``; `meshrt._mpi` turns its
+that computes ``inout[i] = f(in[i], inout[i])``; `meshrt.runtime.mpi` turns its
 address into an ``MPI.Op``.  Compiled once per (function, dtype).
 
 >>> cf = user_function(lambda a, b: max(a, b), np.dtype("float64"))   # doctest: +SKIP

@@ -5,8 +5,10 @@
 (3, 3)
 """
 
+import importlib as _importlib
 import importlib.util as _util
 import os as _os
+import sys as _sys
 
 if _util.find_spec(__name__ + "._blockcopy") is None:  # like numpy: say what to run, not a bare module name
     raise ImportError(
@@ -20,16 +22,11 @@ from .runtime import malloc as _malloc  # noqa: F401  (glibc: keep large buffers
 from .errors import CollectiveError, MeshError, ShardingError
 from .mesh import AbstractMesh, Mesh
 from .reduction import Generic, ReductionKind
-from .sharding.spec import Sharding
+from .sharding import Sharding
 from .runtime import check as _check
 from . import halo as _halo
-from .io import npy as _io
-from .io.vtk import write_vtk as _write_vtk
 
-# meshrt.io.write_vtk: ParaView output lives in vtk.py, which builds on io.py's helpers (so io.py cannot import it)
-_io.write_vtk = _write_vtk
-_io.__all__.append("write_vtk")
-_check.instrument(_halo, _io)  # before the names below are bound
+_check.instrument(_halo, ("update_halo",))  # before the names below are bound
 if _check.WATCH:
     from .runtime import watchdog as _watchdog
 
@@ -40,20 +37,23 @@ from .collectives import (
 )
 from .halo import HaloExchange, plan_halo, update_halo
 from .reshard import explain_reshard, plan_reshard
-from .tensor.distributed_tensor import DistributedTensor
-from .tensor import numpy_reductions as _npreduce, numpy_shifts as _npshift, numpy_functions as _tensor_numpy  # noqa: F401  (register np.var, np.roll, np.where, ... for DistributedTensor)
-from .tensor import mixed as _tensor_mixed
-from .io import formats
-from .tensor.dispatch import ABOVE as _ABOVE
-
-# the DistributedTensor methods whose work lives in modules above tensor.py (see meshrt._tensor_dispatch)
-_ABOVE.npreduce, _ABOVE.formats, _ABOVE.mixed = _npreduce, formats, _tensor_mixed
-from .tensor.elementwise import explain_op
-# binds meshrt.matmul to the function; the module stays importable as meshrt.matmul (sys.modules)
-from .tensor.matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
-from .io.npy import CheckpointError, load_state, save_state
+# binds meshrt.matmul to the function (the module is meshrt.tensor.matmul)
+from .tensor import (
+    DistributedTensor, dot, einsum, explain_einsum, explain_matmul, explain_op, matmul, tensordot,
+)
+from .stencil import Dirichlet, Neumann, apply_stencil, fill_ghosts, staggered, t_eff, update_halos
+from .io import CheckpointError, load_state, save_state
+from . import io  # noqa: F401  (meshrt.io: the file formats; wires DistributedTensor's file methods)
 from .spmd import spmd
-from .stencil.apply import Dirichlet, Neumann, apply_stencil, fill_ghosts, staggered, t_eff, update_halos
+
+# Module paths from before the package had a folder per concept, kept for users' imports
+# (``from meshrt.io.formats import ...``, ``import meshrt.sharding.chunks``): each names the module's new home.
+_MOVED = {"formats": "io.formats", "vtk": "io.vtk", "chunks": "sharding.chunks", "matmul": "tensor.matmul",
+          "stencil_bench": "stencil.bench", "mpiexec": "runtime.mpiexec"}
+for _old, _new in _MOVED.items():
+    _sys.modules[f"{__name__}.{_old}"] = _importlib.import_module(f"{__name__}.{_new}")
+    globals().setdefault(_old, _sys.modules[f"{__name__}.{_old}"])  # meshrt.matmul stays the function
+del _old, _new
 
 try:
     from importlib.metadata import version as _version

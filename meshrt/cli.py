@@ -141,7 +141,7 @@ def _mesh_shape(text):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:2] == ["bench", "stencil"]:  # weak-scaling stencil driver, its own options: meshrt/stencil_bench.py
+    if argv[:2] == ["bench", "stencil"]:  # weak-scaling stencil driver, its own options: meshrt/stencil/bench.py
         from .stencil.bench import main as stencil_main
 
         return stencil_main(argv[2:])
@@ -160,7 +160,7 @@ def main(argv=None):
     p = sub.add_parser("bench", help="OSU-style benchmark of a collective, halo or reshard vs raw mpi4py",
                        description="OSU-style benchmark of OP under mpiexec: latency min/avg/max/p50/p99 "
                                    "across processes, nccl-tests bandwidths, and the ratio to the same "
-                                   "operation in raw mpi4py. See meshrt/bench.py for the method. "
+                                   "operation in raw mpi4py. See meshrt/bench/__init__.py for the method. "
                                    "`meshrt bench stencil -h`: weak scaling of a stencil, T_eff.")
     from .bench import add_arguments
 

@@ -23,7 +23,7 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 def find_mpiexec():
     """Path of the mpiexec to use, or None: the launcher of the MPI mpi4py loads.
 
-    See ``meshrt.mpiexec.find_launcher`` for the order (``MESHRT_MPIEXEC``,
+    See ``meshrt.runtime.mpiexec.find_launcher`` for the order (``MESHRT_MPIEXEC``,
     beside the loaded ``libmpi``, next to ``sys.executable``, ``PATH``).
     """
     from .runtime.mpiexec import find_launcher

@@ -122,7 +122,7 @@ def default_nprocs():
 def mpiexec_command(nprocs, argv, *, env=None, tag_output=False):
     """The command line that starts ``argv`` on ``nprocs`` processes with this Python's MPI.
 
-    Spelled for the launcher ``meshrt.mpiexec.find_launcher`` picks: Open MPI
+    Spelled for the launcher ``meshrt.runtime.mpiexec.find_launcher`` picks: Open MPI
     gets ``--oversubscribe`` beyond the cores, ``--allow-run-as-root`` as root
     and ``-x NAME`` for the ``MESHRT_*``/``PYTHON*`` names in ``env`` (default:
     this process's environment); hydra (MPICH, Intel MPI) needs none of them.

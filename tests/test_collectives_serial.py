@@ -9,7 +9,7 @@ from mpi4py import MPI
 from meshrt import AbstractMesh, CollectiveError, Mesh, MeshError
 from meshrt.runtime import mpi as _mpi
 from meshrt import collectives as C
-from meshrt.collectives import common as _collectives_common, move as _collectives_move, reduce as _collectives_reduce
+from meshrt.collectives import common as _collectives_common, move as _collectives_move, reductions as _collectives_reduce
 from meshrt.reduction import Generic, ReductionKind, as_reduction
 
 SELF = MPI.COMM_SELF
@@ -227,7 +227,7 @@ def test_generic_that_does_not_compile():
         _mpi.reduce_plan(bad, np.dtype("float64"))
 
 
-# -- malloc thresholds (meshrt/_malloc.py) ----------------------------------------------------
+# -- malloc thresholds (meshrt/runtime/malloc.py) ----------------------------------------------------
 _MALLINFO_PROBE = r"""
 import ctypes, importlib.util, json, sys
 import numpy as np

@@ -1,4 +1,4 @@
-"""The elementwise sharding rule (meshrt._elementwise.plan_elementwise): pure, on AbstractMeshes."""
+"""The elementwise sharding rule (meshrt.tensor.elementwise.plan_elementwise): pure, on AbstractMeshes."""
 
 import time
 

@@ -1,4 +1,4 @@
-"""Serial tests of the output formats' planning (meshrt.chunks, meshrt.vtk) and their guards.
+"""Serial tests of the output formats' planning (meshrt.sharding.chunks, meshrt.io.vtk) and their guards.
 
 The parallel writing and reading is tested in tests/mpi/test_formats.py.
 """
@@ -18,7 +18,7 @@ from meshrt.sharding.chunks import (
     aligned_sharding, check_chunks, chunk_count, default_chunks, is_aligned, owned_chunks,
 )
 from meshrt.errors import ShardingError
-from meshrt.io.npy import CheckpointError
+from meshrt.io import CheckpointError
 from meshrt.mesh import AbstractMesh
 from meshrt.io.vtk import point_sharding, vtk_grid, vtk_pieces
 

@@ -5,6 +5,10 @@ Every ``import`` and ``from ... import`` in ``meshrt/`` (and ``kernels/``, insta
 (relative imports included), must go to a module of the same layer or a lower one; no modules
 may import each other in a circle; and every module must be listed in the docs' Layers block,
 so a new module forces the page to say where it belongs.
+
+The folders are layers too: a folder of ``meshrt/`` (``tensor/``, ``io/``, ...) holds a run of
+consecutive lines of the Layers block that no other part of the package shares, so no import goes
+upwards between folders and no folders import each other in a circle.
 """
 
 import ast
@@ -92,6 +96,49 @@ def layers(text: str) -> dict:
     return out
 
 
+def unit(name: str) -> str:
+    """The part of the package a module belongs to: its folder (``tensor`` for ``meshrt.tensor.layout``
+    and for the folder's ``__init__``), or the top-level module itself (``mesh``, ``__init__``)."""
+    return "__init__" if name == "meshrt" else name.split(".")[1]
+
+
+def folders(known: dict) -> set:
+    """The units that are folders (packages with modules of their own)."""
+    return {unit(m) for m in known if m.count(".") >= 2}
+
+
+def unit_graph(edges: dict) -> dict:
+    """``{unit: {imported unit: (module, imported module, line)}}``, imports between different units."""
+    out = {}
+    for a, targets in edges.items():
+        for b, line in targets.items():
+            ua, ub = unit(a), unit(b)
+            if ua != ub:
+                out.setdefault(ua, {}).setdefault(ub, (a, b, line))
+            out.setdefault(ub, {})
+    return out
+
+
+def folder_runs(order: dict, folder_units: set) -> list:
+    """Problems with the Layers block's folders: a folder whose modules are not on consecutive lines,
+    or a line of a folder's run that another unit shares."""
+    problems = []
+    lines = {}
+    for name, i in order.items():
+        lines.setdefault(i, set()).add(unit(name))
+    for f in sorted(folder_units):
+        mine = sorted(i for name, i in order.items() if unit(name) == f)
+        if not mine:
+            continue
+        gap = [i for i in range(mine[0], mine[-1] + 1) if f not in lines.get(i, ())]
+        shared = sorted({u for i in mine for u in lines[i] if u != f})
+        if gap:
+            problems.append(f"{f}/: its modules are not on consecutive lines (line {gap[0] + 1} of the block is not {f}'s)")
+        if shared:
+            problems.append(f"{f}/: its lines also hold {shared}")
+    return problems
+
+
 def find_cycle(edges: dict):
     """One import circle as ``[a, b, ..., a]``, or None."""
     state, stack = {}, []
@@ -149,12 +196,52 @@ def test_imports_go_to_the_same_layer_or_below():
     assert not bad, "imports from a lower layer to a higher one (docs/architecture.md):\n" + "\n".join(bad)
 
 
+def test_folders_are_layers():
+    order, known = layers(ARCHITECTURE.read_text()), modules()
+    problems = folder_runs(order, folders(known))
+    assert not problems, f"the Layers block of {ARCHITECTURE.relative_to(REPO)}:\n" + "\n".join(problems)
+
+
+def test_there_is_no_import_circle_between_folders():
+    edges, known = graph(), modules()
+    units = unit_graph(edges)
+    cycle = find_cycle({u: dict.fromkeys(t, 1) for u, t in units.items()})
+    assert cycle is None, "folders import each other in a circle: " + " -> ".join(cycle) + "\n" + "\n".join(
+        f"  {_where(units[a][b][0], known)}:{units[a][b][2]} imports {_short(units[a][b][1])}"
+        for a, b in zip(cycle, cycle[1:]))
+
+
+def test_old_module_paths_still_import():
+    import importlib
+
+    import meshrt
+
+    for old, new in meshrt._MOVED.items():
+        assert importlib.import_module(f"meshrt.{old}") is importlib.import_module(f"meshrt.{new}"), old
+    assert callable(meshrt.matmul) and meshrt.formats is importlib.import_module("meshrt.io.formats")
+
+
 # -- the checker itself, on made-up modules ------------------------------------------------------
 
 
 def test_find_cycle_reports_the_circle():
     assert find_cycle({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b": 1}, "b": {}, "c": {"a": 1, "b": 1}}) is None
+
+
+def test_folder_runs_reports_split_and_shared_folders():
+    order = {"meshrt.t.a": 0, "meshrt.mesh": 1, "meshrt.t.b": 2, "meshrt.io.x": 3, "meshrt.halo": 3}
+    assert folder_runs(order, {"t", "io"}) == [
+        "io/: its lines also hold ['halo']", "t/: its modules are not on consecutive lines (line 2 of the block is not t's)"]
+    assert folder_runs({"meshrt.t.a": 0, "meshrt.t": 1, "meshrt.mesh": 2}, {"t"}) == []
+
+
+def test_unit_graph_joins_the_modules_of_a_folder():
+    edges = {"meshrt.t.a": {"meshrt.t.b": 3, "meshrt.mesh": 4}, "meshrt.t.b": {}, "meshrt.mesh": {"meshrt.t": 9},
+             "meshrt.t": {}}
+    units = unit_graph(edges)
+    assert units["t"] == {"mesh": ("meshrt.t.a", "meshrt.mesh", 4)} and units["mesh"] == {"t": ("meshrt.mesh", "meshrt.t", 9)}
+    assert find_cycle({u: dict.fromkeys(t, 1) for u, t in units.items()}) == ["mesh", "t", "mesh"]
 
 
 def test_layers_block_is_read_from_the_fenced_block():

@@ -19,12 +19,12 @@ ROOT = pathlib.Path(meshrt.__file__).parent
 
 # Where the calls need no mark: the registered collectives themselves, and the benchmark,
 # whose raw mpi4py calls are the baseline it measures meshrt against.
-REGISTERED = {"_collectives_common.py": "the collectives' shared check: runs under its collective's mark",
-              "_collectives_reduce.py": "the collectives: each runs under its compiled front's mark",
-              "_collectives_move.py": "the collectives: each runs under its compiled front's mark",
-              "_collectives_p2p.py": "the collectives: each runs under its compiled front's mark",
-              "bench.py": "the raw mpi4py side of each measurement",
-              "_bench_cases.py": "the raw mpi4py side of each measurement"}
+REGISTERED = {"collectives/common.py": "the collectives' shared check: runs under its collective's mark",
+              "collectives/reductions.py": "the collectives: each runs under its compiled front's mark",
+              "collectives/move.py": "the collectives: each runs under its compiled front's mark",
+              "collectives/p2p.py": "the collectives: each runs under its compiled front's mark",
+              "bench/__init__.py": "the raw mpi4py side of each measurement",
+              "bench/cases.py": "the raw mpi4py side of each measurement"}
 
 # Methods of the communicator classes that neither communicate nor wait: queries, local
 # handles, persistent point-to-point requests (created locally; started elsewhere).
@@ -39,17 +39,17 @@ NOT_COMMUNICATORS = {
     ("mlir/execute.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("mlir/linalg.py", "f", "reduce"): "a numpy ufunc's reduce",
     ("mlir/tosa.py", "f", "reduce"): "a numpy ufunc's reduce",
-    ("_npshift.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
-    ("formats.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
-    ("_tensor_reduce.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
+    ("tensor/numpy_shifts.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
+    ("io/formats.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
+    ("tensor/reductions.py", "ufunc", "reduce"): "a numpy ufunc's reduce",
     ("halo.py", "r", "Free"): "a persistent request's Free (local)",
     ("halo.py", "t", "Free"): "a datatype's Free (local)",
-    ("io.py", "t", "Free"): "a datatype's Free (local)",
-    ("_bench_cases.py", "r", "Free"): "a request's Free (local)",
-    ("_mpi.py", "MPI.Op", "Create"): "an MPI.Op made from a Python function (local)",
-    ("_mpi.py", "op", "Free"): "an MPI.Op's Free (local)",
-    ("_mpi.py", "group", "Free"): "an MPI.Group's Free (local)",
-    ("_mpi.py", "world", "Free"): "an MPI.Group's Free (local)",
+    ("io/npy.py", "t", "Free"): "a datatype's Free (local)",
+    ("bench/cases.py", "r", "Free"): "a request's Free (local)",
+    ("runtime/mpi.py", "MPI.Op", "Create"): "an MPI.Op made from a Python function (local)",
+    ("runtime/mpi.py", "op", "Free"): "an MPI.Op's Free (local)",
+    ("runtime/mpi.py", "group", "Free"): "an MPI.Group's Free (local)",
+    ("runtime/mpi.py", "world", "Free"): "an MPI.Group's Free (local)",
     ("halo.py", "from_numpy_dtype(x.dtype)", "Dup"): "a datatype's Dup (local)",
 }
 
@@ -169,7 +169,7 @@ def test_an_internal_block_reads_as_a_step_of_the_operation_it_names():
     exec(compile("def gather(root=None):\n"
                  "    with _mpi.internal('gather', 'gather of the blocks', (mesh, [0])):\n"
                  "        return _watchdog.operations(sys._getframe(), None, _mpi.current())\n",
-                 _watchdog._PKG + "tensor.py", "exec"), {"_mpi": _mpi, "_watchdog": _watchdog, "sys": sys,
+                 _watchdog._PKG + "tensor/distributed_tensor.py", "exec"), {"_mpi": _mpi, "_watchdog": _watchdog, "sys": sys,
                                                          "mesh": mesh}, ns)
     ops, caller = ns["gather"](root=0)
     assert _watchdog.describe(ops, caller).startswith(

@@ -28,7 +28,7 @@ def ops(plan):
 
 
 def test_docstring_examples():
-    assert doctest.testmod(importlib.import_module("meshrt.matmul"), optionflags=doctest.ELLIPSIS).failed == 0
+    assert doctest.testmod(importlib.import_module("meshrt.tensor.matmul"), optionflags=doctest.ELLIPSIS).failed == 0
 
 
 def test_contractions():

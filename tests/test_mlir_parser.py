@@ -544,7 +544,7 @@ def test_mlir_error_is_a_meshrt_value_error():
 
 @pytest.mark.parametrize("name", ["meshrt.mlir", "meshrt.mlir.ir", "meshrt.mlir.parser", "meshrt.mlir.verify",
                                   "meshrt.mlir.printer", "meshrt.mlir.tosa", "meshrt.mlir.execute",
-                                  "meshrt._sharding_text"])
+                                  "meshrt.sharding.text"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

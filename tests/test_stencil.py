@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 import meshrt
 import meshrt.stencil.apply
 from meshrt import AbstractMesh, Sharding, ShardingError
-from meshrt.stencil.apply import Dirichlet, Neumann, plan_stencil, staggered, t_eff
+from meshrt.stencil import Dirichlet, Neumann, plan_stencil, staggered, t_eff
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

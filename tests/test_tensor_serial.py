@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from mpi4py import MPI
 
 from meshrt import AbstractMesh, Mesh, ShardingError
-from meshrt.sharding.spec import Sharding
-from meshrt.tensor.distributed_tensor import DistributedTensor as DT
+from meshrt.sharding import Sharding
+from meshrt.tensor import DistributedTensor as DT
 from meshrt.tensor.layout import _drop_dim
 
 try:

@@ -32,12 +32,13 @@ from __future__ import annotations
 import numpy as np  # noqa: F401  (the examples use it)
 
 from . import common as _common
+from ..runtime import check as _settings
 from .. import _collfront
 from .common import _DIRECT_DTYPES, _fast, _groups, set_check
 from .index_ops import mesh_shape, neighbors_linear_indices, process_linear_index, process_multi_index, shard_shape
 from .move import _all_gather, _all_slice, _all_to_all, _broadcast, _gather, _scatter
 from .p2p import _recv, _send, _shift
-from .reduce import _all_reduce, _reduce, _reduce_scatter
+from .reductions import _all_reduce, _reduce, _reduce_scatter
 from .._collfront import Handle
 from ..mesh import Mesh  # noqa: F401  (the examples use it)
 from ..reduction import Generic, ReductionKind
@@ -49,18 +50,18 @@ __all__ = [
     "Handle", "ReductionKind", "Generic", "set_check",
 ]
 
-# The module is the public front; the collectives live in modules of their own, one per kind:
-#   _collectives_common  groups, argument checks, result buffers, CHECK and the plan cache `_fast`
-#   _collectives_reduce  all_reduce, reduce, reduce_scatter
-#   _collectives_move    all_gather, gather, broadcast, scatter, all_to_all, all_slice
-#   _collectives_p2p     send, recv, shift
-#   _collectives_index   process_linear_index, process_multi_index, mesh_shape, neighbors_linear_indices, shard_shape
+# This file is the public front; the collectives live in modules of their own, one per kind:
+#   common     groups, argument checks, result buffers and the plan cache `_fast`
+#   reduce     all_reduce, reduce, reduce_scatter
+#   move       all_gather, gather, broadcast, scatter, all_to_all, all_slice
+#   p2p        send, recv, shift
+#   index_ops  process_linear_index, process_multi_index, mesh_shape, neighbors_linear_indices, shard_shape
 
 
 def __getattr__(name):
-    # ``collectives.CHECK``: the one setting, which lives in _collectives_common (`set_check` rebinds it there)
+    # ``collectives.CHECK``: the one setting, which lives in meshrt.runtime.check (`set_check` rebinds it there)
     if name == "CHECK":
-        return _common.CHECK
+        return _settings.CHECK
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -70,7 +71,7 @@ def __getattr__(name):
 _PYTHON = {"all_reduce": _all_reduce, "reduce": _reduce, "reduce_scatter": _reduce_scatter, "broadcast": _broadcast,
            "all_gather": _all_gather, "gather": _gather, "scatter": _scatter, "all_to_all": _all_to_all,
            "all_slice": _all_slice, "shift": _shift, "send": _send, "recv": _recv}
-_collfront.install(_fast, _groups, _DIRECT_DTYPES, _PYTHON, _common.CHECK)
+_collfront.install(_fast, _groups, _DIRECT_DTYPES, _PYTHON, _settings.CHECK)
 from .._collfront import (  # noqa: E402  (the fronts need the implementations above)
     all_gather, all_reduce, all_slice, all_to_all, broadcast, gather, recv, reduce, reduce_scatter, scatter, send,
     shift,

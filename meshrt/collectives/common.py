@@ -1,10 +1,10 @@
 """What the collectives share: device groups (`_group`), argument checks and the cross-process check
 (`_check`, on under ``MESHRT_CHECK=1`` or `set_check`), result buffers, and the plan cache `_fast`.
 
-``CHECK``, ``_groups``, ``_digests`` and ``_fast`` live here and only here: the modules of the
-collectives (``_collectives_reduce``, ``_collectives_move``, ``_collectives_p2p``) read ``CHECK``
-as ``_common.CHECK`` (`set_check` rebinds it), and ``collectives.py`` hands the caches to the
-compiled fronts (``_collfront.install``).
+``_groups``, ``_digests`` and ``_fast`` live here and only here, and the package front
+(``collectives/__init__.py``) hands the caches to the compiled fronts (``_collfront.install``).
+The ``MESHRT_CHECK`` setting lives in `meshrt.runtime.check`: the modules of the collectives
+(``reduce``, ``move``, ``p2p``) read it as ``_check.CHECK`` (`set_check` rebinds it).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import numpy as np
 from mpi4py import MPI
 
 from .. import _collfront
+from ..runtime.check import set_check  # noqa: F401  (the public switch, re-exported by the front)
 from .._collfront import Group, done
 from ..errors import CollectiveError
 from ..mesh import Mesh
 
 
-CHECK = os.environ.get("MESHRT_CHECK", "0") not in ("", "0")
 _BYTE = MPI.BYTE
 _DIRECT = frozenset(c for c in MPI._typedict if c in "?bBhHiIlLqQfdFD")  # mpi4py infers these
 # dtypes whose arrays mpi4py takes bare (it infers the datatype from the buffer
@@ -30,14 +30,6 @@ _DIRECT = frozenset(c for c in MPI._typedict if c in "?bBhHiIlLqQfdFD")  # mpi4p
 _DIRECT_DTYPES = frozenset(np.dtype(c) for c in _DIRECT)
 _PROC_NULL = MPI.PROC_NULL
 _empty, _contiguous, _ndarray = np.empty, np.ascontiguousarray, np.ndarray  # one global lookup on hot paths
-
-
-def set_check(flag: bool) -> bool:
-    """Turn the cross-process argument check on or off; returns the previous setting."""
-    global CHECK
-    old, CHECK = CHECK, bool(flag)
-    _collfront.set_check(CHECK)
-    return old
 
 
 def _finish(result, wait):

@@ -1,7 +1,7 @@
 """The shard dialect's index ops: `process_linear_index`, `process_multi_index`, `mesh_shape`,
 `neighbors_linear_indices` and `shard_shape` (local: no communication).
 
-``collectives.py`` re-exports them beside the collectives, as the dialect lists them.
+``collectives/__init__.py`` re-exports them beside the collectives, as the dialect lists them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The data-moving collectives, in Python: `_all_gather`, `_gather`, `_broadcast`, `_scatter`,
 `_all_to_all` and `_all_slice` (no communication), with their layouts.
 
-``collectives.py`` makes the public names from them (compiled fronts that hand every call they have
+``collectives/__init__.py`` makes the public names from them (compiled fronts that hand every call they have
 not planned to these), and copies their docstrings.
 """
 
@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from . import common as _common
+from ..runtime import check as _settings
 from .common import (
     _BYTE, _DIRECT_DTYPES, _array, _axis, _back, _bytes, _check, _contiguous, _empty, _fast, _finish, _front, _group,
     _into, _ndarray, _remember, _result, _root,
@@ -46,7 +46,7 @@ def _gather_setup(op, x, mesh, mesh_axes, gather_axis, root, sizes, out):
     _array(x, op)
     axis = _axis(gather_axis, x.ndim, op, "gather_axis")
     r = _root(g, mesh, root, "root") if op == "gather" else None
-    if _common.CHECK:
+    if _settings.CHECK:
         _gather_check(g, op, axis, r, x, sizes)
     if g.size == 1:
         if out is not None:
@@ -150,7 +150,7 @@ def _all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None,
         if layout is None:
             return _finish(_into(out, x), wait)
     else:
-        if _common.CHECK:
+        if _settings.CHECK:
             _gather_check(g, "all_gather", layout[0], None, x, sizes)
     axis, counts, displs, equal, shape, oshape, direct = layout
     if axis == 0:
@@ -289,7 +289,7 @@ def _gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=
         if layout is None:
             return _finish(x, wait)
     else:
-        if _common.CHECK:
+        if _settings.CHECK:
             _gather_check(g, "gather", layout[0], r, x, sizes)
     axis, counts, displs, equal, shape, oshape, direct = layout
     me = g.rank == r
@@ -380,7 +380,7 @@ def _broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
             raise KeyError
     except (KeyError, TypeError, AttributeError):
         g, r, direct = _bcast_setup(x, mesh, mesh_axes, root)
-    if _common.CHECK:
+    if _settings.CHECK:
         _check(g, "broadcast", (r,), x)
     if g.size == 1:
         return _finish(x, wait)
@@ -401,7 +401,7 @@ def _scatter_setup(x, mesh, mesh_axes, scatter_axis, root):
     _array(x, "scatter")
     axis = _axis(scatter_axis, x.ndim, "scatter", "scatter_axis")
     r = _root(g, mesh, root, "root")
-    if _common.CHECK:
+    if _settings.CHECK:
         _check(g, "scatter", (axis, r), x)
     n = g.size
     if n == 1:
@@ -486,7 +486,7 @@ def _scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
         if layout is None:
             return _finish(x, wait)
     else:
-        if _common.CHECK:
+        if _settings.CHECK:
             _check(g, "scatter", (layout[0], r), x)
     axis, bshape, count, counts, displs, direct = layout
     buf = _empty(bshape, x.dtype)
@@ -520,7 +520,7 @@ def _a2a_setup(x, mesh, mesh_axes, split_axis, concat_axis):
     _array(x, "all_to_all")
     sa = _axis(split_axis, x.ndim, "all_to_all", "split_axis")
     ca = _axis(concat_axis, x.ndim, "all_to_all", "concat_axis")
-    if _common.CHECK:
+    if _settings.CHECK:
         _check(g, "all_to_all", (sa, ca), x)
     n = g.size
     if n == 1:
@@ -608,7 +608,7 @@ def _all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=Tr
         if layout is None:
             return _finish(x, wait)
     else:
-        if _common.CHECK:
+        if _settings.CHECK:
             _check(g, "all_to_all", (layout[0], layout[1]), x)
     sa, ca, bshape, bview, count, v, direct = layout
     if sa == 0:

@@ -1,6 +1,6 @@
 """Point to point between the devices of a group, in Python: `_send`, `_recv`, `_shift`.
 
-``collectives.py`` makes the public ``send``, ``recv`` and ``shift`` from them (compiled fronts that
+``collectives/__init__.py`` makes the public ``send``, ``recv`` and ``shift`` from them (compiled fronts that
 hand every call they have not planned to these), and copies their docstrings.
 """
 
@@ -11,7 +11,7 @@ import math
 import numpy as np
 from mpi4py import MPI
 
-from . import common as _common
+from ..runtime import check as _settings
 from .. import _collfront
 from .common import (
     _DIRECT_DTYPES, _PROC_NULL, _array, _bytes, _check, _contiguous, _empty, _fast, _finish, _group, _ndarray,
@@ -248,7 +248,7 @@ def _shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wai
             raise KeyError
     except (KeyError, TypeError, AttributeError):
         g, src, dst, rotate, direct, case = _shift_setup(x, mesh, mesh_axes, shift_axis, offset, rotate)
-    if _common.CHECK:
+    if _settings.CHECK:
         _check(g, "shift", (shift_axis, offset, rotate), x)
     buf = x if x.flags.c_contiguous else _contiguous(x)
     if case == 0:

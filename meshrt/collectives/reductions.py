@@ -1,6 +1,6 @@
 """The reductions of the collectives, in Python: `_all_reduce`, `_reduce`, `_reduce_scatter`.
 
-``collectives.py`` makes the public ``all_reduce``, ``reduce`` and ``reduce_scatter`` from them
+``collectives/__init__.py`` makes the public ``all_reduce``, ``reduce`` and ``reduce_scatter`` from them
 (compiled fronts that hand every call they have not planned to these), and copies their docstrings.
 """
 
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import common as _common
+from ..runtime import check as _settings
 from .common import (
     _array, _axis, _back, _check, _contiguous, _empty, _fast, _finish, _finish_average, _front, _group, _into,
     _ndarray, _remember, _result, _root,
@@ -114,7 +114,7 @@ def _all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=Non
         g, plan, same, _ = _reduce_setup("all_reduce", x, mesh, mesh_axes, reduction, dtype)
     pd = plan.dtype
     send = x if same and x.flags.c_contiguous else _contiguous(x, dtype=pd)
-    if _common.CHECK:
+    if _settings.CHECK:
         _check(g, "all_reduce", (str(plan.kind), pd.str), x)
     res = _empty(x.shape, pd) if out is None else _result(out, x.shape, pd, "all_reduce")
     if g.size == 1:
@@ -195,7 +195,7 @@ def _reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wai
         g, plan, same, r, _ = _reduce_setup("reduce", x, mesh, mesh_axes, reduction, dtype, root)
     pd = plan.dtype
     send = x if same and x.flags.c_contiguous else _contiguous(x, dtype=pd)
-    if _common.CHECK:
+    if _settings.CHECK:
         _check(g, "reduce", (str(plan.kind), pd.str, r), x)
     if g.size == 1:
         res = np.array(send, dtype=pd, copy=True)
@@ -298,7 +298,7 @@ def _reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dt
     except (KeyError, TypeError, AttributeError):
         g, plan, same, axis, rshape, oshape, counts, _ = _rs_setup(x, mesh, mesh_axes, reduction, scatter_axis, dtype)
     pd = plan.dtype
-    if _common.CHECK:
+    if _settings.CHECK:
         _check(g, "reduce_scatter", (str(plan.kind), pd.str, axis), x)
     n = g.size
     if axis == 0:

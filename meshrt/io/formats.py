@@ -8,7 +8,7 @@
 Zarr: each process writes whole chunks of its own block, never gathering.
 When shard boundaries do not fall on chunk boundaries the tensor is first
 resharded (by the reshard planner) to the chunk-aligned layout of
-`meshrt.chunks`, so each chunk has one writer. Default chunks follow the
+`meshrt.sharding.chunks`, so each chunk has one writer. Default chunks follow the
 sharding; chunks are stored uncompressed by default (``compressors=None``,
 bytes as in a ``.npy`` file; pass ``compressors="auto"`` for Zarr's zstd).
 The array's attributes hold ``meshrt``: mesh shape and axis names, the
@@ -213,7 +213,7 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
 
     ``path`` is the array, or with ``name`` a group holding array ``name``
     (other arrays of the group are kept). ``chunks``: one int per dim, or one
-    int for all; default `meshrt.chunks.default_chunks` (the sharding's
+    int for all; default `meshrt.sharding.chunks.default_chunks` (the sharding's
     blocks). Collective over the tensor's mesh.
 
     >>> t.to_zarr("out/u.zarr")                        # doctest: +SKIP

@@ -32,11 +32,23 @@ import sys
 import numpy as np
 
 from . import mpi as _mpi
-from ..collectives import common as _coll
 from ..errors import CollectiveError, ShardingError
-from ..sharding.spec import Sharding
+from .. import _collfront
 
-__all__ = ["inside", "describe", "fingerprint", "agree", "method", "creation", "entry", "instrument", "WATCH"]
+__all__ = ["inside", "describe", "fingerprint", "agree", "method", "creation", "entry", "instrument", "WATCH", "CHECK",
+           "set_check", "TEXT_TYPES"]
+
+# MESHRT_CHECK: every public operation first agrees on its name and arguments across its processes.
+# Read as ``check.CHECK`` at each call (`set_check` rebinds it).
+CHECK = os.environ.get("MESHRT_CHECK", "0") not in ("", "0")
+
+
+def set_check(flag: bool) -> bool:
+    """Turn the cross-process argument check on or off; returns the previous setting."""
+    global CHECK
+    old, CHECK = CHECK, bool(flag)
+    _collfront.set_check(CHECK)
+    return old
 
 inside: list = []  # (name, args, kwargs) of the meshrt operations this process is in, innermost last
 
@@ -49,6 +61,8 @@ _MASK = (1 << 62) - 1
 # -- describing arguments, the same text on every process ------------------------------------
 _PLAIN = (type(None), bool, int, float, complex, str)
 _sharding_text: dict = {}  # Sharding -> its text: formatting one costs microseconds
+# Value types described by their text (``Sharding``: meshrt.sharding registers it, a layer above this one)
+TEXT_TYPES: set = set()
 
 
 def _norm(v, depth=0, shapes=True):
@@ -57,7 +71,7 @@ def _norm(v, depth=0, shapes=True):
     t = type(v)
     if t in _PLAIN or (t is tuple and all(type(x) is int for x in v)):
         return repr(v)
-    if t is Sharding:
+    if t in TEXT_TYPES:
         text = _sharding_text.get(v)
         if text is None:
             if len(_sharding_text) > 256:
@@ -78,7 +92,7 @@ def _norm(v, depth=0, shapes=True):
                                                                              else f"[{inner}]")
     if depth < 2 and isinstance(v, dict):
         return "{" + ", ".join(f"{_norm(k, depth + 1)}: {_norm(x, depth + 1, shapes)}" for k, x in v.items()) + "}"
-    if isinstance(v, Sharding):
+    if TEXT_TYPES and isinstance(v, tuple(TEXT_TYPES)):
         return f"<{v}>"
     if hasattr(v, "shape") and hasattr(v, "axis_names"):  # a mesh
         return f"mesh{tuple(v.shape)}"
@@ -145,7 +159,7 @@ def method(name: str):
         @functools.wraps(fn)
         def call(self, *args, **kwargs):
             entry = (name, args, kwargs)
-            if _coll.CHECK and not inside:  # nested operations follow from the outer one
+            if CHECK and not inside:  # nested operations follow from the outer one
                 agree(self.mesh.comm, describe((name, (self,) + args, kwargs)), name, group=self.mesh)
             inside.append(entry)
             try:
@@ -235,7 +249,7 @@ def entry(name: str, comm_of):
     def wrap(fn):
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            if _coll.CHECK and not inside:
+            if CHECK and not inside:
                 comm = None
                 try:
                     comm = comm_of(*args, **kwargs)
@@ -267,9 +281,8 @@ def _comm_in(*args, **kwargs):
     return None
 
 
-def instrument(halo, io) -> None:
-    """Put the module-level entry points (``update_halo`` on local arrays, ``save_state``,
-    ``load_state``) under `entry`."""
-    halo.update_halo = entry("update_halo", _comm_in)(halo.update_halo)
-    io.save_state = entry("save_state", _comm_in)(io.save_state)
-    io.load_state = entry("load_state", _comm_in)(io.load_state)
+def instrument(module, names) -> None:
+    """Put the module-level entry points ``names`` of ``module`` (``update_halo`` on local arrays,
+    ``save_state``, ``load_state``) under `entry`, before any other module binds them by name."""
+    for name in names:
+        setattr(module, name, entry(name, _comm_in)(getattr(module, name)))

@@ -18,7 +18,7 @@ running after `BLOCKED` seconds makes the process *blocked in* it:
   (``MPI_Abort``), a second later so that the other processes print theirs.
 
 The MPI calls meshrt makes on its own behalf (agreements, checks, communicator
-creation...) run inside `meshrt._mpi.internal`, whose mark names the operation,
+creation...) run inside `meshrt.runtime.mpi.internal`, whose mark names the operation,
 the step and the device group: ``DistributedTensor.zeros (agreement over mesh
 (2, 2))``.  Outside meshrt, a main thread that stays inside one call of an
 mpi4py communicator method (``comm.Barrier()``: found from the frame's current
@@ -115,8 +115,9 @@ def report_finished() -> None:
     write_status("finished", time.time(), "")
 
 
-_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_NOT_OPS = {_PKG + name for name in ("_check.py", "_watchdog.py", "launch.py", "cli.py", "testing.py", "bench.py")}
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # meshrt/
+_NOT_OPS = {_PKG + os.path.join(*name.split("/")) for name in (
+    "runtime/check.py", "runtime/watchdog.py", "launch.py", "cli.py", "testing.py", "bench/__init__.py")}
 
 
 def _is_op(code) -> bool:
@@ -127,7 +128,7 @@ def _is_op(code) -> bool:
 
 
 # the files of the collectives' Python implementations (`meshrt.collectives` makes the public names)
-_COLLECTIVES = {_PKG + name for name in ("_collectives_reduce.py", "_collectives_move.py", "_collectives_p2p.py")}
+_COLLECTIVES = {_PKG + name for name in ("collectives/reductions.py", "collectives/move.py", "collectives/p2p.py")}
 
 
 def operations(frame, mark=None, inner=None) -> tuple:
@@ -138,7 +139,7 @@ def operations(frame, mark=None, inner=None) -> tuple:
     compiled collective `meshrt._collfront.current` says the thread is in (a compiled
     function has no frame).  The mark sits just outside the frame of its Python
     implementation (``_all_reduce`` for ``all_reduce``) when that is running, else it is
-    the innermost operation.  ``inner``, the mark of the `meshrt._mpi.internal` block the
+    the innermost operation.  ``inner``, the mark of the `meshrt.runtime.mpi.internal` block the
     thread is in, is the innermost (`describe` shows it as a step of the frame it names).
     """
     ops, f = [], frame

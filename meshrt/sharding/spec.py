@@ -20,6 +20,7 @@ from typing import Sequence
 from ..errors import MeshError, ShardingError
 from ..mesh import AbstractMesh, Mesh
 from ..reduction import REDUCTION_KINDS, ReductionKind
+from ..runtime import check as _check
 from .text import parse_sharding, visualize as _visualize
 
 __all__ = ["Sharding", "REDUCTION_KINDS", "split_sizes", "split_offsets"]
@@ -706,3 +707,6 @@ def _normalize_offsets(offsets, counts) -> tuple:
                     f"sharded_dims_offsets: sharded dim {k} offsets {list(offs)} decrease ({a} then {b})"
                 )
     return flat
+
+
+_check.TEXT_TYPES.add(Sharding)  # MESHRT_CHECK compares a sharding by its text

@@ -1,21 +1,24 @@
-"""The tables a `DistributedTensor` dispatches through to code in modules above ``tensor.py``.
+"""The tables a `DistributedTensor` dispatches through to code in modules above its class.
 
 ``implements`` fills ``_HANDLED_FUNCTIONS`` (numpy function -> handler) for ``__array_function__``
 and the ``__array_ufunc__`` of gufuncs such as ``np.matmul``; `ABOVE` names the modules that hold a
-few methods' work (reductions, Zarr/HDF5, ufuncs over mixed operands). Those modules import
-``tensor.py``, so ``tensor.py`` cannot import them: ``meshrt/__init__.py`` imports them and fills
-`ABOVE`, and importing any part of meshrt runs it first.
+few methods' work (reductions, files, ufuncs over mixed operands). Those modules import
+``distributed_tensor.py``, so it cannot import them: the package fronts that own them
+(``meshrt/tensor/__init__.py``, ``meshrt/io/__init__.py``) fill `ABOVE`, and importing any part of
+meshrt runs both first.
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-# The modules above tensor.py that hold some DistributedTensor methods' work; meshrt/__init__.py sets them:
-#   npreduce: meshrt._npreduce (var, std, argmax/argmin, any/all, multi-axis reductions, ufunc.reduce/accumulate)
-#   formats:  meshrt.formats (to_zarr, from_zarr, to_hdf5, from_hdf5)
-#   mixed:    meshrt._tensor_mixed (ufuncs over tensors of different shardings, or over numpy arrays)
-ABOVE = SimpleNamespace(npreduce=None, formats=None, mixed=None)
+# The modules above the class that hold some DistributedTensor methods' work, and who sets them:
+#   npreduce: meshrt.tensor.numpy_reductions (var, std, argmax/argmin, any/all, multi-axis reductions,
+#             ufunc.reduce/accumulate) -- set by meshrt/tensor/__init__.py
+#   mixed:    meshrt.tensor.mixed (ufuncs over tensors of different shardings, or over numpy arrays) -- the same
+#   io:       meshrt.io.npy (save, load: .npy files with MPI-IO) -- set by meshrt/io/__init__.py
+#   formats:  meshrt.io.formats (to_zarr, from_zarr, to_hdf5, from_hdf5) -- the same
+ABOVE = SimpleNamespace(npreduce=None, mixed=None, io=None, formats=None)
 
 
 # numpy function -> its handler, called with the function's own arguments (see `implements`).

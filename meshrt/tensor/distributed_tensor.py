@@ -562,7 +562,7 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
         return int(value)
 
     def __matmul__(self, other):
-        return _HANDLED_FUNCTIONS[np.matmul](self, other)  # meshrt.matmul.matmul, registered by matmul.py
+        return _HANDLED_FUNCTIONS[np.matmul](self, other)  # meshrt.tensor.matmul.matmul, registered by tensor/matmul.py
 
     def __rmatmul__(self, other):
         return _HANDLED_FUNCTIONS[np.matmul](other, self)

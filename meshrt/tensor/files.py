@@ -1,8 +1,8 @@
 """A `DistributedTensor`'s file methods: ``save``/``load`` (``.npy`` with MPI-IO), ``to_zarr``/``from_zarr``
 and ``to_hdf5``/``from_hdf5``.
 
-`_TensorFiles` is a base class of `DistributedTensor` (``tensor.py``) and holds only these methods; the
-work is in ``io.py`` and, for Zarr and HDF5, in ``formats.py``, which sits above ``tensor.py`` and is
+`_TensorFiles` is a base class of `DistributedTensor` (``distributed_tensor.py``) and holds only these methods; the
+work is in ``io/npy.py`` and, for Zarr and HDF5, in ``io/formats.py``, which sits above ``distributed_tensor.py`` and is
 reached through `ABOVE` (see ``_tensor_dispatch.py``).
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np  # noqa: F401  (the examples use it)
 
 from ..runtime import check as _check
-from ..io import npy as _io
 from ..sharding.spec import Sharding
 from .dispatch import ABOVE
 
@@ -56,7 +55,7 @@ class _TensorFiles:
         array([0., 1., 2., 3.])
         >>> tmp.cleanup()
         """
-        _io.save_tensor(path, self)
+        ABOVE.io.save_tensor(path, self)
 
     @classmethod
     @_check.creation("load")
@@ -99,14 +98,14 @@ class _TensorFiles:
         array([0., 1., 2., 3.])
         >>> tmp.cleanup()
         """
-        return _io.load_tensor(
+        return ABOVE.io.load_tensor(
             path, sharding, factory=lambda local, s, shape: cls.from_local(local, s, shape, periodic=periodic))
 
     @_check.method("DistributedTensor.to_zarr")
     def to_zarr(self, path, chunks=None, name=None, **kwargs) -> None:
         """Write a Zarr v3 array, each process its own chunks (collective).
 
-        See `meshrt.formats.to_zarr`.  Needs the ``zarr`` package (the ``io``
+        See `meshrt.io.formats.to_zarr`.  Needs the ``zarr`` package (the ``io``
         extra).
 
         Parameters
@@ -198,7 +197,7 @@ class _TensorFiles:
         Without MPI in h5py: per-process block files and a virtual dataset in
         ``path`` over them; with it (or ``parallel=True``): one collective write.
         Other datasets of ``path`` are kept; ``<stem>.xmf`` is rewritten for
-        ParaView.  See `meshrt.formats.to_hdf5`.  Needs ``h5py`` (the ``io``
+        ParaView.  See `meshrt.io.formats.to_hdf5`.  Needs ``h5py`` (the ``io``
         extra).
 
         Parameters

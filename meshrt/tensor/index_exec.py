@@ -4,7 +4,7 @@ move data, and the plan cache.
 ``_indexing.py`` plans a key (pure functions, no MPI); here `_index_plan` caches those plans per
 (sharding, shape, key), `_drop_ints` broadcasts an int-indexed dim from its owner, `_flip` swaps
 blocks between mirror devices for a negative step, and `_to_view_layout` lays an assigned tensor
-out like the target's positive view.  ``tensor.py``'s ``__getitem__`` and ``__setitem__`` call them.
+out like the target's positive view.  ``distributed_tensor.py``'s ``__getitem__`` and ``__setitem__`` call them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Elementwise ufuncs over mixed operands: tensors of different shardings or shapes, numpy arrays.
 
 ``DistributedTensor.__array_ufunc__`` hands such calls here (through
-`meshrt._tensor_dispatch.ABOVE`); the sharding rule itself is `meshrt._elementwise.plan_elementwise`.
+`meshrt.tensor.dispatch.ABOVE`); the sharding rule itself is `meshrt.tensor.elementwise.plan_elementwise`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..runtime import check as _check
-from ..collectives import common as _collectives_common
 from .elementwise import array_fingerprint, describe_operand, plan_elementwise
 from ..errors import ShardingError
 from .distributed_tensor import DistributedTensor
@@ -18,7 +17,7 @@ from .layout import _layout
 
 
 def elementwise_call(ufunc, inputs, outs, kwargs):
-    """An elementwise ufunc over mixed operands, by `meshrt._elementwise.plan_elementwise`'s rule."""
+    """An elementwise ufunc over mixed operands, by `meshrt.tensor.elementwise.plan_elementwise`'s rule."""
     name = f"np.{ufunc.__name__}"
     if any(o is not None and not isinstance(o, DistributedTensor) for o in outs):
         return NotImplemented
@@ -48,7 +47,7 @@ def elementwise_call(ufunc, inputs, outs, kwargs):
                 arr = x._interior
             else:
                 arr = x
-                if _collectives_common.CHECK:
+                if _check.CHECK:
                     _check.agree(mesh.comm, array_fingerprint(x), f"{name} numpy operand {i}", ShardingError)
             lead = len(shape) - arr.ndim
             args.append(arr[tuple(slices[lead + j] if n == shape[lead + j] else slice(None)

@@ -1,7 +1,7 @@
 """numpy shifts, differences, padding, sorting and small linear algebra on DistributedTensors.
 
 Shifts and differences are built from slices and the elementwise sharding rule
-(`meshrt._elementwise`): ``t[1:] - t[:-1]`` keeps the first slice's blocks and
+(`meshrt.tensor.elementwise`): ``t[1:] - t[:-1]`` keeps the first slice's blocks and
 reshards the other, which moves only the elements that cross a shard boundary
 (one per boundary and kept row for ``np.diff``).  What each form communicates
 and which sharding its result has:

@@ -1,10 +1,10 @@
 """A `DistributedTensor`'s reductions, methods and local half.
 
 The methods ``sum``, ``prod``, ``max``, ``min``, ``mean``, ``var``, ``std``, ``argmax``, ``argmin``,
-``any`` and ``all`` are on `_TensorReductions`, a base class of `DistributedTensor` (``tensor.py``);
+``any`` and ``all`` are on `_TensorReductions`, a base class of `DistributedTensor` (``distributed_tensor.py``);
 `_accumulate` is ``ufunc.accumulate`` along a dim (``cumsum``).  The local half: which kernel and
 ufunc reduce a block, the accumulator and result dtypes, identities, and `_combine`, the collective
-that merges the blocks.  ``_npreduce.py`` (above ``tensor.py``, reached through `ABOVE`) builds the
+that merges the blocks.  ``numpy_reductions.py`` (above ``distributed_tensor.py``, reached through `ABOVE`) builds the
 numpy forms and multi-axis reductions on it.
 """
 
@@ -301,7 +301,7 @@ class _TensorReductions:
         return self._reduce("mean", axis, dtype, keep_partial)
 
     def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
-        """Variance, as ``np.var``: per-shard moments merged exactly (see ``meshrt._npreduce.var``).
+        """Variance, as ``np.var``: per-shard moments merged exactly (see ``meshrt.tensor.numpy_reductions.var``).
 
         Parameters
         ----------

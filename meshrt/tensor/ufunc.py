@@ -2,8 +2,8 @@
 for operands of one sharding and scalars (`_fast_ufunc`), the operand checks (`_mixed_operands`,
 `_check_same`, `_check_partial_ufunc`) and the result dtypes numpy will pick (`_result_dtypes`).
 
-``DistributedTensor.__array_ufunc__`` (``tensor.py``) calls them and passes its own class as
-``tensor_type``: this module is below ``tensor.py`` and cannot import it.
+``DistributedTensor.__array_ufunc__`` (``distributed_tensor.py``) calls them and passes its own class as
+``tensor_type``: this module is below ``distributed_tensor.py`` and cannot import it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Zarr, HDF5 and ParaView output (meshrt.formats, meshrt.io.write_vtk), valid at any process count.
+"""Zarr, HDF5 and ParaView output (meshrt.io.formats, meshrt.io.write_vtk), valid at any process count.
 
 Tensors are built from local buffers whose halos hold a sentinel, so a file
 equal to the global array proves halos were never written. Files are checked
@@ -19,7 +19,7 @@ from mpi4py import MPI
 
 from meshrt import DistributedTensor, Mesh, Sharding, staggered
 from meshrt.io.formats import wait_for_removals
-from meshrt.io.npy import CheckpointError, write_vtk
+from meshrt.io import CheckpointError, write_vtk
 
 zarr = pytest.importorskip("zarr")
 h5py = pytest.importorskip("h5py")

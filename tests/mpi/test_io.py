@@ -17,7 +17,7 @@ import pytest
 from mpi4py import MPI
 
 from meshrt import Mesh, Sharding
-from meshrt.io.npy import (
+from meshrt.io import (
     CheckpointError, Loaded, load_state, load_tensor, read_npy, save_state, save_tensor, write_npy, writer_of_block,
 )
 

@@ -1,0 +1,29 @@
+"""`DistributedTensor` and everything that is only its implementation.
+
+Lowest first: ``dispatch`` (the tables methods dispatch through), ``layout`` (what a sharding and a
+shape mean for this process's buffer), ``index_plan`` (numpy keys planned as per-shard slices); then
+the parts of the class with a concept of their own (``reductions``, ``files``, ``index_exec``,
+``ufunc``); ``distributed_tensor``, the class; the numpy functions registered for it
+(``numpy_functions``, ``numpy_reductions``, ``numpy_shifts``), contractions (``matmul``), the
+sharding rule of elementwise ops over mixed operands (``elementwise``, ``mixed``).
+
+>>> from meshrt import Mesh, Sharding                                  # doctest: +SKIP
+>>> t = DistributedTensor.from_global(np.arange(8.0), Sharding(Mesh((-1,)), [[0]]))  # doctest: +SKIP
+>>> float((2 * t).sum())                                               # doctest: +SKIP
+56.0
+"""
+
+import numpy as np  # noqa: F401  (the example uses it)
+
+from .dispatch import ABOVE as _ABOVE, implements
+from .distributed_tensor import DistributedTensor
+# registering np.where, np.var, np.roll, ... for DistributedTensor happens at their import
+from . import mixed as _mixed, numpy_functions, numpy_reductions, numpy_shifts  # noqa: F401
+from .elementwise import explain_op
+from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
+
+# the DistributedTensor methods whose work lives in the modules above the class (see dispatch.ABOVE)
+_ABOVE.npreduce, _ABOVE.mixed = numpy_reductions, _mixed
+
+__all__ = ["DistributedTensor", "implements", "explain_op", "matmul", "dot", "tensordot", "einsum",
+           "explain_matmul", "explain_einsum"]
