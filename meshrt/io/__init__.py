@@ -16,7 +16,8 @@ from . import npy as _npy
 # every process enters a checkpoint together: MESHRT_CHECK agrees on it, the watchdog names it
 _check.instrument(_npy, ("save_state", "load_state"))  # before the names below are bound
 from .npy import (  # noqa: E402
-    CheckpointError, FileView, Loaded, file_view, load_state, load_tensor, read_npy, save_state, save_tensor, write_npy, writer_of_block,
+    CheckpointError, FileView, Loaded, file_view, load_state, load_tensor, read_npy, save_state, save_tensor,
+    write_npy, writer_of_block,
 )
 from . import formats  # noqa: E402
 from .vtk import write_vtk  # noqa: E402
@@ -24,4 +25,5 @@ from .vtk import write_vtk  # noqa: E402
 # DistributedTensor.save/load and to_zarr/... do their work here (see meshrt.tensor.dispatch.ABOVE)
 _ABOVE.io, _ABOVE.formats = _npy, formats
 
-__all__ = ["CheckpointError", "write_npy", "read_npy", "save_tensor", "load_tensor", "save_state", "load_state", "Loaded", "writer_of_block", "file_view", "FileView", "write_vtk"]
+__all__ = ["CheckpointError", "write_npy", "read_npy", "save_tensor", "load_tensor", "save_state", "load_state",
+           "Loaded", "writer_of_block", "file_view", "FileView", "write_vtk"]

@@ -7,7 +7,9 @@ the tensor, while stencils work on tensors, a layer above.
 """
 
 from .apply import (
-    Dirichlet, Neumann, StencilPlan, apply_stencil, clear_stencil_cache, fill_ghosts, plan_stencil, staggered, t_eff, update_halos,
+    Dirichlet, Neumann, StencilPlan, apply_stencil, clear_stencil_cache, fill_ghosts, plan_stencil, staggered,
+    t_eff, update_halos,
 )
 
-__all__ = ["apply_stencil", "update_halos", "fill_ghosts", "Dirichlet", "Neumann", "StencilPlan", "plan_stencil", "staggered", "t_eff", "clear_stencil_cache"]
+__all__ = ["apply_stencil", "update_halos", "fill_ghosts", "Dirichlet", "Neumann", "StencilPlan", "plan_stencil",
+           "staggered", "t_eff", "clear_stencil_cache"]
