@@ -23,10 +23,13 @@ from .reduction import Generic, ReductionKind
 from .sharding import Sharding
 from . import _check, halo as _halo, io as _io
 from .vtk import write_vtk as _write_vtk
+from .series import from_series as _from_series, open_series as _open_series
 
-# meshrt.io.write_vtk: ParaView output lives in vtk.py, which builds on io.py's helpers (so io.py cannot import it)
+# meshrt.io.write_vtk: ParaView output lives in vtk.py, which builds on io.py's helpers (so io.py cannot import it);
+# likewise meshrt.io.open_series/from_series (series.py, on formats.py)
 _io.write_vtk = _write_vtk
-_io.__all__.append("write_vtk")
+_io.open_series, _io.from_series = _open_series, _from_series
+_io.__all__ += ["write_vtk", "open_series", "from_series"]
 _check.instrument(_halo, _io)  # before the names below are bound
 if _check.WATCH:
     from . import _watchdog
