@@ -29,8 +29,8 @@ import numpy as np
 
 from .io import _NAME, CheckpointError
 
-__all__ = ["default_dims", "grid_coords", "check_attrs", "write_json", "write_consolidated",
-           "netcdf_dimension", "attach_dims", "detach_dims"]
+__all__ = ["default_dims", "grid_coords", "check_attrs", "write_json", "write_consolidated", "member_docs",
+           "netcdf_dimension", "attach_dims", "detach_dims", "dims_beside", "zarr_dims_in_use", "write_zarr_coords"]
 
 # attributes meshrt or the formats own; a user's attrs= may not set them
 _RESERVED_ATTRS = {"meshrt", "meshrt_blocks", "meshrt_series", "coordinates", "_ARRAY_DIMENSIONS", "DIMENSION_LIST",
@@ -213,3 +213,57 @@ def attach_dims(h5py, f, dset, dims, coords) -> None:
     """Attach a dimension scale per dim of ``dset`` (made by `netcdf_dimension`)."""
     for d, dim in enumerate(dims):
         dset.dims[d].attach_scale(netcdf_dimension(h5py, f, dim, dset.shape[d], coords.get(dim)))
+
+
+def dims_beside(name, dims, shape, used, explicit) -> tuple:
+    """The dims of field ``name`` next to the dims other fields of its group or file
+    already ``used`` (dim -> length). Default names that another field uses with another
+    length become ``<name>_dim_<d>``; given names that clash are an error naming both.
+
+    >>> dims_beside("v", ("dim_0",), (3,), {"dim_0": 10}, explicit=False)
+    ('v_dim_0',)
+    """
+    out = []
+    for dim, n in zip(dims, shape):
+        if used.get(dim, n) != n:
+            if explicit:
+                raise CheckpointError(f"dims: {dim!r} has length {used[dim]} in another field of the group, "
+                                      f"but {n} in {name!r}; name it differently")
+            dim = f"{name}_{dim}"
+        out.append(dim)
+    if name in out and len(out) > 1:
+        raise CheckpointError(f"dims: {tuple(out)} holds the field's own name {name!r}, which xarray takes for a "
+                              "coordinate; name the dims differently")
+    return tuple(out)
+
+
+def zarr_dims_in_use(group, skip) -> dict:
+    """Rank 0: dim -> length over the members of a local Zarr v3 group (member ``skip`` left out)."""
+    used = {}
+    if os.path.isdir(group):
+        for member, doc in member_docs(group).items():
+            if member != skip and doc.get("node_type") == "array":
+                used.update(zip(doc.get("dimension_names") or (), doc.get("shape", ())))
+    return used
+
+
+def write_zarr_coords(zarr, group, coords, swap) -> None:
+    """Rank 0: each coordinate as the 1-D array ``<group>/<dim>`` (``dimension_names == [dim]``), written
+    only where it changed, each a new array put in place by ``swap(tmp, target, aside)``."""
+    docs = member_docs(group)
+    for dim, values in coords.items():
+        target = os.path.join(group, dim)
+        doc = docs.get(dim)
+        if doc is not None:
+            if doc.get("dimension_names") != [dim]:
+                raise CheckpointError(f"coords: {dim!r} is a field of the group {group!r}, not a coordinate; "
+                                      "name the dim differently")
+            try:
+                if np.array_equal(zarr.open_array(target, mode="r")[...], values):
+                    continue
+            except Exception:  # noqa: BLE001 - unreadable: rewritten
+                pass
+        aside = f"{group}.{dim}"
+        tmp = f"{aside}.tmp-{secrets.token_hex(6)}"
+        zarr.create_array(tmp, data=values, compressors=None, zarr_format=3, dimension_names=(dim,))
+        swap(tmp, target, aside)
