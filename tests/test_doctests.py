@@ -14,7 +14,7 @@ MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", 
            "meshrt.errors", "meshrt.collectives", "meshrt.stencil", "meshrt.spmd", "meshrt.io", "meshrt.matmul",
            "meshrt.tensor", "meshrt._tensor_files", "meshrt._tensor_index", "meshrt._tensor_ufunc",
            "meshrt._collectives_common", "meshrt._collectives_reduce", "meshrt._collectives_move",
-           "meshrt._collectives_p2p", "meshrt._collectives_index"]
+           "meshrt._collectives_p2p", "meshrt._collectives_index", "meshrt.series", "meshrt._dataset"]
 
 # Names the examples of a module's docstrings use that the module itself does not import, and the
 # module that has them: the methods of DistributedTensor that live on its base classes below
@@ -26,7 +26,7 @@ EXTRA_GLOBALS = {"meshrt._tensor_files": ("meshrt", ["DistributedTensor"]),
                  "meshrt._collectives_p2p": ("meshrt.collectives", None)}  # None: its public globals
 
 # The optional libraries whose files a module's examples write (DistributedTensor.to_zarr, to_hdf5).
-NEEDS = {"meshrt._tensor_files": ("zarr", "h5py")}
+NEEDS = {"meshrt._tensor_files": ("zarr", "h5py"), "meshrt.series": ("zarr", "h5py")}
 
 
 @pytest.mark.parametrize("name", MODULES)
