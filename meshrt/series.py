@@ -267,7 +267,7 @@ class SeriesWriter:
                                      f"shape {spec.shape} dtype {spec.dtype}")
                     if complaint is not None:
                         raise CheckpointError(f"field {name!r}: {complaint}")
-        except (CheckpointError, TypeError, ValueError) as e:
+        except (CheckpointError, TypeError, ValueError, AttributeError) as e:
             problem = str(e)
         _agree(comm, problem, where, key=None if problem else (step, time))
         if fields is not None:
@@ -278,16 +278,11 @@ class SeriesWriter:
             b.truncated(index, state)
         b.before_write(index, step, time)
         problem = None
-        for name, spec in b.specs.items():
-            t = self._fields[name]
+        for name, spec in b.specs.items():  # every field, even after a failure: a reshard inside is collective
             try:
-                b.write_local(index, spec, t)
-            except CheckpointError:
-                raise
+                b.write_local(index, spec, self._fields[name])
             except Exception as e:  # noqa: BLE001 - reported on every process
-                problem = f"field {name!r}: writing this process's block failed: {type(e).__name__}: {e}"
-                break
-        b.after_local()
+                problem = problem or f"field {name!r}: writing this process's block failed: {type(e).__name__}: {e}"
         _agree(comm, problem, where)  # every process finished the step: only now is it committed
         _root_decides(comm, lambda: b.commit_root(index, step, time), where)
         b.committed(index, step, time)
@@ -325,9 +320,6 @@ class _Common:
         self.times.append(time)
 
     def before_write(self, index, step, time):
-        pass
-
-    def after_local(self):
         pass
 
     def close(self):

@@ -245,3 +245,31 @@ def test_bad_arguments_raise_everywhere(meshes, shared_dir):
         w.write(step=1, fields={"u": tensor_of(global_array((comm.size + 2, 4)), s)})
     w.write(step=1)
     assert w.steps == [1]
+
+
+@pytest.mark.skipif(comm.size < 2, reason="a failure on one process of several")
+@pytest.mark.parametrize("fmt", ["zarr", "netcdf"])
+def test_a_failed_write_on_one_process_commits_nothing(fmt, meshes, shared_dir, monkeypatch):
+    import meshrt.series
+
+    s = Sharding(meshes[1], [["x"], ["y"]], halo_sizes=[1, 1, 1, 1])
+    g = global_array((2 * comm.size + 1, 9), seed=11)
+    path = os.path.join(shared_dir, f"f.{SUFFIX[fmt]}")
+    w = open_series(path, {"u": tensor_of(g, s)})
+    w.write(step=0)
+    if comm.rank == 1:
+        def broken(*args, **kwargs):
+            raise OSError("disk full (simulated)")
+        monkeypatch.setattr(meshrt.series, "_write_raw_chunks", broken)
+        monkeypatch.setattr(os, "pwrite", broken)
+    with pytest.raises(CheckpointError, match=r"write\(step=1\): field 'u': writing this process's block failed: "
+                                              r"OSError: disk full \(simulated\) \(on process(es)? \[1"):
+        w.write(step=1, fields={"u": tensor_of(g + 1, s)})
+    monkeypatch.undo()
+    assert w.steps == [0]
+    if comm.rank == 0:
+        with open_xr(path, fmt) as ds:
+            assert list(ds.step.values) == [0] and np.array_equal(ds.u.values, g[None])
+    w.write(step=1, fields={"u": tensor_of(g + 1, s)})
+    w.close()
+    assert np.array_equal(from_series(path, "u", step=1, sharding=s).gather(), g + 1)
