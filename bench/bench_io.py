@@ -27,7 +27,12 @@ The two time-series rows (`meshrt.io.open_series`) append one step per call
 (the store grows by 128 MiB per repetition): ``zarr`` writes each process's
 chunk of the step and commits it with one rename of the group's metadata;
 ``netcdf`` writes each block into the process's segment file and renames the
-master file rank 0 rebuilt meanwhile.
+master file rank 0 rebuilt meanwhile. Their floor is "np.save, a new file
+kept": each process ``np.save``-ing its block to a new file that stays, as a
+series' steps do. The floors that overwrite or replace one file never pay
+for writing their pages back (the kernel drops a truncated or deleted file's
+dirty pages), so on a machine where write-back is the bottleneck a growing
+series falls behind them however it writes.
 """
 
 import argparse
@@ -98,8 +103,14 @@ def main(argv=None):
             w.write(step=step, time=float(step))
         return write
 
+    kept = []
+
+    def save_kept():  # the floor of a series: every step's bytes stay (their pages must reach the disk)
+        kept.append(os.path.join(d, f"kept-{len(kept)}-{comm.rank}.npy"))
+        np.save(kept[-1], block)
+
     names = ["np.save new file + rename", "to_zarr", "to_zarr + its removals", "to_hdf5", "save (.npy, MPI-IO)",
-             "series step (zarr)", "series step (netcdf)"]
+             "series step (zarr)", "series step (netcdf)", "np.save, a new file kept"]
     fns = [
         save_new_then_rename,
         lambda: t.to_zarr(os.path.join(d, "u.zarr")),
@@ -108,6 +119,7 @@ def main(argv=None):
         lambda: t.save(os.path.join(d, "u.npy")),
         series_step("zarr"),
         series_step("nc"),
+        save_kept,
     ]
     keep = range(len(fns)) if args.only is None else [int(k) - 1 for k in args.only.split(",")]
     names, fns = [names[k] for k in keep], [fns[k] for k in keep]

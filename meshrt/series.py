@@ -516,10 +516,8 @@ class _NetCDFSeries(_Common):
 
     def _new_run(self, first):
         rid = max(r["id"] for r in self.meta["runs"]) + 1
-        stale = os.path.join(self.blocks_dir(), "r%03d" % rid)
-        for name in self.specs:
+        for name in self.specs:  # left by a killed job whose run never committed a step: no master names them
             _unlink_quietly(os.path.join(self.blocks_dir(), name, "r%03d" % rid))
-        _unlink_quietly(stale)
         return self._run_record(rid, first)
 
     def adopt(self, state):
