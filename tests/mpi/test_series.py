@@ -191,8 +191,12 @@ def test_stores_written_before_groups_still_read(meshes, shared_dir):
             assert np.array_equal(ds.u.values, g + 1)
 
 
-@pytest.mark.parametrize("fmt", ["zarr", "netcdf"])
-def test_restart_on_another_layout_and_from_an_older_step(fmt, meshes, shared_dir):
+@pytest.mark.parametrize("fmt,segment", [("zarr", None), ("netcdf", None), ("netcdf", 1)])
+def test_restart_on_another_layout_and_from_an_older_step(fmt, segment, meshes, shared_dir, monkeypatch):
+    import meshrt.series
+
+    if segment is not None:  # a segment file per step: the virtual dataset maps many, a restart reopens them
+        monkeypatch.setattr(meshrt.series, "_SEGMENT_BYTES", segment)
     g = global_array((2 * comm.size + 3, 5), seed=7)
     path = os.path.join(shared_dir, f"r.{SUFFIX[fmt]}")
     s1 = Sharding(meshes[0], [[0]], halo_sizes=[1, 1])
@@ -221,6 +225,10 @@ def test_restart_on_another_layout_and_from_an_older_step(fmt, meshes, shared_di
         open_series(path, {"u": tensor_of(g, s1), "v": tensor_of(g, s1)}, dims=("y", "x"), mode="a")
     with pytest.raises(CheckpointError, match=r"field 'u' is saved with shape"):
         open_series(path, {"u": tensor_of(g[:-1], s1)}, dims=("y", "x"), mode="a")
+    if segment is not None and comm.rank == 0:
+        runs = sorted(os.listdir(path + ".blocks/u"))
+        assert len(runs) >= 2 and all(n.endswith(".h5") for r in runs for n in os.listdir(f"{path}.blocks/u/{r}"))
+        assert max(len(os.listdir(f"{path}.blocks/u/{r}")) for r in runs) > comm.size  # several segments a process
 
 
 def test_bad_arguments_raise_everywhere(meshes, shared_dir):
