@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from meshrt import DistributedTensor, Mesh, Sharding, apply_stencil
-from meshrt.io import open_series, write_vtk
+from meshrt.io.npy import open_series, write_vtk
 
 
 @njit(cache=True, nogil=True)

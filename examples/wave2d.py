@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from meshrt import DistributedTensor, Dirichlet, Mesh, Neumann, Sharding, apply_stencil, t_eff
-from meshrt.io import open_series, write_vtk
+from meshrt.io.npy import open_series, write_vtk
 
 
 @njit(cache=True, nogil=True)

@@ -30,7 +30,7 @@ import os, signal, sys
 import numpy as np
 from meshrt import DistributedTensor, Mesh, Sharding
 from meshrt.io import from_series, open_series
-import meshrt.series, meshrt._dataset
+import meshrt.io.series, meshrt.io.dataset
 
 path, how, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 s = Sharding(Mesh((-1, 1)), [[0]], halo_sizes=[1, 1])
@@ -45,15 +45,15 @@ if mode == "w":
         w.write(step=k, time=0.5 * k, fields={"u": field(k)})
     rank = s.mesh.rank
     if how == "data" and rank == 1:  # dies before its block of step 3 is written
-        meshrt.series._write_raw_chunks = die
+        meshrt.io.series._write_raw_chunks = die
         os.pwrite = die
     if how == "commit" and rank == 0:  # every block of step 3 is written; rank 0 dies committing it
         if path.endswith(".zarr"):   # after the group's zarr.json (the commit), before the members'
-            real = meshrt._dataset.write_json
+            real = meshrt.io.dataset.write_json
             def commit_then_die(*args):
                 real(*args)
                 die()
-            meshrt._dataset.write_json = commit_then_die
+            meshrt.io.dataset.write_json = commit_then_die
         else:                        # before the new master replaces the old one
             os.replace = die
     w.write(step=3, time=1.5, fields={"u": field(3)})

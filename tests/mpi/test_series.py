@@ -16,8 +16,8 @@ import pytest
 from mpi4py import MPI
 
 from meshrt import DistributedTensor, Mesh, Sharding
-from meshrt.formats import wait_for_removals
-from meshrt.io import CheckpointError, from_series, open_series
+from meshrt.io.formats import wait_for_removals
+from meshrt.io.npy import CheckpointError, from_series, open_series
 
 zarr = pytest.importorskip("zarr")
 h5py = pytest.importorskip("h5py")
@@ -201,10 +201,10 @@ def test_stores_written_before_groups_still_read(meshes, shared_dir):
 
 @pytest.mark.parametrize("fmt,segment", [("zarr", None), ("netcdf", None), ("netcdf", 1)])
 def test_restart_on_another_layout_and_from_an_older_step(fmt, segment, meshes, shared_dir, monkeypatch):
-    import meshrt.series
+    import meshrt.io.series
 
     if segment is not None:  # a segment file per step: the virtual dataset maps many, a restart reopens them
-        monkeypatch.setattr(meshrt.series, "_SEGMENT_BYTES", segment)
+        monkeypatch.setattr(meshrt.io.series, "_SEGMENT_BYTES", segment)
     g = global_array((2 * comm.size + 3, 5), seed=7)
     path = os.path.join(shared_dir, f"r.{SUFFIX[fmt]}")
     s1 = Sharding(meshes[0], [[0]], halo_sizes=[1, 1])
@@ -266,7 +266,7 @@ def test_bad_arguments_raise_everywhere(meshes, shared_dir):
 @pytest.mark.skipif(comm.size < 2, reason="a failure on one process of several")
 @pytest.mark.parametrize("fmt", ["zarr", "netcdf"])
 def test_a_failed_write_on_one_process_commits_nothing(fmt, meshes, shared_dir, monkeypatch):
-    import meshrt.series
+    import meshrt.io.series
 
     s = Sharding(meshes[1], [["x"], ["y"]], halo_sizes=[1, 1, 1, 1])
     g = global_array((2 * comm.size + 1, 9), seed=11)
@@ -276,7 +276,7 @@ def test_a_failed_write_on_one_process_commits_nothing(fmt, meshes, shared_dir, 
     if comm.rank == 1:
         def broken(*args, **kwargs):
             raise OSError("disk full (simulated)")
-        monkeypatch.setattr(meshrt.series, "_write_raw_chunks", broken)
+        monkeypatch.setattr(meshrt.io.series, "_write_raw_chunks", broken)
         monkeypatch.setattr(os, "pwrite", broken)
     with pytest.raises(CheckpointError, match=r"write\(step=1\): field 'u': writing this process's block failed: "
                                               r"OSError: disk full \(simulated\) \(on process(es)? \[1"):
