@@ -22,6 +22,17 @@ that state, not the format, dominates single timings). Times are the median
 over ``--reps`` of the slowest process; the ratio is format / floor (the
 goal is <= 1.5). No data are fsynced by the floor or the formats;
 ``save`` syncs through MPI-IO.
+
+The two time-series rows (`meshrt.io.open_series`) append one step per call
+(the store grows by 128 MiB per repetition): ``zarr`` writes each process's
+chunk of the step and commits it with one rename of the group's metadata;
+``netcdf`` writes each block into the process's segment file and renames the
+master file rank 0 rebuilt meanwhile. Their floor is "np.save, a new file
+kept": each process ``np.save``-ing its block to a new file that stays, as a
+series' steps do. The floors that overwrite or replace one file never pay
+for writing their pages back (the kernel drops a truncated or deleted file's
+dirty pages), so on a machine where write-back is the bottleneck a growing
+series falls behind them however it writes.
 """
 
 import argparse
@@ -35,6 +46,7 @@ from mpi4py import MPI
 
 from meshrt import DistributedTensor, Mesh, Sharding
 from meshrt.io.formats import wait_for_removals
+from meshrt.io.npy import open_series
 
 
 def timed_in_turns(fns, comm, reps):
@@ -61,6 +73,7 @@ def main(argv=None):
     p.add_argument("--n", type=int, default=4096)
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--dir", default=None, help="where to write (default: a new folder in the temp dir)")
+    p.add_argument("--only", default=None, help="comma-separated row numbers to time (1-based, after the floor)")
     args = p.parse_args(argv)
     comm = MPI.COMM_WORLD
     d = comm.bcast(tempfile.mkdtemp(prefix="bench-io-", dir=args.dir) if comm.rank == 0 else None)
@@ -80,15 +93,40 @@ def main(argv=None):
         t.to_zarr(os.path.join(d, "v.zarr"))
         wait_for_removals()  # the superseded array, removed in the background, paid here
 
-    names = ["np.save new file + rename", "to_zarr", "to_zarr + its removals", "to_hdf5", "save (.npy, MPI-IO)"]
-    floor, *times = timed_in_turns([
-        lambda: np.save(os.path.join(d, f"floor-{comm.rank}.npy"), block),
+    series = {fmt: open_series(os.path.join(d, f"s.{fmt}"), {"u": t}, dims=("y", "x"), spacing=(1.0, 1.0),
+                               format="netcdf" if fmt == "nc" else fmt) for fmt in ("zarr", "nc")}
+
+    def series_step(fmt):
+        def write():
+            w = series[fmt]
+            step = w.steps[-1] + 1 if w.steps else 0
+            w.write(step=step, time=float(step))
+        return write
+
+    kept = []
+
+    def save_kept():  # the floor of a series: every step's bytes stay (their pages must reach the disk)
+        kept.append(os.path.join(d, f"kept-{len(kept)}-{comm.rank}.npy"))
+        np.save(kept[-1], block)
+
+    names = ["np.save new file + rename", "to_zarr", "to_zarr + its removals", "to_hdf5", "save (.npy, MPI-IO)",
+             "series step (zarr)", "series step (netcdf)", "np.save, a new file kept"]
+    fns = [
         save_new_then_rename,
         lambda: t.to_zarr(os.path.join(d, "u.zarr")),
         zarr_and_its_removals,
         lambda: t.to_hdf5(os.path.join(d, "u.h5"), "u"),
         lambda: t.save(os.path.join(d, "u.npy")),
-    ], comm, args.reps)
+        series_step("zarr"),
+        series_step("nc"),
+        save_kept,
+    ]
+    keep = range(len(fns)) if args.only is None else [int(k) - 1 for k in args.only.split(",")]
+    names, fns = [names[k] for k in keep], [fns[k] for k in keep]
+    floor, *times = timed_in_turns([lambda: np.save(os.path.join(d, f"floor-{comm.rank}.npy"), block)] + fns,
+                                   comm, args.reps)
+    for w in series.values():
+        w.close()
     rows = list(zip(names, times))
     if comm.rank == 0:
         print(f"bench_io: {n}x{n} float64 on {comm.size} processes, {mib:.0f} MiB per process, "

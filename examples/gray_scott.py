@@ -8,7 +8,9 @@
 unit grid, periodic in both dims. The default ``F = 0.037, k = 0.06`` grows
 the classic labyrinth of stripes from a noisy square in the middle; try
 ``--F 0.03 --k 0.062`` for spots. Both fields go to ``OUT/gs.pvd`` every
-``--every`` steps (ParaView: colour by ``v``) and, at the end, to the Zarr
+``--every`` steps (ParaView: colour by ``v``) and to the time series
+``OUT/gs.zarr`` (`meshrt.io.open_series`; ``xr.open_zarr("OUT/gs.zarr")``
+gives ``u`` and ``v`` as ``(time, y, x)``), and, at the end, to the Zarr
 group ``OUT/fields.zarr`` (arrays ``u`` and ``v``). ``--png`` renders ``v``
 from that Zarr group with matplotlib (one process reads the file; any
 tool could). For small grids (``--check``, default n <= 128) the result is
@@ -24,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from meshrt import DistributedTensor, Mesh, Sharding, apply_stencil
-from meshrt.io import write_vtk
+from meshrt.io import open_series, write_vtk
 
 
 @njit(cache=True, nogil=True)
@@ -102,6 +104,10 @@ def main(argv=None):
     un, vn = u.copy(), v.copy()
     if args.output and mesh.rank == 0:
         os.makedirs(args.output, exist_ok=True)
+    series = None
+    if args.output:  # u and v every --every steps, one store: xr.open_zarr("OUT/gs.zarr")
+        series = open_series(os.path.join(args.output, "gs.zarr"), {"u": u, "v": v}, dims=("y", "x"),
+                             spacing=(1.0, 1.0), attrs={"u": {"long_name": "substrate"}, "v": {"long_name": "catalyst"}})
     coefficients = (args.Du, args.Dv, args.F, args.k)
     steps = range(args.steps)
     if not args.no_progress:
@@ -114,10 +120,13 @@ def main(argv=None):
     for step in steps:
         if args.output and step % args.every == 0:
             write_vtk(os.path.join(args.output, "gs"), {"u": u, "v": v}, step=step, time=float(step))
+            series.write(step=step, time=float(step), fields={"u": u, "v": v})
         apply_stencil(gray_scott, un, vn, u, v, *coefficients, reads=[u, v])
         u, un, v, vn = un, u, vn, v
     if args.output:
         write_vtk(os.path.join(args.output, "gs"), {"u": u, "v": v}, step=args.steps, time=float(args.steps))
+        series.write(step=args.steps, time=float(args.steps), fields={"u": u, "v": v})
+        series.close()
         fields = os.path.join(args.output, "fields.zarr")
         u.to_zarr(fields, name="u")
         v.to_zarr(fields, name="v")

@@ -2,7 +2,7 @@
 
     meshrt run -n 4 examples/wave2d.py                   # 256x256, 300 steps, checked
     meshrt run -n 4 examples/wave2d.py --n 4096 --steps 100 --bc periodic
-    meshrt run -n 4 examples/wave2d.py --output out --every 20    # ParaView: open out/wave.pvd
+    meshrt run -n 4 examples/wave2d.py --output out --every 20    # ParaView: out/wave.pvd; xarray: out/wave.nc
     meshrt run -n 2 examples/wave2d.py --restart out/restart.zarr --steps 100   # go on from there
 
 ``u_tt = c^2 (u_xx + u_yy)`` on ``n x n`` cells, ``u_new = 2 u - u_old + C lap(u)``
@@ -15,9 +15,13 @@ same scheme in the same order of operations (``--check``, default for
 n <= 512; after ``--restart``, the serial run covers every step since step 0); exits 1 on a mismatch.
 
 ``--output DIR --every N`` writes ``u`` every N steps as a ParaView time
-series (``DIR/wave.pvd``, one ``.vti`` piece per process, `meshrt.io.write_vtk`)
-and, at every output, a Zarr restart ``DIR/restart.zarr`` (both time levels
-and the step; any process count reads it back with ``--restart``).
+series (``DIR/wave.pvd``, one ``.vti`` piece per process, `meshrt.io.write_vtk`),
+as one netCDF-4 time series xarray opens (``DIR/wave.nc``,
+`meshrt.io.open_series`: ``xr.open_dataset("out/wave.nc").u`` is
+``(time, x, y)`` with cell-centre coordinates) and, at every output, a Zarr
+restart ``DIR/restart.zarr`` (both time levels and the step; any process count
+reads it back with ``--restart``; with ``--output`` too, the series goes on
+from that step).
 """
 
 import argparse
@@ -29,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from meshrt import DistributedTensor, Dirichlet, Mesh, Neumann, Sharding, apply_stencil, t_eff
-from meshrt.io import write_vtk
+from meshrt.io import open_series, write_vtk
 
 
 @njit(cache=True, nogil=True)
@@ -75,10 +79,12 @@ def progress(first, stop, rank, off):
     return tqdm(range(first, stop), disable=off or rank != 0, desc="wave2d", unit="step", mininterval=0.5)
 
 
-def output(directory, u, old, step, h):
-    """One ParaView step (its time is the step number) and the restart; returns the seconds spent."""
+def output(directory, series, u, old, step, h):
+    """One ParaView step (its time is the step number), one step of the series and the restart;
+    returns the seconds spent."""
     t0 = time.perf_counter()
     write_vtk(os.path.join(directory, "wave"), {"u": u}, step=step, time=step, spacing=(h, h))
+    series.write(step=step, time=float(step), fields={"u": u})
     restart = os.path.join(directory, "restart.zarr")
     u.to_zarr(restart, name="u")
     old.to_zarr(restart, name="u_old")
@@ -134,17 +140,23 @@ def main(argv=None):
     if args.output and mesh.rank == 0:
         os.makedirs(args.output, exist_ok=True)
     h = 1.0 / n
+    series = None
+    if args.output:  # a restart appends to the series (it drops any steps written after the restart's)
+        series = open_series(os.path.join(args.output, "wave.nc"), {"u": u}, dims=("x", "y"),
+                             origin=(h / 2, h / 2), spacing=(h, h), mode="a" if args.restart else "w",
+                             attrs={"u": {"long_name": "displacement"}})
     leapfrog((1, 1), (2, 2), np.zeros((3, 3)), np.zeros((3, 3)), args.C)  # compile (or load) before timing
     mesh.comm.Barrier()
     t0 = time.perf_counter()
     spent_writing = 0.0
     for step in progress(first, first + args.steps, mesh.rank, args.no_progress):
         if args.output and (step - first) % args.every == 0:
-            spent_writing += output(args.output, u, old, step, h)
+            spent_writing += output(args.output, series, u, old, step, h)
         apply_stencil(leapfrog, old, u, args.C, reads=[u], boundary=boundary, overlap=not args.no_overlap)
         u, old = old, u
     if args.output:
-        spent_writing += output(args.output, u, old, first + args.steps, h)
+        spent_writing += output(args.output, series, u, old, first + args.steps, h)
+        series.close()
     mesh.comm.Barrier()
     elapsed = time.perf_counter() - t0 - spent_writing
     if mesh.rank == 0 and args.steps:

@@ -18,7 +18,8 @@ MODULES = [
     "meshrt.tensor.reductions", "meshrt.tensor.files", "meshrt.tensor.index_exec", "meshrt.tensor.ufunc",
     "meshrt.tensor.distributed_tensor", "meshrt.tensor.numpy_reductions", "meshrt.tensor.elementwise",
     "meshrt.tensor.matmul",
-    "meshrt.stencil", "meshrt.stencil.apply", "meshrt.io", "meshrt.io.npy", "meshrt.io.vtk",
+    "meshrt.stencil", "meshrt.stencil.apply", "meshrt.io", "meshrt.io.npy", "meshrt.io.vtk", "meshrt.io.series",
+    "meshrt.io.dataset",
 ]
 
 # Names the examples of a module's docstrings use that the module itself does not import, and the
@@ -31,7 +32,7 @@ EXTRA_GLOBALS = {"meshrt.tensor.files": ("meshrt", ["DistributedTensor"]),
                  "meshrt.collectives.p2p": ("meshrt.collectives", None)}  # None: its public globals
 
 # The optional libraries whose files a module's examples write (DistributedTensor.to_zarr, to_hdf5).
-NEEDS = {"meshrt.tensor.files": ("zarr", "h5py")}
+NEEDS = {"meshrt.tensor.files": ("zarr", "h5py"), "meshrt.io.series": ("zarr", "h5py")}
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from meshrt.launch import find_mpiexec
@@ -83,9 +84,16 @@ def test_wave2d_paraview_output_and_zarr_restart(tmp_path):
     pvd = open(os.path.join(out, "wave.pvd")).read()
     assert [f"wave_{k:06d}.pvti" in pvd for k in (0, 5, 10, 12)] == [True] * 4
     proc = run_example("wave2d.py", ["--restart", os.path.join(out, "restart.zarr"), "--steps", "8",
-                                     "--no-progress"], 3)
+                                     "--no-progress", "--output", out], 3)
     assert proc.returncode == 0 and "wave2d: serial check: bit-for-bit identical" in proc.stdout, \
         proc.stdout + proc.stderr
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    with xr.open_dataset(os.path.join(out, "wave.nc"), engine="h5netcdf") as ds:  # one series over both runs
+        assert ds.u.dims == ("time", "x", "y") and ds.u.shape == (5, 30, 30)
+        assert list(ds.step.values) == [0, 5, 10, 12, 20] and ds.x.values[0] == pytest.approx(1 / 60)
+        # the step both runs wrote (12, the restart's start) is the restart's, equal to the first run's
+        assert np.isfinite(ds.u.values).all() and float(abs(ds.u.isel(time=0)).max()) > 0.5
 
 
 @pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
@@ -98,6 +106,9 @@ def test_gray_scott_writes_paraview_zarr_and_a_png(tmp_path):
     assert proc.returncode == 0 and "gray_scott: serial check: bit-for-bit identical" in text, text
     group = zarr.open_group(os.path.join(out, "fields.zarr"), mode="r")
     assert group["u"].shape == group["v"].shape == (36, 36)
+    series = zarr.open_group(os.path.join(out, "gs.zarr"), mode="r")
+    assert series["v"].shape == (3, 36, 36) and list(series["step"][...]) == [0, 20, 40]
+    assert np.array_equal(series["v"][-1], group["v"][...]) and series["v"].metadata.dimension_names == ("time", "y", "x")
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     assert sorted(n for n in os.listdir(out) if n.endswith(".pvti")) == [
         "gs_000000.pvti", "gs_000020.pvti", "gs_000040.pvti"]

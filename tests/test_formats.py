@@ -243,9 +243,10 @@ def test_io_extra_and_test_extra_carry_the_format_libraries():
     tomllib = pytest.importorskip("tomllib")
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         extras = tomllib.load(f)["project"]["optional-dependencies"]
-    names = {k: {req.split(";")[0].split(">")[0].split("=")[0].strip() for req in v} for k, v in extras.items()}
-    assert {"zarr", "h5py"} <= names["io"]
-    assert {"zarr", "h5py"} <= names["test"]
+    names = {k: {req.split(";")[0].split(">")[0].split("=")[0].split("[")[0].strip() for req in v}
+             for k, v in extras.items()}
+    assert {"zarr", "h5py", "xarray", "dask", "h5netcdf"} <= names["io"]
+    assert {"zarr", "h5py", "xarray", "dask", "h5netcdf"} <= names["test"]
 
 
 def test_xdmf_opens_in_vtk_when_installed(tmp_path):

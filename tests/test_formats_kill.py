@@ -86,7 +86,7 @@ def test_killed_write_leaves_the_previous_files(tmp_path, fmt):
         pytest.fail(f"the job did not end after rank 1 was killed:\n{out[-4000:]}")
     assert proc.returncode != 0 and "survived" not in out, out[-4000:]
     old = np.arange(40.0).reshape(8, 5)
-    assert np.array_equal(zarr.open(tmp_path / "u.zarr", mode="r")[...], old)
+    assert np.array_equal(zarr.open(tmp_path / "u.zarr", mode="r")["u"][...], old)
     with h5py.File(tmp_path / "u.h5", "r") as f:
         assert np.array_equal(f["u"][...], old)
     assert np.array_equal(read_vtk_cells(str(tmp_path / "u_000000.pvti")), old)

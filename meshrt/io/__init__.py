@@ -20,10 +20,11 @@ from .npy import (  # noqa: E402
     write_npy, writer_of_block,
 )
 from . import formats  # noqa: E402
+from .series import from_series, open_series  # noqa: E402
 from .vtk import write_vtk  # noqa: E402
 
 # DistributedTensor.save/load and to_zarr/... do their work here (see meshrt.tensor.dispatch.ABOVE)
 _ABOVE.io, _ABOVE.formats = _npy, formats
 
 __all__ = ["CheckpointError", "write_npy", "read_npy", "save_tensor", "load_tensor", "save_state", "load_state",
-           "Loaded", "writer_of_block", "file_view", "FileView", "write_vtk"]
+           "Loaded", "writer_of_block", "file_view", "FileView", "write_vtk", "open_series", "from_series"]

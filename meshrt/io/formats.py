@@ -48,6 +48,7 @@ import threading
 
 import numpy as np
 
+from . import dataset as _dataset
 from ..runtime import mpi as _mpi
 from ..sharding.chunks import (
     aligned_sharding, check_chunks, default_chunks, is_aligned, owned_chunks, writer_of_block,
@@ -208,51 +209,72 @@ def _existing(target, aside):
 
 
 # -- Zarr -------------------------------------------------------------------------------
-def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
-    """Write a DistributedTensor to a Zarr v3 array, every process its own chunks.
+def to_zarr(t, path, chunks=None, name=None, *, compressors=None, dims=None, coords=None, origin=None,
+            spacing=None, attrs=None) -> None:
+    """Write a DistributedTensor to a Zarr v3 group xarray opens, every process its own chunks.
 
-    ``path`` is the array, or with ``name`` a group holding array ``name``
-    (other arrays of the group are kept). ``chunks``: one int per dim, or one
-    int for all; default `meshrt.sharding.chunks.default_chunks` (the sharding's
-    blocks). Collective over the tensor's mesh.
+    ``path`` is a group holding the array ``name`` (default: the path's stem,
+    ``u`` for ``u.zarr``; other arrays of the group are kept), with Zarr v3
+    ``dimension_names`` (``dims``, default ``dim_0, dim_1, ...``), optional
+    coordinate arrays (``coords``: dim -> 1-D array, or ``origin`` +
+    ``spacing`` * i) and attributes (``attrs``: units, long_name, ...), and the
+    group's consolidated metadata. ``chunks``: one int per dim, or one int for
+    all; default `meshrt.sharding.chunks.default_chunks` (the sharding's blocks).
+    Collective over the tensor's mesh.
 
-    >>> t.to_zarr("out/u.zarr")                        # doctest: +SKIP
-    >>> zarr.open("out/u.zarr")[...]                   # doctest: +SKIP
+    >>> t.to_zarr("out/u.zarr", dims=("y", "x"), spacing=(h, h), attrs={"units": "K"})  # doctest: +SKIP
+    >>> xr.open_zarr("out/u.zarr").u                                               # doctest: +SKIP
     """
     comm = _comm_of(t.sharding)
     path = os.path.abspath(os.fspath(path))
     where = _where("to_zarr", path, name)
+    explicit_name = name is not None
+    if name is None:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        name = stem if _NAME.match(stem) else "data"
     problem = _check_tensor(t, name)
     shape = tuple(t.global_shape)
     if problem is None:
         try:
             chunks = default_chunks(t.sharding, shape) if chunks is None else check_chunks(chunks, shape)
+            dim_names, coord_values = _dataset.grid_coords(where, shape, dims, coords, origin=origin, spacing=spacing)
+            user_attrs = _dataset.check_attrs(where, attrs)
         except ShardingError as e:
             problem = str(e)
+        except CheckpointError as e:
+            problem = str(e).removeprefix(where + ": ")
     _agree(comm, problem, where, key=None if problem else (str(t.dtype), shape, chunks))
     zarr = require("zarr", "to_zarr")
 
     aligned = aligned_sharding(t.sharding, shape, chunks)
     box = owned_chunks(aligned, shape, chunks)
-    target = path if name is None else os.path.join(path, name)
+    target = os.path.join(path, name)
     aside = _aside(target, name)
 
     def create():
         parent = os.path.dirname(path)
         if not os.path.isdir(parent):
             raise CheckpointError(f"directory {parent!r} does not exist")
-        if name is not None:
-            if os.path.exists(path) and not os.path.exists(os.path.join(path, "zarr.json")):
-                raise CheckpointError(f"{path!r} exists and is not a Zarr v3 group")
-            group = zarr.open_group(path, mode="a", zarr_format=3)
-            if not isinstance(group, zarr.Group):
-                raise CheckpointError(f"{path!r} is a Zarr array, not a group that could hold {name!r}")
-        tmp = f"{aside}.tmp-{secrets.token_hex(6)}"
+        kind = _zarr_node_type(path)
+        if os.path.exists(path) and kind is None:
+            raise CheckpointError(f"{path!r} exists and is not a Zarr v3 group")
+        if kind == "array" and explicit_name:
+            raise CheckpointError(f"{path!r} is a Zarr array, not a group that could hold {name!r}")
+        whole = None
+        if kind == "array":  # a store written before groups: replaced as a whole by a new group
+            whole = f"{path}.tmp-{secrets.token_hex(6)}"
+            zarr.open_group(whole, mode="w", zarr_format=3)
+            tmp, used = os.path.join(whole, name), {}
+        else:
+            zarr.open_group(path, mode="a", zarr_format=3)
+            tmp, used = f"{aside}.tmp-{secrets.token_hex(6)}", _dataset.zarr_dims_in_use(path, name)
+        names = _dataset.dims_beside(name, dim_names, shape, used, explicit=dims is not None)
         zarr.create_array(tmp, shape=shape, chunks=chunks, dtype=t.dtype, fill_value=0, compressors=compressors,
-                          zarr_format=3, attributes={"meshrt": _meshrt_attrs(t)})
-        return tmp
+                          zarr_format=3, dimension_names=names or None,
+                          attributes={"meshrt": _meshrt_attrs(t), **user_attrs})
+        return tmp, whole, names
 
-    tmp = _root_decides(comm, create, where)
+    tmp, whole, names = _root_decides(comm, create, where)
     src = t if is_aligned(t.sharding, shape, chunks) else t.reshard(aligned)
     problem, chunk_file = None, None
     try:
@@ -269,15 +291,42 @@ def to_zarr(t, path, chunks=None, name=None, *, compressors=None) -> None:
     finally:
         if src is not t:
             src.free()
-    _agree_or_discard(comm, problem, where, tmp)
+    _agree_or_discard(comm, problem, where, whole or tmp)
     with _mpi.internal(where, "barrier before the commit", comm):
         comm.Barrier()
-    old = _root_decides(comm, lambda: _swap_into_place(tmp, target, aside), where)
+
+    def commit():
+        coords_by_name = {n: coord_values[d] for d, n in zip(dim_names, names) if d in coord_values}
+        group = whole or path
+        if whole is None:
+            old = _swap_into_place(tmp, target, aside)
+        _dataset.write_zarr_coords(zarr, group, coords_by_name, _swap_into_place)
+        _dataset.write_consolidated(group)
+        if whole is not None:
+            old = _swap_into_place(whole, path, path)
+        else:  # leftovers of an interrupted write of the whole store (before groups, or a replaced array)
+            parent, base = os.path.split(path)
+            for entry in os.listdir(parent):
+                if re.fullmatch(re.escape(base) + r"\.(tmp|old)-[0-9a-f]{12}", entry):
+                    remove_later(os.path.join(parent, entry))
+        return old
+
+    old = _root_decides(comm, commit, where)
     if old is not None and chunk_file is not None and comm.Get_rank() != 0:
         # Rank 0 removes the superseded array; each process deleting the chunks it wrote
         # (in a time series the old array's chunks are these) spreads the cost of
         # freeing them over the processes instead of rank 0 freeing all: O(own chunks).
         remove_later(*(os.path.join(old, os.path.relpath(chunk_file(c), tmp)) for c in _chunk_coords(box)))
+
+
+def _zarr_node_type(path):
+    """``"group"`` or ``"array"`` for a local Zarr v3 node at ``path``; None for anything else."""
+    try:
+        with open(os.path.join(path, "zarr.json")) as f:
+            kind = json.load(f).get("node_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return kind if kind in ("group", "array") else None
 
 
 def _raw_chunk_file(zarr, arr, dtype):
@@ -360,8 +409,15 @@ def _open_zarr_array(zarr, path, name, where):
             raise CheckpointError(f"{path!r} holds no field {name!r}; it holds {sorted(node.array_keys())}")
         return member
     if isinstance(node, zarr.Group):
+        # a group written by to_zarr(path): its array is named after the path's stem (or is the only one
+        # that is not a coordinate)
         keys = sorted(node.array_keys())
-        raise CheckpointError(f"{path!r} is a Zarr group; name one of its fields {keys}")
+        stem = os.path.splitext(os.path.basename(path))[0]
+        fields = [stem] if stem in keys else [
+            k for k in keys if list(getattr(node[k].metadata, "dimension_names", None) or ()) != [k]]
+        if len(fields) != 1:
+            raise CheckpointError(f"{path!r} is a Zarr group; name one of its fields {keys}")
+        return _open_zarr_array(zarr, path, fields[0], where)
     return found
 
 
@@ -437,21 +493,32 @@ def _copy_master(h5py, path, tmp):
         h5py.File(tmp, "w").close()
 
 
-def to_hdf5(t, path, name, *, parallel=None) -> None:
+def to_hdf5(t, path, name, *, parallel=None, dims=None, coords=None, origin=None, spacing=None,
+            attrs=None) -> None:
     """Write a DistributedTensor as dataset ``name`` of the HDF5 file ``path`` (collective).
 
     Without MPI in h5py: per-process block files and a virtual dataset in
     ``path`` over them; with it (or ``parallel=True``): one collective write.
     Other datasets of ``path`` are kept; ``<stem>.xmf`` is rewritten for ParaView.
+    The file is a netCDF-4 dataset for xarray (h5netcdf engine): ``dims``
+    (default ``dim_0, dim_1, ...``) are HDF5 dimension scales attached to the
+    dataset, coordinates (``coords`` or ``origin`` + ``spacing`` * i) their
+    values, ``attrs`` (units, long_name, ...) the dataset's attributes.
 
-    >>> t.to_hdf5("out/fields.h5", "u")                # doctest: +SKIP
-    >>> h5py.File("out/fields.h5")["u"][...]           # doctest: +SKIP
+    >>> t.to_hdf5("out/fields.h5", "u", dims=("y", "x"), spacing=(h, h))  # doctest: +SKIP
+    >>> xr.open_dataset("out/fields.h5").u                                # doctest: +SKIP
     """
     comm = _comm_of(t.sharding)
     path = os.path.abspath(os.fspath(path))
     where = _where("to_hdf5", path, name)
     problem = _check_tensor(t, name, need_name=True)
     shape = tuple(t.global_shape)
+    if problem is None:
+        try:
+            dim_names, coord_values = _dataset.grid_coords(where, shape, dims, coords, origin=origin, spacing=spacing)
+            cf = (dim_names, coord_values, _dataset.check_attrs(where, attrs), dims is not None)
+        except CheckpointError as e:
+            problem = str(e).removeprefix(where + ": ")
     _agree(comm, problem, where, key=None if problem else (str(t.dtype), shape, name))
     h5py = require("h5py", "to_hdf5")
     if parallel is None:
@@ -460,12 +527,12 @@ def to_hdf5(t, path, name, *, parallel=None) -> None:
         raise CheckpointError(f"{where}: parallel=True, but this h5py was built without MPI (h5py.get_config().mpi)")
     attrs = json.dumps(_meshrt_attrs(t))
     if parallel:
-        _to_hdf5_collective(h5py, comm, t, path, name, shape, attrs, where)
+        _to_hdf5_collective(h5py, comm, t, path, name, shape, attrs, where, cf)
     else:
-        _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where)
+        _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where, cf)
 
 
-def _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where):
+def _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where, cf=None):
     sharding, mesh = t.sharding, t.sharding.mesh
 
     def prepare():
@@ -489,14 +556,14 @@ def _to_hdf5_blocks(h5py, comm, t, path, name, shape, attrs, where):
         # master while the others still write, and the commit is only renames.
         try:
             layout, files = _block_layout(h5py, path, gen_dir, sharding, shape, t.dtype)
-            grids = _build_master(h5py, tmp, name, attrs, gen, layout)
+            grids = _build_master(h5py, tmp, name, attrs, gen, layout, cf)
         except Exception as e:  # noqa: BLE001 - reported on every process
             problem = f"writing the master file failed: {type(e).__name__}: {e}"
     whole = None if has_blocks else t.gather(root=0)
     _agree_or_discard(comm, problem, where, tmp)
 
     def commit():
-        master_grids = grids if has_blocks else _build_master(h5py, tmp, name, attrs, gen, whole)
+        master_grids = grids if has_blocks else _build_master(h5py, tmp, name, attrs, gen, whole, cf)
         os.replace(tmp, path)
         # Block files of an earlier, larger job left in this generation, and generations
         # of the old naming (<name>.<12 hex digits>), are no longer named by any master.
@@ -540,11 +607,13 @@ def _block_layout(h5py, path, gen_dir, sharding, shape, dtype):
     return layout, files
 
 
-def _build_master(h5py, tmp, name, attrs, gen, data) -> dict:
+def _build_master(h5py, tmp, name, attrs, gen, data, cf=None) -> dict:
     """Put field ``name`` (a VirtualLayout, or the data of a 0-d/empty tensor) into the
-    master file ``tmp``; returns the file's datasets for the XDMF sidecar."""
+    master file ``tmp``, with its dimension scales and attributes (``cf``); returns the
+    file's datasets for the XDMF sidecar."""
     with h5py.File(tmp, "a") as f:
         if name in f:
+            _dataset.detach_dims(f[name])
             del f[name]
         if isinstance(data, h5py.VirtualLayout):
             dset = f.create_virtual_dataset(name, data)  # every element lies in a block: no fill value
@@ -552,7 +621,21 @@ def _build_master(h5py, tmp, name, attrs, gen, data) -> dict:
             dset = f.create_dataset(name, data=data)
         dset.attrs["meshrt"] = attrs
         dset.attrs["meshrt_blocks"] = gen
+        _describe_hdf5(h5py, f, dset, name, cf)
         return _xdmf_grids(h5py, f)
+
+
+def _describe_hdf5(h5py, f, dset, name, cf) -> None:
+    """The netCDF-4 side of dataset ``name``: dimension scales (shared with the file's other
+    fields where names and lengths agree), coordinate values, the user's attributes."""
+    if cf is None or not dset.ndim:
+        return
+    dims, coords, user, explicit = cf
+    used = {k: f[k].shape[0] for k in f if isinstance(f[k], h5py.Dataset) and f[k].ndim == 1 and f[k].is_scale}
+    names = _dataset.dims_beside(name, dims, dset.shape, used, explicit)
+    for k, v in user.items():
+        dset.attrs[k] = v
+    _dataset.attach_dims(h5py, f, dset, names, {n: coords[d] for d, n in zip(dims, names) if d in coords})
 
 
 def _write_hdf5_block(h5py, path, block) -> None:
@@ -590,7 +673,7 @@ def _remove_stale(path):
             _unlink_quietly(os.path.join(parent, entry))
 
 
-def _to_hdf5_collective(h5py, comm, t, path, name, shape, attrs, where):
+def _to_hdf5_collective(h5py, comm, t, path, name, shape, attrs, where, cf=None):
 
     def prepare():
         tmp = f"{path}.tmp-{secrets.token_hex(6)}"
@@ -602,9 +685,11 @@ def _to_hdf5_collective(h5py, comm, t, path, name, shape, attrs, where):
     try:
         with h5py.File(tmp, "a", driver="mpio", comm=comm) as f:  # every call here is collective
             if name in f:
+                _dataset.detach_dims(f[name])
                 del f[name]
             dset = f.create_dataset(name, shape=shape, dtype=t.dtype)
             dset.attrs["meshrt"] = attrs
+            _describe_hdf5(h5py, f, dset, name, cf)
             if writer_of_block(t.sharding) and t.interior.size:
                 dset[t.shard_slices] = t.interior
     except Exception as e:  # noqa: BLE001
@@ -643,7 +728,7 @@ def from_hdf5(path, name, sharding, *, factory=None):
         with h5py.File(path, "r") as f:
             if not isinstance(name, str) or name not in f:
                 datasets = []
-                f.visititems(lambda k, v: datasets.append(k) if isinstance(v, h5py.Dataset) else None)
+                f.visititems(lambda k, v: datasets.append(k) if isinstance(v, h5py.Dataset) and not v.is_scale else None)
                 raise CheckpointError(f"{path!r} holds no field {name!r}; it holds {sorted(datasets)}")
             d = f[name]
             if not isinstance(d, h5py.Dataset):

@@ -116,9 +116,13 @@ class _TensorFiles:
         chunks : int or sequence of int, optional
             One int per dim, or one for all; default the sharding's blocks.
         name : str, optional
-            The array's name inside the group ``path``.
+            The array's name inside the group ``path``; default the path's
+            stem (``u`` for ``u.zarr``).
         **kwargs
-            ``compressors=``, passed to zarr.
+            ``compressors=`` (passed to zarr); ``dims=`` (dimension names,
+            default ``dim_0, ...``), ``coords=`` (dim to 1-D array),
+            ``origin=``/``spacing=`` (coordinates ``origin + spacing * i``),
+            ``attrs=`` (units, long_name, ...): what xarray shows.
 
         Raises
         ------
@@ -137,9 +141,13 @@ class _TensorFiles:
         >>> from meshrt import Mesh, Sharding
         >>> tmp = tempfile.TemporaryDirectory()
         >>> s = Sharding(Mesh((-1,), ("x",)), [["x"]])
-        >>> DistributedTensor.from_global(np.arange(4.0), s).to_zarr(os.path.join(tmp.name, "u.zarr"))
+        >>> u = DistributedTensor.from_global(np.arange(4.0), s)
+        >>> u.to_zarr(os.path.join(tmp.name, "u.zarr"), dims=("x",), spacing=0.5, attrs={"units": "m"})
         >>> DistributedTensor.from_zarr(os.path.join(tmp.name, "u.zarr"), s).gather()
         array([0., 1., 2., 3.])
+        >>> import xarray as xr  # doctest: +SKIP
+        >>> xr.open_zarr(os.path.join(tmp.name, "u.zarr")).u.coords["x"].values  # doctest: +SKIP
+        array([0. , 0.5, 1. , 1.5])
         >>> tmp.cleanup()
         """
         ABOVE.formats.to_zarr(self, path, chunks, name, **kwargs)
@@ -207,7 +215,9 @@ class _TensorFiles:
         name : str
             The dataset's name.
         **kwargs
-            ``parallel=``: force (True) or refuse (False) the collective write.
+            ``parallel=``: force (True) or refuse (False) the collective write;
+            ``dims=``, ``coords=``, ``origin=``/``spacing=``, ``attrs=`` as for
+            `to_zarr` (netCDF-4 dimension scales: xarray's h5netcdf engine).
 
         Raises
         ------
