@@ -46,7 +46,7 @@ from mpi4py import MPI
 
 from meshrt import DistributedTensor, Mesh, Sharding
 from meshrt.io.formats import wait_for_removals
-from meshrt.io.npy import open_series
+from meshrt.io import open_series
 
 
 def timed_in_turns(fns, comm, reps):

@@ -17,7 +17,7 @@ from mpi4py import MPI
 
 from meshrt import DistributedTensor, Mesh, Sharding
 from meshrt.io.formats import wait_for_removals
-from meshrt.io.npy import CheckpointError, from_series, open_series
+from meshrt.io import CheckpointError, from_series, open_series
 
 zarr = pytest.importorskip("zarr")
 h5py = pytest.importorskip("h5py")
