@@ -1,7 +1,8 @@
 """Export the Shardy corpus of ``tests/mlir/sdy/`` with JAX (``pip install meshrt[jax]``).
 
 Every program is lowered three times, on meshes of 1, 2 and 4 fake CPU devices (``n1.mlir``,
-``n2.mlir``, ``n4.mlir``: a Shardy program's mesh must match the process count it runs on), with
+``n2.mlir``, ``n4.mlir``: a Shardy program's mesh must match the process count it runs on; ``n4.generic.mlir``:
+the 4-device one in MLIR's generic form), with
 JAX's default Shardy partitioner, exactly as ``jax.jit(f, in_shardings=..., out_shardings=...)
 .lower(*args).as_text()`` prints it.  The inputs (``in0.npy`` ...) and the outputs JAX computes
 (``n4.out0.npy`` ... per mesh size) are stored beside them; `tests/mpi/test_sdy_exec.py` runs each file at its
@@ -217,9 +218,12 @@ def export(outdir):
             mesh = make_mesh(n)
             f, in_specs, out_specs = build(mesh)
             jf = jax.jit(f, in_shardings=_named(mesh, in_specs), out_shardings=_named(mesh, out_specs))
-            text = jf.lower(*args).as_text()
+            lowered = jf.lower(*args)
             with open(os.path.join(d, f"n{n}.mlir"), "w") as fh:
-                fh.write(text)
+                fh.write(lowered.as_text())
+            if n == 4:  # the same program in MLIR's generic form (mlir-opt --mlir-print-op-generic)
+                with open(os.path.join(d, "n4.generic.mlir"), "w") as fh:
+                    fh.write(lowered.compiler_ir("stablehlo").operation.get_asm(print_generic_op_form=True))
             out = jf(*args)
             out = [np.asarray(o) for o in (out if isinstance(out, (tuple, list)) else (out,))]
             # per mesh size: a psum of replicated values (collectives) depends on it

@@ -292,11 +292,24 @@ def _dynamic_update_slice(op):
     return run
 
 
+def _dot_numbers(op):
+    """(lhs batch, rhs batch, lhs contracting, rhs contracting): from the pretty form's attributes or
+    the generic form's ``#stablehlo.dot<...>``."""
+    import re
+
+    keys = ("lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+            "rhs_contracting_dimensions")
+    nums = op.attributes.get("dot_dimension_numbers")
+    if nums is None:
+        return tuple(_attr_ints(op, k, ()) for k in keys)
+    found = dict(re.findall(r"(\w+)\s*=\s*\[([\d,\s]*)\]", str(nums)))
+    return tuple(tuple(int(x) for x in found.get(k, "").replace(",", " ").split()) for k in keys)
+
+
 def dot_general_subscripts(op) -> str:
     """The ``np.einsum`` subscripts of a dot_general: result dims are batch, lhs free, rhs free."""
     a, b = op.operands[0].type, op.operands[1].type
-    lb, rb = _attr_ints(op, "lhs_batching_dimensions", ()), _attr_ints(op, "rhs_batching_dimensions", ())
-    lc, rc = _attr_ints(op, "lhs_contracting_dimensions", ()), _attr_ints(op, "rhs_contracting_dimensions", ())
+    lb, rb, lc, rc = _dot_numbers(op)
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     ls, rs = [None] * a.rank, [None] * b.rank
     out = []
