@@ -176,10 +176,10 @@ def _all_to_all_params(op):
     dims = srcs + [t for _, _, t in out]
     if any(not 0 <= d < rank for d in dims):
         raise MLIRError(f"{_where(op)}: all_to_all src_dim/tgt_dim must be in [0, {rank})")
-    if len(set(dims)) != len(dims):
-        raise MLIRError(f"{_where(op)}: every all_to_all src_dim and tgt_dim must be unique across parameters")
     if srcs != sorted(srcs):
         raise MLIRError(f"{_where(op)}: all_to_all src_dim must be sorted in ascending order across parameters")
+    if len(set(dims)) != len(dims):
+        raise MLIRError(f"{_where(op)}: every all_to_all src_dim and tgt_dim must be unique across parameters")
     return out
 
 

@@ -133,7 +133,7 @@ def _direction(op):
 
 def _compare_type(op):
     t = str(op.attributes.get("compare_type", ""))
-    for k in ("TOTALORDER", "FLOAT", "SIGNED", "UNSIGNED"):
+    for k in ("TOTALORDER", "FLOAT", "UNSIGNED", "SIGNED"):
         if k in t:
             return k
     return None
@@ -170,9 +170,11 @@ def _convert(op):
             return (a != 0,)
         if dt.kind in "iu" and a.dtype.kind == "f":
             info = np.iinfo(dt)
-            t = np.trunc(a)
-            t = np.where(np.isnan(t), 0, np.clip(t, info.min, info.max))  # XLA saturates, NaN -> 0
-            return (t.astype(dt),)
+            t = np.trunc(a.astype(np.float64))
+            hi, lo = t >= 2.0 ** (8 * dt.itemsize - (dt.kind == "i")), t < float(info.min)
+            safe = np.where(hi | lo | np.isnan(t), 0, t).astype(dt)
+            # XLA saturates out-of-range values and gives 0 for NaN
+            return (np.where(hi, info.max, np.where(lo, info.min, safe)).astype(dt),)
         return (a.astype(dt),)
     return run
 
