@@ -183,7 +183,8 @@ def test_convert_compare_select_and_nan():
     u = _one("stablehlo.compare LT, %a0, %a1, UNSIGNED : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi1>",
              ("tensor<2xi32>", np.array([-1, 1], np.int32)), ("tensor<2xi32>", np.array([1, 2], np.int32)))
     np.testing.assert_array_equal(u, [False, True])
-    mx = _one("stablehlo.maximum %a0, %a1 : tensor<2xf32>", ("tensor<2xf32>", np.array([np.nan, 1], np.float32)),
+    mx = _one("stablehlo.maximum %a0, %a1 : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>",
+              ("tensor<2xf32>", np.array([np.nan, 1], np.float32)),
               ("tensor<2xf32>", np.array([0, 2], np.float32)))
     assert np.isnan(mx[0]) and mx[1] == 2
 
