@@ -400,7 +400,9 @@ class SdyProgram:
         self._comms = {}
         self._checked = set()
         self.fallbacks = []   # (op, why): ops run on gathered data
-        self.moves = []       # (op, what, from, to)
+        self.moves = []       # (op, what, from, to, bytes of the value)
+        self.trace = None     # explain: {op: [(what, bytes, same on every process)]}
+        self._op_now = None
 
     # -- meshes and communicators --------------------------------------------------------------------
     def mesh(self, name) -> Mesh:
@@ -449,6 +451,12 @@ class SdyProgram:
         for m in self._meshes.values():
             m.free()
         self._meshes.clear()
+
+    def count(self, what, nbytes, same_everywhere=True):
+        """Explain's record of the data an op moves: ``nbytes`` in all (``same_everywhere``: every process
+        computes the same total, from the plans) or sent by this process (summed over processes later)."""
+        if self.trace is not None and self._op_now is not None:
+            self.trace.setdefault(self._op_now, []).append((what, int(nbytes), same_everywhere))
 
     # -- shardings -------------------------------------------------------------------------------------
     def sharding(self, ts: TensorSharding, manual_only=None) -> Sharding | None:
@@ -525,8 +533,9 @@ class SdyProgram:
                         H.np_dtype(t)
         self._checked.add(name)
 
-    def run(self, name, arrays) -> list:
-        """Run ``@name`` on global arrays; results laid out per their ``sdy.sharding``."""
+    def check_args(self, name, arrays) -> list:
+        """The arguments checked against ``@name``'s signature (`MLIRError` naming the argument, its
+        shape or dtype); nothing communicates."""
         self.check(name)
         f = self.module.functions()[name]
         ftype = f.attributes["function_type"].type
@@ -542,6 +551,12 @@ class SdyProgram:
                 if np.dtype(a.dtype) != H.np_dtype(t):
                     raise MLIRError(f"{where}: expected element type {t.element} ({H.np_dtype(t)}), got {a.dtype}")
             vals.append(a)
+        return vals
+
+    def run(self, name, arrays) -> list:
+        """Run ``@name`` on global arrays; results laid out per their ``sdy.sharding``."""
+        vals = self.check_args(name, arrays)
+        f = self.module.functions()[name]
         # every process checked the same arrays: from here on communication is safe
         vals = [self.to_sharding(a, _arg_sharding(f, i), f) for i, a in enumerate(vals)]
         with np.errstate(all="ignore"):
@@ -571,6 +586,7 @@ class SdyProgram:
         for op in block.operations:
             if op.name in _TERMINATORS:
                 return [env[v] for v in op.operands]
+            outer, self._op_now = self._op_now, op
             try:
                 res = self._op(op, [env[v] for v in op.operands], local, env)
             except MLIRError:
@@ -578,6 +594,8 @@ class SdyProgram:
             except (ValueError, TypeError, IndexError) as e:
                 raise MLIRError(f"{op.location}: '{op.name}' failed on process {self.comm.rank}: "
                                 f"{type(e).__name__}: {e}") from e
+            finally:
+                self._op_now = outer
             if not local:
                 per_value = op.attributes.get("sdy.sharding")
                 if per_value is not None and op.name not in _GLOBAL_ONLY:
@@ -659,6 +677,8 @@ class SdyProgram:
             out = np.zeros_like(x)
             dst = [int(t) for s, t in pairs if s == me]
             src = [int(s) for s, t in pairs if t == me]
+            self.count(f"collective_permute of {len(pairs)} pairs", x.nbytes * sum(d != me for d in dst),
+                       same_everywhere=False)
             reqs = [self.comm.Isend(x, dest=self.rank_of_device(d), tag=77) for d in dst]
             if src:
                 self.comm.Recv(out, source=self.rank_of_device(src[0]), tag=77)
@@ -666,6 +686,12 @@ class SdyProgram:
             return [out]
         comm = self.group_comm(self._groups(op))
         k = comm.size
+        if self.trace is not None:
+            sent = sum(np.asarray(v).nbytes for v in vals)
+            sent = {"stablehlo.all_gather": (k - 1) * sent, "stablehlo.all_to_all": (k - 1) * sent // max(k, 1),
+                    "stablehlo.all_reduce": 2 * (k - 1) * sent // max(k, 1),
+                    "stablehlo.reduce_scatter": (k - 1) * sent // max(k, 1)}[name]
+            self.count(f"{name[10:]} over groups of {k} devices", sent, same_everywhere=False)
         if name == "stablehlo.all_gather":
             dim = int(op.attributes["all_gather_dim"])
             outs = []
@@ -749,7 +775,15 @@ class SdyProgram:
             return [vals[0].transpose(*H._attr_ints(op, "permutation"))]
         if name == "stablehlo.dot_general":
             a, b = (self._as_dt(v, vals) for v in vals)
-            r = np.einsum(H.dot_general_subscripts(op), a, b)
+            sub = H.dot_general_subscripts(op)
+            if self.trace is not None:
+                from ..matmul import explain_einsum
+
+                plan = explain_einsum(sub, (a.global_shape, a.sharding), (b.global_shape, b.sharding))
+                steps = "; ".join(str(st) for _, st in plan.collectives()) or "no communication"
+                self.count(f"einsum {sub!r}: {steps}",
+                           plan.elements_moved * a.dtype.itemsize)
+            r = np.einsum(sub, a, b)
             dt = H.np_dtype(t)
             return [r if r.dtype == dt else r.astype(dt)]
         if name == "stablehlo.reduce" and len(vals) == 2 and isinstance(vals[0], DT):
@@ -757,6 +791,12 @@ class SdyProgram:
             if kind is not None:
                 x, init = vals
                 dims = H._attr_ints(op, "dimensions")
+                axes = sorted({a for d in dims for a in x.sharding.dim_axes(d)})
+                if axes:
+                    k = int(np.prod([x.mesh.shape[a] for a in axes]))
+                    n = int(np.prod([x.global_shape[d] for d in range(x.ndim) if d not in dims]))
+                    self.count(f"all_reduce({kind}) over mesh axes {[x.mesh.axis_names[a] for a in axes]} "
+                               f"of {n} elements", 2 * (k - 1) * n * x.dtype.itemsize)
                 r = getattr(x, kind)(axis=dims if len(dims) != x.ndim else None)
                 r = self._elementwise_fn(H._NP_REDUCE[kind], [r, np.asarray(init)], H.np_dtype(t))
                 return [r]
