@@ -561,7 +561,11 @@ class SdyProgram:
         vals = [self.to_sharding(a, _arg_sharding(f, i), f) for i, a in enumerate(vals)]
         with np.errstate(all="ignore"):
             out = self._call(name, vals, local=False)
-        return [self.to_sharding(v, _arg_sharding(f, i, "res_attrs"), f) for i, v in enumerate(out)]
+        self._op_now = f.regions[0].entry.operations[-1]  # explain: the results' moves belong to the return
+        try:
+            return [self.to_sharding(v, _arg_sharding(f, i, "res_attrs"), f) for i, v in enumerate(out)]
+        finally:
+            self._op_now = None
 
     def run_global(self, name, arrays) -> list:
         """`run`, then every result gathered whole on every process."""
@@ -773,6 +777,12 @@ class SdyProgram:
             return [vals[0].reshape(t.shape)]
         if name == "stablehlo.transpose" and isinstance(vals[0], DT):
             return [vals[0].transpose(*H._attr_ints(op, "permutation"))]
+        if name == "stablehlo.slice" and isinstance(vals[0], DT):
+            sl = tuple(slice(a, b, c) for a, b, c in zip(H._attr_ints(op, "start_indices"),
+                                                        H._attr_ints(op, "limit_indices"), H._attr_ints(op, "strides")))
+            return [vals[0][sl]]
+        if name == "stablehlo.concatenate":
+            return [np.concatenate([self._as_dt(v, vals) for v in vals], axis=int(op.attributes["dimension"]))]
         if name == "stablehlo.dot_general":
             a, b = (self._as_dt(v, vals) for v in vals)
             sub = H.dot_general_subscripts(op)
