@@ -802,12 +802,12 @@ class SdyProgram:
                 x, init = vals
                 dims = H._attr_ints(op, "dimensions")
                 axes = sorted({a for d in dims for a in x.sharding.dim_axes(d)})
-                if axes:
-                    k = int(np.prod([x.mesh.shape[a] for a in axes]))
-                    n = int(np.prod([x.global_shape[d] for d in range(x.ndim) if d not in dims]))
-                    self.count(f"all_reduce({kind}) over mesh axes {[x.mesh.axis_names[a] for a in axes]} "
-                               f"of {n} elements", 2 * (k - 1) * n * x.dtype.itemsize)
                 r = getattr(x, kind)(axis=dims if len(dims) != x.ndim else None)
+                if axes:  # what a ring all-reduce of each process's partial result sends, over all processes
+                    k = int(np.prod([x.mesh.shape[a] for a in axes]))
+                    n = r.interior.size if isinstance(r, DT) else np.size(r)
+                    self.count(f"all_reduce({kind}) over mesh axes {[x.mesh.axis_names[a] for a in axes]} "
+                               f"of {n} elements per process", self.comm.size * 2 * (k - 1) * n * x.dtype.itemsize // k)
                 r = self._elementwise_fn(H._NP_REDUCE[kind], [r, np.asarray(init)], H.np_dtype(t))
                 return [r]
         # no sharded implementation: run on the gathered operands; the result is replicated
