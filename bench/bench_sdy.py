@@ -76,7 +76,7 @@ def timing(args):
     rows, cols = Sharding(mesh, [[0]]), Sharding(mesh, [[], [0]])
     rng = np.random.default_rng(0)
     w = args.width
-    x, w1, w2 = (rng.standard_normal((w, w)).astype(np.float32) / np.sqrt(w) for _ in range(3))
+    x, w1, w2 = ((rng.standard_normal((w, w)) / np.sqrt(w)).astype(np.float32) for _ in range(3))
     u = rng.standard_normal((args.grid, args.grid)).astype(np.float32)
 
     def hand_mlp(xt, w1t, w2t):

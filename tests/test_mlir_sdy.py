@@ -256,3 +256,20 @@ def test_cli_run_and_explain_on_two_processes(tmp_path):
     # the annotated text is the program still: meshrt reads it back to the same ops
     again = parse("\n".join(lines))
     assert [o.name for o in again.walk()] == [o.name for o in parse_file(os.path.join(CORPUS, "mlp", "n2.mlir")).walk()]
+
+
+def test_explain_output_is_read_by_jax_parser():
+    """Where jaxlib is installed: JAX's own MLIR parser reads ``explain``'s annotated text."""
+    pytest.importorskip("jax")
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib.mlir import ir
+    from mpi4py import MPI
+
+    from meshrt.mlir.sdy_cli import explain
+
+    for name in ("mlp", "halo_ppermute", "reductions"):
+        text = explain(parse_file(os.path.join(CORPUS, name, "n1.mlir")), "main", MPI.COMM_SELF)
+        assert "// -> <@mesh" in text
+        with jmlir.make_ir_context() as ctx:
+            mod = ir.Module.parse(text, context=ctx)
+            assert "sdy.mesh" in str(mod)

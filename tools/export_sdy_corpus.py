@@ -185,6 +185,19 @@ def uneven_inputs():
     return [r.standard_normal((8, 5)).astype(np.float32), r.standard_normal((5,)).astype(np.float32)]
 
 
+def indexing(mesh):
+    def f(x, idx, v):
+        d = jax.lax.cond(x.sum() > 0, lambda: x * 2, lambda: x - 1)
+        return x[idx], x.at[idx].add(v), jnp.sort(x, axis=0), d
+    return f, (P("x", None), P(None), P(None, None)), (P(None, None), P("x", None), P(None, None), P("x", None))
+
+
+def indexing_inputs():
+    r = _rng(12)
+    return [r.standard_normal((8, 4)).astype(np.float32), np.array([1, 3, 3, -2, 7], np.int32),
+            r.standard_normal((5, 4)).astype(np.float32)]
+
+
 PROGRAMS = [
     ("mlp", mesh_2d, mlp, mlp_inputs),
     ("attention", mesh_1d, attention, attention_inputs),
@@ -197,6 +210,7 @@ PROGRAMS = [
     ("integer", mesh_2d, integer, integer_inputs),
     ("reductions", mesh_2d, reductions, reductions_inputs),
     ("uneven", mesh_1d, uneven, uneven_inputs),
+    ("indexing", mesh_1d, indexing, indexing_inputs),
 ]
 
 

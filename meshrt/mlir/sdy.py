@@ -52,6 +52,7 @@ _TERMINATORS = frozenset(["func.return", "stablehlo.return", "sdy.return"])
 _PASS_THROUGH = frozenset(["sdy.propagation_barrier", "sdy.data_flow_edge"])
 _GLOBAL_ONLY = frozenset(["sdy.sharding_constraint", "sdy.reshard", "sdy.manual_computation", *_SDY_COLLECTIVES])
 _CONTROL = frozenset(["func.call", "stablehlo.while", "stablehlo.reduce", "stablehlo.reduce_window",
+                      "stablehlo.gather", "stablehlo.scatter", "stablehlo.sort",
                       "stablehlo.partition_id", "stablehlo.replica_id", "sdy.named_computation", "sdy.sharding_group",
                       "stablehlo.case", "stablehlo.if", *_PASS_THROUGH])
 
@@ -365,6 +366,35 @@ class _Splat:
         return np.broadcast_to(self.value, self.shape)
 
 
+class _LazySlice:
+    """A unit-stride ``stablehlo.slice`` of a sharded value, taken only when used: a ``concatenate``
+    of the two halves of a dim swapped (how ``jnp.roll`` lowers) becomes meshrt's distributed roll,
+    which moves the rolled-over rows only."""
+
+    __slots__ = ("src", "starts", "limits")
+
+    def __init__(self, src, starts, limits):
+        self.src, self.starts, self.limits = src, tuple(starts), tuple(limits)
+
+    def take(self):
+        return self.src[tuple(slice(a, b) for a, b in zip(self.starts, self.limits))]
+
+
+def _roll_of(vals, dim):
+    """The shift when ``concatenate(vals, dim)`` is ``roll(src, shift, dim)`` of one source, else None."""
+    if len(vals) != 2 or not all(isinstance(v, _LazySlice) for v in vals) or vals[0].src is not vals[1].src:
+        return None
+    a, b = vals
+    shape = a.src.global_shape
+    for d, n in enumerate(shape):
+        if d != dim and not (a.starts[d] == b.starts[d] == 0 and a.limits[d] == b.limits[d] == n):
+            return None
+    n = shape[dim]
+    if a.limits[dim] == n and b.starts[dim] == 0 and b.limits[dim] == a.starts[dim]:
+        return n - a.starts[dim]
+    return None
+
+
 def _dt():
     from ..tensor import DistributedTensor
 
@@ -518,7 +548,7 @@ class SdyProgram:
                     continue
                 known = (op.name in H.LOCAL_OPS or op.name in _CONTROL or op.name in _GLOBAL_ONLY
                          or op.name in _TERMINATORS or op.name in _HLO_COLLECTIVES)
-                if not known or op.name in ("stablehlo.case", "stablehlo.if"):
+                if not known:
                     raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{n})")
                 if op.name == "stablehlo.reduce_window":
                     H.check_region_op(op)
@@ -589,10 +619,13 @@ class SdyProgram:
             env[a] = v
         for op in block.operations:
             if op.name in _TERMINATORS:
-                return [env[v] for v in op.operands]
+                return [env[v].take() if isinstance(env[v], _LazySlice) else env[v] for v in op.operands]
             outer, self._op_now = self._op_now, op
             try:
-                res = self._op(op, [env[v] for v in op.operands], local, env)
+                vals = [env[v] for v in op.operands]
+                if op.name != "stablehlo.concatenate":
+                    vals = [v.take() if isinstance(v, _LazySlice) else v for v in vals]
+                res = self._op(op, vals, local, env)
             except MLIRError:
                 raise
             except (ValueError, TypeError, IndexError) as e:
@@ -622,6 +655,13 @@ class SdyProgram:
             return []
         if name == "stablehlo.while":
             return self._while(op, vals, local, env)
+        if name in ("stablehlo.case", "stablehlo.if"):
+            i = int(self.whole(vals[0]))
+            if name == "stablehlo.if":
+                region = op.regions[0] if i else op.regions[1]
+            else:
+                region = op.regions[i if 0 <= i < len(op.regions) else len(op.regions) - 1]
+            return self._block(region.entry, [], local, dict(env))
         if name in ("stablehlo.partition_id", "stablehlo.replica_id"):
             dev = self.device_of_rank(self.comm.rank) if name == "stablehlo.partition_id" else 0
             return [np.asarray(dev, H.np_dtype(op.results[0].type))]
@@ -659,6 +699,17 @@ class SdyProgram:
             return H.reduce_window_with(op, vals[:n], vals[n:], self._region_fn(op.regions[0], True, env), kind)
         if name in _HLO_COLLECTIVES:
             return self._hlo_collective(op, vals, env)
+        if name == "stablehlo.gather":
+            return [H.gather(op, *vals)]
+        if name == "stablehlo.scatter":
+            n = (len(vals) - 1) // 2
+            if n != 1:
+                raise MLIRError(f"{op.location}: unsupported 'stablehlo.scatter' of {n} operands (one runs)")
+            fn = self._region_fn(op.regions[0], True, env)
+            return [H.scatter(op, vals[0], vals[1], vals[2], lambda a, b: fn(a, b)[0])]
+        if name == "stablehlo.sort":
+            fn = self._region_fn(op.regions[0], True, env)
+            return H.sort_with(op, vals, lambda *xs: fn(*xs)[0])
         raise MLIRError(f"{op.location}: '{name}' cannot run inside a manual computation")
 
     def _groups(self, op):
@@ -762,7 +813,7 @@ class SdyProgram:
                                 "than one device: a global program has no per-device values to exchange")
             # JAX inlines a shard_map body on a 1-device mesh: a collective over single-device groups is the identity
             return [self.whole(v) for v in vals]
-        if not any(isinstance(v, (DT, _Splat)) for v in vals):
+        if not any(isinstance(v, (DT, _Splat, _LazySlice)) for v in vals):
             return self._local_op(op, vals, env)
         t = op.results[0].type if op.results else None
         if name in H.ELEMENTWISE or name in ("stablehlo.compare", "stablehlo.select", "stablehlo.convert",
@@ -778,11 +829,20 @@ class SdyProgram:
         if name == "stablehlo.transpose" and isinstance(vals[0], DT):
             return [vals[0].transpose(*H._attr_ints(op, "permutation"))]
         if name == "stablehlo.slice" and isinstance(vals[0], DT):
-            sl = tuple(slice(a, b, c) for a, b, c in zip(H._attr_ints(op, "start_indices"),
-                                                        H._attr_ints(op, "limit_indices"), H._attr_ints(op, "strides")))
-            return [vals[0][sl]]
+            starts, limits = H._attr_ints(op, "start_indices"), H._attr_ints(op, "limit_indices")
+            strides = H._attr_ints(op, "strides")
+            if all(c == 1 for c in strides):
+                return [_LazySlice(vals[0], starts, limits)]
+            return [vals[0][tuple(slice(a, b, c) for a, b, c in zip(starts, limits, strides))]]
         if name == "stablehlo.concatenate":
-            return [np.concatenate([self._as_dt(v, vals) for v in vals], axis=int(op.attributes["dimension"]))]
+            dim = int(op.attributes["dimension"])
+            shift = _roll_of(vals, dim)
+            if shift is not None:
+                return [np.roll(vals[0].src, shift, axis=dim)]
+            vals = [v.take() if isinstance(v, _LazySlice) else v for v in vals]
+            if not any(isinstance(v, (DT, _Splat)) for v in vals):
+                return self._local_op(op, vals, env)
+            return [np.concatenate([self._as_dt(v, vals) for v in vals], axis=dim)]
         if name == "stablehlo.dot_general":
             a, b = (self._as_dt(v, vals) for v in vals)
             sub = H.dot_general_subscripts(op)

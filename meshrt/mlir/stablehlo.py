@@ -456,3 +456,102 @@ def check_region_op(op):
                                 f"{list(_attr_ints(op, key))} (only 1s run)")
         if len(_attr_ints(op, "window_dimensions")) != rank:
             raise MLIRError(f"{op.location}: 'stablehlo.reduce_window' window_dimensions must have rank {rank}")
+
+
+# -- gather, scatter, sort --------------------------------------------------------------------------------
+
+def _numbers(op, attr, keys):
+    """The fields of ``#stablehlo.gather<...>`` / ``#stablehlo.scatter<...>`` as tuples of ints."""
+    import re
+
+    text = str(op.attributes.get(attr, ""))
+    out = {}
+    for k in keys:
+        m = re.search(rf"\b{k}\s*=\s*\[([\d,\s]*)\]", text)
+        if m:
+            out[k] = tuple(int(x) for x in m.group(1).replace(",", " ").split())
+        else:
+            m = re.search(rf"\b{k}\s*=\s*(\d+)", text)
+            out[k] = int(m.group(1)) if m else ()
+    for k in ("operand_batching_dims", "start_indices_batching_dims", "input_batching_dims",
+              "scatter_indices_batching_dims"):
+        if re.search(rf"\b{k}\s*=\s*\[\s*\d", text):
+            raise MLIRError(f"{op.location}: unsupported '{op.name}' with {k} (batched gather/scatter)")
+    return out
+
+
+def _index_vectors(idx, ivd):
+    """The start-index vectors of ``idx`` (index_vector_dim ``ivd``): shape batch + (k,)."""
+    idx = np.asarray(idx)
+    if ivd == idx.ndim:
+        return idx[..., None]
+    return np.moveaxis(idx, ivd, -1)
+
+
+def gather(op, operand, indices):
+    """StableHLO ``gather`` (no batching dims): each batch position takes a clamped slice."""
+    n = _numbers(op, "dimension_numbers", ("offset_dims", "collapsed_slice_dims", "start_index_map",
+                                            "index_vector_dim"))
+    sizes = _attr_ints(op, "slice_sizes")
+    operand = np.asarray(operand)
+    out_t = op.results[0].type
+    out = np.empty(out_t.shape, operand.dtype)
+    vec = _index_vectors(indices, n["index_vector_dim"])
+    batch_dims = [d for d in range(out_t.rank) if d not in n["offset_dims"]]
+    for b in np.ndindex(*vec.shape[:-1]):
+        start = [0] * operand.ndim
+        for k, d in enumerate(n["start_index_map"]):
+            start[d] = min(max(int(vec[b][k]), 0), operand.shape[d] - sizes[d])
+        block = operand[tuple(slice(s, s + z) for s, z in zip(start, sizes))]
+        block = block.reshape([z for d, z in enumerate(sizes) if d not in n["collapsed_slice_dims"]])
+        where = [slice(None)] * out_t.rank
+        for d, i in zip(batch_dims, b):
+            where[d] = i
+        out[tuple(where)] = block
+    return out
+
+
+def scatter(op, operand, indices, updates, combine):
+    """StableHLO ``scatter`` (no batching dims), updates applied in order; windows that do not fit
+    in the operand are skipped, as the specification says."""
+    n = _numbers(op, "scatter_dimension_numbers", ("update_window_dims", "inserted_window_dims",
+                                                    "scatter_dims_to_operand_dims", "index_vector_dim"))
+    out = np.array(operand)
+    updates = np.asarray(updates)
+    vec = _index_vectors(indices, n["index_vector_dim"])
+    scatter_dims = [d for d in range(updates.ndim) if d not in n["update_window_dims"]]
+    window_operand_dims = [d for d in range(out.ndim) if d not in n["inserted_window_dims"]]
+    for b in np.ndindex(*vec.shape[:-1]):
+        start = [0] * out.ndim
+        for k, d in enumerate(n["scatter_dims_to_operand_dims"]):
+            start[d] = int(vec[b][k])
+        sel = [slice(None)] * updates.ndim
+        for d, i in zip(scatter_dims, b):
+            sel[d] = i
+        upd = updates[tuple(sel)]
+        size = [1] * out.ndim
+        for d, z in zip(window_operand_dims, upd.shape):
+            size[d] = z
+        if any(s < 0 or s + z > dim for s, z, dim in zip(start, size, out.shape)):
+            continue
+        region = tuple(slice(s, s + z) for s, z in zip(start, size))
+        out[region] = np.asarray(combine(out[region], upd.reshape(size))).astype(out.dtype)
+    return out
+
+
+def sort_with(op, inputs, less):
+    """StableHLO ``sort`` along ``dimension`` with the comparator ``less(a_l, a_r, b_l, b_r, ...)``,
+    evaluated on all pairs at once; stable (ties keep their order)."""
+    dim = int(op.attributes.get("dimension", -1))
+    xs = [np.moveaxis(np.asarray(x), dim, -1) for x in inputs]
+    args = []
+    for x in xs:
+        args += [x[..., :, None], x[..., None, :]]
+    lt = np.asarray(less(*args)).astype(bool)           # lt[..., i, j]: x_i before x_j
+    n = xs[0].shape[-1]
+    before = np.swapaxes(lt, -1, -2)                    # [..., i, j]: x_j before x_i
+    tie = ~lt & ~before
+    earlier = np.tril(np.ones((n, n), bool), -1)        # j < i
+    rank = before.sum(-1) + (tie & earlier).sum(-1)
+    order = np.argsort(rank, axis=-1, kind="stable")
+    return [np.moveaxis(np.take_along_axis(x, order, axis=-1), -1, dim) for x in xs]
