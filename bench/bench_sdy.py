@@ -4,6 +4,7 @@ compiled HLO for the same programs.  Needs JAX (``pip install meshrt[jax]``).
 
     mpiexec -n 2 python bench/bench_sdy.py [--width 2048 --grid 4096 --rounds 5]
     python bench/bench_sdy.py --bytes            # serial: the moved-bytes table (4 fake devices)
+    mpiexec -n 2 python bench/bench_sdy.py --memory   # peak RSS of the exported MLP per process
 
 Timing: the exported MLP (``--width`` wide, batch = width, float32, x sharded by rows, w1 by
 columns, w2 by rows on a mesh of all processes) and the ``jnp.roll`` 5-point stencil on a
@@ -121,6 +122,8 @@ def timing(args):
 
 _XLA_OP = re.compile(r"= (\w+)\[([\d,]*)\][^ ]* (all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
                      r"(?:-start)?\(([^)]*)\)(.*)$")
+_XLA_TUPLE = re.compile(r"= \(([^)]*)\) (all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
+                        r"(?:-start)?\([^)]*\)(.*)$")
 _SIZES = {"f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "pred": 1, "bf16": 2, "f16": 2}
 
 
@@ -129,10 +132,16 @@ def xla_bytes(hlo: str, ndev: int) -> int:
     total = 0
     for line in hlo.splitlines():
         m = _XLA_OP.search(line)
-        if not m:
+        t = _XLA_TUPLE.search(line)
+        if m:
+            dtype, dims, kind, operands, rest = m.groups()
+            n = _SIZES.get(dtype, 4) * int(np.prod([int(d) for d in dims.split(",") if d] or [1]))
+        elif t:  # a tuple result (XLA's all-to-all of k pieces): the pieces' bytes together
+            parts, kind, rest = t.groups()
+            n = sum(_SIZES.get(dt, 4) * int(np.prod([int(d) for d in dims.split(",") if d] or [1]))
+                    for dt, dims in re.findall(r"(\w+)\[([\d,]*)\]", parts))
+        else:
             continue
-        dtype, dims, kind, operands, rest = m.groups()
-        n = _SIZES.get(dtype, 4) * int(np.prod([int(d) for d in dims.split(",") if d] or [1]))
         g = re.search(r"replica_groups=\{\{([\d,]*)\}", rest)
         k = len(g.group(1).split(",")) if g else ndev
         g2 = re.search(r"replica_groups=\[(\d+),(\d+)\]", rest)  # iota form [groups,size]
@@ -177,11 +186,46 @@ def bytes_table():
         print(f"{name:20} {mb:>15} {xb:>17}")
 
 
+def memory(args):
+    """Peak RSS per process of the exported MLP run from memory-mapped argument files (each process
+    reads its shards only), above the RSS after imports, against 1/P of the global arrays."""
+    import tempfile
+
+    from mpi4py import MPI
+
+    from meshrt.mlir import parse
+    from meshrt.mlir.sdy import SdyProgram
+
+    comm = MPI.COMM_WORLD
+    w = args.width
+    text = export(comm.size, w, 8)[0] if comm.rank == 0 else None
+    text = comm.bcast(text, root=0)
+    d = comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None, root=0)
+    if comm.rank == 0:
+        rng = np.random.default_rng(0)
+        for i in range(3):
+            np.save(os.path.join(d, f"a{i}.npy"), (rng.standard_normal((w, w)) / np.sqrt(w)).astype(np.float32))
+    comm.Barrier()
+    p = SdyProgram(parse(text), comm)
+    base = comm.allreduce(_peak_mib(), op=MPI.MAX)
+    arrays = [np.load(os.path.join(d, f"a{i}.npy"), mmap_mode="r") for i in range(3)]
+    y = p.run("main", arrays)[0]
+    peak = comm.allreduce(_peak_mib(), op=MPI.MAX)
+    share = 4 * w * w * 4 / comm.size / 2**20  # x, w1, w2 and the result
+    if comm.rank == 0:
+        print(f"MLP {w}x{w} float32 on {comm.size} processes: peak RSS above the imports {peak - base:.0f} MiB "
+              f"per process; 1/P of the global arrays (3 arguments + result) {share:.0f} MiB; "
+              f"ratio {(peak - base) / share:.2f}")
+    del y
+    p.free()
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--width", type=int, default=2048)
     ap.add_argument("--grid", type=int, default=4096)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--bytes", action="store_true", help="the moved-bytes table against XLA (serial)")
+    ap.add_argument("--memory", action="store_true", help="peak memory of the exported MLP (under mpiexec)")
     a = ap.parse_args()
-    bytes_table() if a.bytes else timing(a)
+    bytes_table() if a.bytes else memory(a) if a.memory else timing(a)
