@@ -427,6 +427,7 @@ class SdyProgram:
                 raise MLIRError(f"{module.filename}: mesh @{name}: device_ids {list(m.device_ids)} are not a "
                                 f"permutation of 0..{m.size - 1}")
         self._meshes = {}
+        self._sub_axes = {}   # sdy text -> Sharding on a refined mesh
         self._comms = {}
         self._checked = set()
         self.fallbacks = []   # (op, why): ops run on gathered data
@@ -481,6 +482,9 @@ class SdyProgram:
         for m in self._meshes.values():
             m.free()
         self._meshes.clear()
+        for sh in self._sub_axes.values():
+            sh.mesh.free()
+        self._sub_axes.clear()
 
     def count(self, what, nbytes, same_everywhere=True):
         """Explain's record of the data an op moves: ``nbytes`` in all (``same_everywhere``: every process
@@ -494,12 +498,16 @@ class SdyProgram:
         splits nothing."""
         dims = []
         for d in ts.dims:
-            axes = [a for a in d.axes if manual_only is None or a.name in manual_only]
-            if any(a.pre is not None for a in axes):
-                raise MLIRError(f"sub-axis sharding {ts} does not run yet (meshrt's meshes have no sub-axes "
-                                "on a communicator)")
-            dims.append(axes)
+            dims.append([a for a in d.axes if manual_only is None or a.name in manual_only])
         mesh = self.mesh(ts.mesh)
+        if any(a.pre is not None for axes in dims for a in axes):
+            # sub-axes: meshrt refines the mesh (same communicator, same device order) and splits along its parts
+            text = f"#sdy.sharding<@{ts.mesh}, [" + ", ".join(
+                "{" + ", ".join(str(a) for a in axes) + "}" for axes in dims) + "]>"
+            s = self._sub_axes.get(text)
+            if s is None:
+                s = self._sub_axes[text] = Sharding.parse(text, mesh)
+            return s if any(s.split_axes) else None
         sizes = self.mesh_attrs[ts.mesh].sizes()
         split = [[mesh.axis_names.index(a.name) for a in axes if sizes[a.name] > 1] for axes in dims]
         if not any(split):

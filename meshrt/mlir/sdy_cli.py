@@ -42,10 +42,18 @@ def sdy_text(value, mesh_name="mesh") -> str:
         dims = []
         for d in range(value.ndim):
             axes = s.dim_axes(d) if d < len(s.split_axes) else ()
-            dims.append("{" + ", ".join(f'"{names[a]}"' for a in axes) + "}")
+            dims.append("{" + ", ".join(_axis_text(names[a]) for a in axes) + "}")
         return f"<@{s.mesh.name}, [{', '.join(dims)}]>"
     nd = len(value.shape) if hasattr(value, "shape") else 0  # replicated (numpy) or a broadcast scalar
     return f"<@{mesh_name}, [{', '.join('{}' for _ in range(nd))}]>"
+
+
+def _axis_text(name):
+    """A mesh axis name as Shardy writes it: a refined mesh's ``x:(2)2`` is the sub-axis ``"x":(2)2``."""
+    import re
+
+    m = re.fullmatch(r"(.*):\((\d+)\)(\d+)", name)
+    return f'"{m.group(1)}":({m.group(2)}){m.group(3)}' if m else f'"{name}"'
 
 
 def explain(module, name="main", comm=None) -> str:

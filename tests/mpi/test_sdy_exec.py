@@ -140,3 +140,25 @@ def test_bad_arguments_fail_alike_before_communication():
     with pytest.raises(MLIRError, match=f"has {other} devices, but the program runs on {N} processes"):
         SdyProgram(parse_file(os.path.join(d, f"n{other}.mlir")), comm)
     comm.Barrier()
+
+
+SUB_AXES = """sdy.mesh @mesh = <["x"=4]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x":(2)2}, {"x":(1)2}]>}) {
+  %0 = sdy.sharding_constraint %arg0 <@mesh, [{"x":(1)2}, {"x":(2)2}]> : tensor<8x8xf32>
+  %1 = stablehlo.exponential %0 : tensor<8x8xf32>
+  %2 = stablehlo.add %1, %arg0 : tensor<8x8xf32>
+  return %2 : tensor<8x8xf32>
+}
+"""
+
+
+@pytest.mark.skipif(N != 4, reason="sub-axes of a 4-device axis")
+def test_sub_axis_shardings_run():
+    x = np.arange(64, dtype=np.float32).reshape(8, 8) / 64
+    p = SdyProgram(parse(SUB_AXES), comm)
+    try:
+        (y,) = p.run("main", [x])
+        assert y.interior.shape == (4, 4)  # "x":(2)2 splits rows in 2, "x":(1)2 columns in 2
+        _compare(p.whole(y), np.exp(x) + x, "sub-axes")
+    finally:
+        p.free()
