@@ -9,7 +9,8 @@ Attributes get the names of StableHLO's generic form (``broadcast_dimensions``,
 from __future__ import annotations
 
 from ._reader import _custom, _op
-from .ir import FunctionType, Region, TensorType
+from .ir import FunctionType, OpaqueAttr, Region, TensorType
+from .printer import ATTRIBUTE_KINDS
 
 UNARY = (
     "abs cbrt ceil cosine count_leading_zeros exponential exponential_minus_one floor imag is_finite log "
@@ -80,9 +81,9 @@ def _compare(p, name, pos, nres):
     a = p.value_name()
     p.expect(",")
     b = p.value_name()
-    attrs = {"comparison_direction": direction}
+    attrs = {"comparison_direction": OpaqueAttr(f"#stablehlo<comparison_direction {direction}>")}
     if p.accept(","):
-        attrs["compare_type"] = p.ident("a comparison type")
+        attrs["compare_type"] = OpaqueAttr(f"#stablehlo<comparison_type {p.ident('a comparison type')}>")
     p.opt_attr_dict(attrs)
     ins, outs = _types_after_colon(p, 2)
     return _op(name, p.resolve([a, b], ins), outs, attrs)
@@ -233,6 +234,15 @@ def _dot_general(p, name, pos, nres):
             p.error(f"unexpected {p.snippet()} in 'stablehlo.dot_general'")
     attrs.setdefault("lhs_contracting_dimensions", ())
     attrs.setdefault("rhs_contracting_dimensions", ())
+    # the generic form's attributes: #stablehlo.dot<...> (non-empty fields) and the precision enums
+    fields = [f"{k} = [{', '.join(str(x) for x in attrs.pop(k))}]" for k in (
+        "lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+        "rhs_contracting_dimensions")]
+    attrs["dot_dimension_numbers"] = OpaqueAttr("#stablehlo.dot<" + ", ".join(
+        f for f in fields if not f.endswith("[]")) + ">")
+    if "precision_config" in attrs:
+        names = [x.strip() for x in attrs["precision_config"].strip("[]").split(",") if x.strip()]
+        attrs["precision_config"] = OpaqueAttr("[" + ", ".join(f"#stablehlo<precision {n}>" for n in names) + "]")
     p.opt_attr_dict(attrs)
     ins, outs = _types_after_colon(p, 2)
     return _op(name, p.resolve([a, b], ins), outs, attrs)
@@ -345,3 +355,24 @@ def _while(p, name, pos, nres):
 
 
 _ = Region  # re-exported for the forms that build regions
+
+
+def _i64_array(v, op):
+    return f"array<i64: {', '.join(str(int(x)) for x in v)}>" if len(v) else "array<i64>"
+
+
+def _typed_i64(v, op):
+    return f"{int(v)} : i64"
+
+
+# Module.generic() prints StableHLO's attributes with the kinds its ops declare, so that JAX's
+# MLIR parser (and stablehlo-opt) read meshrt's print back.
+ATTRIBUTE_KINDS["stablehlo.*"] = {
+    **{k: _i64_array for k in (
+        "broadcast_dimensions", "permutation", "start_indices", "limit_indices", "strides", "slice_sizes",
+        "edge_padding_low", "edge_padding_high", "interior_padding", "dimensions", "window_dimensions",
+        "window_strides", "base_dilations", "window_dilations")},
+    "iota_dimension": _typed_i64, "dimension": _typed_i64, "all_gather_dim": _typed_i64,
+    "scatter_dimension": _typed_i64, "split_dimension": _typed_i64, "concat_dimension": _typed_i64,
+    "split_count": _typed_i64,
+}
