@@ -320,6 +320,18 @@ def _mlir_run_cmd(args):
 
 
 def _mlir_explain_cmd(args):
+    if args.n is None and not any(v in os.environ for v in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")):
+        # not under mpiexec: start as many processes as the program's mesh has devices
+        try:
+            from .mlir import parse_file
+            from .mlir.sdy import meshes
+
+            sizes = {m.size for m in meshes(parse_file(args.file)).values()}
+        except (OSError, ValueError) as e:
+            print(f"meshrt mlir explain: {e}", file=sys.stderr)
+            return 1
+        if sizes and max(sizes) > 1:
+            args.n = max(sizes)
     if args.n is not None:
         from .mpiexec import find_launcher
 
@@ -386,7 +398,8 @@ def _mlir_add_parser(sub):
     q = msub.add_parser("explain", help="a Shardy program with the sharding of every value and the bytes each "
                                         "op moves (runs it once on zeros)")
     q.add_argument("-n", type=int, default=None,
-                   help="start N processes with mpiexec (default: run in this process, e.g. under mpiexec)")
+                   help="start N processes with mpiexec (default: as many as the mesh has devices, or the "
+                        "processes of the mpiexec it runs under)")
     q.add_argument("file")
     q.add_argument("--func", dest="function", default="main", help="name of the func.func (default main)")
     q.set_defaults(func=_mlir_explain_cmd)

@@ -247,7 +247,7 @@ def test_cli_run_and_explain_on_two_processes(tmp_path):
              "--out", str(tmp_path / "out2"), cwd=tmp_path)
     assert r.returncode == 1 and r.stderr.count("argument 0: expected tensor<8x4xf32>") == 1, r.stderr
     assert not (tmp_path / "out2").exists()
-    r = _cli("explain", "-n", "2", os.path.join(CORPUS, "mlp", "n2.mlir"), cwd=tmp_path)
+    r = _cli("explain", os.path.join(CORPUS, "mlp", "n2.mlir"), cwd=tmp_path)  # 2 processes: the mesh's
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     dot = next(line for line in lines if "stablehlo.dot_general %4" in line)

@@ -395,6 +395,25 @@ def _roll_of(vals, dim):
     return None
 
 
+def _cumulative_axis(op, shape):
+    """The dim of a ``reduce_window`` that is a running sum (how ``jnp.cumsum`` lowers: an add body,
+    window n along one dim of size n, padding (n-1, 0) there, unit strides, no dilations), else None."""
+    if H.simple_reduction(op.regions[0]) != "sum":
+        return None
+    rank = len(shape)
+    wd = H._attr_ints(op, "window_dimensions")
+    if any(int(x) != 1 for key in ("window_strides", "base_dilations", "window_dilations")
+           for x in H._attr_ints(op, key, (1,) * rank)):
+        return None
+    pad = op.attributes.get("padding")
+    pad = np.asarray(pad.array).reshape(rank, 2) if isinstance(pad, DenseElements) else np.zeros((rank, 2), int)
+    dims = [d for d in range(rank) if wd[d] != 1 or pad[d].any()]
+    if len(dims) != 1:
+        return None
+    d = dims[0]
+    return d if wd[d] == shape[d] and tuple(pad[d]) == (shape[d] - 1, 0) else None
+
+
 def _dt():
     from ..tensor import DistributedTensor
 
@@ -878,6 +897,10 @@ class SdyProgram:
                                f"of {n} elements per process", self.comm.size * 2 * (k - 1) * n * x.dtype.itemsize // k)
                 r = self._elementwise_fn(H._NP_REDUCE[kind], [r, np.asarray(init)], H.np_dtype(t))
                 return [r]
+        if name == "stablehlo.reduce_window" and len(vals) == 2 and isinstance(vals[0], DT):
+            axis = _cumulative_axis(op, vals[0].global_shape)
+            if axis is not None and np.all(np.asarray(self.whole(vals[1])) == 0):
+                return [vals[0].cumsum(axis=axis)]  # jnp.cumsum: a prefix sum along one (maybe split) dim
         # no sharded implementation: run on the gathered operands; the result is replicated
         self.fallbacks.append((op, "computed on gathered operands"))
         whole = []

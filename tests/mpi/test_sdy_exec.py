@@ -162,3 +162,28 @@ def test_sub_axis_shardings_run():
         _compare(p.whole(y), np.exp(x) + x, "sub-axes")
     finally:
         p.free()
+
+
+DEVICE_IDS = """sdy.mesh @mesh = <["x"={n}], device_ids=[{ids}]>
+func.func @main(%arg0: tensor<{rows}x2xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}) -> (tensor<{rows}x2xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}, tensor<{rows}x2xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{}}, {{}}]>}}) {{
+  %0:2 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{{"x"}}, {{}}]>] out_shardings=[<@mesh, [{{"x"}}, {{}}]>, <@mesh, [{{}}, {{}}]>] manual_axes={{"x"}} (%a: tensor<2x2xf32>) {{
+    %1 = "stablehlo.collective_permute"(%a) <{{source_target_pairs = dense<{pairs}> : tensor<{n}x2xi64>}}> : (tensor<2x2xf32>) -> tensor<2x2xf32>
+    %2 = "stablehlo.all_gather"(%a) <{{all_gather_dim = 0 : i64, replica_groups = dense<[[{order}]]> : tensor<1x{n}xi64>, use_global_device_ids}}> : (tensor<2x2xf32>) -> tensor<{rows}x2xf32>
+    sdy.return %1, %2 : tensor<2x2xf32>, tensor<{rows}x2xf32>
+  }} : (tensor<{rows}x2xf32>) -> (tensor<{rows}x2xf32>, tensor<{rows}x2xf32>)
+  return %0#0, %0#1 : tensor<{rows}x2xf32>, tensor<{rows}x2xf32>
+}}
+"""
+
+
+def test_device_ids_map_replica_groups_to_mesh_positions():
+    """Mesh position i holds device ``device_ids[i]`` (reversed here): a permute from device d to d+1
+    moves block i to position i-1, and a group listed in device order gathers the blocks reversed."""
+    ids = list(range(N))[::-1]
+    text = DEVICE_IDS.format(n=N, ids=", ".join(map(str, ids)), rows=2 * N,
+                             pairs=str([[d, (d + 1) % N] for d in range(N)]), order=", ".join(map(str, range(N))))
+    x = np.arange(4 * N, dtype=np.float32).reshape(2 * N, 2)
+    shifted, gathered = run_sdy(parse(text), "main", [x], comm)
+    blocks = x.reshape(N, 2, 2)
+    _compare(shifted, np.roll(blocks, -1, axis=0).reshape(2 * N, 2) if N > 1 else x, "permute by device id")
+    _compare(gathered, blocks[::-1].reshape(2 * N, 2), "gather in device order")
