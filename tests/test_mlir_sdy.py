@@ -288,3 +288,62 @@ def test_generic_print_is_the_same_ir_for_jax():
             ours = str(ir.Module.parse(parse_file(path).generic(), context=ctx)).split("\n", 1)[1]
             theirs = str(ir.Module.parse(open(path).read(), context=ctx)).split("\n", 1)[1]
         assert ours == theirs, path
+
+
+# -- propagation ----------------------------------------------------------------------------------------
+
+def _propagated(body, args="%arg0: tensor<8x8xf32>", results="tensor<8x8xf32>"):
+    from meshrt.mlir.sdy_propagate import propagate
+
+    m = verify_sdy(parse(HEAD + f"func.func @main({args}) -> {results} {{\n{body}\n}}\n"))
+    f = m.functions()["main"]
+    names = {}
+    for op in f.walk():
+        for r in op.results:
+            names[r] = r.name
+    for a in f.regions[0].entry.arguments:
+        names[a] = a.name
+    return {names[v]: str(s.body()) for v, s in propagate(m, "main").items() if v in names}
+
+
+def test_propagation_follows_priorities_and_open_dims():
+    got = _propagated(
+        '  %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>\n'
+        '  %1 = sdy.sharding_constraint %0 <@mesh, [{"y"}p1, {?}]> : tensor<8x8xf32>\n'
+        '  %2 = stablehlo.tanh %0 : tensor<8x8xf32>\n'
+        '  %3 = sdy.sharding_constraint %2 <@mesh, [{?}, {"x"}p0]> : tensor<8x8xf32>\n'
+        '  return %3 : tensor<8x8xf32>')
+    # p0 first gives %0 its column split; p1 then adds the row split on the open dim
+    assert got["%0"] == '<@mesh, [{"y", ?}, {"x", ?}]>'
+    # the constraint's own open dim takes the row split too; its closed one stays as written
+    assert got["%arg0"] == got["%0"] and got["%3"] == '<@mesh, [{"y", ?}, {"x"}p0]>'
+
+
+def test_propagation_keeps_closed_dims_and_stops_at_barriers():
+    got = _propagated(
+        '  %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>\n'
+        '  %1 = sdy.propagation_barrier %0 allowed_direction=NONE : tensor<8x8xf32>\n'
+        '  %2 = stablehlo.tanh %1 : tensor<8x8xf32>\n'
+        '  %3 = sdy.sharding_constraint %2 <@mesh, [{"x"}, {}]> : tensor<8x8xf32>\n'
+        '  return %3 : tensor<8x8xf32>',
+        args='%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>}')
+    assert got["%0"] == '<@mesh, [{?}, {"y", ?}]>' and got["%2"] == '<@mesh, [{"x", ?}, {?}]>'
+    assert got["%arg0"] == '<@mesh, [{}, {"y"}]>'  # closed: the constraint beyond the barrier cannot reach it
+    fwd = _propagated(
+        '  %1 = sdy.propagation_barrier %arg0 allowed_direction=FORWARD : tensor<8x8xf32>\n'
+        '  %2 = sdy.sharding_constraint %1 <@mesh, [{"x"}, {}]> : tensor<8x8xf32>\n'
+        '  return %2 : tensor<8x8xf32>')
+    assert "%arg0" not in fwd and fwd["%1"] == '<@mesh, [{"x", ?}, {?}]>'  # backward is blocked
+
+
+def test_sharding_group_members_get_one_sharding():
+    got = _propagated(
+        '  %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>\n'
+        '  %1 = stablehlo.negate %arg1 : tensor<8x8xf32>\n'
+        '  sdy.sharding_group %0 group_id=3 : tensor<8x8xf32>\n'
+        '  sdy.sharding_group %1 group_id=3 : tensor<8x8xf32>\n'
+        '  %2 = sdy.sharding_constraint %1 <@mesh, [{}, {"x"}]> : tensor<8x8xf32>\n'
+        '  %3 = stablehlo.add %0, %2 : tensor<8x8xf32>\n'
+        '  return %3 : tensor<8x8xf32>',
+        args="%arg0: tensor<8x8xf32>, %arg1: tensor<8x8xf32>")
+    assert got["%0"] == got["%1"] == '<@mesh, [{?}, {"x", ?}]>'

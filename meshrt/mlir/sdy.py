@@ -447,11 +447,14 @@ class SdyProgram:
                                 f"permutation of 0..{m.size - 1}")
         self._meshes = {}
         self._sub_axes = {}   # sdy text -> Sharding on a refined mesh
+        self._propagated = {}  # function -> {Value: TensorSharding} (meshrt.mlir.sdy_propagate)
+        self._prop = {}
         self._comms = {}
         self._checked = set()
         self.fallbacks = []   # (op, why): ops run on gathered data
         self.moves = []       # (op, what, from, to, bytes of the value)
         self.trace = None     # explain: {op: [(what, bytes, same on every process)]}
+        self.on_result = None  # explain: called (op, results, local) after each op
         self._op_now = None
 
     # -- meshes and communicators --------------------------------------------------------------------
@@ -616,6 +619,11 @@ class SdyProgram:
         f = self.module.functions()[name]
         # every process checked the same arrays: from here on communication is safe
         vals = [self.to_sharding(a, _arg_sharding(f, i), f) for i, a in enumerate(vals)]
+        if name not in self._propagated:
+            from .sdy_propagate import propagate
+
+            self._propagated[name] = propagate(self.module, name)
+        self._prop = self._propagated[name]
         with np.errstate(all="ignore"):
             out = self._call(name, vals, local=False)
         self._op_now = f.regions[0].entry.operations[-1]  # explain: the results' moves belong to the return
@@ -660,11 +668,21 @@ class SdyProgram:
                                 f"{type(e).__name__}: {e}") from e
             finally:
                 self._op_now = outer
-            if not local:
+            if not local and op.name not in _GLOBAL_ONLY:
                 per_value = op.attributes.get("sdy.sharding")
-                if per_value is not None and op.name not in _GLOBAL_ONLY:
+                if per_value is not None:
                     ss = shardings_attr(op, "sdy.sharding")
                     res = [self.to_sharding(r, s, op) for r, s in zip(res, ss)]
+                elif self._prop:  # the propagated sharding, where the pass gave one
+                    outer, self._op_now = self._op_now, op
+                    try:
+                        res = [self.to_sharding(r, self._prop[v].without_unreduced(), op)
+                               if v in self._prop and (isinstance(r, _dt()) or (isinstance(r, np.ndarray) and r.ndim))
+                               else r for v, r in zip(op.results, res)]
+                    finally:
+                        self._op_now = outer
+            if self.on_result is not None:
+                self.on_result(op, res, local)
             for v, r in zip(op.results, res):
                 env[v] = r
         return []

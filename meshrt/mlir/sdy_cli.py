@@ -33,9 +33,11 @@ from . import stablehlo as H
 __all__ = ["run_command", "explain", "sdy_text"]
 
 
-def sdy_text(value, mesh_name="mesh") -> str:
+def sdy_text(value, mesh_name="mesh", rank=None) -> str:
     """The Shardy sharding text ``<@mesh, [{"x"}, {}]>`` of a runtime value (numpy: replicated)."""
     DT = _dt()
+    if hasattr(value, "src") and hasattr(value, "take"):  # a slice taken when used: its source's layout
+        value = value.src
     if isinstance(value, DT):
         s = value.sharding
         names = s.mesh.axis_names
@@ -44,7 +46,7 @@ def sdy_text(value, mesh_name="mesh") -> str:
             axes = s.dim_axes(d) if d < len(s.split_axes) else ()
             dims.append("{" + ", ".join(_axis_text(names[a]) for a in axes) + "}")
         return f"<@{s.mesh.name}, [{', '.join(dims)}]>"
-    nd = len(value.shape) if hasattr(value, "shape") else 0  # replicated (numpy) or a broadcast scalar
+    nd = rank if rank is not None else len(getattr(value, "shape", ()))  # replicated, or a broadcast scalar
     return f"<@{mesh_name}, [{', '.join('{}' for _ in range(nd))}]>"
 
 
@@ -93,12 +95,10 @@ def explain(module, name="main", comm=None) -> str:
         p.trace = {}
         DT.reshard, DT.gather = reshard, gather
         mesh_name = next(iter(p.mesh_attrs), "mesh")
-        def op_hook(op, vals, local, env):
-            res = SdyProgram._op(p, op, vals, local, env)
+        def on_result(op, res, local):
             if not local and op.results:
-                seen[op] = [sdy_text(r, mesh_name) for r in res]
-            return res
-        p._op = op_hook
+                seen[op] = [sdy_text(r, mesh_name, getattr(v.type, "rank", 0)) for r, v in zip(res, op.results)]
+        p.on_result = on_result
         p.run(name, args)
     finally:
         DT.reshard, DT.gather = orig_reshard, orig_gather

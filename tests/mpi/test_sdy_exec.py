@@ -187,3 +187,32 @@ def test_device_ids_map_replica_groups_to_mesh_positions():
     blocks = x.reshape(N, 2, 2)
     _compare(shifted, np.roll(blocks, -1, axis=0).reshape(2 * N, 2) if N > 1 else x, "permute by device id")
     _compare(gathered, blocks[::-1].reshape(2 * N, 2), "gather in device order")
+
+
+GROUPED = """{mesh}
+func.func @main(%arg0: tensor<8x8xf32>, %arg1: tensor<8x8xf32>) -> tensor<8x8xf32> {{
+  %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>
+  %1 = stablehlo.negate %arg1 : tensor<8x8xf32>
+  sdy.sharding_group %0 group_id=3 : tensor<8x8xf32>
+  sdy.sharding_group %1 group_id=3 : tensor<8x8xf32>
+  %2 = sdy.sharding_constraint %1 <@mesh, [{{}}, {{"x"}}]> : tensor<8x8xf32>
+  %3 = stablehlo.add %0, %2 : tensor<8x8xf32>
+  return %3 : tensor<8x8xf32>
+}}
+"""
+
+
+def test_run_follows_propagation():
+    """The group member %0 gets the constraint's column split at run time (explain shows it) and the
+    values stay right."""
+    from meshrt.mlir.sdy_cli import explain
+
+    m = parse(GROUPED.format(mesh=_mesh_text()))
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
+    (y,) = run_sdy(m, "main", [x, 2 * x], comm)
+    _compare(y, np.exp(x) - 2 * x, "grouped")
+    text = explain(m, "main", comm)
+    if comm.rank == 0:
+        line = next(ln for ln in text.splitlines() if "stablehlo.exponential" in ln)
+        want = '[{}, {"x"}]' if MESH_2D[N][0] > 1 else "[{}, {}]"
+        assert f"// -> <@mesh, {want}>" in line, line
