@@ -36,7 +36,7 @@ from ..mesh import Mesh
 from ..sharding import Sharding
 from . import stablehlo as H
 from ._sdy_attrs import (
-    AxisRef, DimSharding, TensorSharding, parse_axes_per_dim, parse_axis_list, parse_mesh, parse_sharding,
+    DimSharding, TensorSharding, parse_axes_per_dim, parse_axis_list, parse_mesh, parse_sharding,
     parse_sharding_list,
 )
 from .ir import DenseElements, Module, TensorType
@@ -452,7 +452,6 @@ class SdyProgram:
         self._comms = {}
         self._checked = set()
         self.fallbacks = []   # (op, why): ops run on gathered data
-        self.moves = []       # (op, what, from, to, bytes of the value)
         self.trace = None     # explain: {op: [(what, bytes, same on every process)]}
         self.on_result = None  # explain: called (op, results, local) after each op
         self._op_now = None
@@ -544,13 +543,11 @@ class SdyProgram:
         s = None if ts is None else self.sharding(ts, manual_only)
         if s is None:
             if isinstance(value, DT):
-                self.moves.append((op, "all-gather", value.sharding, None, value.size * value.dtype.itemsize))
                 return value.gather()
             return np.asarray(value)
         if isinstance(value, DT):
             if value.sharding == s:
                 return value
-            self.moves.append((op, "reshard", value.sharding, s, value.size * value.dtype.itemsize))
             return value.reshard(s)
         value = np.asarray(value)
         if value.ndim == 0:
@@ -921,12 +918,7 @@ class SdyProgram:
                 return [vals[0].cumsum(axis=axis)]  # jnp.cumsum: a prefix sum along one (maybe split) dim
         # no sharded implementation: run on the gathered operands; the result is replicated
         self.fallbacks.append((op, "computed on gathered operands"))
-        whole = []
-        for v in vals:
-            if isinstance(v, DT):
-                self.moves.append((op, "all-gather", v.sharding, None, v.size * v.dtype.itemsize))
-            whole.append(self.whole(v))
-        return self._local_op(op, whole, env)
+        return self._local_op(op, [self.whole(v) for v in vals], env)
 
     def _as_dt(self, v, vals):
         DT = _dt()
@@ -953,7 +945,6 @@ class SdyProgram:
         for v in vals:
             if isinstance(v, DT):
                 if v.sharding != ref.sharding:
-                    self.moves.append((None, "reshard", v.sharding, ref.sharding, v.size * v.dtype.itemsize))
                     v = v.reshard(ref.sharding)
                 blocks.append(v.interior)
             elif isinstance(v, _Splat):
@@ -983,7 +974,6 @@ class SdyProgram:
                 split[d] = axes
                 keep.append(i)
         if any(s.dim_axes(i) for i in range(x.ndim) if i not in keep and i < len(s.split_axes)):
-            self.moves.append((op, "all-gather", s, None, x.size * x.dtype.itemsize))
             return H.local_function(op)(x.gather())[0]
         if not any(split):
             return H.local_function(op)(x.interior)[0]

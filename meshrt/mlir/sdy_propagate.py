@@ -6,8 +6,8 @@ Seeds (they win): argument and result ``sdy.sharding``, an op's ``sdy.sharding``
 operands and results of ``manual_computation``.  Seeds are taken in priority order (``p0``
 first; a sharding's priority is its lowest dim priority, none: after all prioritized ones); each
 round propagates forward and backward until nothing changes, through elementwise ops (``sdy``
-pass-throughs included), ``transpose``, ``broadcast_in_dim``, one-operand ``reduce`` and
-``convert``.  A value sharded in an earlier round keeps it, except that an open dim (``{"x", ?}``
+pass-throughs included), ``transpose``, ``broadcast_in_dim``, one-operand ``reduce``,
+``convert`` and ``dot_general`` (batch and free dims; contracting dims map to none).  A value sharded in an earlier round keeps it, except that an open dim (``{"x", ?}``
 or a propagated one) may take more axes from a neighbour; a closed dim never changes.
 ``sharding_group`` members all get the sharding of the first member to have one, and no sharding
 crosses a ``propagation_barrier`` in a blocked direction.
@@ -83,6 +83,20 @@ def _edges(ops):
                 if v.type.shape[i] == res.type.shape[d]:
                     fwd[d], back[i] = i, d
             both(v, res, tuple(fwd), tuple(back))
+        elif name == "stablehlo.dot_general":
+            lb, rb, lc, rc = H._dot_numbers(op)
+            a, b = op.operands
+            lfree = [d for d in range(a.type.rank) if d not in lb and d not in lc]
+            rfree = [d for d in range(b.type.rank) if d not in rb and d not in rc]
+            # result dims: batch, lhs free, rhs free (contracting dims map to none)
+            for v, batch, free, offset in ((a, lb, lfree, len(lb)), (b, rb, rfree, len(lb) + len(lfree))):
+                fwd = [None] * rank
+                back = [None] * v.type.rank
+                for i, d in enumerate(batch):
+                    fwd[i], back[d] = d, i
+                for i, d in enumerate(free):
+                    fwd[offset + i], back[d] = d, offset + i
+                both(v, res, tuple(fwd), tuple(back))
         elif name == "stablehlo.reduce" and len(op.operands) == 2:
             v = op.operands[0]
             kept = [d for d in range(v.type.rank) if d not in H._attr_ints(op, "dimensions")]
