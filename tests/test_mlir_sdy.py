@@ -347,3 +347,22 @@ def test_sharding_group_members_get_one_sharding():
         '  return %3 : tensor<8x8xf32>',
         args="%arg0: tensor<8x8xf32>, %arg1: tensor<8x8xf32>")
     assert got["%0"] == got["%1"] == '<@mesh, [{?}, {"x", ?}]>'
+
+
+def test_every_sdy_op_prints_as_jax_reads_it():
+    """Where jaxlib is installed: the hand-written program of every sdy op (tests/mpi/test_sdy_exec.py)
+    read by meshrt and printed in generic form is the IR JAX's parser reads from the text itself, and
+    JAX's generic print of it reads and verifies in meshrt."""
+    pytest.importorskip("jax")
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib.mlir import ir
+
+    src = open(os.path.join(os.path.dirname(__file__), "mpi", "test_sdy_exec.py")).read()
+    start = src.index('SDY_OPS = """') + len('SDY_OPS = """')
+    prog = src[start:src.index('"""', start)].format(mesh='sdy.mesh @mesh = <["x"=2, "y"=2]>')
+    with jmlir.make_ir_context() as ctx:
+        theirs = ir.Module.parse(prog, context=ctx)
+        assert str(ir.Module.parse(parse(prog).generic(), context=ctx)) == str(theirs)
+        generic = theirs.operation.get_asm(print_generic_op_form=True)
+    m = verify_sdy(parse(generic))
+    assert [op.name for op in m.walk()] == [op.name for op in parse(prog).walk()]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 
 from ._reader import _custom, _op
+from ._sdy_attrs import DIRECTIONS
 from .ir import OpaqueAttr, SymbolRef
+from .printer import ATTRIBUTE_KINDS
 
 
 def _shard_text(p):
@@ -224,3 +226,12 @@ def _named(p, name, pos, nres):
     p.expect(":")
     ft = p.type()
     return _op(name, p.resolve(names, list(ft.inputs)), list(ft.results), attrs, [region])
+
+
+def _direction(v, op):
+    name = str(v)
+    return f"{DIRECTIONS.index(name)} : i32" if name in DIRECTIONS else (f"{int(v)} : i32" if isinstance(v, int) else name)
+
+
+# the generic form's attribute kinds (JAX's parser reads meshrt's print back)
+ATTRIBUTE_KINDS["sdy.propagation_barrier"] = {"allowed_direction": _direction}

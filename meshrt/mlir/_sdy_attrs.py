@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..errors import MLIRError
 
-__all__ = ["AxisRef", "DimSharding", "TensorSharding", "MeshAttr", "parse_sharding", "parse_sharding_list",
+__all__ = ["direction_name", "DIRECTIONS", "AxisRef", "DimSharding", "TensorSharding", "MeshAttr", "parse_sharding", "parse_sharding_list",
            "parse_mesh", "parse_axis_list"]
 
 _TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<sym>@[\w$.-]+)|(?P<int>-?\d+)|(?P<word>[A-Za-z_#][\w.#]*)'
@@ -301,3 +301,15 @@ def parse_axes_per_dim(text, where="<sdy>") -> tuple:
             t.take(",")
         out.append(_dim(t).axes)
     return tuple(out)
+
+
+DIRECTIONS = ("NONE", "FORWARD", "BACKWARD", "BOTH")  # sdy's PropagationDirection enum, in its order
+
+
+def direction_name(v) -> str:
+    """A ``propagation_barrier``'s ``allowed_direction``: the pretty form's name, or the generic
+    form's ``2 : i32`` (BACKWARD)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return DIRECTIONS[v] if 0 <= v < len(DIRECTIONS) else str(v)
+    text = str(v)
+    return text.rstrip(">").split()[-1] if text.startswith("#") else text

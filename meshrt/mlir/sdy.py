@@ -36,7 +36,7 @@ from ..mesh import Mesh
 from ..sharding import Sharding
 from . import stablehlo as H
 from ._sdy_attrs import (
-    DimSharding, TensorSharding, parse_axes_per_dim, parse_axis_list, parse_mesh, parse_sharding,
+    direction_name, DimSharding, TensorSharding, parse_axes_per_dim, parse_axis_list, parse_mesh, parse_sharding,
     parse_sharding_list,
 )
 from .ir import DenseElements, Module, TensorType
@@ -289,8 +289,7 @@ def _verify_op(op, table, known, note):
     elif name == "sdy.manual_computation":
         _verify_manual(op, table, w)
     elif name == "sdy.propagation_barrier":
-        d = str(op.attributes.get("allowed_direction", ""))
-        d = d.split()[-1].rstrip(">") if d.startswith("#") else d
+        d = direction_name(op.attributes.get("allowed_direction", ""))
         if d not in ("FORWARD", "BACKWARD", "NONE"):
             raise MLIRError(f"{w}: allowed_direction must be FORWARD, BACKWARD or NONE (BOTH would make the barrier "
                             f"redundant), got {d!r}")

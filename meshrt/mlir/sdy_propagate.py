@@ -27,7 +27,7 @@ crosses a ``propagation_barrier`` in a blocked direction.
 from __future__ import annotations
 
 from . import stablehlo as H
-from ._sdy_attrs import DimSharding, TensorSharding, parse_sharding, parse_sharding_list
+from ._sdy_attrs import DimSharding, TensorSharding, direction_name, parse_sharding, parse_sharding_list
 from .ir import TensorType
 
 __all__ = ["propagate"]
@@ -64,7 +64,7 @@ def _edges(ops):
                 if isinstance(v.type, TensorType) and v.type.shape == res.type.shape:
                     both(v, res, tuple(range(rank)), tuple(range(rank)))
         elif name == "sdy.propagation_barrier":
-            d = str(op.attributes.get("allowed_direction", "NONE")).rstrip(">").split()[-1]
+            d = direction_name(op.attributes.get("allowed_direction", "NONE"))
             v = op.operands[0]
             if d == "FORWARD":
                 out.append((v, res, tuple(range(rank))))
