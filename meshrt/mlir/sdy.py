@@ -447,6 +447,8 @@ class SdyProgram:
         self._meshes = {}
         self._sub_axes = {}   # sdy text -> Sharding on a refined mesh
         self._propagated = {}  # function -> {Value: TensorSharding} (meshrt.mlir.sdy_propagate)
+        self._checked_argmax = {}
+        self._defining = {r: op for op in module.walk() for r in op.results}
         self._prop = {}
         self._comms = {}
         self._checked = set()
@@ -911,6 +913,15 @@ class SdyProgram:
                                f"of {n} elements per process", self.comm.size * 2 * (k - 1) * n * x.dtype.itemsize // k)
                 r = self._elementwise_fn(H._NP_REDUCE[kind], [r, np.asarray(init)], H.np_dtype(t))
                 return [r]
+        if (name == "stablehlo.reduce" and len(vals) == 4 and isinstance(vals[0], DT)
+                and len(H._attr_ints(op, "dimensions")) == 1 and self._is_argmax(op, env)
+                and np.all(np.asarray(self.whole(vals[2])) == -np.inf) and np.all(np.asarray(self.whole(vals[3])) == 0)):
+            # jnp.argmax: (values, iota) folded by max with the lower index on ties -> DistributedTensor.argmax
+            x, axis = vals[0], H._attr_ints(op, "dimensions")[0]
+            idx = x.argmax(axis=axis)
+            t0, t1 = (H.np_dtype(r.type) for r in op.results)
+            return [self._elementwise_fn(lambda a: a, [x.max(axis=axis)], t0),
+                    self._elementwise_fn(lambda a: a, [idx], t1)]
         if name == "stablehlo.reduce_window" and len(vals) == 2 and isinstance(vals[0], DT):
             axis = _cumulative_axis(op, vals[0].global_shape)
             if axis is not None and np.all(np.asarray(self.whole(vals[1])) == 0):
@@ -918,6 +929,34 @@ class SdyProgram:
         # no sharded implementation: run on the gathered operands; the result is replicated
         self.fallbacks.append((op, "computed on gathered operands"))
         return self._local_op(op, [self.whole(v) for v in vals], env)
+
+    def _is_argmax(self, op, env):
+        """Whether a two-operand ``reduce`` is numpy's argmax (NaN counts as the largest, ties go to the
+        lower index) over an ``iota`` of the reduced dim, with -inf / 0 as initial values: its body is
+        tried on probes rather than matched as text."""
+        key = ("argmax", op)
+        if key in self._checked:
+            return self._checked_argmax[op]
+        (dim,) = H._attr_ints(op, "dimensions")
+        iota = self._defining.get(op.operands[1]) if hasattr(self, "_defining") else None
+        ok = (iota is not None and iota.name == "stablehlo.iota" and int(iota.attributes["iota_dimension"]) == dim
+              and op.operands[0].type.element.is_float)
+        if ok:
+            fn = self._region_fn(op.regions[0], True, env)
+            probes = np.array([[2, 5, 5, 1], [1, np.nan, 3, np.nan], [-np.inf, -np.inf, 0, 0]])
+            dt = H.np_dtype(op.operands[0].type)
+            it = H.np_dtype(op.operands[1].type)
+            init = (np.asarray(-np.inf, dt), np.asarray(0, it))
+            try:
+                got = H.reduce_with([probes.astype(dt), np.broadcast_to(np.arange(4, dtype=it), (3, 4))], init, (1,),
+                                    fn)
+                ok = (np.array_equal(got[1], np.argmax(probes, axis=1))
+                      and np.array_equal(got[0], np.max(probes, axis=1), equal_nan=True))
+            except (MLIRError, ValueError, TypeError, IndexError):
+                ok = False
+        self._checked.add(key)
+        self._checked_argmax[op] = ok
+        return ok
 
     def _as_dt(self, v, vals):
         DT = _dt()

@@ -216,3 +216,11 @@ def test_run_follows_propagation():
         line = next(ln for ln in text.splitlines() if "stablehlo.exponential" in ln)
         want = '[{}, {"x"}]' if MESH_2D[N][0] > 1 else "[{}, {}]"
         assert f"// -> <@mesh, {want}>" in line, line
+
+
+def test_sharded_argmax_keeps_jax_ties_and_nan():
+    """JAX's argmax reduce runs as DistributedTensor.argmax: ties go to the lower index, NaN wins."""
+    x = np.array([[1, 3, 3, 0], [np.nan, 1, np.nan, 2], [-1, -1, -1, -1], [0, 0, 5, 5],
+                  [2, 1, 0, -1], [np.inf, 1, np.inf, 0], [0, 1, 2, 3], [3, 2, 1, 0]], np.float32)
+    res = run_sdy(parse_file(os.path.join(CORPUS, "reductions", f"n{N}.mlir")), "main", [x], comm)
+    _compare(res[0], np.argmax(x, axis=1).astype(np.int32), "argmax")
