@@ -448,6 +448,7 @@ class SdyProgram:
         self._sub_axes = {}   # sdy text -> Sharding on a refined mesh
         self._propagated = {}  # function -> {Value: TensorSharding} (meshrt.mlir.sdy_propagate)
         self._checked_argmax = {}
+        self._dead = {}
         self._defining = {r: op for op in module.walk() for r in op.results}
         self._prop = {}
         self._comms = {}
@@ -623,7 +624,7 @@ class SdyProgram:
             self._propagated[name] = propagate(self.module, name)
         self._prop = self._propagated[name]
         with np.errstate(all="ignore"):
-            out = self._call(name, vals, local=False)
+            out = self._call(name, vals, local=False, consume=True)
         self._op_now = f.regions[0].entry.operations[-1]  # explain: the results' moves belong to the return
         try:
             return [self.to_sharding(v, _arg_sharding(f, i, "res_attrs"), f) for i, v in enumerate(out)]
@@ -642,15 +643,38 @@ class SdyProgram:
             v = v.full()
         return np.asarray(v) if root is None or self.comm.rank == root else None
 
-    def _call(self, name, args, local):
+    def _call(self, name, args, local, consume=False):
         f = self.module.functions()[name]
-        return self._block(f.regions[0].entry, args, local)
+        return self._block(f.regions[0].entry, args, local, consume=consume)
 
-    def _block(self, block, args, local, env=None):
+    def _dead_after(self, block):
+        """Per op of ``block``: the values defined in the block whose last use it is (freed after it runs,
+        so that a process holds only the live values)."""
+        d = self._dead.get(block)
+        if d is None:
+            here = set(block.arguments) | {r for op in block.operations for r in op.results}
+            last = {}
+            for i, op in enumerate(block.operations):
+                for x in op.walk():
+                    for v in x.operands:
+                        if v in here:
+                            last[v] = i
+            d = [[] for _ in block.operations]
+            for v, i in last.items():
+                d[i].append(v)
+            for i, op in enumerate(block.operations):
+                d[i] += [r for r in op.results if r not in last]
+            self._dead[block] = d
+        return d
+
+    def _block(self, block, args, local, env=None, consume=False):
         env = {} if env is None else env
         for a, v in zip(block.arguments, args):
             env[a] = v
-        for op in block.operations:
+        if consume:  # the caller's list lets go of the arguments: dead values are freed as the block runs
+            args.clear()
+        dead = self._dead_after(block)
+        for i, op in enumerate(block.operations):
             if op.name in _TERMINATORS:
                 return [env[v].take() if isinstance(env[v], _LazySlice) else env[v] for v in op.operands]
             outer, self._op_now = self._op_now, op
@@ -683,13 +707,16 @@ class SdyProgram:
                 self.on_result(op, res, local)
             for v, r in zip(op.results, res):
                 env[v] = r
+            res = vals = None
+            for v in dead[i]:
+                env.pop(v, None)
         return []
 
     # -- one op ------------------------------------------------------------------------------------------
     def _op(self, op, vals, local, env):
         name = op.name
         if name == "func.call":
-            return self._call(op.attributes["callee"].name, vals, local)
+            return self._call(op.attributes["callee"].name, vals, local, consume=True)
         if name in _PASS_THROUGH or name == "sdy.named_computation":
             if name == "sdy.named_computation":
                 return self._block(op.regions[0].entry, vals, local, dict(env))
