@@ -198,6 +198,22 @@ def indexing_inputs():
             r.standard_normal((5, 4)).astype(np.float32)]
 
 
+def misc(mesh):
+    def f(x, i, k):
+        a = jax.lax.dynamic_slice(x, (i, 1), (3, 2))
+        b = jax.lax.dynamic_update_slice(x, jnp.ones((2, 2), x.dtype), (i, i))
+        c = jnp.pad(jnp.flip(x, axis=1), ((1, 2), (0, 1)), constant_values=-1.5)
+        d = jax.lax.optimization_barrier(jnp.sqrt(jnp.abs(x)) + jax.lax.rsqrt(1 + x * x) + jnp.log1p(jnp.abs(x)))
+        e = (k << 2) ^ (k >> 1) | jnp.right_shift(k, 3), jnp.sign(k) * jnp.abs(k) % 7
+        return a, b, c, d, e[0], e[1], x.T @ x
+    return f, (P("x", None), P(), P(None, "x")), (P(), P("x", None), P(), P("x", None), P(), P(None, "x"), P())
+
+
+def misc_inputs():
+    r = _rng(13)
+    return [r.standard_normal((8, 4)).astype(np.float32), np.int32(3), r.integers(-50, 50, (4, 8)).astype(np.int32)]
+
+
 PROGRAMS = [
     ("mlp", mesh_2d, mlp, mlp_inputs),
     ("attention", mesh_1d, attention, attention_inputs),
@@ -211,6 +227,7 @@ PROGRAMS = [
     ("reductions", mesh_2d, reductions, reductions_inputs),
     ("uneven", mesh_1d, uneven, uneven_inputs),
     ("indexing", mesh_1d, indexing, indexing_inputs),
+    ("misc", mesh_1d, misc, misc_inputs),
 ]
 
 

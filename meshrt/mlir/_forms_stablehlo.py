@@ -130,6 +130,18 @@ def _with_dims(p, name, pos, nres):
     return _op(name, p.resolve([a], ins), outs, attrs)
 
 
+@_custom("stablehlo.reverse")
+def _reverse(p, name, pos, nres):
+    a = p.value_name()
+    p.expect(",")
+    p.expect_keyword("dims")
+    p.expect("=")
+    attrs = {"dimensions": _dims_list(p)}
+    p.opt_attr_dict(attrs)
+    ins, outs = _types_after_colon(p, 1)
+    return _op(name, p.resolve([a], ins), outs, attrs)
+
+
 @_custom("stablehlo.concatenate")
 def _concat(p, name, pos, nres):
     names = _values(p)

@@ -904,6 +904,9 @@ class SdyProgram:
             if all(c == 1 for c in strides):
                 return [_LazySlice(vals[0], starts, limits)]
             return [vals[0][tuple(slice(a, b, c) for a, b, c in zip(starts, limits, strides))]]
+        if name == "stablehlo.reverse" and isinstance(vals[0], DT):
+            dims = H._attr_ints(op, "dimensions")
+            return [np.flip(vals[0], axis=dims) if dims else vals[0]]
         if name == "stablehlo.concatenate":
             dim = int(op.attributes["dimension"])
             shift = _roll_of(vals, dim)

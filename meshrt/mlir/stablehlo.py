@@ -220,6 +220,11 @@ def _slice(op):
     return lambda a: (np.asarray(a)[sl],)
 
 
+def _reverse(op):
+    dims = _attr_ints(op, "dimensions")
+    return lambda a: (np.flip(np.asarray(a), axis=dims) if dims else np.asarray(a),)
+
+
 def _concatenate(op):
     dim = int(op.attributes["dimension"])
     return lambda *xs: (np.concatenate(xs, axis=dim),)
@@ -356,7 +361,7 @@ def _elementwise(op):
 _BUILDERS = {
     "stablehlo.compare": _compare, "stablehlo.convert": _convert, "stablehlo.broadcast_in_dim": _broadcast_in_dim,
     "stablehlo.reshape": _reshape, "stablehlo.transpose": _transpose, "stablehlo.slice": _slice,
-    "stablehlo.concatenate": _concatenate, "stablehlo.iota": _iota, "stablehlo.constant": _constant,
+    "stablehlo.concatenate": _concatenate, "stablehlo.reverse": _reverse, "stablehlo.iota": _iota, "stablehlo.constant": _constant,
     "sdy.constant": _constant, "stablehlo.select": _select, "stablehlo.clamp": _clamp, "stablehlo.pad": _pad,
     "stablehlo.dynamic_slice": _dynamic_slice, "stablehlo.dynamic_update_slice": _dynamic_update_slice,
     "stablehlo.dot_general": _dot_general, "stablehlo.optimization_barrier": _optimization_barrier,
