@@ -5,11 +5,13 @@ The global program runs in *global view*: a value is a `DistributedTensor` laid 
 sharding, or a numpy array every process holds whole (replicated).  Arguments are split per
 their ``sdy.sharding``; ``sdy.sharding_constraint``, ``sdy.reshard``, the sdy collectives, a
 result's ``sdy.sharding`` attribute and the function results move data to the sharding they
-name (meshrt's reshard planner moves the minimum).  Other ops compute on the shards through
-the DistributedTensor operations (elementwise on the local blocks, ``dot_general`` through
-meshrt's einsum planner, ``reduce`` locally then across the mesh axes, ``reshape`` and
-``transpose`` with their own plans); an op without a sharded implementation runs on the
-gathered operands and gives a replicated result (`Explain` lists these).
+name (meshrt's reshard planner moves the minimum), and so does every value that
+`meshrt.mlir.sdy_propagate` gives a sharding.  Ops compute on the shards through the
+DistributedTensor operations (elementwise on the local blocks, ``dot_general`` through
+meshrt's einsum planner, ``reduce`` locally then across the mesh axes, ``reshape``,
+``transpose``, ``slice``, ``concatenate``, ``reverse``, cumsum and argmax with their own
+plans); an op without a sharded implementation runs on the gathered operands and gives a
+replicated result (``meshrt mlir explain`` lists these).  Each value is freed after its last use.
 ``sdy.manual_computation`` bodies run on the local blocks; their StableHLO collectives map
 replica groups and ``source_target_pairs`` of device ids onto MPI communicators, built once
 per group set and cached (`SdyProgram.free` releases them).
