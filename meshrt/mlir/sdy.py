@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import MLIRError
 from ..mesh import Mesh
-from ..sharding import Sharding
+from ..sharding.spec import Sharding
 from . import stablehlo as H
 from ._sdy_attrs import (
     direction_name, DimSharding, TensorSharding, parse_axes_per_dim, parse_axis_list, parse_mesh, parse_sharding,
@@ -416,7 +416,7 @@ def _cumulative_axis(op, shape):
 
 
 def _dt():
-    from ..tensor import DistributedTensor
+    from ..tensor.distributed_tensor import DistributedTensor
 
     return DistributedTensor
 
@@ -922,7 +922,7 @@ class SdyProgram:
             a, b = (self._as_dt(v, vals) for v in vals)
             sub = H.dot_general_subscripts(op)
             if self.trace is not None:
-                from ..matmul import explain_einsum
+                from ..tensor.matmul import explain_einsum
 
                 plan = explain_einsum(sub, (a.global_shape, a.sharding), (b.global_shape, b.sharding))
                 steps = "; ".join(str(st) for _, st in plan.collectives()) or "no communication"

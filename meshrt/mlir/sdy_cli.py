@@ -80,7 +80,7 @@ def explain(module, name="main", comm=None) -> str:
 
     def gather(t, root=None):
         from ..reshard import plan_reshard
-        from ..sharding import Sharding
+        from ..sharding.spec import Sharding
 
         if p._op_now is not None:
             plan = plan_reshard(t.sharding, Sharding(t.mesh, []), t.global_shape)

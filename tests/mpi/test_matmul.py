@@ -15,7 +15,7 @@ from mpi4py import MPI
 
 import meshrt
 from meshrt import Mesh, ShardingError, collectives, reshard
-from meshrt.matmul import explain_einsum, explain_matmul
+from meshrt.tensor.matmul import explain_einsum, explain_matmul
 from meshrt.sharding import Sharding
 from meshrt.tensor import DistributedTensor as DT
 
