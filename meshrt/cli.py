@@ -280,6 +280,12 @@ def _mlir_run_cmd(args):
     try:
         # every process reads the same files and IR, so up to the run all of them fail alike
         module = parse_file(args.file)
+        from .mlir.sdy import is_sdy
+
+        if is_sdy(module):  # StableHLO + Shardy (JAX's export): global arrays split per their sdy.sharding
+            from .mlir.sdy_cli import run_command
+
+            return run_command(module, args.function, args.args, args.out, comm)
         prog = Program(module, comm)
         check_function(module, args.function)
         arrays = [np.load(a) for a in args.args]
@@ -309,6 +315,46 @@ def _mlir_run_cmd(args):
         os.makedirs(args.out, exist_ok=True)
         for i, r in enumerate(outs):
             np.save(os.path.join(args.out, f"result{i}.npy"), r)
+    return 0
+
+
+def _mlir_explain_cmd(args):
+    if args.n is None and not any(v in os.environ for v in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")):
+        # not under mpiexec: start as many processes as the program's mesh has devices
+        try:
+            from .mlir import parse_file
+            from .mlir.sdy import meshes
+
+            sizes = {m.size for m in meshes(parse_file(args.file)).values()}
+        except (OSError, ValueError) as e:
+            print(f"meshrt mlir explain: {e}", file=sys.stderr)
+            return 1
+        if sizes and max(sizes) > 1:
+            args.n = max(sizes)
+    if args.n is not None:
+        from .runtime.mpiexec import find_launcher
+
+        launcher = find_launcher()
+        if launcher is None:
+            print("meshrt mlir explain: no mpiexec found; install meshrt[mpich] or an MPI", file=sys.stderr)
+            return 2
+        inner = ["mlir", "explain", args.file, "--func", args.function]
+        return subprocess.call(launcher.command(args.n, [sys.executable, "-c", _MLIR_WORKER, *inner])[0])
+    from mpi4py import MPI
+
+    from .errors import MLIRError
+    from .mlir import parse_file
+    from .mlir.sdy_cli import explain
+
+    comm = MPI.COMM_WORLD
+    try:
+        text = explain(parse_file(args.file), args.function, comm)
+    except (MLIRError, OSError, ValueError) as e:
+        if comm.rank == 0:
+            print(f"meshrt mlir explain: {e}", file=sys.stderr)
+        return 1
+    if comm.rank == 0:
+        print(text)
     return 0
 
 
@@ -348,6 +394,14 @@ def _mlir_add_parser(sub):
     q.add_argument("--shardings-from", metavar="GLOBAL.mlir",
                    help="the un-partitioned program, for the argument and result shardings")
     q.set_defaults(func=_mlir_run_cmd)
+    q = msub.add_parser("explain", help="a Shardy program with the sharding of every value and the bytes each "
+                                        "op moves (runs it once on zeros)")
+    q.add_argument("-n", type=int, default=None,
+                   help="start N processes with mpiexec (default: as many as the mesh has devices, or the "
+                        "processes of the mpiexec it runs under)")
+    q.add_argument("file")
+    q.add_argument("--func", dest="function", default="main", help="name of the func.func (default main)")
+    q.set_defaults(func=_mlir_explain_cmd)
     for x in (p, *msub.choices.values()):
         x.error = _error_on_rank0(x)
 

@@ -16,6 +16,7 @@ Errors are `MLIRError`s whose message starts with ``file:line:col:``.
 from __future__ import annotations
 
 from . import _forms_arith, _forms_cf, _forms_linalg, _forms_scf, _forms_shard, _forms_tensor  # noqa: F401  (register the custom forms)
+from . import _forms_sdy, _forms_stablehlo  # noqa: F401  (Shardy and the StableHLO JAX prints)
 from ._reader import _Parser
 from .ir import Module
 

@@ -1,0 +1,1093 @@
+"""Run Shardy programs (StableHLO + ``sdy``, as ``jax.jit(...).lower(...).as_text()`` prints
+them) on MPI processes, each holding its shards.
+
+The global program runs in *global view*: a value is a `DistributedTensor` laid out per its
+sharding, or a numpy array every process holds whole (replicated).  Arguments are split per
+their ``sdy.sharding``; ``sdy.sharding_constraint``, ``sdy.reshard``, the sdy collectives, a
+result's ``sdy.sharding`` attribute and the function results move data to the sharding they
+name (meshrt's reshard planner moves the minimum), and so does every value that
+`meshrt.mlir.sdy_propagate` gives a sharding.  Ops compute on the shards through the
+DistributedTensor operations (elementwise on the local blocks, ``dot_general`` through
+meshrt's einsum planner, ``reduce`` locally then across the mesh axes, ``reshape``,
+``transpose``, ``slice``, ``concatenate``, ``reverse``, cumsum and argmax with their own
+plans); an op without a sharded implementation runs on the gathered operands and gives a
+replicated result (``meshrt mlir explain`` lists these).  Each value is freed after its last use.
+``sdy.manual_computation`` bodies run on the local blocks; their StableHLO collectives map
+replica groups and ``source_target_pairs`` of device ids onto MPI communicators, built once
+per group set and cached (`SdyProgram.free` releases them).
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''sdy.mesh @mesh = <["x"=1]>
+... func.func @main(%a: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> tensor<4xf32> {
+...   %0 = stablehlo.exponential %a : tensor<4xf32>
+...   return %0 : tensor<4xf32>
+... }''')
+>>> y, = SdyProgram(m).run_global("main", [np.zeros(4, np.float32)])
+>>> y
+array([1., 1., 1., 1.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..errors import MLIRError
+from ..mesh import Mesh
+from ..sharding.spec import Sharding
+from . import stablehlo as H
+from ._sdy_attrs import (
+    direction_name, DimSharding, TensorSharding, parse_axes_per_dim, parse_axis_list, parse_mesh, parse_sharding,
+    parse_sharding_list,
+)
+from .ir import DenseElements, Module, TensorType
+from .verify import verify
+
+__all__ = ["SdyProgram", "is_sdy", "verify_sdy", "run_sdy"]
+
+_SDY_COLLECTIVES = frozenset(["sdy.all_gather", "sdy.all_slice", "sdy.all_to_all", "sdy.collective_permute",
+                              "sdy.all_reduce", "sdy.reduce_scatter"])
+_HLO_COLLECTIVES = frozenset(["stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
+                              "stablehlo.all_to_all", "stablehlo.collective_permute"])
+_TERMINATORS = frozenset(["func.return", "stablehlo.return", "sdy.return"])
+_PASS_THROUGH = frozenset(["sdy.propagation_barrier", "sdy.data_flow_edge"])
+_GLOBAL_ONLY = frozenset(["sdy.sharding_constraint", "sdy.reshard", "sdy.manual_computation", *_SDY_COLLECTIVES])
+_CONTROL = frozenset(["func.call", "stablehlo.while", "stablehlo.reduce", "stablehlo.reduce_window",
+                      "stablehlo.gather", "stablehlo.scatter", "stablehlo.sort",
+                      "stablehlo.partition_id", "stablehlo.replica_id", "sdy.named_computation", "sdy.sharding_group",
+                      "stablehlo.case", "stablehlo.if", *_PASS_THROUGH])
+
+
+def is_sdy(module: Module) -> bool:
+    """True when the module holds an ``sdy.mesh`` or any ``sdy``/``stablehlo`` op."""
+    return any(op.dialect in ("sdy", "stablehlo") for op in module.walk())
+
+
+# -- attributes --------------------------------------------------------------------------------------
+
+def _where(op):
+    return f"{op.location}: '{op.name}'"
+
+
+@functools.lru_cache(maxsize=4096)
+def _sharding_text(text, where):
+    return parse_sharding(text, where)
+
+
+def sharding_attr(op, key):
+    v = op.attributes.get(key)
+    return None if v is None else _sharding_text(str(v), _where(op))
+
+
+def shardings_attr(op, key):
+    v = op.attributes.get(key)
+    return None if v is None else parse_sharding_list(str(v), _where(op))
+
+
+def meshes(module: Module) -> dict:
+    """``{name: MeshAttr}`` of the module's ``sdy.mesh`` ops."""
+    out = {}
+    for op in module.operations:
+        if op.name == "sdy.mesh":
+            name = op.attributes.get("sym_name")
+            if name in out:
+                raise MLIRError(f"{_where(op)}: mesh @{name} is defined twice")
+            out[name] = parse_mesh(str(op.attributes.get("mesh")), _where(op))
+    return out
+
+
+def _arg_sharding(func, i, key="arg_attrs"):
+    attrs = func.attributes.get(key)
+    if not attrs or i >= len(attrs) or not isinstance(attrs[i], dict):
+        return None
+    v = attrs[i].get("sdy.sharding")
+    return None if v is None else _sharding_text(str(v), f"{func.location}: @{func.attributes.get('sym_name')}")
+
+
+# -- verification (the constraints of shardy-sdy-ops.txt) ----------------------------------------------
+
+def _check_tensor_sharding(where, s: TensorSharding, t, mesh_table, manual=()):
+    if s.mesh not in mesh_table:
+        raise MLIRError(f"{where}: sharding names mesh @{s.mesh}, which no sdy.mesh defines")
+    axes = mesh_table[s.mesh].sizes()
+    rank = t.rank if isinstance(t, TensorType) else 0
+    if len(s.dims) != rank:
+        raise MLIRError(f"{where}: sharding {s} has {len(s.dims)} dimension shardings for a tensor of rank "
+                        f"{rank} ({t})")
+    seen = {}
+    for ref in s.axis_refs():
+        if ref.name not in axes:
+            raise MLIRError(f"{where}: sharding {s} names axis \"{ref.name}\", which mesh @{s.mesh} "
+                            f"({mesh_table[s.mesh]}) does not have")
+        if ref.pre is not None:
+            if ref.pre < 1 or ref.size < 1 or axes[ref.name] % (ref.pre * ref.size):
+                raise MLIRError(f"{where}: sub-axis {ref} does not divide axis \"{ref.name}\" of size "
+                                f"{axes[ref.name]}")
+        key = (ref.name, ref.pre, ref.size)
+        full = (ref.name, None, None)
+        if key in seen or (full in seen and ref.pre is not None) or (
+                ref.pre is None and any(k[0] == ref.name for k in seen)):
+            raise MLIRError(f"{where}: sharding {s}: axis {ref} is used more than once")
+        seen[key] = True
+
+
+def _infer_collective(op, operand_s: TensorSharding):
+    """The out_sharding the sdy collective's axes imply for ``operand_s``; None when not determined."""
+    dims = [list(d.axes) for d in operand_s.dims]
+    name = op.name
+    if name == "sdy.all_gather":
+        per_dim = parse_axes_per_dim(str(op.attributes["gathering_axes"]), _where(op))
+        for d, axes in enumerate(per_dim):
+            if axes:
+                if dims[d][len(dims[d]) - len(axes):] != list(axes):
+                    raise MLIRError(f"{_where(op)}: gathering axes {[str(a) for a in axes]} of dim {d} are not a "
+                                    f"suffix of the operand's dimension sharding {DimSharding(tuple(dims[d]))}")
+                dims[d] = dims[d][:len(dims[d]) - len(axes)]
+    elif name in ("sdy.all_slice", "sdy.reduce_scatter"):
+        key = "slicing_axes" if name == "sdy.all_slice" else "reduce_scatter_axes"
+        per_dim = parse_axes_per_dim(str(op.attributes[key]), _where(op))
+        for d, axes in enumerate(per_dim):
+            dims[d] = dims[d] + list(axes)
+    elif name == "sdy.all_to_all":
+        for axes, src, tgt in _all_to_all_params(op):
+            if dims[src][len(dims[src]) - len(axes):] != list(axes):
+                raise MLIRError(f"{_where(op)}: all_to_all axes {[str(a) for a in axes]} are not a suffix of "
+                                f"dim {src}'s sharding {DimSharding(tuple(dims[src]))}")
+            dims[src] = dims[src][:len(dims[src]) - len(axes)]
+            dims[tgt] = dims[tgt] + list(axes)
+    else:
+        return None
+    unreduced = operand_s.unreduced
+    return TensorSharding(operand_s.mesh, tuple(DimSharding(tuple(d)) for d in dims), operand_s.replicated, unreduced)
+
+
+def _all_to_all_params(op):
+    import re
+
+    text = str(op.attributes["params"])
+    m = re.fullmatch(r"#sdy<all_to_all_param_list\s*\[(.*)\]\s*>", text, re.S)
+    if not m:
+        raise MLIRError(f"{_where(op)}: cannot read the all_to_all parameters {text!r}")
+    out = []
+    for axes, src, tgt in re.findall(r"(\{[^}]*\})\s*:\s*(\d+)\s*->\s*(\d+)", m.group(1)):
+        out.append((parse_axes_per_dim(f"[{axes}]", _where(op))[0], int(src), int(tgt)))
+    if not out:
+        raise MLIRError(f"{_where(op)}: the all_to_all parameter list must not be empty")
+    rank = op.operands[0].type.rank
+    srcs = [s for _, s, _ in out]
+    dims = srcs + [t for _, _, t in out]
+    if any(not 0 <= d < rank for d in dims):
+        raise MLIRError(f"{_where(op)}: all_to_all src_dim/tgt_dim must be in [0, {rank})")
+    if srcs != sorted(srcs):
+        raise MLIRError(f"{_where(op)}: all_to_all src_dim must be sorted in ascending order across parameters")
+    if len(set(dims)) != len(dims):
+        raise MLIRError(f"{_where(op)}: every all_to_all src_dim and tgt_dim must be unique across parameters")
+    return out
+
+
+def _dims_equal(a: TensorSharding, b: TensorSharding):
+    return [tuple(d.axes) for d in a.dims] == [tuple(d.axes) for d in b.dims]
+
+
+def verify_sdy(module: Module) -> Module:
+    """Check every ``sdy`` attribute and op against shardy-sdy-ops.txt; `MLIRError` at the op.
+
+    >>> from meshrt.mlir import parse
+    >>> verify_sdy(parse('''sdy.mesh @mesh = <["x"=2]>
+    ... func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+    ...   %0 = sdy.sharding_constraint %a <@mesh, [{"y"}]> : tensor<4xf32>
+    ...   return %0 : tensor<4xf32>
+    ... }'''))
+    Traceback (most recent call last):
+    ...
+    meshrt.errors.MLIRError: <string>:3:8: 'sdy.sharding_constraint': sharding #sdy.sharding<@mesh, [{"y"}]> names axis "y", which mesh @mesh (<["x"=2]>) does not have
+    """
+    table = meshes(module)
+    sizes = {m.size for m in table.values() if not (m.device_ids is not None and len(m.device_ids) == 1)}
+    if len(sizes) > 1:
+        raise MLIRError(f"{module.filename}: all meshes of a module must have the same number of devices, "
+                        f"got {sorted(sizes)}")
+    known = {}  # value -> its TensorSharding where the program says it
+
+    def note(v, s):
+        if s is not None:
+            known[v] = s
+
+    for f in module.operations:
+        if f.name != "func.func" or not f.regions or not f.regions[0].blocks:
+            continue
+        ftype = f.attributes["function_type"].type
+        for i, (a, t) in enumerate(zip(f.regions[0].entry.arguments, ftype.inputs)):
+            s = _arg_sharding(f, i)
+            if s is not None:
+                _check_tensor_sharding(f"{f.location}: argument {i} of @{f.attributes['sym_name']}", s, t, table)
+            note(a, s)
+        for i, t in enumerate(ftype.results):
+            s = _arg_sharding(f, i, "res_attrs")
+            if s is not None:
+                _check_tensor_sharding(f"{f.location}: result {i} of @{f.attributes['sym_name']}", s, t, table)
+        for op in f.walk():
+            _verify_op(op, table, known, note)
+    return module
+
+
+def _verify_op(op, table, known, note):
+    w = _where(op)
+    per_value = op.attributes.get("sdy.sharding")
+    if per_value is not None:
+        ss = parse_sharding_list(str(per_value), w)
+        if len(ss) != len(op.results):
+            raise MLIRError(f"{w}: sdy.sharding has {len(ss)} shardings for {len(op.results)} results")
+        for r, s in zip(op.results, ss):
+            _check_tensor_sharding(w, s, r.type, table)
+            note(r, s)
+    name = op.name
+    if name in ("sdy.sharding_constraint", "sdy.reshard"):
+        s = sharding_attr(op, "sharding")
+        _check_tensor_sharding(w, s, op.results[0].type, table)
+        note(op.results[0], s)
+    elif name in _SDY_COLLECTIVES:
+        out = sharding_attr(op, "out_sharding")
+        if out is None:
+            raise MLIRError(f"{w}: needs an out_sharding")
+        _check_tensor_sharding(w, out, op.results[0].type, table)
+        src = known.get(op.operands[0])
+        if src is not None:
+            _check_tensor_sharding(w, src, op.operands[0].type, table)
+        if name == "sdy.all_reduce":
+            axes = parse_axis_list(str(op.attributes["reduction_axes"]).replace("#sdy<axis_ref_list", "")
+                                   .rstrip(">"), w)
+            if src is not None:
+                if not _dims_equal(src, out):
+                    raise MLIRError(f"{w}: the operand sharding {src} and out_sharding {out} must have equivalent "
+                                    "dimension shardings")
+                used = {a.name for d in src.dims for a in d.axes} | {a.name for a in src.replicated}
+                clash = [a for a in axes if a in used]
+                if clash:
+                    raise MLIRError(f"{w}: reduction_axes {clash} must not overlap with the operand's dimension "
+                                    "sharding and replicated axes")
+            clash = [a.name for a in out.unreduced if a.name in axes]
+            if clash:
+                raise MLIRError(f"{w}: reduction_axes {clash} must not overlap with the unreduced axes of "
+                                "out_sharding")
+        elif name == "sdy.collective_permute":
+            if src is not None:
+                sizes = table[src.mesh].sizes()
+                for d, (a, b) in enumerate(zip(src.dims, out.dims)):
+                    pa = int(np.prod([x.length(sizes) for x in a.axes] or [1]))
+                    pb = int(np.prod([x.length(sizes) for x in b.axes] or [1]))
+                    if pa != pb:
+                        raise MLIRError(f"{w}: dim {d}: the product of the sharding axis sizes in out_sharding "
+                                        f"({pb}) must match that of the operand's dimension sharding ({pa})")
+        elif src is not None:
+            want = _infer_collective(op, src)
+            if want is not None and not _dims_equal(want, out):
+                raise MLIRError(f"{w}: applying the op's axes to the operand sharding {src} gives {want}, but "
+                                f"out_sharding is {out}")
+        elif name == "sdy.all_to_all":
+            _all_to_all_params(op)  # its own constraints hold whatever the operand's sharding
+        note(op.results[0], out)
+    elif name == "sdy.manual_computation":
+        _verify_manual(op, table, w)
+    elif name == "sdy.propagation_barrier":
+        d = direction_name(op.attributes.get("allowed_direction", ""))
+        if d not in ("FORWARD", "BACKWARD", "NONE"):
+            raise MLIRError(f"{w}: allowed_direction must be FORWARD, BACKWARD or NONE (BOTH would make the barrier "
+                            f"redundant), got {d!r}")
+    elif name == "sdy.named_computation":
+        body = op.regions[0].entry
+        if [a.type for a in body.arguments] != [v.type for v in op.operands]:
+            raise MLIRError(f"{w}: the block argument types must be the operand types")
+        ret = body.operations[-1]
+        if [v.type for v in ret.operands] != [r.type for r in op.results]:
+            raise MLIRError(f"{w}: the returned types must be the result types")
+    elif name == "sdy.sharding_group":
+        if not isinstance(op.attributes.get("group_id"), int):
+            raise MLIRError(f"{w}: group_id must be an integer")
+    elif name == "sdy.data_flow_edge":
+        if op.attributes.get("sharding") is not None:
+            _check_tensor_sharding(w, sharding_attr(op, "sharding"), op.results[0].type, table)
+
+
+def _verify_manual(op, table, w):
+    ins, outs = shardings_attr(op, "in_shardings"), shardings_attr(op, "out_shardings")
+    manual = parse_axis_list(str(op.attributes.get("manual_axes", "{}")), w)
+    body = op.regions[0].entry
+    ret = body.operations[-1]
+    if not (len(ins) == len(op.operands) == len(body.arguments)):
+        raise MLIRError(f"{w}: the number of in_shardings ({len(ins)}), operands ({len(op.operands)}) and body "
+                        f"arguments ({len(body.arguments)}) must match")
+    if not (len(outs) == len(op.results) == len(ret.operands)):
+        raise MLIRError(f"{w}: the number of out_shardings ({len(outs)}), results ({len(op.results)}) and returned "
+                        f"values ({len(ret.operands)}) must match")
+    for kind, ss, glob, loc in (("operand", ins, op.operands, body.arguments),
+                                ("result", outs, op.results, ret.operands)):
+        for i, (s, g, lv) in enumerate(zip(ss, glob, loc)):
+            _check_tensor_sharding(f"{w} {kind} {i}", s, g.type, table)
+            sizes = table[s.mesh].sizes()
+            for a in manual:
+                if a not in sizes:
+                    raise MLIRError(f"{w}: manual axis \"{a}\" is not an axis of mesh @{s.mesh}")
+            want = []
+            for d, (dim, n) in enumerate(zip(s.dims, g.type.shape)):
+                k, free_seen = 1, False
+                for ref in dim.axes:
+                    if ref.name in manual:
+                        if free_seen:
+                            raise MLIRError(f"{w}: {kind} {i} dim {d}: the manual axes must come before any free "
+                                            f"axes in each dim sharding ({dim})")
+                        k *= ref.length(sizes)
+                    else:
+                        free_seen = True
+                if n % k:
+                    raise MLIRError(f"{w}: {kind} {i} dim {d}: the manual axes cannot introduce padding; size {n} "
+                                    f"is not divisible by {k}")
+                want.append(n // k)
+            if tuple(want) != tuple(lv.type.shape):
+                raise MLIRError(f"{w}: {kind} {i}: the local type {lv.type} does not match the global type "
+                                f"{g.type} divided by the manual axes (local shape {tuple(want)})")
+
+
+# -- execution -----------------------------------------------------------------------------------------
+
+class _Splat:
+    """A scalar broadcast to a shape (``broadcast_in_dim`` of a rank-0 value): kept as the scalar."""
+
+    __slots__ = ("value", "shape")
+
+    def __init__(self, value, shape):
+        self.value, self.shape = np.asarray(value), tuple(shape)
+
+    @property
+    def dtype(self):
+        return self.value.dtype
+
+    def full(self):
+        return np.broadcast_to(self.value, self.shape)
+
+
+class _LazySlice:
+    """A unit-stride ``stablehlo.slice`` of a sharded value, taken only when used: a ``concatenate``
+    of the two halves of a dim swapped (how ``jnp.roll`` lowers) becomes meshrt's distributed roll,
+    which moves the rolled-over rows only."""
+
+    __slots__ = ("src", "starts", "limits")
+
+    def __init__(self, src, starts, limits):
+        self.src, self.starts, self.limits = src, tuple(starts), tuple(limits)
+
+    def take(self):
+        return self.src[tuple(slice(a, b) for a, b in zip(self.starts, self.limits))]
+
+
+def _roll_of(vals, dim):
+    """The shift when ``concatenate(vals, dim)`` is ``roll(src, shift, dim)`` of one source, else None."""
+    if len(vals) != 2 or not all(isinstance(v, _LazySlice) for v in vals) or vals[0].src is not vals[1].src:
+        return None
+    a, b = vals
+    shape = a.src.global_shape
+    for d, n in enumerate(shape):
+        if d != dim and not (a.starts[d] == b.starts[d] == 0 and a.limits[d] == b.limits[d] == n):
+            return None
+    n = shape[dim]
+    if a.limits[dim] == n and b.starts[dim] == 0 and b.limits[dim] == a.starts[dim]:
+        return n - a.starts[dim]
+    return None
+
+
+def _cumulative_axis(op, shape):
+    """The dim of a ``reduce_window`` that is a running sum (how ``jnp.cumsum`` lowers: an add body,
+    window n along one dim of size n, padding (n-1, 0) there, unit strides, no dilations), else None."""
+    if H.simple_reduction(op.regions[0]) != "sum":
+        return None
+    rank = len(shape)
+    wd = H._attr_ints(op, "window_dimensions")
+    if any(int(x) != 1 for key in ("window_strides", "base_dilations", "window_dilations")
+           for x in H._attr_ints(op, key, (1,) * rank)):
+        return None
+    pad = op.attributes.get("padding")
+    pad = np.asarray(pad.array).reshape(rank, 2) if isinstance(pad, DenseElements) else np.zeros((rank, 2), int)
+    dims = [d for d in range(rank) if wd[d] != 1 or pad[d].any()]
+    if len(dims) != 1:
+        return None
+    d = dims[0]
+    return d if wd[d] == shape[d] and tuple(pad[d]) == (shape[d] - 1, 0) else None
+
+
+def _dt():
+    from ..tensor.distributed_tensor import DistributedTensor
+
+    return DistributedTensor
+
+
+class SdyProgram:
+    """A verified Shardy module bound to a communicator.
+
+    ``run_global(name, arrays)``: the global arrays (the same on every process; each takes its
+    shards) -> the global results on every process.  ``run(name, arrays)`` returns the values
+    as they are laid out (`DistributedTensor` or replicated numpy arrays).
+    """
+
+    def __init__(self, module: Module, comm=None):
+        if comm is None:
+            from mpi4py import MPI
+
+            comm = MPI.COMM_WORLD
+        verify(module)
+        verify_sdy(module)
+        self.module = module
+        self.comm = comm
+        self.mesh_attrs = meshes(module)
+        for name, m in self.mesh_attrs.items():
+            if m.size != comm.size and not (m.device_ids is not None and len(m.device_ids) == 1):
+                raise MLIRError(f"{module.filename}: mesh @{name} {m} has {m.size} devices, but the program runs on "
+                                f"{comm.size} processes; export it for a mesh of {comm.size} devices")
+            if m.device_ids is not None and sorted(m.device_ids) != list(range(m.size)):
+                raise MLIRError(f"{module.filename}: mesh @{name}: device_ids {list(m.device_ids)} are not a "
+                                f"permutation of 0..{m.size - 1}")
+        self._meshes = {}
+        self._sub_axes = {}   # sdy text -> Sharding on a refined mesh
+        self._propagated = {}  # function -> {Value: TensorSharding} (meshrt.mlir.sdy_propagate)
+        self._checked_argmax = {}
+        self._dead = {}
+        self._defining = {r: op for op in module.walk() for r in op.results}
+        self._prop = {}
+        self._comms = {}
+        self._checked = set()
+        self.fallbacks = []   # (op, why): ops run on gathered data
+        self.trace = None     # explain: {op: [(what, bytes, same on every process)]}
+        self.on_result = None  # explain: called (op, results, local) after each op
+        self._op_now = None
+
+    # -- meshes and communicators --------------------------------------------------------------------
+    def mesh(self, name) -> Mesh:
+        m = self._meshes.get(name)
+        if m is None:
+            attr = self.mesh_attrs[name]
+            shape = tuple(s for _, s in attr.axes) or (1,)
+            names = tuple(n for n, _ in attr.axes) or ("_",)
+            m = self._meshes[name] = Mesh(shape, names, comm=self.comm, name=name)
+        return m
+
+    def device_of_rank(self, rank):
+        for m in self.mesh_attrs.values():
+            if m.device_ids is not None and len(m.device_ids) == self.comm.size:
+                return m.device_ids[rank]
+        return rank
+
+    def rank_of_device(self, dev):
+        for m in self.mesh_attrs.values():
+            if m.device_ids is not None and len(m.device_ids) == self.comm.size:
+                return list(m.device_ids).index(dev)
+        return dev
+
+    def group_comm(self, groups):
+        """The communicator of this process's replica group (device ids); cached per group set."""
+        key = tuple(tuple(g) for g in groups)
+        c = self._comms.get(key)
+        if c is None:
+            me = self.device_of_rank(self.comm.rank)
+            color, pos = 0, self.comm.rank
+            if key:
+                for gi, g in enumerate(key):
+                    if me in g:
+                        color, pos = gi, g.index(me)
+                        break
+                else:
+                    raise MLIRError(f"device {me} is in no replica group of {[list(g) for g in key]}")
+            c = self._comms[key] = self.comm.Split(color, pos)
+        return c
+
+    def free(self):
+        """Free the cached communicators and meshes (collective)."""
+        for c in self._comms.values():
+            c.Free()
+        self._comms.clear()
+        for m in self._meshes.values():
+            m.free()
+        self._meshes.clear()
+        for sh in self._sub_axes.values():
+            sh.mesh.free()
+        self._sub_axes.clear()
+
+    def count(self, what, nbytes, same_everywhere=True):
+        """Explain's record of the data an op moves: ``nbytes`` in all (``same_everywhere``: every process
+        computes the same total, from the plans) or sent by this process (summed over processes later)."""
+        if self.trace is not None and self._op_now is not None:
+            self.trace.setdefault(self._op_now, []).append((what, int(nbytes), same_everywhere))
+
+    # -- shardings -------------------------------------------------------------------------------------
+    def sharding(self, ts: TensorSharding, manual_only=None) -> Sharding | None:
+        """meshrt's `Sharding` of ``ts`` (unreduced axes dropped: global values are whole); None when it
+        splits nothing."""
+        dims = []
+        for d in ts.dims:
+            dims.append([a for a in d.axes if manual_only is None or a.name in manual_only])
+        mesh = self.mesh(ts.mesh)
+        if any(a.pre is not None for axes in dims for a in axes):
+            # sub-axes: meshrt refines the mesh (same communicator, same device order) and splits along its parts
+            text = f"#sdy.sharding<@{ts.mesh}, [" + ", ".join(
+                "{" + ", ".join(str(a) for a in axes) + "}" for axes in dims) + "]>"
+            s = self._sub_axes.get(text)
+            if s is None:
+                s = self._sub_axes[text] = Sharding.parse(text, mesh)
+            return s if any(s.split_axes) else None
+        sizes = self.mesh_attrs[ts.mesh].sizes()
+        split = [[mesh.axis_names.index(a.name) for a in axes if sizes[a.name] > 1] for axes in dims]
+        if not any(split):
+            return None
+        return Sharding(mesh, split)
+
+    def to_sharding(self, value, ts: TensorSharding | None, op=None, manual_only=None):
+        """``value`` laid out per ``ts`` (None or replicated: a numpy array on every process)."""
+        DT = _dt()
+        if isinstance(value, _Splat):
+            value = value.full()
+        s = None if ts is None else self.sharding(ts, manual_only)
+        if s is None:
+            if isinstance(value, DT):
+                return value.gather()
+            return np.asarray(value)
+        if isinstance(value, DT):
+            if value.sharding == s:
+                return value
+            return value.reshard(s)
+        value = np.asarray(value)
+        if value.ndim == 0:
+            return value
+        return DT.from_global(value, s)
+
+    # -- running -----------------------------------------------------------------------------------------
+    def check(self, name):
+        """Raise `MLIRError` (file:line:col, the op) for the first op of ``@name`` or its callees that
+        cannot run; nothing communicates."""
+        if name in self._checked:
+            return
+        funcs = self.module.functions()
+        if name not in funcs:
+            raise MLIRError(f"{self.module.filename}: no function @{name}; the module has "
+                            f"{', '.join('@' + n for n in funcs) or 'none'}")
+        todo, seen = [name], set()
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            for op in funcs[n].walk():
+                if op is funcs[n]:
+                    continue
+                known = (op.name in H.LOCAL_OPS or op.name in _CONTROL or op.name in _GLOBAL_ONLY
+                         or op.name in _TERMINATORS or op.name in _HLO_COLLECTIVES)
+                if not known:
+                    raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{n})")
+                if op.name == "stablehlo.reduce_window":
+                    H.check_region_op(op)
+                if op.name == "func.call":
+                    callee = getattr(op.attributes.get("callee"), "name", None)
+                    if callee not in funcs:
+                        raise MLIRError(f"{op.location}: 'func.call' calls @{callee}, which the module does not "
+                                        "define")
+                    todo.append(callee)
+                for t in [v.type for v in op.results] + [v.type for v in op.operands]:
+                    if isinstance(t, TensorType):
+                        H.np_dtype(t)
+        self._checked.add(name)
+
+    def check_args(self, name, arrays) -> list:
+        """The arguments checked against ``@name``'s signature (`MLIRError` naming the argument, its
+        shape or dtype); nothing communicates."""
+        self.check(name)
+        f = self.module.functions()[name]
+        ftype = f.attributes["function_type"].type
+        if len(arrays) != len(ftype.inputs):
+            raise MLIRError(f"{f.location}: @{name} takes {len(ftype.inputs)} arguments, got {len(arrays)}")
+        vals = []
+        for i, (a, t) in enumerate(zip(arrays, ftype.inputs)):
+            a = np.asarray(a) if not hasattr(a, "shape") else a
+            where = f"{f.location}: @{name} argument {i}"
+            if isinstance(t, TensorType):
+                if tuple(a.shape) != tuple(t.shape):
+                    raise MLIRError(f"{where}: expected {t}, got an array of shape {tuple(a.shape)}")
+                if np.dtype(a.dtype) != H.np_dtype(t):
+                    raise MLIRError(f"{where}: expected element type {t.element} ({H.np_dtype(t)}), got {a.dtype}")
+            vals.append(a)
+        return vals
+
+    def run(self, name, arrays) -> list:
+        """Run ``@name`` on global arrays; results laid out per their ``sdy.sharding``."""
+        vals = self.check_args(name, arrays)
+        f = self.module.functions()[name]
+        # every process checked the same arrays: from here on communication is safe
+        vals = [self.to_sharding(a, _arg_sharding(f, i), f) for i, a in enumerate(vals)]
+        if name not in self._propagated:
+            from .sdy_propagate import propagate
+
+            self._propagated[name] = propagate(self.module, name)
+        self._prop = self._propagated[name]
+        with np.errstate(all="ignore"):
+            out = self._call(name, vals, local=False, consume=True)
+        self._op_now = f.regions[0].entry.operations[-1]  # explain: the results' moves belong to the return
+        try:
+            return [self.to_sharding(v, _arg_sharding(f, i, "res_attrs"), f) for i, v in enumerate(out)]
+        finally:
+            self._op_now = None
+
+    def run_global(self, name, arrays) -> list:
+        """`run`, then every result gathered whole on every process."""
+        return [self.whole(v) for v in self.run(name, arrays)]
+
+    def whole(self, v, root=None):
+        DT = _dt()
+        if isinstance(v, DT):
+            return v.gather(root)
+        if isinstance(v, _Splat):
+            v = v.full()
+        return np.asarray(v) if root is None or self.comm.rank == root else None
+
+    def _call(self, name, args, local, consume=False):
+        f = self.module.functions()[name]
+        return self._block(f.regions[0].entry, args, local, consume=consume)
+
+    def _dead_after(self, block):
+        """Per op of ``block``: the values defined in the block whose last use it is (freed after it runs,
+        so that a process holds only the live values)."""
+        d = self._dead.get(block)
+        if d is None:
+            here = set(block.arguments) | {r for op in block.operations for r in op.results}
+            last = {}
+            for i, op in enumerate(block.operations):
+                for x in op.walk():
+                    for v in x.operands:
+                        if v in here:
+                            last[v] = i
+            d = [[] for _ in block.operations]
+            for v, i in last.items():
+                d[i].append(v)
+            for i, op in enumerate(block.operations):
+                d[i] += [r for r in op.results if r not in last]
+            self._dead[block] = d
+        return d
+
+    def _block(self, block, args, local, env=None, consume=False):
+        env = {} if env is None else env
+        for a, v in zip(block.arguments, args):
+            env[a] = v
+        if consume:  # the caller's list lets go of the arguments: dead values are freed as the block runs
+            args.clear()
+        dead = self._dead_after(block)
+        for i, op in enumerate(block.operations):
+            if op.name in _TERMINATORS:
+                return [env[v].take() if isinstance(env[v], _LazySlice) else env[v] for v in op.operands]
+            outer, self._op_now = self._op_now, op
+            try:
+                vals = [env[v] for v in op.operands]
+                if op.name != "stablehlo.concatenate":
+                    vals = [v.take() if isinstance(v, _LazySlice) else v for v in vals]
+                res = self._op(op, vals, local, env)
+            except MLIRError:
+                raise
+            except (ValueError, TypeError, IndexError) as e:
+                raise MLIRError(f"{op.location}: '{op.name}' failed on process {self.comm.rank}: "
+                                f"{type(e).__name__}: {e}") from e
+            finally:
+                self._op_now = outer
+            if not local and op.name not in _GLOBAL_ONLY:
+                per_value = op.attributes.get("sdy.sharding")
+                if per_value is not None:
+                    ss = shardings_attr(op, "sdy.sharding")
+                    res = [self.to_sharding(r, s, op) for r, s in zip(res, ss)]
+                elif self._prop:  # the propagated sharding, where the pass gave one
+                    outer, self._op_now = self._op_now, op
+                    try:
+                        res = [self.to_sharding(r, self._prop[v].without_unreduced(), op)
+                               if v in self._prop and (isinstance(r, _dt()) or (isinstance(r, np.ndarray) and r.ndim))
+                               else r for v, r in zip(op.results, res)]
+                    finally:
+                        self._op_now = outer
+            if self.on_result is not None:
+                self.on_result(op, res, local)
+            for v, r in zip(op.results, res):
+                env[v] = r
+            res = vals = None
+            for v in dead[i]:
+                env.pop(v, None)
+        return []
+
+    # -- one op ------------------------------------------------------------------------------------------
+    def _op(self, op, vals, local, env):
+        name = op.name
+        if name == "func.call":
+            return self._call(op.attributes["callee"].name, vals, local, consume=True)
+        if name in _PASS_THROUGH or name == "sdy.named_computation":
+            if name == "sdy.named_computation":
+                return self._block(op.regions[0].entry, vals, local, dict(env))
+            return vals
+        if name == "sdy.sharding_group":
+            return []
+        if name == "stablehlo.while":
+            return self._while(op, vals, local, env)
+        if name in ("stablehlo.case", "stablehlo.if"):
+            i = int(self.whole(vals[0]))
+            if name == "stablehlo.if":
+                region = op.regions[0] if i else op.regions[1]
+            else:
+                region = op.regions[i if 0 <= i < len(op.regions) else len(op.regions) - 1]
+            return self._block(region.entry, [], local, dict(env))
+        if name in ("stablehlo.partition_id", "stablehlo.replica_id"):
+            dev = self.device_of_rank(self.comm.rank) if name == "stablehlo.partition_id" else 0
+            return [np.asarray(dev, H.np_dtype(op.results[0].type))]
+        if local:
+            return self._local_op(op, vals, env)
+        return self._global_op(op, vals, env)
+
+    def _region_fn(self, region, local, env):
+        def fn(*xs):
+            return self._block(region.entry, list(xs), local, dict(env))
+        return fn
+
+    def _while(self, op, vals, local, env):
+        cond, body = op.regions
+        while True:
+            c = self._block(cond.entry, vals, local, dict(env))[0]
+            if not bool(self.whole(c)):
+                return vals
+            vals = self._block(body.entry, vals, local, dict(env))
+
+    # -- per-process (manual) ops -----------------------------------------------------------------------
+    def _local_op(self, op, vals, env):
+        name = op.name
+        vals = [v.full() if isinstance(v, _Splat) else v for v in vals]
+        if name in H.LOCAL_OPS:
+            return list(H.local_function(op)(*vals))
+        if name == "stablehlo.reduce":
+            n = len(vals) // 2
+            kind = H.simple_reduction(op.regions[0]) if n == 1 else None
+            return H.reduce_with(vals[:n], vals[n:], H._attr_ints(op, "dimensions"),
+                                 self._region_fn(op.regions[0], True, env), kind)
+        if name == "stablehlo.reduce_window":
+            n = len(vals) // 2
+            kind = H.simple_reduction(op.regions[0]) if n == 1 else None
+            return H.reduce_window_with(op, vals[:n], vals[n:], self._region_fn(op.regions[0], True, env), kind)
+        if name in _HLO_COLLECTIVES:
+            return self._hlo_collective(op, vals, env)
+        if name == "stablehlo.gather":
+            return [H.gather(op, *vals)]
+        if name == "stablehlo.scatter":
+            n = (len(vals) - 1) // 2
+            if n != 1:
+                raise MLIRError(f"{op.location}: unsupported 'stablehlo.scatter' of {n} operands (one runs)")
+            fn = self._region_fn(op.regions[0], True, env)
+            return [H.scatter(op, vals[0], vals[1], vals[2], lambda a, b: fn(a, b)[0])]
+        if name == "stablehlo.sort":
+            fn = self._region_fn(op.regions[0], True, env)
+            return H.sort_with(op, vals, lambda *xs: fn(*xs)[0])
+        raise MLIRError(f"{op.location}: '{name}' cannot run inside a manual computation")
+
+    def _groups(self, op):
+        g = op.attributes.get("replica_groups")
+        if isinstance(g, DenseElements):
+            arr = np.asarray(g.array)
+            if arr.size == 0:
+                return ()
+            return tuple(tuple(int(x) for x in row if x >= 0) for row in arr.reshape(arr.shape[0], -1))
+        return ()
+
+    def _hlo_collective(self, op, vals, env):
+        from mpi4py import MPI
+
+        name = op.name
+        if name == "stablehlo.collective_permute":
+            pairs = np.asarray(op.attributes["source_target_pairs"].array).reshape(-1, 2)
+            me = self.device_of_rank(self.comm.rank)
+            x = np.ascontiguousarray(vals[0])
+            out = np.zeros_like(x)
+            dst = [int(t) for s, t in pairs if s == me]
+            src = [int(s) for s, t in pairs if t == me]
+            self.count(f"collective_permute of {len(pairs)} pairs", x.nbytes * sum(d != me for d in dst),
+                       same_everywhere=False)
+            reqs = [self.comm.Isend(x, dest=self.rank_of_device(d), tag=77) for d in dst]
+            if src:
+                self.comm.Recv(out, source=self.rank_of_device(src[0]), tag=77)
+            MPI.Request.Waitall(reqs)
+            return [out]
+        comm = self.group_comm(self._groups(op))
+        k = comm.size
+        if self.trace is not None:
+            sent = sum(np.asarray(v).nbytes for v in vals)
+            sent = {"stablehlo.all_gather": (k - 1) * sent, "stablehlo.all_to_all": (k - 1) * sent // max(k, 1),
+                    "stablehlo.all_reduce": 2 * (k - 1) * sent // max(k, 1),
+                    "stablehlo.reduce_scatter": (k - 1) * sent // max(k, 1)}[name]
+            self.count(f"{name[10:]} over groups of {k} devices", sent, same_everywhere=False)
+        if name == "stablehlo.all_gather":
+            dim = int(op.attributes["all_gather_dim"])
+            outs = []
+            for x in vals:
+                x = np.ascontiguousarray(x)
+                buf = np.empty((k,) + x.shape, x.dtype)
+                comm.Allgather(x, buf)
+                outs.append(np.concatenate(list(buf), axis=dim))
+            return outs
+        if name == "stablehlo.all_to_all":
+            sd, cd = int(op.attributes["split_dimension"]), int(op.attributes["concat_dimension"])
+            outs = []
+            for x in vals:
+                parts = np.stack(np.split(np.asarray(x), k, axis=sd))
+                recv = np.empty_like(parts)
+                comm.Alltoall(np.ascontiguousarray(parts), recv)
+                outs.append(np.concatenate(list(recv), axis=cd))
+            return outs
+        kind = H.simple_reduction(op.regions[0])
+        if name == "stablehlo.all_reduce":
+            return [self._allreduce(comm, x, kind, op, env) for x in vals]
+        if name == "stablehlo.reduce_scatter":
+            dim = int(op.attributes["scatter_dimension"])
+            x = np.asarray(vals[0])
+            total = self._allreduce(comm, x, kind, op, env)
+            n = x.shape[dim] // k
+            return [np.ascontiguousarray(np.take(total, range(comm.rank * n, (comm.rank + 1) * n), axis=dim))]
+        raise MLIRError(f"{op.location}: unsupported op '{name}'")
+
+    def _allreduce(self, comm, x, kind, op, env):
+        from mpi4py import MPI
+
+        x = np.ascontiguousarray(x)
+        if kind is not None and x.dtype != bool:
+            mop = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}.get(kind)
+            if mop is not None and not (kind in ("max", "min") and x.dtype.kind == "f" and np.isnan(x).any()):
+                out = np.empty_like(x)
+                comm.Allreduce(x, out, op=mop)
+                return out
+        # any other body (or NaN under max/min): gather the group's values and fold them in group order
+        buf = np.empty((comm.size,) + x.shape, x.dtype)
+        comm.Allgather(x, buf)
+        fn = self._region_fn(op.regions[0], True, env)
+        acc = buf[0]
+        for y in buf[1:]:
+            acc = np.asarray(fn(acc, y)[0])
+        return acc
+
+    # -- global-view ops -----------------------------------------------------------------------------------
+    def _global_op(self, op, vals, env):
+        DT = _dt()
+        name = op.name
+        if name in ("sdy.sharding_constraint", "sdy.reshard"):
+            return [self.to_sharding(vals[0], sharding_attr(op, "sharding"), op)]
+        if name in _SDY_COLLECTIVES:
+            # in global view every sdy collective keeps the value and changes its layout to out_sharding
+            return [self.to_sharding(vals[0], sharding_attr(op, "out_sharding").without_unreduced(), op)]
+        if name == "sdy.manual_computation":
+            return self._manual(op, vals, env)
+        if name in _HLO_COLLECTIVES:
+            groups = self._groups(op)
+            if self.comm.size > 1 and (not groups or any(len(g) > 1 for g in groups)):
+                raise MLIRError(f"{op.location}: '{name}' outside an sdy.manual_computation over a group of more "
+                                "than one device: a global program has no per-device values to exchange")
+            # JAX inlines a shard_map body on a 1-device mesh: a collective over single-device groups is the identity
+            return [self.whole(v) for v in vals]
+        if not any(isinstance(v, (DT, _Splat, _LazySlice)) for v in vals):
+            return self._local_op(op, vals, env)
+        t = op.results[0].type if op.results else None
+        if name in H.ELEMENTWISE or name in ("stablehlo.compare", "stablehlo.select", "stablehlo.convert",
+                                            "stablehlo.clamp"):
+            return self._elementwise(op, vals)
+        if name == "stablehlo.broadcast_in_dim":
+            x = vals[0]
+            if isinstance(x, _Splat) or (not isinstance(x, DT) and np.ndim(x) == 0):
+                return [_Splat(x.value if isinstance(x, _Splat) else x, t.shape)]
+            return [self._broadcast(op, x)]
+        if name == "stablehlo.reshape" and isinstance(vals[0], DT):
+            return [vals[0].reshape(t.shape)]
+        if name == "stablehlo.transpose" and isinstance(vals[0], DT):
+            return [vals[0].transpose(*H._attr_ints(op, "permutation"))]
+        if name == "stablehlo.slice" and isinstance(vals[0], DT):
+            starts, limits = H._attr_ints(op, "start_indices"), H._attr_ints(op, "limit_indices")
+            strides = H._attr_ints(op, "strides")
+            if all(c == 1 for c in strides):
+                return [_LazySlice(vals[0], starts, limits)]
+            return [vals[0][tuple(slice(a, b, c) for a, b, c in zip(starts, limits, strides))]]
+        if name == "stablehlo.reverse" and isinstance(vals[0], DT):
+            dims = H._attr_ints(op, "dimensions")
+            return [np.flip(vals[0], axis=dims) if dims else vals[0]]
+        if name == "stablehlo.concatenate":
+            dim = int(op.attributes["dimension"])
+            shift = _roll_of(vals, dim)
+            if shift is not None:
+                return [np.roll(vals[0].src, shift, axis=dim)]
+            vals = [v.take() if isinstance(v, _LazySlice) else v for v in vals]
+            if not any(isinstance(v, (DT, _Splat)) for v in vals):
+                return self._local_op(op, vals, env)
+            return [np.concatenate([self._as_dt(v, vals) for v in vals], axis=dim)]
+        if name == "stablehlo.dot_general":
+            a, b = (self._as_dt(v, vals) for v in vals)
+            sub = H.dot_general_subscripts(op)
+            if self.trace is not None:
+                from ..tensor.matmul import explain_einsum
+
+                plan = explain_einsum(sub, (a.global_shape, a.sharding), (b.global_shape, b.sharding))
+                steps = "; ".join(str(st) for _, st in plan.collectives()) or "no communication"
+                self.count(f"einsum {sub!r}: {steps}",
+                           plan.elements_moved * a.dtype.itemsize)
+            r = np.einsum(sub, a, b)
+            dt = H.np_dtype(t)
+            return [r if r.dtype == dt else r.astype(dt)]
+        if name == "stablehlo.reduce" and len(vals) == 2 and isinstance(vals[0], DT):
+            kind = H.simple_reduction(op.regions[0])
+            if kind is not None:
+                x, init = vals
+                dims = H._attr_ints(op, "dimensions")
+                axes = sorted({a for d in dims for a in x.sharding.dim_axes(d)})
+                r = getattr(x, kind)(axis=dims if len(dims) != x.ndim else None)
+                if axes:  # what a ring all-reduce of each process's partial result sends, over all processes
+                    k = int(np.prod([x.mesh.shape[a] for a in axes]))
+                    n = r.interior.size if isinstance(r, DT) else np.size(r)
+                    self.count(f"all_reduce({kind}) over mesh axes {[x.mesh.axis_names[a] for a in axes]} "
+                               f"of {n} elements per process", self.comm.size * 2 * (k - 1) * n * x.dtype.itemsize // k)
+                r = self._elementwise_fn(H._NP_REDUCE[kind], [r, np.asarray(init)], H.np_dtype(t))
+                return [r]
+        if (name == "stablehlo.reduce" and len(vals) == 4 and isinstance(vals[0], DT)
+                and len(H._attr_ints(op, "dimensions")) == 1 and self._is_argmax(op, env)
+                and np.all(np.asarray(self.whole(vals[2])) == -np.inf) and np.all(np.asarray(self.whole(vals[3])) == 0)):
+            # jnp.argmax: (values, iota) folded by max with the lower index on ties -> DistributedTensor.argmax
+            x, axis = vals[0], H._attr_ints(op, "dimensions")[0]
+            idx = x.argmax(axis=axis)
+            t0, t1 = (H.np_dtype(r.type) for r in op.results)
+            return [self._elementwise_fn(lambda a: a, [x.max(axis=axis)], t0),
+                    self._elementwise_fn(lambda a: a, [idx], t1)]
+        if name == "stablehlo.reduce_window" and len(vals) == 2 and isinstance(vals[0], DT):
+            axis = _cumulative_axis(op, vals[0].global_shape)
+            if axis is not None and np.all(np.asarray(self.whole(vals[1])) == 0):
+                return [vals[0].cumsum(axis=axis)]  # jnp.cumsum: a prefix sum along one (maybe split) dim
+        # no sharded implementation: run on the gathered operands; the result is replicated
+        self.fallbacks.append((op, "computed on gathered operands"))
+        return self._local_op(op, [self.whole(v) for v in vals], env)
+
+    def _is_argmax(self, op, env):
+        """Whether a two-operand ``reduce`` is numpy's argmax (NaN counts as the largest, ties go to the
+        lower index) over an ``iota`` of the reduced dim, with -inf / 0 as initial values: its body is
+        tried on probes rather than matched as text."""
+        key = ("argmax", op)
+        if key in self._checked:
+            return self._checked_argmax[op]
+        (dim,) = H._attr_ints(op, "dimensions")
+        iota = self._defining.get(op.operands[1]) if hasattr(self, "_defining") else None
+        ok = (iota is not None and iota.name == "stablehlo.iota" and int(iota.attributes["iota_dimension"]) == dim
+              and op.operands[0].type.element.is_float)
+        if ok:
+            fn = self._region_fn(op.regions[0], True, env)
+            probes = np.array([[2, 5, 5, 1], [1, np.nan, 3, np.nan], [-np.inf, -np.inf, 0, 0]])
+            dt = H.np_dtype(op.operands[0].type)
+            it = H.np_dtype(op.operands[1].type)
+            init = (np.asarray(-np.inf, dt), np.asarray(0, it))
+            try:
+                got = H.reduce_with([probes.astype(dt), np.broadcast_to(np.arange(4, dtype=it), (3, 4))], init, (1,),
+                                    fn)
+                ok = (np.array_equal(got[1], np.argmax(probes, axis=1))
+                      and np.array_equal(got[0], np.max(probes, axis=1), equal_nan=True))
+            except (MLIRError, ValueError, TypeError, IndexError):
+                ok = False
+        self._checked.add(key)
+        self._checked_argmax[op] = ok
+        return ok
+
+    def _as_dt(self, v, vals):
+        DT = _dt()
+        if isinstance(v, DT):
+            return v
+        if isinstance(v, _Splat):
+            v = v.full()
+        ref = next(x for x in vals if isinstance(x, DT))
+        return DT.from_global(np.ascontiguousarray(v), Sharding(ref.mesh, [[] for _ in range(np.ndim(v))]))
+
+    def _elementwise(self, op, vals):
+        fn = H.local_function(op)
+        return [self._elementwise_fn(lambda *xs: fn(*xs)[0], vals, H.np_dtype(op.results[0].type))]
+
+    def _elementwise_fn(self, fn, vals, dtype):
+        DT = _dt()
+        ref = next((v for v in vals if isinstance(v, DT)), None)
+        if ref is None:  # splats and replicated arrays only
+            shape = next((v.shape for v in vals if isinstance(v, _Splat)), None)
+            xs = [v.value if isinstance(v, _Splat) else v for v in vals]
+            r = np.asarray(fn(*xs)).astype(dtype, copy=False)
+            return _Splat(r, shape) if r.ndim == 0 and shape is not None else r
+        blocks = []
+        for v in vals:
+            if isinstance(v, DT):
+                if v.sharding != ref.sharding:
+                    v = v.reshard(ref.sharding)
+                blocks.append(v.interior)
+            elif isinstance(v, _Splat):
+                blocks.append(v.value)
+            elif np.ndim(v) == 0:
+                blocks.append(np.asarray(v))
+            else:
+                blocks.append(np.asarray(v)[ref.shard_slices])
+        r = np.ascontiguousarray(np.asarray(fn(*blocks)).astype(dtype, copy=False))
+        if r.shape != ref.interior.shape:
+            r = np.ascontiguousarray(np.broadcast_to(r, ref.interior.shape))
+        return DT(r, ref.sharding, ref.global_shape)
+
+    def _broadcast(self, op, x):
+        """``broadcast_in_dim`` of a sharded operand: its split dims stay split in the result."""
+        DT = _dt()
+        t = op.results[0].type
+        dims = H._attr_ints(op, "broadcast_dimensions")
+        if not isinstance(x, DT):
+            return H.local_function(op)(np.asarray(x))[0]
+        s = x.sharding
+        split = [[] for _ in range(t.rank)]
+        keep = []
+        for i, d in enumerate(dims):
+            axes = list(s.dim_axes(i)) if i < len(s.split_axes) else []
+            if axes and x.global_shape[i] == t.shape[d]:
+                split[d] = axes
+                keep.append(i)
+        if any(s.dim_axes(i) for i in range(x.ndim) if i not in keep and i < len(s.split_axes)):
+            return H.local_function(op)(x.gather())[0]
+        if not any(split):
+            return H.local_function(op)(x.interior)[0]
+        out_s = Sharding(s.mesh, split)
+        local_shape = out_s.shard_shape(t.shape)
+        block = x.interior
+        shape = [1] * t.rank
+        for i, d in enumerate(dims):
+            shape[d] = block.shape[i]
+        order = np.argsort(dims)
+        b = np.transpose(block, order) if block.ndim > 1 else block
+        r = np.ascontiguousarray(np.broadcast_to(b.reshape(shape), local_shape))
+        return DT(r, out_s, t.shape)
+
+    def _manual(self, op, vals, env):
+        DT = _dt()
+        ins, outs = shardings_attr(op, "in_shardings"), shardings_attr(op, "out_shardings")
+        manual = parse_axis_list(str(op.attributes.get("manual_axes", "{}")), _where(op))
+        body = op.regions[0].entry
+        local_args = []
+        for i, (v, s, a) in enumerate(zip(vals, ins, body.arguments)):
+            v = self.to_sharding(v, s, op, manual_only=manual)
+            blk = v.interior if isinstance(v, DT) else np.asarray(v)
+            if tuple(blk.shape) != tuple(a.type.shape):
+                raise MLIRError(f"{_where(op)}: operand {i}: the local block has shape {blk.shape}, the body wants "
+                                f"{a.type}")
+            local_args.append(blk)
+        res = self._block(body, local_args, True, dict(env))
+        out = []
+        for r, s, rv in zip(res, outs, op.results):
+            sh = self.sharding(s, manual_only=manual)
+            r = np.ascontiguousarray(np.asarray(r))
+            if sh is None:
+                out.append(r)
+            else:
+                out.append(DT(r, sh, rv.type.shape))
+        return out
+
+
+def run_sdy(module, name, arrays, comm=None, root=None) -> list:
+    """Run ``@name`` of a Shardy module on global ``arrays``; the whole results on ``root`` (None: every
+    process).  Meshes and communicators built for the run are freed at the end."""
+    p = SdyProgram(module, comm)
+    try:
+        return [p.whole(v, root) for v in p.run(name, arrays)]
+    finally:
+        p.free()

@@ -1,0 +1,237 @@
+"""Sharding propagation for Shardy programs, after the RFC's rules, on the ops meshrt can map dim
+to dim: every value of a function gets a `TensorSharding` from the shardings the program states.
+
+Seeds (they win): argument and result ``sdy.sharding``, an op's ``sdy.sharding``, the results of
+``sharding_constraint``/``reshard``/the sdy collectives, ``data_flow_edge`` shardings, the
+operands and results of ``manual_computation``.  Seeds are taken in priority order (``p0``
+first; a sharding's priority is its lowest dim priority, none: after all prioritized ones); each
+round propagates forward and backward until nothing changes, through elementwise ops (``sdy``
+pass-throughs included), ``transpose``, ``broadcast_in_dim``, one-operand ``reduce``,
+``convert`` and ``dot_general`` (batch and free dims; contracting dims map to none).  A value sharded in an earlier round keeps it, except that an open dim (``{"x", ?}``
+or a propagated one) may take more axes from a neighbour; a closed dim never changes.
+``sharding_group`` members all get the sharding of the first member to have one, and no sharding
+crosses a ``propagation_barrier`` in a blocked direction.
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''sdy.mesh @mesh = <["x"=2]>
+... func.func @main(%a: tensor<4xf32>) -> (tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+...   %0 = stablehlo.exponential %a : tensor<4xf32>
+...   %1 = stablehlo.negate %0 : tensor<4xf32>
+...   return %1 : tensor<4xf32>
+... }''')
+>>> f = m.functions()["main"]
+>>> str(propagate(m, "main")[f.regions[0].entry.arguments[0]])
+'#sdy.sharding<@mesh, [{"x", ?}]>'
+"""
+
+from __future__ import annotations
+
+from . import stablehlo as H
+from ._sdy_attrs import DimSharding, TensorSharding, direction_name, parse_sharding, parse_sharding_list
+from .ir import TensorType
+
+__all__ = ["propagate"]
+
+# a sharding_constraint's sharding also says how its operand should be sharded (its only use, or dangling)
+_IDENTITY = frozenset(list(H.ELEMENTWISE) + ["stablehlo.compare", "stablehlo.select", "stablehlo.convert",
+                                              "stablehlo.clamp", "sdy.data_flow_edge", "stablehlo.optimization_barrier",
+                                              "sdy.sharding_constraint"])
+_SEED_OPS = frozenset(["sdy.sharding_constraint", "sdy.reshard", "sdy.all_gather", "sdy.all_slice", "sdy.all_to_all",
+                       "sdy.collective_permute", "sdy.all_reduce", "sdy.reduce_scatter"])
+
+
+def _priority(ts: TensorSharding):
+    ps = [d.priority for d in ts.dims if d.priority is not None]
+    return min(ps) if ps else 1 << 30
+
+
+def _edges(ops):
+    """(src, dst, dim map: dst dim -> src dim or None) for every value pair a sharding flows between."""
+    out = []
+
+    def both(a, b, m_ab, m_ba):
+        out.append((a, b, m_ab))
+        out.append((b, a, m_ba))
+
+    for op in ops:
+        name = op.name
+        res = op.results[0] if op.results else None
+        if res is None or not isinstance(res.type, TensorType):
+            continue
+        rank = res.type.rank
+        if name in _IDENTITY:
+            for v in op.operands:
+                if isinstance(v.type, TensorType) and v.type.shape == res.type.shape:
+                    both(v, res, tuple(range(rank)), tuple(range(rank)))
+        elif name == "sdy.propagation_barrier":
+            d = direction_name(op.attributes.get("allowed_direction", "NONE"))
+            v = op.operands[0]
+            if d == "FORWARD":
+                out.append((v, res, tuple(range(rank))))
+            elif d == "BACKWARD":
+                out.append((res, v, tuple(range(rank))))
+        elif name == "stablehlo.transpose":
+            perm = H._attr_ints(op, "permutation")
+            inv = [perm.index(i) for i in range(rank)]
+            both(op.operands[0], res, tuple(perm), tuple(inv))
+        elif name == "stablehlo.broadcast_in_dim":
+            v = op.operands[0]
+            dims = H._attr_ints(op, "broadcast_dimensions")
+            fwd = [None] * rank
+            back = [None] * v.type.rank
+            for i, d in enumerate(dims):
+                if v.type.shape[i] == res.type.shape[d]:
+                    fwd[d], back[i] = i, d
+            both(v, res, tuple(fwd), tuple(back))
+        elif name == "stablehlo.dot_general":
+            lb, rb, lc, rc = H._dot_numbers(op)
+            a, b = op.operands
+            lfree = [d for d in range(a.type.rank) if d not in lb and d not in lc]
+            rfree = [d for d in range(b.type.rank) if d not in rb and d not in rc]
+            # result dims: batch, lhs free, rhs free (contracting dims map to none)
+            for v, batch, free, offset in ((a, lb, lfree, len(lb)), (b, rb, rfree, len(lb) + len(lfree))):
+                fwd = [None] * rank
+                back = [None] * v.type.rank
+                for i, d in enumerate(batch):
+                    fwd[i], back[d] = d, i
+                for i, d in enumerate(free):
+                    fwd[offset + i], back[d] = d, offset + i
+                both(v, res, tuple(fwd), tuple(back))
+        elif name == "stablehlo.reduce" and len(op.operands) == 2:
+            v = op.operands[0]
+            kept = [d for d in range(v.type.rank) if d not in H._attr_ints(op, "dimensions")]
+            back = [None] * v.type.rank
+            for i, d in enumerate(kept):
+                back[d] = i
+            both(v, res, tuple(kept), tuple(back))
+    return out
+
+
+def _mapped(ts: TensorSharding, m) -> TensorSharding:
+    """``ts`` carried along a dim map: mapped dims keep their axes (open: more may come), others
+    are open and empty; replicated/unreduced axes and priorities stay behind."""
+    dims = []
+    for src in m:
+        if src is None:
+            dims.append(DimSharding((), False))
+        else:
+            dims.append(DimSharding(ts.dims[src].axes, False))
+    return TensorSharding(ts.mesh, tuple(dims))
+
+
+def _merge(cur: TensorSharding, new: TensorSharding):
+    """``cur`` with its open dims extended by ``new``'s axes where ``cur``'s are a prefix of them and
+    no axis is used twice; None if nothing changes."""
+    if cur.mesh != new.mesh or len(cur.dims) != len(new.dims):
+        return None
+    used = {a.name for a in cur.axis_refs()}
+    dims, changed = [], False
+    for c, n in zip(cur.dims, new.dims):
+        if (not c.closed and len(n.axes) > len(c.axes) and tuple(n.axes[:len(c.axes)]) == tuple(c.axes)
+                and not any(a.name in used for a in n.axes[len(c.axes):])):
+            used |= {a.name for a in n.axes[len(c.axes):]}
+            dims.append(DimSharding(n.axes, c.closed, c.priority))
+            changed = True
+        else:
+            dims.append(c)
+    return TensorSharding(cur.mesh, tuple(dims), cur.replicated, cur.unreduced) if changed else None
+
+
+def _block_ops(block):
+    for op in block.operations:
+        yield op
+        if op.name in ("sdy.named_computation",):
+            for r in op.regions:
+                yield from _block_ops(r.entry)
+
+
+def _arg_sharding(func, i, key="arg_attrs"):
+    attrs = func.attributes.get(key)
+    if not attrs or i >= len(attrs) or not isinstance(attrs[i], dict) or "sdy.sharding" not in attrs[i]:
+        return None
+    return parse_sharding(str(attrs[i]["sdy.sharding"]), str(func.location))
+
+
+def sharding_attr(op, key):
+    v = op.attributes.get(key)
+    return None if v is None else parse_sharding(str(v), str(op.location))
+
+
+def shardings_attr(op, key):
+    return parse_sharding_list(str(op.attributes[key]), str(op.location))
+
+
+def propagate(module, name) -> dict:
+    """``{Value: TensorSharding}`` for the values of ``@name`` (its own body and named computations)."""
+    f = module.functions()[name]
+    block = f.regions[0].entry
+    ops = list(_block_ops(block))
+    seeds = []  # (priority, order, value, sharding)
+
+    def seed(v, ts):
+        if ts is not None and isinstance(v.type, TensorType):
+            seeds.append((_priority(ts), len(seeds), v, ts))
+
+    for i, a in enumerate(block.arguments):
+        seed(a, _arg_sharding(f, i))
+    ret = block.operations[-1]
+    for i, v in enumerate(ret.operands):
+        seed(v, _arg_sharding(f, i, "res_attrs"))
+    groups = {}
+    edges = _edges(ops)
+    for op in ops:
+        if "sdy.sharding" in op.attributes:
+            for r, ts in zip(op.results, shardings_attr(op, "sdy.sharding")):
+                seed(r, ts.without_unreduced())
+        if op.name in _SEED_OPS:
+            key = "sharding" if op.name in ("sdy.sharding_constraint", "sdy.reshard") else "out_sharding"
+            seed(op.results[0], sharding_attr(op, key).without_unreduced())
+        elif op.name == "sdy.data_flow_edge" and op.attributes.get("sharding") is not None:
+            seed(op.results[0], sharding_attr(op, "sharding"))
+        elif op.name == "sdy.manual_computation":
+            for v, ts in zip(op.operands, shardings_attr(op, "in_shardings")):
+                seed(v, ts)
+            for v, ts in zip(op.results, shardings_attr(op, "out_shardings")):
+                seed(v, ts)
+        elif op.name == "sdy.sharding_group":
+            groups.setdefault(op.attributes.get("group_id"), []).append(op.operands[0])
+        elif op.name == "sdy.named_computation":
+            body = op.regions[0].entry
+            for v, a in zip(op.operands, body.arguments):
+                r = tuple(range(a.type.rank)) if isinstance(a.type, TensorType) else ()
+                edges += [(v, a, r), (a, v, r)]
+            for v, r_ in zip(body.operations[-1].operands, op.results):
+                r = tuple(range(r_.type.rank)) if isinstance(r_.type, TensorType) else ()
+                edges += [(v, r_, r), (r_, v, r)]
+
+    got = {}
+    for prio, _, v, ts in sorted(seeds, key=lambda s: (s[0], s[1])):
+        if v not in got:
+            got[v] = ts
+        else:
+            merged = _merge(got[v], ts)
+            if merged is not None:
+                got[v] = merged
+        changed = True
+        while changed:
+            changed = False
+            for src, dst, m in edges:
+                if src not in got:
+                    continue
+                cand = _mapped(got[src], m)
+                if dst not in got:
+                    got[dst] = cand
+                    changed = True
+                else:
+                    merged = _merge(got[dst], cand)
+                    if merged is not None:
+                        got[dst] = merged
+                        changed = True
+            for members in groups.values():
+                first = next((got[v] for v in members if v in got), None)
+                for v in members:
+                    if first is not None and got.get(v) != first:
+                        got[v] = first
+                        changed = True
+    return got
+

@@ -1,0 +1,562 @@
+"""StableHLO op semantics on whole numpy arrays (one process's values).
+
+`local_function(op)` gives ``fn(*arrays) -> tuple of arrays`` for an op without regions, with
+StableHLO's rules where numpy's differ: integer ``divide`` truncates toward zero and
+``remainder`` takes the dividend's sign (C's ``/`` and ``%``), ``compare`` follows
+``comparison_direction``/``compare_type``, ``convert`` of a float to an integer truncates
+toward zero, ``maximum``/``minimum`` propagate NaN, shifts by the bit width or more give 0
+(or the sign for an arithmetic shift).  Ops with regions (``reduce``, ``reduce_window``,
+``while``, ``case``/``if``, ``sort``) are run by `meshrt.mlir.sdy`, which calls
+`reduce_with`, `reduce_window_with` and `sort_with` here with their region as a function.
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''func.func @f(%a: tensor<3xi32>, %b: tensor<3xi32>) -> tensor<3xi32> {
+...   %0 = stablehlo.remainder %a, %b : tensor<3xi32>
+...   return %0 : tensor<3xi32>
+... }''')
+>>> op = m.functions()["f"].regions[0].entry.operations[0]
+>>> local_function(op)(np.array([-7, 7, -7], np.int32), np.array([3, -3, -3], np.int32))[0]
+array([-1,  1, -1], dtype=int32)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import MLIRError
+from .ir import DenseElements, ScalarType, TensorType
+
+__all__ = ["local_function", "LOCAL_OPS", "REGION_OPS", "np_dtype", "reduce_with", "reduce_window_with",
+           "simple_reduction", "ELEMENTWISE"]
+
+
+def np_dtype(t) -> np.dtype:
+    e = t.element if isinstance(t, TensorType) else t
+    if isinstance(e, ScalarType):
+        if e.name == "bf16":
+            raise MLIRError(f"element type {e}: numpy has no bfloat16")
+        return np.dtype(e.numpy_dtype)
+    raise MLIRError(f"type {t}: no numpy dtype")
+
+
+def _is_int(x):
+    return x.dtype.kind in "iu"
+
+
+def _divide(a, b):
+    if not _is_int(np.asarray(a)):
+        return np.divide(a, b)
+    a, b = np.asarray(a), np.asarray(b)
+    safe = np.where(b == 0, 1, b)
+    q = np.abs(a) // np.abs(safe)
+    q = np.where((a < 0) != (safe < 0), -q, q).astype(np.result_type(a, b))
+    return np.where(b == 0, -1, q).astype(np.result_type(a, b))  # XLA: x / 0 = -1 for integers
+
+
+def _remainder(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if not _is_int(a):
+        return np.fmod(a, b)
+    safe = np.where(b == 0, 1, b)
+    return np.where(b == 0, a, np.fmod(a, safe)).astype(np.result_type(a, b))
+
+
+def _shift(kind):
+    def fn(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        bits = a.dtype.itemsize * 8
+        big = (b < 0) | (b >= bits)
+        bb = np.where(big, 0, b).astype(a.dtype)
+        if kind == "left":
+            return np.where(big, 0, np.left_shift(a, bb)).astype(a.dtype)
+        if kind == "arith":
+            return np.where(big, np.where(a < 0, -1, 0), np.right_shift(a, bb)).astype(a.dtype)
+        ua = a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.kind == "i" else a
+        r = np.right_shift(ua, bb.astype(ua.dtype))
+        return np.where(big, 0, r.view(a.dtype) if a.dtype.kind == "i" else r).astype(a.dtype)
+    return fn
+
+
+def _logical(fn_bool, fn_int):
+    def fn(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        return fn_bool(a, b) if a.dtype == bool else fn_int(a, b)
+    return fn
+
+
+def _not(a):
+    a = np.asarray(a)
+    return np.logical_not(a) if a.dtype == bool else np.invert(a)
+
+
+def _round_afz(a):
+    return np.where(a >= 0, np.floor(a + 0.5), np.ceil(a - 0.5)).astype(a.dtype)
+
+
+def _logistic(a):
+    return (1 / (1 + np.exp(-a))).astype(a.dtype)
+
+
+def _rsqrt(a):
+    return (1 / np.sqrt(a)).astype(a.dtype)
+
+
+ELEMENTWISE = {
+    "stablehlo.abs": np.abs, "stablehlo.cbrt": np.cbrt, "stablehlo.ceil": np.ceil, "stablehlo.cosine": np.cos,
+    "stablehlo.exponential": np.exp, "stablehlo.exponential_minus_one": np.expm1, "stablehlo.floor": np.floor,
+    "stablehlo.is_finite": np.isfinite, "stablehlo.log": np.log, "stablehlo.log_plus_one": np.log1p,
+    "stablehlo.logistic": _logistic, "stablehlo.negate": np.negative, "stablehlo.not": _not,
+    "stablehlo.round_nearest_afz": _round_afz, "stablehlo.round_nearest_even": np.rint,
+    "stablehlo.rsqrt": _rsqrt, "stablehlo.sign": np.sign, "stablehlo.sine": np.sin, "stablehlo.sqrt": np.sqrt,
+    "stablehlo.tan": np.tan, "stablehlo.tanh": np.tanh, "stablehlo.popcnt": None,
+    "stablehlo.add": np.add, "stablehlo.subtract": np.subtract, "stablehlo.multiply": np.multiply,
+    "stablehlo.divide": _divide, "stablehlo.remainder": _remainder, "stablehlo.maximum": np.maximum,
+    "stablehlo.minimum": np.minimum, "stablehlo.power": np.power, "stablehlo.atan2": np.arctan2,
+    "stablehlo.and": _logical(np.logical_and, np.bitwise_and), "stablehlo.or": _logical(np.logical_or, np.bitwise_or),
+    "stablehlo.xor": _logical(np.logical_xor, np.bitwise_xor), "stablehlo.shift_left": _shift("left"),
+    "stablehlo.shift_right_arithmetic": _shift("arith"), "stablehlo.shift_right_logical": _shift("logical"),
+}
+del ELEMENTWISE["stablehlo.popcnt"]
+
+_COMPARE = {"EQ": np.equal, "NE": np.not_equal, "GE": np.greater_equal, "GT": np.greater,
+            "LE": np.less_equal, "LT": np.less}
+
+
+def _direction(op):
+    d = op.attributes.get("comparison_direction")
+    d = str(d)
+    for k in _COMPARE:  # '#stablehlo<comparison_direction GT>' in the generic form
+        if d == k or d.endswith(f" {k}>") or d.endswith(f"{k}"):
+            return k
+    raise MLIRError(f"{op.location}: 'stablehlo.compare' has no comparison_direction I know ({d!r})")
+
+
+def _compare_type(op):
+    t = str(op.attributes.get("compare_type", ""))
+    for k in ("TOTALORDER", "FLOAT", "UNSIGNED", "SIGNED"):
+        if k in t:
+            return k
+    return None
+
+
+def _compare(op):
+    fn = _COMPARE[_direction(op)]
+    kind = _compare_type(op)
+
+    def run(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        if kind == "UNSIGNED" and a.dtype.kind == "i":
+            u = np.dtype(f"u{a.dtype.itemsize}")
+            a, b = a.view(u), b.view(u)
+        if kind == "TOTALORDER" and a.dtype.kind == "f":
+            a, b = _total_order_key(a), _total_order_key(b)
+        return (np.asarray(fn(a, b)),)
+    return run
+
+
+def _total_order_key(x):
+    """An integer that orders floats as IEEE's totalOrder does (-NaN < -inf < ... < -0 < +0 < ... < NaN)."""
+    i = np.dtype(f"i{x.dtype.itemsize}")
+    bits = x.view(i)
+    return np.where(bits < 0, bits ^ np.iinfo(i).max, bits)
+
+
+def _convert(op):
+    dt = np_dtype(op.results[0].type)
+
+    def run(a):
+        a = np.asarray(a)
+        if dt == bool:
+            return (a != 0,)
+        if dt.kind in "iu" and a.dtype.kind == "f":
+            info = np.iinfo(dt)
+            t = np.trunc(a.astype(np.float64))
+            hi, lo = t >= 2.0 ** (8 * dt.itemsize - (dt.kind == "i")), t < float(info.min)
+            safe = np.where(hi | lo | np.isnan(t), 0, t).astype(dt)
+            # XLA saturates out-of-range values and gives 0 for NaN
+            return (np.where(hi, info.max, np.where(lo, info.min, safe)).astype(dt),)
+        return (a.astype(dt),)
+    return run
+
+
+def _attr_ints(op, key, default=None):
+    v = op.attributes.get(key, default)
+    if v is None:
+        raise MLIRError(f"{op.location}: '{op.name}' needs the attribute {key}")
+    if isinstance(v, DenseElements):
+        return tuple(int(x) for x in v.array.reshape(-1))
+    return tuple(int(x) for x in v)
+
+
+def _broadcast_in_dim(op):
+    t = op.results[0].type
+    dims = _attr_ints(op, "broadcast_dimensions")
+
+    def run(a):
+        a = np.asarray(a)
+        shape = [1] * t.rank
+        for i, d in enumerate(dims):
+            shape[d] = a.shape[i]
+        # operand dims in result order: dims may be unsorted
+        order = np.argsort(dims)
+        b = np.transpose(a, order) if a.ndim > 1 else a
+        return (np.broadcast_to(b.reshape(shape), t.shape),)
+    return run
+
+
+def _reshape(op):
+    shape = op.results[0].type.shape
+    return lambda a: (np.reshape(a, shape),)
+
+
+def _transpose(op):
+    perm = _attr_ints(op, "permutation")
+    return lambda a: (np.transpose(a, perm),)
+
+
+def _slice(op):
+    sl = tuple(slice(s, l, st) for s, l, st in zip(_attr_ints(op, "start_indices"), _attr_ints(op, "limit_indices"),
+                                                  _attr_ints(op, "strides")))
+    return lambda a: (np.asarray(a)[sl],)
+
+
+def _reverse(op):
+    dims = _attr_ints(op, "dimensions")
+    return lambda a: (np.flip(np.asarray(a), axis=dims) if dims else np.asarray(a),)
+
+
+def _concatenate(op):
+    dim = int(op.attributes["dimension"])
+    return lambda *xs: (np.concatenate(xs, axis=dim),)
+
+
+def _iota(op):
+    t = op.results[0].type
+    dim = int(op.attributes["iota_dimension"])
+    dt = np_dtype(t)
+
+    def run():
+        shape = [1] * t.rank
+        shape[dim] = t.shape[dim]
+        return (np.broadcast_to(np.arange(t.shape[dim], dtype=dt).reshape(shape), t.shape),)
+    return run
+
+
+def _constant(op):
+    v = op.attributes["value"]
+    if not isinstance(v, DenseElements):
+        raise MLIRError(f"{op.location}: '{op.name}' needs a dense value")
+    arr = v.array
+    return lambda: (arr,)
+
+
+def _select(op):
+    return lambda p, a, b: (np.where(p, a, b),)
+
+
+def _clamp(op):
+    return lambda lo, x, hi: (np.minimum(np.maximum(x, lo), hi).astype(np.asarray(x).dtype),)
+
+
+def _pad(op):
+    low, high = _attr_ints(op, "edge_padding_low"), _attr_ints(op, "edge_padding_high")
+    interior = _attr_ints(op, "interior_padding")
+    out_shape = op.results[0].type.shape
+
+    def run(a, v):
+        a = np.asarray(a)
+        full = [(n - 1) * (k + 1) + 1 if n else 0 for n, k in zip(a.shape, interior)]
+        body = np.full(full, v, a.dtype)
+        body[tuple(slice(None, None, k + 1) for k in interior)] = a
+        out = np.full(out_shape, v, a.dtype)
+        src, dst = [], []
+        for lo, n, hi in zip(low, full, high):
+            s0, s1 = max(0, -lo), n - max(0, -hi)
+            d0 = max(0, lo)
+            src.append(slice(s0, s1))
+            dst.append(slice(d0, d0 + max(0, s1 - s0)))
+        out[tuple(dst)] = body[tuple(src)]
+        return (out,)
+    return run
+
+
+def _dynamic_slice(op):
+    sizes = _attr_ints(op, "slice_sizes")
+
+    def run(a, *idx):
+        a = np.asarray(a)
+        starts = [min(max(int(i), 0), n - s) for i, n, s in zip(idx, a.shape, sizes)]  # clamped, as specified
+        return (a[tuple(slice(s, s + k) for s, k in zip(starts, sizes))],)
+    return run
+
+
+def _dynamic_update_slice(op):
+    def run(a, u, *idx):
+        a, u = np.array(a), np.asarray(u)
+        starts = [min(max(int(i), 0), n - s) for i, n, s in zip(idx, a.shape, u.shape)]
+        a[tuple(slice(s, s + k) for s, k in zip(starts, u.shape))] = u
+        return (a,)
+    return run
+
+
+def _dot_numbers(op):
+    """(lhs batch, rhs batch, lhs contracting, rhs contracting): from the pretty form's attributes or
+    the generic form's ``#stablehlo.dot<...>``."""
+    import re
+
+    keys = ("lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+            "rhs_contracting_dimensions")
+    nums = op.attributes.get("dot_dimension_numbers")
+    if nums is None:
+        return tuple(_attr_ints(op, k, ()) for k in keys)
+    found = dict(re.findall(r"(\w+)\s*=\s*\[([\d,\s]*)\]", str(nums)))
+    return tuple(tuple(int(x) for x in found.get(k, "").replace(",", " ").split()) for k in keys)
+
+
+def dot_general_subscripts(op) -> str:
+    """The ``np.einsum`` subscripts of a dot_general: result dims are batch, lhs free, rhs free."""
+    a, b = op.operands[0].type, op.operands[1].type
+    lb, rb, lc, rc = _dot_numbers(op)
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    ls, rs = [None] * a.rank, [None] * b.rank
+    out = []
+    for i, j in zip(lb, rb):
+        c = next(letters)
+        ls[i] = rs[j] = c
+        out.append(c)
+    for i, j in zip(lc, rc):
+        c = next(letters)
+        ls[i] = rs[j] = c
+    for k in range(a.rank):
+        if ls[k] is None:
+            ls[k] = next(letters)
+            out.append(ls[k])
+    for k in range(b.rank):
+        if rs[k] is None:
+            rs[k] = next(letters)
+            out.append(rs[k])
+    return f"{''.join(ls)},{''.join(rs)}->{''.join(out)}"
+
+
+def _dot_general(op):
+    sub = dot_general_subscripts(op)
+    dt = np_dtype(op.results[0].type)
+    return lambda a, b: (np.einsum(sub, a, b).astype(dt, copy=False),)
+
+
+def _optimization_barrier(op):
+    return lambda *xs: tuple(xs)
+
+
+def _elementwise(op):
+    fn = ELEMENTWISE[op.name]
+    dt = np_dtype(op.results[0].type)
+
+    def run(*xs):
+        r = np.asarray(fn(*xs))
+        return (r if r.dtype == dt else r.astype(dt),)
+    return run
+
+
+_BUILDERS = {
+    "stablehlo.compare": _compare, "stablehlo.convert": _convert, "stablehlo.broadcast_in_dim": _broadcast_in_dim,
+    "stablehlo.reshape": _reshape, "stablehlo.transpose": _transpose, "stablehlo.slice": _slice,
+    "stablehlo.concatenate": _concatenate, "stablehlo.reverse": _reverse, "stablehlo.iota": _iota, "stablehlo.constant": _constant,
+    "sdy.constant": _constant, "stablehlo.select": _select, "stablehlo.clamp": _clamp, "stablehlo.pad": _pad,
+    "stablehlo.dynamic_slice": _dynamic_slice, "stablehlo.dynamic_update_slice": _dynamic_update_slice,
+    "stablehlo.dot_general": _dot_general, "stablehlo.optimization_barrier": _optimization_barrier,
+}
+for _n in ELEMENTWISE:
+    _BUILDERS[_n] = _elementwise
+
+LOCAL_OPS = frozenset(_BUILDERS)
+REGION_OPS = frozenset(["stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.while", "stablehlo.case",
+                        "stablehlo.if", "stablehlo.sort"])
+
+
+def local_function(op):
+    """``fn(*arrays) -> tuple`` computing ``op`` (no regions) on whole arrays."""
+    b = _BUILDERS.get(op.name)
+    if b is None:
+        raise MLIRError(f"{op.location}: unsupported op '{op.name}'")
+    return b(op)
+
+
+# -- ops with a region body ----------------------------------------------------------------------------
+
+_SIMPLE = {"stablehlo.add": "sum", "stablehlo.multiply": "prod", "stablehlo.maximum": "max",
+           "stablehlo.minimum": "min", "stablehlo.and": "all", "stablehlo.or": "any"}
+
+
+def simple_reduction(region):
+    """'sum', 'prod', 'max', 'min', 'all' or 'any' when the body combines its two arguments with
+    that one op and returns it (one operand); else None."""
+    block = region.entry
+    if len(block.arguments) != 2 or len(block.operations) != 2:
+        return None
+    op, ret = block.operations
+    if ret.name not in ("stablehlo.return",) or op.name not in _SIMPLE:
+        return None
+    if set(op.operands) != set(block.arguments) or ret.operands != op.results:
+        return None
+    return _SIMPLE[op.name]
+
+
+_NP_REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
+              "all": np.logical_and, "any": np.logical_or}
+
+
+def reduce_with(inputs, inits, dims, body, kind=None):
+    """StableHLO ``reduce``: fold ``body(accs..., xs...) -> accs`` over ``dims`` of every input,
+    vectorized over the kept dims; ``kind`` (from `simple_reduction`) takes numpy's reduction."""
+    dims = tuple(sorted(dims))
+    if kind is not None:
+        x, init = np.asarray(inputs[0]), np.asarray(inits[0])
+        uf = _NP_REDUCE[kind]
+        if x.dtype == bool and kind in ("max", "min"):
+            uf = np.logical_or if kind == "max" else np.logical_and
+        r = uf.reduce(x, axis=dims) if x.size else np.broadcast_to(init, [n for i, n in enumerate(x.shape)
+                                                                           if i not in dims])
+        return [np.asarray(uf(r, init)).astype(x.dtype)]
+    xs = [np.asarray(x) for x in inputs]
+    keep = [d for d in range(xs[0].ndim) if d not in dims]
+    moved = [np.moveaxis(x, dims, range(len(keep), x.ndim)) for x in xs]
+    kept_shape = moved[0].shape[:len(keep)]
+    flat = [m.reshape(kept_shape + (-1,)) for m in moved]
+    accs = [np.broadcast_to(np.asarray(i), kept_shape).copy() for i in inits]
+    for k in range(flat[0].shape[-1]):
+        accs = [np.asarray(a) for a in body(*accs, *[f[..., k] for f in flat])]
+    return accs
+
+
+def reduce_window_with(op, inputs, inits, body, kind=None):
+    """StableHLO ``reduce_window`` (base and window dilations 1): pad with the init values, then
+    fold the body over every window element, vectorized over the output positions."""
+    rank = np.asarray(inputs[0]).ndim
+    wd = _attr_ints(op, "window_dimensions")
+    ws = _attr_ints(op, "window_strides", (1,) * rank)
+    pad = op.attributes.get("padding")
+    pad = np.asarray(pad.array).reshape(rank, 2) if isinstance(pad, DenseElements) else np.zeros((rank, 2), int)
+    padded = [np.pad(np.asarray(x), [tuple(map(int, p)) for p in pad], constant_values=np.asarray(i))
+              for x, i in zip(inputs, inits)]
+    out_shape = op.results[0].type.shape
+    accs = [np.full(out_shape, np.asarray(i), np.asarray(x).dtype) for x, i in zip(inputs, inits)]
+    for offset in np.ndindex(*wd):
+        sl = tuple(slice(o, o + (n - 1) * s + 1, s) for o, n, s in zip(offset, out_shape, ws))
+        vals = [p[sl] for p in padded]
+        if kind is not None:
+            accs = [np.asarray(_NP_REDUCE[kind](accs[0], vals[0])).astype(accs[0].dtype)]
+        else:
+            accs = [np.asarray(a) for a in body(*accs, *vals)]
+    return accs
+
+
+def check_region_op(op):
+    """Errors for the attribute values the region ops here do not implement (before any run)."""
+    if op.name == "stablehlo.reduce_window":
+        rank = op.operands[0].type.rank
+        for key in ("base_dilations", "window_dilations"):
+            if key in op.attributes and any(int(x) != 1 for x in _attr_ints(op, key)):
+                raise MLIRError(f"{op.location}: unsupported 'stablehlo.reduce_window' with {key} "
+                                f"{list(_attr_ints(op, key))} (only 1s run)")
+        if len(_attr_ints(op, "window_dimensions")) != rank:
+            raise MLIRError(f"{op.location}: 'stablehlo.reduce_window' window_dimensions must have rank {rank}")
+
+
+# -- gather, scatter, sort --------------------------------------------------------------------------------
+
+def _numbers(op, attr, keys):
+    """The fields of ``#stablehlo.gather<...>`` / ``#stablehlo.scatter<...>`` as tuples of ints."""
+    import re
+
+    text = str(op.attributes.get(attr, ""))
+    out = {}
+    for k in keys:
+        m = re.search(rf"\b{k}\s*=\s*\[([\d,\s]*)\]", text)
+        if m:
+            out[k] = tuple(int(x) for x in m.group(1).replace(",", " ").split())
+        else:
+            m = re.search(rf"\b{k}\s*=\s*(\d+)", text)
+            out[k] = int(m.group(1)) if m else ()
+    for k in ("operand_batching_dims", "start_indices_batching_dims", "input_batching_dims",
+              "scatter_indices_batching_dims"):
+        if re.search(rf"\b{k}\s*=\s*\[\s*\d", text):
+            raise MLIRError(f"{op.location}: unsupported '{op.name}' with {k} (batched gather/scatter)")
+    return out
+
+
+def _index_vectors(idx, ivd):
+    """The start-index vectors of ``idx`` (index_vector_dim ``ivd``): shape batch + (k,)."""
+    idx = np.asarray(idx)
+    if ivd == idx.ndim:
+        return idx[..., None]
+    return np.moveaxis(idx, ivd, -1)
+
+
+def gather(op, operand, indices):
+    """StableHLO ``gather`` (no batching dims): each batch position takes a clamped slice."""
+    n = _numbers(op, "dimension_numbers", ("offset_dims", "collapsed_slice_dims", "start_index_map",
+                                            "index_vector_dim"))
+    sizes = _attr_ints(op, "slice_sizes")
+    operand = np.asarray(operand)
+    out_t = op.results[0].type
+    out = np.empty(out_t.shape, operand.dtype)
+    vec = _index_vectors(indices, n["index_vector_dim"])
+    batch_dims = [d for d in range(out_t.rank) if d not in n["offset_dims"]]
+    for b in np.ndindex(*vec.shape[:-1]):
+        start = [0] * operand.ndim
+        for k, d in enumerate(n["start_index_map"]):
+            start[d] = min(max(int(vec[b][k]), 0), operand.shape[d] - sizes[d])
+        block = operand[tuple(slice(s, s + z) for s, z in zip(start, sizes))]
+        block = block.reshape([z for d, z in enumerate(sizes) if d not in n["collapsed_slice_dims"]])
+        where = [slice(None)] * out_t.rank
+        for d, i in zip(batch_dims, b):
+            where[d] = i
+        out[tuple(where)] = block
+    return out
+
+
+def scatter(op, operand, indices, updates, combine):
+    """StableHLO ``scatter`` (no batching dims), updates applied in order; windows that do not fit
+    in the operand are skipped, as the specification says."""
+    n = _numbers(op, "scatter_dimension_numbers", ("update_window_dims", "inserted_window_dims",
+                                                    "scatter_dims_to_operand_dims", "index_vector_dim"))
+    out = np.array(operand)
+    updates = np.asarray(updates)
+    vec = _index_vectors(indices, n["index_vector_dim"])
+    scatter_dims = [d for d in range(updates.ndim) if d not in n["update_window_dims"]]
+    window_operand_dims = [d for d in range(out.ndim) if d not in n["inserted_window_dims"]]
+    for b in np.ndindex(*vec.shape[:-1]):
+        start = [0] * out.ndim
+        for k, d in enumerate(n["scatter_dims_to_operand_dims"]):
+            start[d] = int(vec[b][k])
+        sel = [slice(None)] * updates.ndim
+        for d, i in zip(scatter_dims, b):
+            sel[d] = i
+        upd = updates[tuple(sel)]
+        size = [1] * out.ndim
+        for d, z in zip(window_operand_dims, upd.shape):
+            size[d] = z
+        if any(s < 0 or s + z > dim for s, z, dim in zip(start, size, out.shape)):
+            continue
+        region = tuple(slice(s, s + z) for s, z in zip(start, size))
+        out[region] = np.asarray(combine(out[region], upd.reshape(size))).astype(out.dtype)
+    return out
+
+
+def sort_with(op, inputs, less):
+    """StableHLO ``sort`` along ``dimension`` with the comparator ``less(a_l, a_r, b_l, b_r, ...)``,
+    evaluated on all pairs at once; stable (ties keep their order)."""
+    dim = int(op.attributes.get("dimension", -1))
+    xs = [np.moveaxis(np.asarray(x), dim, -1) for x in inputs]
+    args = []
+    for x in xs:
+        args += [x[..., :, None], x[..., None, :]]
+    lt = np.asarray(less(*args)).astype(bool)           # lt[..., i, j]: x_i before x_j
+    n = xs[0].shape[-1]
+    before = np.swapaxes(lt, -1, -2)                    # [..., i, j]: x_j before x_i
+    tie = ~lt & ~before
+    earlier = np.tril(np.ones((n, n), bool), -1)        # j < i
+    rank = before.sum(-1) + (tie & earlier).sum(-1)
+    order = np.argsort(rank, axis=-1, kind="stable")
+    return [np.moveaxis(np.take_along_axis(x, order, axis=-1), -1, dim) for x in xs]
