@@ -42,7 +42,7 @@ import socket
 import sys
 import time
 
-__all__ = ["DEFAULT", "EXIT_STATUS", "KILL_GRACE", "deadline_seconds", "interval", "silent", "ranks_text",
+__all__ = ["DEFAULT", "EXIT_STATUS", "KILL_GRACE", "deadline_seconds", "interval", "silent", "lost_ranks", "ranks_text",
            "host_labels", "lost_line", "ended_line", "proxy_line", "start", "leaving"]
 
 DEFAULT = 10.0  # seconds of silence before a host counts as lost (MESHRT_HEARTBEAT)
@@ -85,9 +85,32 @@ def interval(deadline: float) -> float:
     return min(1.0, deadline / 5)
 
 
-def silent(last_heard: dict, now: float, deadline: float) -> dict:
-    """``{rank: seconds since last heard}`` of the ranks not heard for more than ``deadline``."""
-    return {r: now - t for r, t in last_heard.items() if now - t > deadline}
+def silent(last_heard: dict, now: float, deadline: float, never=(), startup: float = STARTUP) -> dict:
+    """``{rank: seconds since last heard}`` of the ranks not heard for more than ``deadline``;
+    for the ranks in ``never`` (not heard yet: ``last_heard`` holds the start), ``deadline +
+    startup`` (a helper may take that long to start on a loaded machine).
+
+    >>> silent({1: 0.0, 2: 0.0}, now=12.0, deadline=10.0, never={2}, startup=5.0)
+    {1: 12.0}
+    """
+    return {r: now - t for r, t in last_heard.items() if now - t > deadline + (startup if r in never else 0.0)}
+
+
+def lost_ranks(last_heard: dict, now: float, deadline: float, hosts, never=()) -> dict:
+    """`silent`, plus the ranks on the same hosts silent for half the deadline: a host's ranks
+    go quiet together, and are named together.
+
+    >>> lost_ranks({1: 0.0, 2: 4.0, 3: 9.0}, now=10.5, deadline=10.0, hosts=["a", "b", "b", "b"])
+    {1: 10.5}
+    >>> lost_ranks({1: 0.0, 2: 4.0, 3: 9.0}, now=10.5, deadline=10.0, hosts=["a", "b", "b", "a"])
+    {1: 10.5, 2: 6.5}
+    """
+    gone = silent(last_heard, now, deadline, never)
+    lost_hosts = {hosts[r] for r in gone}
+    for r, t in last_heard.items():
+        if r not in gone and hosts[r] in lost_hosts and now - t > deadline / 2:
+            gone[r] = now - t
+    return gone
 
 
 def ranks_text(ranks) -> str:
@@ -267,9 +290,9 @@ class _Helper:
         self.hub = self.rank == 0
         self.every = interval(self.deadline)
         now = time.monotonic()
-        # Both sides start with a head start: a helper that has not started yet is slow, not lost.
         others = range(1, len(self.pids)) if self.hub else [0]
-        self.last = {r: now + STARTUP for r in others}
+        self.last = {r: now for r in others}
+        self.never = set(others)  # not heard yet: slow to start, not lost, until STARTUP more seconds
         self.states: dict = {}  # rank -> (state, since in this process's monotonic clock, text)
         self.mine = None  # this rank's state: (state, time.time() since, text)
         self.buf = b""
@@ -324,6 +347,7 @@ class _Helper:
                     self._send({"t": "a"}, addr)
                 return
             self.last[r] = now
+            self.never.discard(r)
             if kind == "b" and msg.get("s"):
                 state, age, text = msg["s"]
                 self.states[r] = (state, now - age, text)
@@ -345,6 +369,7 @@ class _Helper:
                 self.proxies[r] = msg.get("pid")
         elif r == 0:
             self.last[0] = now
+            self.never.discard(0)
             if kind == "e":
                 self._end(None, msg.get("c", EXIT_STATUS), notify=False)
             elif kind == "a":
@@ -393,7 +418,7 @@ class _Helper:
             else:
                 self._send({"t": "p", "pid": self.proxy}, self.peers[0])
         if not self.hub:
-            gone = silent(self.last, now, self.deadline)
+            gone = silent(self.last, now, self.deadline, self.never)
             if gone and self.rank_how is None:
                 hub_host = self.hosts[0]
                 lost = {r: gone[0] for r, h in enumerate(self.hosts) if h == hub_host}
@@ -409,7 +434,7 @@ class _Helper:
             elif not self.noted_proxies:
                 self.noted_proxies = True
                 self._say(proxy_line(self.proxies, self.hosts, keep))
-        gone = silent(self.last, now, self.deadline)
+        gone = lost_ranks(self.last, now, self.deadline, self.hosts, self.never)
         if gone:
             states = {r: s for r, s in self._my_states(now).items() if r not in gone}
             self._end(lost_line(gone, self.hosts, states, now, self.deadline), EXIT_STATUS, notify=True)
