@@ -100,7 +100,7 @@ def lost_ranks(last_heard: dict, now: float, deadline: float, hosts, never=()) -
     """`silent`, plus the ranks on the same hosts silent for half the deadline: a host's ranks
     go quiet together, and are named together.
 
-    >>> lost_ranks({1: 0.0, 2: 4.0, 3: 9.0}, now=10.5, deadline=10.0, hosts=["a", "b", "b", "b"])
+    >>> lost_ranks({1: 0.0, 2: 4.0, 3: 9.0}, now=10.5, deadline=10.0, hosts=["a", "a", "b", "b"])
     {1: 10.5}
     >>> lost_ranks({1: 0.0, 2: 4.0, 3: 9.0}, now=10.5, deadline=10.0, hosts=["a", "b", "b", "a"])
     {1: 10.5, 2: 6.5}

@@ -14,7 +14,7 @@ MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", 
            "meshrt.errors", "meshrt.collectives", "meshrt.stencil", "meshrt.spmd", "meshrt.io", "meshrt.matmul",
            "meshrt.tensor", "meshrt._tensor_files", "meshrt._tensor_index", "meshrt._tensor_ufunc",
            "meshrt._collectives_common", "meshrt._collectives_reduce", "meshrt._collectives_move",
-           "meshrt._collectives_p2p", "meshrt._collectives_index"]
+           "meshrt._collectives_p2p", "meshrt._collectives_index", "meshrt.heartbeat"]
 
 # Names the examples of a module's docstrings use that the module itself does not import, and the
 # module that has them: the methods of DistributedTensor that live on its base classes below
