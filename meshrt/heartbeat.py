@@ -420,10 +420,10 @@ class _Helper:
         if not self.hub:
             gone = silent(self.last, now, self.deadline, self.never)
             if gone and self.rank_how is None:
-                hub_host = self.hosts[0]
-                lost = {r: gone[0] for r, h in enumerate(self.hosts) if h == hub_host}
                 mine = self.hosts[self.rank]
-                printer = min(r for r, h in enumerate(self.hosts) if h == mine) == self.rank
+                # the hub's host, or (seen from that host) the hub's process
+                lost = {r: gone[0] for r, h in enumerate(self.hosts) if h == self.hosts[0] and (r == 0 or h != mine)}
+                printer = min(r for r, h in enumerate(self.hosts) if h == mine and r not in lost) == self.rank
                 line = lost_line(lost, self.hosts, self._my_states(now), now, self.deadline)
                 self._end(line if printer else None, EXIT_STATUS, notify=False, lost_hub=True)
             return

@@ -211,3 +211,27 @@ def test_a_killed_rank_is_named_and_a_raising_one_is_left_to_its_traceback(tmp_p
     """)
     assert r.returncode != 0 and "[rank 1] RuntimeError: boom" in r.stderr
     assert "[meshrt]" not in r.stderr, r.stderr
+
+
+@needs_mpiexec
+def test_a_silent_hub_is_named_by_the_rank_beside_it(tmp_path):
+    # rank 0's helper (the hub) stops; rank 1, on the same host, names rank 0 alone, not the host
+    r, took = _job(tmp_path, HELPER_PIDS + """
+    import os, signal, time
+    from mpi4py import MPI
+    from meshrt import heartbeat
+    MPI.COMM_WORLD.Barrier()
+    if MPI.COMM_WORLD.rank == 0:
+        time.sleep(1.0)
+        os.kill(heartbeat._helper.pid, signal.SIGSTOP)
+    MPI.COMM_WORLD.Barrier()
+    time.sleep(30)
+    """, env={"MESHRT_HEARTBEAT": "2"})
+    pids = [int(p) for p in _helpers(tmp_path)]
+    for pid in pids:
+        hb._alive(pid) and os.kill(pid, signal.SIGCONT)
+    assert r.returncode == hb.EXIT_STATUS and took < 20, r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.startswith("[meshrt]")]
+    assert len(lines) == 1 and " (rank 0) not heard from for 2." in lines[0], r.stderr
+    assert "rank 1 was " in lines[0], lines
+    assert _gone(pids), f"heartbeat helpers left behind: {pids}"
