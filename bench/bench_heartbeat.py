@@ -1,13 +1,14 @@
 """Cost of the heartbeat (meshrt/heartbeat.py): all_reduce latency at 8 B with it on and off in one
 run, and the CPU its helper process and the rank's watchdog thread use.
 
-    MESHRT_HEARTBEAT=60 mpiexec -n 2 python -m meshrt.launch bench/bench_heartbeat.py [BLOCKS] [ITERS]
+    MESHRT_HEARTBEAT=60 mpiexec -n 2 python -m meshrt.launch bench/bench_heartbeat.py [BLOCKS] [ITERS] [same]
 
 Needs the heartbeat on, with a long deadline.  Times BLOCKS blocks (default 30) of ITERS (default 2000)
 ``all_reduce`` calls of one float64 each, alternating blocks with every rank's helper running and
 stopped (SIGSTOP: it then uses no CPU and sends nothing; the long deadline keeps a pause from being
 taken for a lost host), and prints the medians per call, their ratio, and the CPU
-seconds per wall second of the helper and of the watchdog thread over the whole run.
+seconds per wall second of the helper and of the watchdog thread over the whole run.  With
+``same``, the helpers are never stopped: the "on/off" ratio is then the noise of the machine.
 """
 
 import os
@@ -26,6 +27,7 @@ from meshrt.collectives import all_reduce
 comm = MPI.COMM_WORLD
 blocks = int(sys.argv[1]) if len(sys.argv) > 1 else 30
 iters = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+same = len(sys.argv) > 3 and sys.argv[3] == "same"  # an A/A run: the helpers never stop (the noise)
 if heartbeat._helper is None:
     raise SystemExit("bench_heartbeat: run it under python -m meshrt.launch, heartbeat on (MESHRT_HEARTBEAT unset)")
 if heartbeat.deadline_seconds() < 60:
@@ -51,7 +53,8 @@ watch0 = cpu_seconds(f"/proc/self/task/{watchdog}/schedstat") if watchdog else 0
 on_wall = 0.0
 for b in range(blocks):
     state = "on" if (b // 2 + b) % 2 == 0 else "off"  # on off off on on off off ...: no drift favours one
-    os.kill(helper, signal.SIGCONT if state == "on" else signal.SIGSTOP)
+    if not same:
+        os.kill(helper, signal.SIGCONT if state == "on" else signal.SIGSTOP)
     comm.Barrier()
     start = time.perf_counter()
     for _ in range(iters):
@@ -64,7 +67,8 @@ os.kill(helper, signal.SIGCONT)
 wall = time.monotonic() - t0
 helper_cpu = cpu_seconds(f"/proc/{helper}/schedstat") - helper0
 watch_cpu = (cpu_seconds(f"/proc/self/task/{watchdog}/schedstat") - watch0) if watchdog else float("nan")
-rows = comm.gather((statistics.median(times["on"]), statistics.median(times["off"]), helper_cpu / on_wall,
+rows = comm.gather((statistics.median(times["on"]), statistics.median(times["off"]),
+                    helper_cpu / (wall if same else on_wall),
                     watch_cpu / wall), root=0)
 if comm.rank == 0:
     for r, (on, off, hcpu, wcpu) in enumerate(rows):

@@ -366,7 +366,8 @@ class _Helper:
                     now = time.monotonic()
                     self._end(ended_line(self.ended, self.hosts, self._my_states(now), now), EXIT_STATUS, notify=True)
             elif kind == "p":
-                self.proxies[r] = msg.get("pid")
+                for o in [r] + [o for o in msg.get("orphans", ()) if 0 <= o < len(self.pids)]:
+                    self.proxies[o] = msg.get("pid")
         elif r == 0:
             self.last[0] = now
             self.never.discard(0)
@@ -413,10 +414,15 @@ class _Helper:
     def _check(self) -> None:
         now = time.monotonic()
         if self.proxy is not None and self.rank_how is None and _ppid(self.cfg["pid"]) not in (self.proxy, None):
+            # the other ranks the proxy started (hydra: one per host) lost it too
+            mine = self.hosts[self.rank]
+            orphans = [r for r, h in enumerate(self.hosts) if h == mine and r != self.rank
+                       and _ppid(self.pids[r]) not in (self.proxy, None)]
             if self.hub:
-                self.proxies.setdefault(0, self.proxy)
+                for o in [0] + orphans:
+                    self.proxies.setdefault(o, self.proxy)
             else:
-                self._send({"t": "p", "pid": self.proxy}, self.peers[0])
+                self._send({"t": "p", "pid": self.proxy, "orphans": orphans}, self.peers[0])
         if not self.hub:
             gone = silent(self.last, now, self.deadline, self.never)
             if gone and self.rank_how is None:
@@ -519,7 +525,7 @@ class _Helper:
                 self._check()
                 next_beat = now + self.every
             watch = [self.sock] + ([self.status_fd] if self.rank_how is None else [])
-            ready, _, _ = select.select(watch, [], [], max(0.0, min(next_beat - time.monotonic(), 0.3)))
+            ready, _, _ = select.select(watch, [], [], max(0.0, next_beat - time.monotonic()))
             if self.sock in ready:
                 self._receive()
             if self.status_fd in ready:
