@@ -182,7 +182,8 @@ def test_killed_proxy_ends_the_job_and_is_named(hosts):
     assert len(proxies) == 1, (proxies, job.out)
     _kill(proxies[0])
     rc, took = job.finish(30)
-    assert rc == EXIT_STATUS, f"exit status {rc}:\n{job.out[-3000:]}"
+    # 255: mpiexec, aborting the job, can trip on the control connection of the dead proxy itself
+    assert rc in (EXIT_STATUS, 255), f"exit status {rc}:\n{job.out[-3000:]}"
     assert took < 6, f"the job took {took:.1f} s to end after B's hydra_pmi_proxy was killed"
     assert f"[meshrt] hydra_pmi_proxy (pid {proxies[0]}) on host {job.b} is gone: the output of ranks 2, 3 goes " \
            "nowhere" in job.out, job.out[-3000:]
