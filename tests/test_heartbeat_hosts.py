@@ -166,6 +166,7 @@ def test_killed_ranks_are_named(hosts, tmp_path):
         _kill(pid)
     rc, took = job.finish(30)
     lines = _meshrt_lines(job.out)
+    print(f"killed ranks: rc {rc} after {took:.1f} s: {lines}")
     assert rc != 0, job.out[-3000:]
     assert took < 5, f"the job took {took:.1f} s to end after its ranks on B were killed"
     assert any(f"ranks 2, 3 on host {job.b} (pids {ranks[0]}, {ranks[1]})" in l or
@@ -182,6 +183,7 @@ def test_killed_proxy_ends_the_job_and_is_named(hosts):
     assert len(proxies) == 1, (proxies, job.out)
     _kill(proxies[0])
     rc, took = job.finish(30)
+    print(f"killed proxy: rc {rc} after {took:.1f} s: {_meshrt_lines(job.out)}")
     # 255: mpiexec, aborting the job, can trip on the control connection of the dead proxy itself
     assert rc in (EXIT_STATUS, 255), f"exit status {rc}:\n{job.out[-3000:]}"
     assert took < 6, f"the job took {took:.1f} s to end after B's hydra_pmi_proxy was killed"
@@ -196,6 +198,7 @@ def test_partition_ends_the_job_in_20_s_with_the_default_deadline(hosts, tmp_pat
     subprocess.run(["ip", "-n", job.b, "link", "set", LINK, "down"], check=True)
     rc, took = job.finish(60)
     lines = _meshrt_lines(job.out)
+    print(f"partition: rc {rc} after {took:.1f} s: {lines}")
     assert rc == EXIT_STATUS, f"exit status {rc}:\n{job.out[-3000:]}"
     assert took <= 20, f"the partitioned job took {took:.1f} s to end"
     assert len(lines) == 1, job.out[-3000:]
