@@ -4,7 +4,9 @@
 
 Without this, one process dying while the others wait in a collective hangs
 the job; here the failing process prints ``[rank R]`` and its traceback, then
-calls ``MPI.COMM_WORLD.Abort(1)`` so mpiexec ends every process at once.
+calls ``MPI.COMM_WORLD.Abort(1)`` so mpiexec ends every process at once.  In a
+job of two or more processes it also starts the heartbeat (`meshrt.heartbeat`), which
+ends the job when a host, link, rank or ``hydra_pmi_proxy`` is lost (``MESHRT_HEARTBEAT``).
 """
 
 import os

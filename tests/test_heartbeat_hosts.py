@@ -249,3 +249,18 @@ def test_30_s_of_compute_without_mpi_is_survived(hosts):
     assert rc == 0, f"exit status {rc}:\n{job.out[-3000:]}"
     assert "HEARTBEAT-PROGRAM-OK" in job.out and not _meshrt_lines(job.out), job.out[-3000:]
     job.assert_empty()
+
+
+def test_a_killed_proxy_with_keep_orphans_is_noted_and_the_job_runs_on(hosts):
+    job = Job(hosts, "loop", 6, env={"MESHRT_KEEP_ORPHANS": "1"})
+    job.wait_started()
+    proxies = job.processes(job.b, "proxy")
+    _kill(proxies[0])
+    rc, took = job.finish(60)
+    print(f"killed proxy, kept: rc {rc} after {took:.1f} s: {_meshrt_lines(job.out)}")
+    assert "HEARTBEAT-PROGRAM-OK" in job.out, job.out[-3000:]  # the program ran to its end
+    assert rc in (0, 255), job.out[-3000:]  # 255: mpiexec's own verdict on the proxy it lost
+    assert _meshrt_lines(job.out) == [
+        f"[meshrt] hydra_pmi_proxy (pid {proxies[0]}) on host {job.b} is gone: the output of ranks 2, 3 goes "
+        "nowhere and mpiexec cannot stop them; running on (MESHRT_KEEP_ORPHANS=1)"], job.out[-3000:]
+    job.assert_empty()
