@@ -653,7 +653,6 @@ def start(deadline=None) -> bool:
     `deadline_seconds`.
     """
     global _status_w, _helper
-    import random
     import subprocess
     import threading
 
@@ -672,7 +671,7 @@ def start(deadline=None) -> bool:
     me = (socket.gethostname(), mine)
     with _mpi.internal("meshrt.launch", "heartbeat setup", world):
         job, hub_addrs, hub_port, hub_host = world.bcast(
-            (random.getrandbits(62), mine, sock.getsockname()[1], me) if world.Get_rank() == 0 else None, root=0)
+            (int.from_bytes(os.urandom(8), "little") >> 2, mine, sock.getsockname()[1], me) if world.Get_rank() == 0 else None, root=0)
         hub_ip, src = _route(hub_addrs, hub_port, mine, tuple(hub_host) == me)
         table = world.allgather((me, src, sock.getsockname()[1], os.getpid()))
     rank = world.Get_rank()
@@ -682,9 +681,10 @@ def start(deadline=None) -> bool:
            "hosts": host_labels([t[0] for t in table]), "pids": [t[3] for t in table], "peers": peers}
     status_r, status_w = os.pipe()
     cmd_r, cmd_w = os.pipe()
-    _helper = subprocess.Popen([sys.executable, "-I", "-S", os.path.abspath(__file__), str(sock.fileno()), str(status_r),
-                      str(cmd_w)], pass_fds=(sock.fileno(), status_r, cmd_w), stdin=subprocess.DEVNULL,
-                               start_new_session=True)  # hydra kills a rank's process group: not its helper
+    fds = (sock.fileno(), status_r, cmd_w)
+    # its own session: hydra kills a rank's process group, and the helper has to outlive the rank
+    _helper = subprocess.Popen([sys.executable, "-I", "-S", os.path.abspath(__file__), *map(str, fds)],
+                               pass_fds=fds, stdin=subprocess.DEVNULL, start_new_session=True)
     os.close(status_r)
     os.close(cmd_w)
     sock.close()
