@@ -43,7 +43,7 @@ import sys
 import time
 
 __all__ = ["DEFAULT", "EXIT_STATUS", "KILL_GRACE", "deadline_seconds", "interval", "silent", "lost_ranks", "ranks_text",
-           "host_labels", "lost_line", "ended_line", "proxy_line", "start", "leaving"]
+           "host_labels", "lost_line", "ended_line", "proxy_line", "unreached_line", "start", "leaving"]
 
 DEFAULT = 10.0  # seconds of silence before a host counts as lost (MESHRT_HEARTBEAT)
 EXIT_STATUS = 113  # EHOSTUNREACH: the exit status of a job the heartbeat ended
@@ -229,6 +229,20 @@ def proxy_line(lost: dict, hosts, keep: bool) -> str:
     tail = ("; running on (MESHRT_KEEP_ORPHANS=1)" if keep
             else "; ending the job (MESHRT_KEEP_ORPHANS=1 lets it run on)")
     return "[meshrt] " + "; ".join(parts) + tail
+
+
+def unreached_line(ranks, hosts, hub: bool) -> str:
+    """The note for ranks whose helpers never exchanged a datagram with the hub (``hub``: said by
+    the hub, about them; else by them, about the hub): a firewall, most likely, since MPI reached
+    them.  They are not watched, and the job goes on.
+
+    >>> unreached_line([3], ["a", "a", "b", "b"], hub=True)
+    "[meshrt] rank 3 on host b never reached rank 0's heartbeat over UDP (a firewall between the hosts?): not watched; MESHRT_HEARTBEAT=0 turns the heartbeat off"
+    """
+    where = "; ".join(f"{ranks_text(rs)} on host {h}" for h, rs in _by_host(ranks, hosts).items())
+    verb = "never reached rank 0's heartbeat" if hub else "never heard from rank 0's heartbeat"
+    return (f"[meshrt] {where} {verb} over UDP (a firewall between the hosts?): not watched; "
+            "MESHRT_HEARTBEAT=0 turns the heartbeat off")
 
 
 # -- the helper process -------------------------------------------------------------------------
@@ -423,6 +437,16 @@ class _Helper:
                     self.proxies.setdefault(o, self.proxy)
             else:
                 self._send({"t": "p", "pid": self.proxy, "orphans": orphans}, self.peers[0])
+        # Never heard at all, though MPI reached them at the start: UDP does not get through
+        # (a firewall). Say so once and leave them unwatched rather than end a healthy job.
+        unreached = [r for r in silent(self.last, now, self.deadline, self.never) if r in self.never]
+        if unreached:
+            mine = self.hosts[self.rank]
+            if self.hub or min(r for r, h in enumerate(self.hosts) if h == mine and r != 0) == self.rank:
+                self._say(unreached_line(unreached if self.hub else [self.rank], self.hosts, self.hub))
+            for r in unreached:
+                del self.last[r]
+                self.never.discard(r)
         if not self.hub:
             gone = silent(self.last, now, self.deadline, self.never)
             if gone and self.rank_how is None:

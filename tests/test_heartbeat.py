@@ -6,6 +6,7 @@ here a "lost host" is a rank and its helper stopped with SIGSTOP, which needs no
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -100,6 +101,58 @@ def test_route_skips_another_hosts_copy_of_this_hosts_address():
     assert (ip, src) == ("127.0.0.1", "127.0.0.1")  # (nothing else routes: the last resort)
     ip, src = hb._route(["127.0.0.1"], 9, mine=["127.0.0.1"], same_host=True)
     assert (ip, src) == ("127.0.0.1", "127.0.0.1")
+
+
+def _hub(n=4, hosts=("a", "a", "b", "b")):
+    """rank 0's helper, in this process, over pipes the test holds: (helper, rank's end of the
+    status pipe, rank's end of the command pipe)."""
+    status_r, status_w = os.pipe()
+    cmd_r, cmd_w = os.pipe()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.setblocking(False)
+    rank = subprocess.Popen(["sleep", "60"])  # what the helper kills should the "rank" not end when told
+    cfg = {"rank": 0, "job": 7, "deadline": 2.0, "keep": False, "pid": rank.pid, "ppid": os.getppid(),
+           "hosts": list(hosts), "pids": [0] * n, "peers": [["127.0.0.1", 9]] * n}
+    helper = hb._Helper(cfg, sock, status_r, cmd_w)
+    rank.kill()
+    rank.wait()
+    return helper, status_w, cmd_r
+
+
+def test_the_hub_notes_ranks_it_never_heard_and_ends_the_job_for_ranks_gone_silent(capfd):
+    helper, status_w, cmd_r = _hub()
+    helper.feed(b"s\tblocked\t%.3f\tall_reduce(...) at job.py:9\n" % (time.time() - 1.0))
+    now = time.monotonic()
+    helper.last = {1: now, 2: now - 13.0, 3: now - 13.0}  # 2 and 3 never heard, past deadline + STARTUP
+    helper.never = {2, 3}
+    helper._check()  # a firewall, not a lost host: a note, and the job goes on
+    assert capfd.readouterr().err == ("[meshrt] ranks 2, 3 on host b never reached rank 0's heartbeat over UDP "
+                                      "(a firewall between the hosts?): not watched; MESHRT_HEARTBEAT=0 turns the "
+                                      "heartbeat off\n")
+    assert helper.last == {1: now} and not helper.never
+    helper.last[1] = time.monotonic() - 2.5  # heard once, then silent past the deadline
+    os.close(status_w)  # the rank ends when told (here: at once)
+    with pytest.raises(SystemExit):
+        helper._check()
+    err = capfd.readouterr().err
+    assert err.startswith("[meshrt] host a (rank 1) not heard from for 2.5 s (MESHRT_HEARTBEAT=2): the host or the "
+                          "link to it is down; rank 0 was blocked in all_reduce(...) at job.py:9 for 1."), err
+    assert os.read(cmd_r, 100) == f"abort {hb.EXIT_STATUS}\n".encode()
+
+
+def test_the_hub_ends_the_job_when_a_rank_process_ends_without_finishing(capfd):
+    helper, status_w, cmd_r = _hub()
+    helper.pids = [10, 11, 12, 13]
+    os.close(status_w)
+    with pytest.raises(SystemExit):
+        helper._handle({"t": "g", "how": "lost", "dead": [3], "r": 2, "j": 7}, ("127.0.0.1", 9))
+    assert capfd.readouterr().err == ("[meshrt] ranks 2, 3 on host b (pids 12, 13) ended without finishing the script "
+                                      "(killed, or a crash outside Python); ending the job\n")
+    assert os.read(cmd_r, 100) == f"abort {hb.EXIT_STATUS}\n".encode()
+    helper, status_w, cmd_r = _hub()
+    helper._handle({"t": "g", "how": "finished", "r": 2, "j": 7}, ("127.0.0.1", 9))  # a normal end
+    assert 2 not in helper.last and helper.states[2][0] == "finished" and capfd.readouterr().err == ""
 
 
 # -- jobs on this host ---------------------------------------------------------------------------
