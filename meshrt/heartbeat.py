@@ -518,6 +518,12 @@ class _Helper:
         """The rank's process has ended: tell the hub how (until it acknowledges), then exit."""
         if self.hub:
             if self.rank_how == "lost":
+                # mpiexec kills every rank once one dies: if another was reported dead just
+                # now, that one is the news (`_handle` names it and ends), not rank 0
+                until = time.monotonic() + 0.3
+                while time.monotonic() < until:
+                    if select.select([self.sock], [], [], max(0.0, until - time.monotonic()))[0]:
+                        self._receive()
                 self.ended[0] = self.cfg["pid"]
             if self.ended:
                 now = time.monotonic()
