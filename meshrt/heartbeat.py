@@ -189,11 +189,11 @@ def lost_line(gone: dict, hosts, states: dict, now: float, deadline: float) -> s
     >>> print(lost_line({2: 10.4, 3: 10.5}, ["a", "a", "b", "b"],
     ...                 {0: ("blocked", 0.5, "all_reduce(...) at job.py:9"), 1: ("blocked", 0.2, "all_reduce(...) at job.py:9")},
     ...                 now=11.0, deadline=10.0))
-    [meshrt] host b (ranks 2, 3) not heard from for 10.4 s (MESHRT_HEARTBEAT=10): the host or the link to it is down; ranks 0, 1 were blocked in all_reduce(...) at job.py:9 for 10.8 s; ending the job
+    [meshrt] host b (ranks 2, 3) not heard from for 10.5 s (MESHRT_HEARTBEAT=10): the host or the link to it is down; ranks 0, 1 were blocked in all_reduce(...) at job.py:9 for 10.8 s; ending the job
     """
     parts = []
     for host, rs in _by_host(gone, hosts).items():
-        parts.append(f"host {host} ({ranks_text(rs)}) not heard from for {min(gone[r] for r in rs):.1f} s")
+        parts.append(f"host {host} ({ranks_text(rs)}) not heard from for {max(gone[r] for r in rs):.1f} s")
     text = "[meshrt] " + "; ".join(parts) + f" (MESHRT_HEARTBEAT={deadline:g}): the host or the link to it is down"
     doing = _doing(states, now)
     return text + (f"; {doing}" if doing else "") + "; ending the job"

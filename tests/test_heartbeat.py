@@ -72,9 +72,9 @@ def test_the_lost_line_names_hosts_ranks_ages_and_what_the_survivors_do():
     states = {0: ("blocked", 1.0, "all_reduce(x=array(shape=(2,), dtype=float64)) at job.py:9"),
               1: ("blocked", 2.0, "all_reduce(x=array(shape=(2,), dtype=float64)) at job.py:9"),
               4: ("outside", 6.0, "job.py:12"), 5: ("finished", 7.0, "")}
-    line = hb.lost_line({2: 12.25, 3: 12.0}, hosts, states, now=13.0, deadline=10.0)
+    line = hb.lost_line({2: 12.3, 3: 6.0}, hosts, states, now=13.0, deadline=10.0)  # the longest silence
     assert "\n" not in line
-    assert line == ("[meshrt] host b (ranks 2, 3) not heard from for 12.0 s (MESHRT_HEARTBEAT=10): the host or the "
+    assert line == ("[meshrt] host b (ranks 2, 3) not heard from for 12.3 s (MESHRT_HEARTBEAT=10): the host or the "
                     "link to it is down; ranks 0, 1 were blocked in all_reduce(x=array(shape=(2,), dtype=float64)) "
                     "at job.py:9 for 12.0 s; rank 4 was at job.py:12, not in a meshrt operation for 7.0 s; "
                     "rank 5 was finished; ending the job")
