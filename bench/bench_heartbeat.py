@@ -1,4 +1,4 @@
-"""Cost of the heartbeat (meshrt/heartbeat.py): all_reduce latency at 8 B with it on and off in one
+"""Cost of the heartbeat (meshrt/runtime/heartbeat.py): all_reduce latency at 8 B with it on and off in one
 run, and the CPU its helper process and the rank's watchdog thread use.
 
     MESHRT_HEARTBEAT=60 mpiexec -n 2 python -m meshrt.launch bench/bench_heartbeat.py [BLOCKS] [ITERS] [same]
@@ -23,7 +23,8 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from meshrt import Mesh, heartbeat
+from meshrt import Mesh
+from meshrt.runtime import heartbeat
 from meshrt.collectives import all_reduce
 
 comm = MPI.COMM_WORLD

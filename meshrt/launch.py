@@ -5,7 +5,7 @@
 Without this, one process dying while the others wait in a collective hangs
 the job; here the failing process prints ``[rank R]`` and its traceback, then
 calls ``MPI.COMM_WORLD.Abort(1)`` so mpiexec ends every process at once.  In a
-job of two or more processes it also starts the heartbeat (`meshrt.heartbeat`), which
+job of two or more processes it also starts the heartbeat (`meshrt.runtime.heartbeat`), which
 ends the job when a host, link, rank or ``hydra_pmi_proxy`` is lost (``MESHRT_HEARTBEAT``).
 """
 
@@ -25,10 +25,10 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 def find_mpiexec():
     """Path of the mpiexec to use, or None: the launcher of the MPI mpi4py loads.
 
-    See ``meshrt.mpiexec.find_launcher`` for the order (``MESHRT_MPIEXEC``,
+    See ``meshrt.runtime.mpiexec.find_launcher`` for the order (``MESHRT_MPIEXEC``,
     beside the loaded ``libmpi``, next to ``sys.executable``, ``PATH``).
     """
-    from .mpiexec import find_launcher
+    from .runtime.mpiexec import find_launcher
 
     launcher = find_launcher()
     return None if launcher is None else launcher.path
@@ -47,7 +47,7 @@ def run_script(path, args=()):
         raise FileNotFoundError(f"meshrt.launch: script {path!r} does not exist")
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    from . import _check, _watchdog, heartbeat
+    from .runtime import check as _check, watchdog as _watchdog, heartbeat
 
     if heartbeat.deadline_seconds() is not None and heartbeat.start():
         _watchdog.start()  # it tells the heartbeat's helper what this process is blocked in

@@ -7,26 +7,26 @@ import re
 
 import pytest
 
-MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt._sharding_text", "meshrt.reshard",
-           "meshrt.reduction", "meshrt.halo", "meshrt._indexing", "meshrt._keys", "meshrt.mpiexec",
-           "meshrt._npreduce", "meshrt._elementwise", "meshrt.chunks", "meshrt.vtk", "meshrt.launch",
-           "meshrt._mpi", "meshrt.kernels", "meshrt._tensor_dispatch", "meshrt._tensor_layout", "meshrt._tensor_reduce",
+MODULES = ["meshrt", "meshrt.mesh", "meshrt.sharding", "meshrt.sharding.text", "meshrt.reshard",
+           "meshrt.reduction", "meshrt.halo", "meshrt.tensor.index_plan", "meshrt._keys", "meshrt.runtime.mpiexec",
+           "meshrt.tensor.numpy_reductions", "meshrt.tensor.elementwise", "meshrt.sharding.chunks", "meshrt.io.vtk", "meshrt.launch",
+           "meshrt.runtime.mpi", "meshrt.kernels", "meshrt.tensor.dispatch", "meshrt.tensor.layout", "meshrt.tensor.reductions",
            "meshrt.errors", "meshrt.collectives", "meshrt.stencil", "meshrt.spmd", "meshrt.io", "meshrt.matmul",
-           "meshrt.tensor", "meshrt._tensor_files", "meshrt._tensor_index", "meshrt._tensor_ufunc",
-           "meshrt._collectives_common", "meshrt._collectives_reduce", "meshrt._collectives_move",
-           "meshrt._collectives_p2p", "meshrt._collectives_index", "meshrt.heartbeat"]
+           "meshrt.tensor", "meshrt.tensor.files", "meshrt.tensor.index_exec", "meshrt.tensor.ufunc",
+           "meshrt.collectives.common", "meshrt.collectives.reductions", "meshrt.collectives.move",
+           "meshrt.collectives.p2p", "meshrt.collectives.index_ops", "meshrt.runtime.heartbeat"]
 
 # Names the examples of a module's docstrings use that the module itself does not import, and the
 # module that has them: the methods of DistributedTensor that live on its base classes below
 # tensor.py, and the collectives' implementations, whose examples call the public names.
-EXTRA_GLOBALS = {"meshrt._tensor_files": ("meshrt", ["DistributedTensor"]),
-                 "meshrt._tensor_reduce": ("meshrt", ["DistributedTensor"]),
-                 "meshrt._collectives_reduce": ("meshrt.collectives", None),
-                 "meshrt._collectives_move": ("meshrt.collectives", None),
-                 "meshrt._collectives_p2p": ("meshrt.collectives", None)}  # None: its public globals
+EXTRA_GLOBALS = {"meshrt.tensor.files": ("meshrt", ["DistributedTensor"]),
+                 "meshrt.tensor.reductions": ("meshrt", ["DistributedTensor"]),
+                 "meshrt.collectives.reductions": ("meshrt.collectives", None),
+                 "meshrt.collectives.move": ("meshrt.collectives", None),
+                 "meshrt.collectives.p2p": ("meshrt.collectives", None)}  # None: its public globals
 
 # The optional libraries whose files a module's examples write (DistributedTensor.to_zarr, to_hdf5).
-NEEDS = {"meshrt._tensor_files": ("zarr", "h5py")}
+NEEDS = {"meshrt.tensor.files": ("zarr", "h5py")}
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -63,7 +63,7 @@ def _numpy_sections_missing(obj) -> list:
 
 def test_every_public_name_has_a_numpy_style_docstring_with_an_example():
     import meshrt
-    import meshrt.io
+    import meshrt.io.npy
 
     names = [(f"meshrt.{n}", getattr(meshrt, n)) for n in meshrt.__all__]
     names += [(f"meshrt.io.{n}", getattr(meshrt.io, n)) for n in meshrt.io.__all__]

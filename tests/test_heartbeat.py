@@ -1,4 +1,4 @@
-"""The heartbeat (meshrt/heartbeat.py): its decisions serially, then small jobs on this one host.
+"""The heartbeat (meshrt/runtime/heartbeat.py): its decisions serially, then small jobs on this one host.
 
 The faults that need two hosts (a cut link, a lost proxy) are in tests/test_heartbeat_hosts.py;
 here a "lost host" is a rank and its helper stopped with SIGSTOP, which needs no root.
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from meshrt import heartbeat as hb
+from meshrt.runtime import heartbeat as hb
 from meshrt.launch import find_mpiexec
 from meshrt.testing import mpiexec_command
 

@@ -1,4 +1,4 @@
-"""The heartbeat (meshrt/heartbeat.py) on two emulated hosts: faults injected into a running job.
+"""The heartbeat (meshrt/runtime/heartbeat.py) on two emulated hosts: faults injected into a running job.
 
 Two network namespaces A and B joined by a veth pair (tests/netns_launcher.sh, as in
 tests/test_multinode.py), 2 ranks each, TCP over the link, `tests/heartbeat_program.py` running
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import meshrt
-from meshrt.heartbeat import EXIT_STATUS
+from meshrt.runtime.heartbeat import EXIT_STATUS
 from meshrt.launch import find_mpiexec
 from test_multinode import LAUNCHER, LINK, NETMODS, PER_HOST, hosts  # noqa: F401  (hosts: the fixture)
 
