@@ -4,7 +4,9 @@
 
 Without this, one process dying while the others wait in a collective hangs
 the job; here the failing process prints ``[rank R]`` and its traceback, then
-calls ``MPI.COMM_WORLD.Abort(1)`` so mpiexec ends every process at once.
+calls ``MPI.COMM_WORLD.Abort(1)`` so mpiexec ends every process at once.  In a
+job of two or more processes it also starts the heartbeat (`meshrt.runtime.heartbeat`), which
+ends the job when a host, link, rank or ``hydra_pmi_proxy`` is lost (``MESHRT_HEARTBEAT``).
 """
 
 import os
@@ -45,9 +47,11 @@ def run_script(path, args=()):
         raise FileNotFoundError(f"meshrt.launch: script {path!r} does not exist")
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    from .runtime import check as _check, watchdog as _watchdog
+    from .runtime import check as _check, watchdog as _watchdog, heartbeat
 
-    if _check.WATCH:
+    if heartbeat.deadline_seconds() is not None and heartbeat.start():
+        _watchdog.start()  # it tells the heartbeat's helper what this process is blocked in
+    elif _check.WATCH:
         _watchdog.start()
     try:
         runpy.run_path(path, run_name="__main__")
@@ -57,6 +61,7 @@ def run_script(path, args=()):
         if e.code not in (None, 0):
             from mpi4py import MPI
 
+            heartbeat.leaving()
             sys.stdout.flush()
             sys.stderr.flush()
             MPI.COMM_WORLD.Abort(e.code if isinstance(e.code, int) else 1)
@@ -65,6 +70,7 @@ def run_script(path, args=()):
     except KeyboardInterrupt:  # SIGINT forwarded by meshrt run: where it was, in one line
         tb = traceback.extract_tb(sys.exc_info()[2])
         where = f" at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name}" if tb else ""
+        heartbeat.leaving()
         sys.stderr.write(f"[rank {_watchdog.rank()}] interrupted{where}\n")
         sys.stderr.flush()
         os._exit(130)
@@ -72,6 +78,7 @@ def run_script(path, args=()):
         from mpi4py import MPI
 
         rank = MPI.COMM_WORLD.Get_rank()
+        heartbeat.leaving()
         text = traceback.format_exc()
         sys.stdout.flush()
         sys.stderr.write("".join(f"[rank {rank}] {line}\n" for line in text.splitlines()))

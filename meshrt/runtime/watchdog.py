@@ -55,6 +55,7 @@ POLL = 0.25
 BLOCKED = 0.5  # seconds in one operation before it counts as blocked
 
 _thread = None
+status_hook = None  # called with write_status's arguments (meshrt.runtime.heartbeat passes them to its helper)
 _finished = False  # the script has returned: the status file says so, and nothing overwrites it
 try:
     from .._collfront import current as _current
@@ -94,6 +95,8 @@ def timeout_seconds():
 def write_status(state: str, since: float, text: str, group=None) -> None:
     """Replace this process's status file in ``MESHRT_JOB_DIR`` (atomically), if there is one;
     ``group``: the ``COMM_WORLD`` ranks the call needs, if known."""
+    if status_hook is not None:
+        status_hook(state, since, text, group)
     job = os.environ.get("MESHRT_JOB_DIR")
     if not job:
         return
@@ -292,6 +295,8 @@ def _outside(frame) -> tuple:
 
 
 def _abort(code: int) -> None:
+    if status_hook is not None:
+        status_hook("abort", time.time(), "")
     sys.stdout.flush()
     sys.stderr.flush()
     try:
