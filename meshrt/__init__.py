@@ -45,6 +45,10 @@ from ._tensor_dispatch import ABOVE as _ABOVE
 
 # the DistributedTensor methods whose work lives in modules above tensor.py (see meshrt._tensor_dispatch)
 _ABOVE.npreduce, _ABOVE.formats, _ABOVE.mixed = _npreduce, formats, _tensor_mixed
+from . import _lazy
+from ._lazy import explain_fused
+_ABOVE.lazy = _lazy
+_lazy._calibrate()
 from ._elementwise import explain_op
 # binds meshrt.matmul to the function; the module stays importable as meshrt.matmul (sys.modules)
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
@@ -66,6 +70,6 @@ __all__ = [
     "scatter", "send", "recv", "shift", "update_halo", "process_linear_index", "process_multi_index",
     "mesh_shape", "neighbors_linear_indices", "shard_shape",
     "HaloExchange", "plan_halo", "apply_stencil", "update_halos", "fill_ghosts", "Dirichlet", "Neumann",
-    "staggered", "t_eff", "explain_op", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
+    "staggered", "t_eff", "explain_op", "explain_fused", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
     "matmul", "dot", "tensordot", "einsum", "explain_matmul", "explain_einsum",
 ]

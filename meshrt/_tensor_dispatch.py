@@ -15,7 +15,8 @@ from types import SimpleNamespace
 #   npreduce: meshrt._npreduce (var, std, argmax/argmin, any/all, multi-axis reductions, ufunc.reduce/accumulate)
 #   formats:  meshrt.formats (to_zarr, from_zarr, to_hdf5, from_hdf5)
 #   mixed:    meshrt._tensor_mixed (ufuncs over tensors of different shardings, or over numpy arrays)
-ABOVE = SimpleNamespace(npreduce=None, formats=None, mixed=None)
+#   lazy:     meshrt._lazy (deferred elementwise expressions, fused evaluation)
+ABOVE = SimpleNamespace(npreduce=None, formats=None, mixed=None, lazy=None)
 
 
 # numpy function -> its handler, called with the function's own arguments (see `implements`).
