@@ -67,7 +67,7 @@ _DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32",
 _BIG = 1 << 62
 _eager = [0]  # > 0 while pending expressions are replayed eagerly: no deferral inside
 _pending: dict = {}  # id(node) -> node: unevaluated copying expressions with a live LazyTensor
-stats = {"fused_writes": 0, "fused_new": 0}  # how often the fused kernel ran (tests read it)
+stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0}  # how often the fused kernel ran (tests read it)
 
 
 class _Eager:
@@ -82,14 +82,21 @@ _EAGER = _Eager()
 
 
 # -- expression nodes -----------------------------------------------------------------------------------
+_forced = [0]  # how many nodes were evaluated: a tree made since then has no evaluated node
+
+
 class _Node:
-    __slots__ = ("shape", "dtype", "mesh", "periodic", "value", "size", "consumed", "__weakref__")
+    # leaves, scalars: in evaluation order; skey: the structure (no tensors); oldest: _forced at the
+    # making of the tree's oldest node
+    __slots__ = ("shape", "dtype", "mesh", "periodic", "value", "size", "consumed", "leaves", "scalars", "skey",
+                 "oldest")
 
     def force(self) -> DistributedTensor:
         v = self.value
         if v is None:
             _pending.pop(id(self), None)
             v = self.value = self._evaluate()
+            _forced[0] += 1
         return v
 
 
@@ -104,6 +111,7 @@ class _Leaf(_Node):
         self.periodic = t._periodic if kind != "slice" else None
         self.value = None
         self.consumed = False
+        self.leaves, self.scalars, self.skey, self.oldest = (self,), (), (kind, starts, self.dtype), _forced[0]
 
     def _evaluate(self):
         if self.kind == "full":
@@ -117,12 +125,25 @@ class _Leaf(_Node):
 class _Op(_Node):
     """``ufunc(*args)``; an arg is a node or a scalar already converted to its loop dtype."""
 
-    __slots__ = ("ufunc", "args", "raw", "ins", "op")
+    __slots__ = ("ufunc", "args", "raw", "ins", "op", "head")
 
     def __init__(self, op, ufunc, args, raw, ins, dtype, shape, mesh, periodic):
         self.op, self.ufunc, self.args, self.raw, self.ins = op, ufunc, args, raw, ins
+        self.head = _head(op, ufunc, ins, dtype)
         self.dtype, self.shape, self.mesh, self.periodic = dtype, shape, mesh, periodic
-        self.size = 1 + sum(a.size for a in args if isinstance(a, _Node))
+        size, leaves, scalars, skey, oldest = 1, (), (), [self.head], _forced[0]
+        for a in args:
+            if type(a) is _Op or type(a) is _Leaf:
+                size += a.size
+                leaves += a.leaves
+                scalars += a.scalars
+                skey.append(a.skey)
+                if a.oldest < oldest:
+                    oldest = a.oldest
+            else:
+                scalars += (a,)
+                skey.append(None)
+        self.size, self.leaves, self.scalars, self.skey, self.oldest = size, leaves, scalars, tuple(skey), oldest
         self.value = None
         self.consumed = False
 
@@ -137,6 +158,22 @@ class _Op(_Node):
             if self.op == "where":
                 return _HANDLED_FUNCTIONS[np.where](*args)
             return args[0].astype(self.dtype)
+
+
+_HEADS: dict = {}
+
+
+def _head(op, ufunc, ins, dtype):
+    """The node's part of a kernel signature (cached: ``dtype.name`` is slow)."""
+    key = (op, ufunc, ins, dtype)
+    h = _HEADS.get(key)
+    if h is None:
+        if op == "ufunc":
+            h = ("ufunc", ufunc.__name__, tuple(d.name for d in ins), dtype.name)
+        else:
+            h = (op, dtype.name)
+        _HEADS[key] = h
+    return h
 
 
 class LazyTensor(DistributedTensor):
@@ -202,7 +239,10 @@ def _node_of(x):
     """The node of a tensor operand (None for anything else)."""
     tx = type(x)
     if tx is LazyTensor:
-        return _EXPR.__get__(x)
+        n = _EXPR.__get__(x)
+        if type(n) is _Leaf:
+            n.t._writes = None
+        return n
     if tx is DistributedTensor:
         if x._sharding._partial_axes:
             return None
@@ -211,9 +251,24 @@ def _node_of(x):
     return None
 
 
+try:  # numpy 2 keeps np.errstate in a context variable: its value changes only with the settings
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERRSTATE
+except ImportError:  # pragma: no cover
+    _ERRSTATE = None
+_errstate_seen = [None, False]
+
+
 def _errstate_ok() -> bool:
+    """No floating-point error of the current ``np.errstate`` raises, calls or logs (warnings are lost)."""
+    if _ERRSTATE is not None:
+        cur = _ERRSTATE.get()
+        if cur is _errstate_seen[0]:
+            return _errstate_seen[1]
     e = np.geterr()
-    return all(e[k] in ("ignore", "warn") for k in ("divide", "over", "under", "invalid"))
+    ok = all(e[k] in ("ignore", "warn") for k in ("divide", "over", "under", "invalid"))
+    if _ERRSTATE is not None:
+        _errstate_seen[:] = [cur, ok]
+    return ok
 
 
 # -- building ---------------------------------------------------------------------------------------------
@@ -540,6 +595,30 @@ def touch(t=None) -> None:
 
 
 # -- fused evaluation ---------------------------------------------------------------------------------------
+_SIGS: dict = {}
+
+
+def _collect_fast(root, origin):
+    """`_collect` from the lists made while building: no walk, one lookup (no node of the tree evaluated)."""
+    if root.oldest != _forced[0]:
+        return _collect(root, origin)
+    ids, arrays, pattern = {}, [], []
+    for leaf in root.leaves:
+        a = ids.get(id(leaf.t))
+        if a is None:
+            a = ids[id(leaf.t)] = len(arrays)
+            arrays.append(leaf.t)
+        pattern.append(a)
+    key = (root.skey, tuple(pattern), origin)
+    c = _SIGS.get(key)
+    if c is None:
+        sig, _, leaves, _ = _collect(root, origin)
+        if len(_SIGS) > 4096:
+            _SIGS.clear()
+        c = _SIGS[key] = (sig, tuple(leaves))
+    return c[0], arrays, c[1], root.scalars
+
+
 def _collect(root, origin):
     """Walk ``root``: (signature, arrays, per-leaf (array, kind, data), scalars, leaf ok)."""
     arrays, ids, leaves, scalars = [], {}, [], []
@@ -568,15 +647,10 @@ def _collect(root, origin):
             return ("leaf", len(leaves) - 1, a)
         if n.consumed:
             raise _NotFusable
-        if n.op == "ufunc":
-            return ("ufunc", n.ufunc.__name__, tuple(d.name for d in n.ins), n.dtype.name,
-                    *(walk(a) for a in n.args))
-        if n.op == "where":
-            return ("where", n.dtype.name, *(walk(a) for a in n.args))
-        return ("astype", n.dtype.name, walk(n.args[0]))
+        return n.head + tuple([walk(a) for a in n.args])
 
     sig = walk(root)
-    return sig, arrays, leaves, scalars
+    return sig, arrays, tuple(leaves), tuple(scalars)
 
 
 class _NotFusable(Exception):
@@ -584,6 +658,8 @@ class _NotFusable(Exception):
 
 
 def _subtree_pending(root) -> bool:
+    if len(_pending) <= 1:
+        return False  # (nothing, or the root itself)
     stack = [root]
     while stack:
         n = stack.pop()
@@ -599,7 +675,7 @@ def _fused_write(t, origin, node) -> bool:
     if _subtree_pending(node) or not _errstate_ok():
         return False
     try:
-        sig, arrays, leaves, scalars = _collect(node, origin)
+        sig, arrays, leaves, scalars = _collect_fast(node, origin)
     except _NotFusable:
         return False
     plan = _get_plan(t, origin, node.shape, sig, arrays, leaves)
@@ -619,7 +695,7 @@ def _fused_new(node):
         return None
     origin = (0,) * len(node.shape)
     try:
-        sig, arrays, leaves, scalars = _collect(node, origin)
+        sig, arrays, leaves, scalars = _collect_fast(node, origin)
     except _NotFusable:
         return None
     if not arrays:
@@ -667,27 +743,29 @@ def _same_layout(a, t) -> bool:
 
 
 def _get_plan(t, origin, shape, sig, arrays, leaves):
+    # Decided alike on every process (a plan is built collectively): buffers that own their memory
+    # (C-contiguous: from_local requires it, meshrt allocates so), not views of another tensor.
     for a in arrays:
-        if not _same_layout(a, t) or not a._local.flags.c_contiguous:
+        if not _same_layout(a, t) or a._local.base is not None:
             return None
-        if a is not t and np.may_share_memory(a._local, t._local):
-            return None
-    if not t._local.flags.c_contiguous:
+    if t._local.base is not None:
         return None
     key = (sig, tuple((id(a._sharding), a._global_shape, a is t) for a in arrays), tuple(leaves),
            id(t._sharding), t._global_shape, origin, shape)
     entry = _PLANS.get(key)
     if entry is None:
         entry = _FusedPlan.build(t, origin, shape, sig, arrays, leaves)
+        stats["plans"] += 1
         if len(_PLANS) > 256:
             for p in _PLANS.values():
-                if p is not False:
+                if type(p) is _FusedPlan:
                     p.free()
             _PLANS.clear()
-        _PLANS[key] = entry if entry is not None else False
+        keep = tuple(a._sharding for a in arrays) + (t._sharding,)  # their ids stay theirs while cached
         if entry is not None:
-            entry.keep = tuple(a._sharding for a in arrays) + (t._sharding,)
-    return entry or None
+            entry.keep = keep
+        _PLANS[key] = entry if entry is not None else (False, keep)
+    return entry if type(entry) is _FusedPlan else None
 
 
 @dataclass
@@ -837,9 +915,8 @@ class _FusedPlan:
         handles = []
         for i, gh in enumerate(self.ghosts):
             if gh is not None:
-                src = arrays[i]._local
                 for ip, ia in gh.slabs:
-                    gh.padded[ip] = src[ia]
+                    gh.padded[ip] = arrays[i]._local[ia]  # (no local name: _install counts references)
                 handles.append(gh.exchange.start())
         second = self.self_shift and not new
         out = np.empty(t._local.shape, t._local.dtype) if second else t._local
@@ -883,8 +960,7 @@ def _install(t, new, box, oo):
     old = t._local
     local_box = tuple(slice(lo + o, hi + o) if hi > lo else slice(0, 0) for (lo, hi), o in zip(box, oo))
     if any(b.stop <= b.start for b in local_box):
-        new[...] = old
-        return
+        return  # nothing of the target region here: nothing was written
     # the rest of the buffer (halos, cells outside the target region) from the old one
     cur = [slice(None)] * old.ndim
     for d, b in enumerate(local_box):
@@ -904,8 +980,10 @@ def _install(t, new, box, oo):
         t._local = new
         t._interior = new[layout.index]
         t._writes = None
+        stats["swaps"] += 1
     else:
         old[local_box] = new[local_box]
+        stats["copies"] += 1
 
 
 # -- explain ----------------------------------------------------------------------------------------------
