@@ -707,7 +707,7 @@ def _fused_new(node):
     if any(kind == "slice" and any(data) for _, kind, data in leaves):
         return None
     layout = _layout(s, first._global_shape)
-    local = np.empty(layout.local_shape, node.dtype)
+    local = _take(layout.local_shape, node.dtype)
     if layout.halos:
         _zero_halos(local, s, first._global_shape)
     target = DistributedTensor._fast(local, local[layout.index], s, first._global_shape, layout.slices,
@@ -919,7 +919,7 @@ class _FusedPlan:
                     gh.padded[ip] = arrays[i]._local[ia]  # (no local name: _install counts references)
                 handles.append(gh.exchange.start())
         second = self.self_shift and not new
-        out = np.empty(t._local.shape, t._local.dtype) if second else t._local
+        out = _take(t._local.shape, t._local.dtype) if second else t._local
         if len(self.pre):
             self._call(self.pre, self.sel_pre, self.offs_pre, out, arrays, scalars)
         for h in handles:
@@ -933,6 +933,27 @@ class _FusedPlan:
         for gh in self.ghosts or ():
             if gh is not None:
                 gh.exchange.free()
+
+
+_POOL: dict = {}  # (shape, dtype) -> buffers this module allocated, reused once nothing else holds them
+
+
+def _take(shape, dtype) -> np.ndarray:
+    """A buffer for a new value: one of ours that nothing references any more (a time loop's previous
+    step: no allocation, no page faults), else a new one (kept, two per shape and dtype)."""
+    key = (shape, dtype)
+    bufs = _POOL.get(key)
+    if bufs is None:
+        if len(_POOL) > 8:
+            _POOL.clear()
+        bufs = _POOL[key] = []
+    for i in range(len(bufs)):
+        if sys.getrefcount(bufs[i]) == 2:  # the list's reference and getrefcount's argument
+            return bufs[i]
+    buf = np.empty(shape, dtype)
+    if len(bufs) < 2:
+        bufs.append(buf)
+    return buf
 
 
 def _scalar_dtypes(sig):
@@ -975,7 +996,8 @@ def _install(t, new, box, oo):
     interior = t._interior
     free = sys.getrefcount(interior) <= 3 if interior is not old else True  # slot, ``interior``, argument
     del interior
-    if old.base is None and t._halo is None and free and sys.getrefcount(old) <= 4:
+    pooled = any(b is old for b in _POOL.get((old.shape, old.dtype), ()))  # the pool's reference
+    if old.base is None and t._halo is None and free and sys.getrefcount(old) <= 4 + pooled:
         layout = _layout(t._sharding, t._global_shape)
         t._local = new
         t._interior = new[layout.index]
