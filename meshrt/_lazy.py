@@ -111,7 +111,8 @@ class _Leaf(_Node):
         self.periodic = t._periodic if kind != "slice" else None
         self.value = None
         self.consumed = False
-        self.leaves, self.scalars, self.skey, self.oldest = (self,), (), (kind, starts, self.dtype), _forced[0]
+        # (leaves stays None: (self,) would be a reference cycle, freed only by the cyclic collector)
+        self.leaves, self.scalars, self.skey, self.oldest = None, (), (kind, starts, self.dtype), _forced[0]
 
     def _evaluate(self):
         if self.kind == "full":
@@ -135,7 +136,7 @@ class _Op(_Node):
         for a in args:
             if type(a) is _Op or type(a) is _Leaf:
                 size += a.size
-                leaves += a.leaves
+                leaves += a.leaves if type(a) is _Op else (a,)
                 scalars += a.scalars
                 skey.append(a.skey)
                 if a.oldest < oldest:

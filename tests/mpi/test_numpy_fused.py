@@ -118,6 +118,7 @@ def test_explain(mesh2):
     assert "ghost widths {0: (1, 1)}" in text and "second buffer" in text, text
     want = 2 * 8 * 8 if 0 < comm.rank < comm.size - 1 else 8 * 8 if comm.size > 1 else 0  # whole rows
     assert f"bytes received per step: {want}" in text, text
+    assert meshrt.explain_op(0.25 * (u[:-2, 1:-1] + u[2:, 1:-1]), u, (slice(1, -1), slice(1, -1))) == text
     r = meshrt.explain_fused(0.5 * (np.roll(u, 1, 0) + np.roll(u, -1, 1)))
     assert "periodic [0]" in r, r
 
