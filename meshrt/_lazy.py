@@ -977,20 +977,39 @@ def _scalar_dtypes(sig):
     return [out[m] for m in sorted(out)]
 
 
+_RESTS: dict = {}
+
+
+def _rest(shape, box, oo):
+    """(the target box in local indices, the slabs of the buffer around it), or None if the box is empty."""
+    key = (shape, box, tuple(oo.tolist()))
+    r = _RESTS.get(key, 0)
+    if r == 0:
+        local_box = tuple(slice(lo + o, hi + o) for (lo, hi), o in zip(box, key[2]))
+        r = None
+        if not any(hi <= lo for lo, hi in box):
+            cur, slabs = [slice(None)] * len(shape), []
+            for d, b in enumerate(local_box):
+                for part in (slice(0, b.start), slice(b.stop, shape[d])):
+                    if part.stop > part.start:
+                        slabs.append(tuple(cur[:d]) + (part,) + tuple(cur[d + 1:]))
+                cur[d] = b
+            r = (local_box, tuple(slabs))
+        if len(_RESTS) > 1024:
+            _RESTS.clear()
+        _RESTS[key] = r
+    return r
+
+
 def _install(t, new, box, oo):
     """``new`` (the target cells of ``box`` written) becomes ``t``'s buffer; other cells kept from the old."""
     old = t._local
-    local_box = tuple(slice(lo + o, hi + o) if hi > lo else slice(0, 0) for (lo, hi), o in zip(box, oo))
-    if any(b.stop <= b.start for b in local_box):
+    r = _rest(old.shape, box, oo)
+    if r is None:
         return  # nothing of the target region here: nothing was written
-    # the rest of the buffer (halos, cells outside the target region) from the old one
-    cur = [slice(None)] * old.ndim
-    for d, b in enumerate(local_box):
-        for part in (slice(0, b.start), slice(b.stop, old.shape[d])):
-            if part.stop > part.start:
-                ix = tuple(cur[:d]) + (part,) + tuple(cur[d + 1:])
-                new[ix] = old[ix]
-        cur[d] = b
+    local_box, slabs = r
+    for ix in slabs:  # the rest of the buffer (halos, cells outside the target region) from the old one
+        new[ix] = old[ix]
     # Swap only where nothing else can see the old buffer: 4 references (the slot, the interior view's base
     # or the interior slot, ``old`` here, getrefcount's argument), and none to the interior view but its slot.
     t._writes = None
