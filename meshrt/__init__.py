@@ -70,6 +70,7 @@ __all__ = [
     "scatter", "send", "recv", "shift", "update_halo", "process_linear_index", "process_multi_index",
     "mesh_shape", "neighbors_linear_indices", "shard_shape",
     "HaloExchange", "plan_halo", "apply_stencil", "update_halos", "fill_ghosts", "Dirichlet", "Neumann",
-    "staggered", "t_eff", "explain_op", "explain_fused", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
+    "staggered", "t_eff", "explain_op", "explain_fused", "explain_reshard", "plan_reshard", "CheckpointError",
+    "save_state", "load_state",
     "matmul", "dot", "tensordot", "einsum", "explain_matmul", "explain_einsum",
 ]

@@ -67,7 +67,8 @@ _DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32",
 _BIG = 1 << 62
 _eager = [0]  # > 0 while pending expressions are replayed eagerly: no deferral inside
 _pending: dict = {}  # id(node) -> node: unevaluated copying expressions with a live LazyTensor
-stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0}  # how often the fused kernel ran (tests read it)
+# how often the fused kernel ran, swapped or copied back a second buffer, built a plan (tests read it)
+stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0}
 
 
 class _Eager:
@@ -303,10 +304,12 @@ def _scalar_ok(x, dt) -> bool:
 
 def ufunc_call(ufunc, inputs, out):
     """``ufunc(*inputs)`` deferred (a `LazyTensor`), or written fused into ``out``; None: run eagerly."""
-    if _eager[0] or not ENABLED:
+    if _eager[0]:
         return None
     if out is not None:
         return _ufunc_out(ufunc, inputs, out)
+    if not ENABLED:
+        return None
     node = _build_ufunc(ufunc, inputs)
     return None if node is None else _wrap(node)
 
@@ -572,7 +575,7 @@ def _ufunc_out(ufunc, inputs, out):
     for v in inputs:
         if type(v) is LazyTensor and _probe(v, "ufunc"):
             return outs[0]
-    if len(outs) == 1 and type(outs[0]) is DistributedTensor:
+    if ENABLED and len(outs) == 1 and type(outs[0]) is DistributedTensor:
         t = outs[0]
         ok = True
         for v in inputs:

@@ -125,3 +125,18 @@ def test_loop_dtypes_nep50():
     assert _lazy._loop(np.sqrt, (np.dtype(np.int8),)) is False  # float16 loop: eager
     assert _lazy._loop(np.add, (np.dtype(np.uint8), int)) is False  # unsigned: eager
     assert not _lazy._scalar_ok(1000, np.dtype(np.int8)) and _lazy._scalar_ok(100, np.dtype(np.int8))
+
+
+def test_lazy_off_by_environment():
+    """MESHRT_LAZY=0: nothing is deferred (and the import's reference calibration still works)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from meshrt import DistributedTensor as DT, Mesh, Sharding; "
+            "u = DT.from_global(np.arange(6.0), Sharding(Mesh((-1,)), [[0]])); "
+            "e = u[1:] + 1; u += 1; print(type(e).__name__, u.gather()[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "MESHRT_LAZY": "0"}, cwd=os.path.dirname(__file__))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["DistributedTensor", "1.0"]
