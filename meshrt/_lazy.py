@@ -746,7 +746,11 @@ def _same_layout(a, t) -> bool:
     return r[0]
 
 
-def _get_plan(t, origin, shape, sig, arrays, leaves):
+HOT = 2  # an expression is compiled the HOT-th time it runs: a one-off runs eagerly (no compile)
+_SEEN: dict = {}  # plan key -> (times seen, the shardings its ids name)
+
+
+def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
     # Decided alike on every process (a plan is built collectively): buffers that own their memory
     # (C-contiguous: from_local requires it, meshrt allocates so), not views of another tensor.
     for a in arrays:
@@ -758,6 +762,14 @@ def _get_plan(t, origin, shape, sig, arrays, leaves):
            id(t._sharding), t._global_shape, origin, shape)
     entry = _PLANS.get(key)
     if entry is None:
+        keep = tuple(a._sharding for a in arrays) + (t._sharding,)  # their ids stay theirs while cached
+        if not force:  # counted alike on every process: the same program makes the same keys
+            seen = _SEEN.get(key, (0, keep))[0] + 1
+            if seen < HOT:
+                if len(_SEEN) > 4096:
+                    _SEEN.clear()
+                _SEEN[key] = (seen, keep)
+                return None
         entry = _FusedPlan.build(t, origin, shape, sig, arrays, leaves)
         stats["plans"] += 1
         if len(_PLANS) > 256:
@@ -765,7 +777,6 @@ def _get_plan(t, origin, shape, sig, arrays, leaves):
                 if type(p) is _FusedPlan:
                     p.free()
             _PLANS.clear()
-        keep = tuple(a._sharding for a in arrays) + (t._sharding,)  # their ids stay theirs while cached
         if entry is not None:
             entry.keep = keep
         _PLANS[key] = entry if entry is not None else (False, keep)
@@ -1100,9 +1111,9 @@ def _explain(node, t, origin, new=False):
         sig, arrays, leaves, scalars = _collect(node, origin)
     except _NotFusable:
         return "runs eagerly"
-    plan = _get_plan(t, origin, node.shape, sig, arrays, leaves)
+    plan = _get_plan(t, origin, node.shape, sig, arrays, leaves, force=True)
     if plan is None:
-        return "runs eagerly (operands not of the target's layout, or not contiguous)"
+        return "runs eagerly (operands not of the target's layout, or views of other tensors)"
     origin, shape, arrays, pre, post = plan.describe_args
     lines = [f"fused kernel: {_describe_node(node)} -> {node.dtype} into "
              f"{'a new tensor' if new else 'the target'} region {list(origin)} + {list(shape)}; "

@@ -15,6 +15,12 @@ MPI_NPROCS = (1, 2, 3, 4)
 comm = MPI.COMM_WORLD
 
 
+@pytest.fixture(autouse=True)
+def hot(monkeypatch):
+    """Fuse from the first run, so every case here takes the fused path (meshrt compiles the second)."""
+    monkeypatch.setattr(_lazy, "HOT", 1)
+
+
 @pytest.fixture(scope="module")
 def mesh2():
     m = {"1d": Mesh((-1,), ("x",)), "2d": Mesh((-1, -1), ("x", "y"))}
@@ -109,6 +115,16 @@ def test_where_astype_comparison(mesh2):
         same(u, a, f"where {name}")
         f = (u[1:, :] * 0.3 + np.float32(2)).astype(np.float32)
         same(f, (a[1:, :] * 0.3 + np.float32(2)).astype(np.float32), f"astype {name}")
+
+
+def test_compiled_the_second_time(mesh2, monkeypatch):
+    monkeypatch.setattr(_lazy, "HOT", 2)
+    u = DT.from_global(data((comm.size * 3 + 7, 5), "float64"), layouts(mesh2, 2)[0][1])
+    before = _lazy.stats["fused_writes"]
+    u[1:-1, :] = u[:-2, :] * 0.5 - u[2:, :]
+    assert _lazy.stats["fused_writes"] == before  # a one-off runs eagerly: nothing compiled
+    u[1:-1, :] = u[:-2, :] * 0.5 - u[2:, :]
+    assert _lazy.stats["fused_writes"] == before + 1
 
 
 def test_explain(mesh2):
