@@ -340,7 +340,7 @@ def _build_ufunc(ufunc, inputs):
             key.append(x.dtype)
         else:
             return None
-    if shape is None:
+    if not shape:  # (None: no tensor; (): 0-d, eager)
         return None
     loop = _loop(ufunc, tuple(key))
     if not loop:
@@ -751,13 +751,12 @@ _SEEN: dict = {}  # plan key -> (times seen, the shardings its ids name)
 
 
 def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
-    # Decided alike on every process (a plan is built collectively): buffers that own their memory
-    # (C-contiguous: from_local requires it, meshrt allocates so), not views of another tensor.
-    for a in arrays:
-        if not _same_layout(a, t) or a._local.base is not None:
-            return None
-    if t._local.base is not None:
+    # Decided alike on every process (a plan is built collectively): from global facts only
+    if not shape:
         return None
+    for a in arrays:
+        if not _same_layout(a, t):
+            return None
     key = (sig, tuple((id(a._sharding), a._global_shape, a is t) for a in arrays), tuple(leaves),
            id(t._sharding), t._global_shape, origin, shape)
     entry = _PLANS.get(key)
@@ -797,7 +796,7 @@ class _Ghost:
 
 class _FusedPlan:
     __slots__ = ("kernel", "pre", "post", "sel_pre", "sel_post", "offs_pre", "offs_post", "oo", "ghosts",
-                 "self_shift", "box", "keep", "describe_args", "_mm")
+                 "self_shift", "box", "keep", "describe_args", "_mm", "_out")
 
     @classmethod
     def build(cls, t, origin, shape, sig, arrays, leaves):
@@ -886,7 +885,10 @@ class _FusedPlan:
         self.kernel = _fuse.kernel(sig, nd, t._local.dtype.name)
         self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays], pre, post)
         # compile now, on empty box lists (nothing written): a compile error falls back, on every process
-        self._call(self.pre[:0], self.sel_pre[:0], self.offs_pre[:0], t._local, arrays,
+        self._out = None
+        empty = (0,) * nd
+        self._call(self.pre[:0], self.sel_pre[:0], self.offs_pre[:0], np.empty(empty, t._local.dtype),
+                   [np.empty(empty, a._local.dtype) for a in arrays],
                    [np.zeros((), d)[()] for d in _scalar_dtypes(sig)])
 
     def _ghost(self, arr, w, per, owned):
@@ -919,11 +921,11 @@ class _FusedPlan:
                 slabs.append((tuple(ip), tuple(ia)))
         return _Ghost(ps, padded, ex, tuple(slabs), tuple(tuple(x) for x in w), tuple(per))
 
-    def _call(self, boxes, sel, offs, out, arrays, scalars):
+    def _call(self, boxes, sel, offs, out, bufs, scalars):
         args = []
-        for i, a in enumerate(arrays):
+        for i, x in enumerate(bufs):
             gh = self.ghosts[i]
-            args += (a._local, a._local if gh is None else gh.padded)
+            args += (x, x if gh is None else gh.padded)
         self.kernel(boxes, sel, offs, out, self.oo, *args, *scalars)
 
     def run(self, t, arrays, scalars, new):
@@ -933,16 +935,32 @@ class _FusedPlan:
                 for ip, ia in gh.slabs:
                     gh.padded[ip] = arrays[i]._local[ia]  # (no local name: _install counts references)
                 handles.append(gh.exchange.start())
-        second = self.self_shift and not new
-        out = _take(t._local.shape, t._local.dtype) if second else t._local
+        self._run(t, arrays, scalars, new, handles)
+        if (self.self_shift and not new) or not t._local.flags.c_contiguous:
+            _install(t, self._out, self.box, self.oo)
+        self._out = None
+
+    def _run(self, t, arrays, scalars, new, handles):
+        # What only this process sees (a strided buffer, memory shared with the target) is handled here,
+        # with copies: the plan, and so the messages, stay those of every process.
+        target = t._local
+        bufs = []
+        for a in arrays:
+            x = a._local
+            if not x.flags.c_contiguous:
+                x = np.ascontiguousarray(x)
+            elif a is not t and np.may_share_memory(x, target):
+                x = x.copy()
+            bufs.append(x)
+        second = (self.self_shift and not new) or not target.flags.c_contiguous
+        out = self._out = _take(target.shape, target.dtype) if second else target
+        del target
         if len(self.pre):
-            self._call(self.pre, self.sel_pre, self.offs_pre, out, arrays, scalars)
+            self._call(self.pre, self.sel_pre, self.offs_pre, out, bufs, scalars)
         for h in handles:
             h.wait()
         if len(self.post):
-            self._call(self.post, self.sel_post, self.offs_post, out, arrays, scalars)
-        if second:
-            _install(t, out, self.box, self.oo)
+            self._call(self.post, self.sel_post, self.offs_post, out, bufs, scalars)
 
     def free(self):
         for gh in self.ghosts or ():

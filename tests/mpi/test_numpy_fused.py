@@ -179,6 +179,12 @@ def test_inplace_shifted_self_read(mesh2):
         c = a.copy()
         c[1:, :] = c[:-1, :] * 1.0 + c[1:, :]
         same(u2, c, f"shifted self {name}")
+        t = DT.from_global(a, s).T                  # a strided target and operands: copies, same plan
+        t[1:-1, 1:-1] = 0.5 * (t[:-2, 1:-1] + t[2:, 1:-1])
+        d = a.T.copy()
+        d[1:-1, 1:-1] = 0.5 * (d[:-2, 1:-1] + d[2:, 1:-1])
+        same(t, d, f"transposed {name}")
+        assert bool(u2[0, 0] == u2[0, 0])           # 0-d: eager (the owner's block is a view, others' not)
 
 
 def test_exception_leaves_target_unchanged(mesh2, monkeypatch):
