@@ -708,8 +708,8 @@ def _fused_new(node):
     s = first._sharding
     if any(a._sharding is not s and a._sharding != s or a._global_shape != first._global_shape for a in arrays):
         return None
-    if any(kind == "slice" and any(data) for _, kind, data in leaves):
-        return None
+    if node.shape != first._global_shape or any(kind == "slice" and any(data) for _, kind, data in leaves):
+        return None  # the value must be the whole of its operands, read unshifted or rolled
     layout = _layout(s, first._global_shape)
     local = _take(layout.local_shape, node.dtype)
     if layout.halos:
