@@ -1,4 +1,4 @@
-"""numpy stencils on DistributedTensors (fused, meshrt._lazy) against apply_stencil, plain numpy and mpi4py.
+"""numpy stencils on DistributedTensors (fused, meshrt.tensor.lazy) against apply_stencil, plain numpy and mpi4py.
 
     mpiexec -n 2 python bench/bench_numpy_stencil.py                  # the issue's sizes
     mpiexec -n 2 python bench/bench_numpy_stencil.py --n 1024 --n3 64 --reps 3
@@ -31,7 +31,8 @@ import numpy as np
 from mpi4py import MPI
 from numba import njit
 
-from meshrt import DistributedTensor, Mesh, Sharding, _lazy, apply_stencil
+from meshrt import DistributedTensor, Mesh, Sharding, apply_stencil
+from meshrt.tensor import lazy as _lazy
 
 comm = MPI.COMM_WORLD
 

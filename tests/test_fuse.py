@@ -1,10 +1,10 @@
-"""meshrt._fuse (generated fused kernels, box planning) and meshrt._lazy's planner pieces, serial."""
+"""meshrt.tensor.fuse (generated fused kernels, box planning) and meshrt.tensor.lazy's planner pieces, serial."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from meshrt import _fuse, _lazy
+from meshrt.tensor import fuse as _fuse, lazy as _lazy
 
 F8 = "float64"
 

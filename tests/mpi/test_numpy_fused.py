@@ -1,4 +1,4 @@
-"""Deferred, fused numpy expressions on DistributedTensors (meshrt._lazy): numpy stencils written as
+"""Deferred, fused numpy expressions on DistributedTensors (meshrt.tensor.lazy): numpy stencils written as
 slices and rolls give numpy's bits at any process count, take the fused path, and keep eager semantics
 (pending expressions never see a later write; an exception leaves the target unchanged)."""
 
@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 from mpi4py import MPI
 
 import meshrt
-from meshrt import DistributedTensor as DT, Mesh, Sharding, _lazy
+from meshrt import DistributedTensor as DT, Mesh, Sharding
+from meshrt.tensor import lazy as _lazy
 
 MPI_NPROCS = (1, 2, 3, 4)
 

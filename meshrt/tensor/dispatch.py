@@ -1,0 +1,48 @@
+"""The tables a `DistributedTensor` dispatches through to code in modules above ``tensor.py``.
+
+``implements`` fills ``_HANDLED_FUNCTIONS`` (numpy function -> handler) for ``__array_function__``
+and the ``__array_ufunc__`` of gufuncs such as ``np.matmul``; `ABOVE` names the modules that hold a
+few methods' work (reductions, Zarr/HDF5, ufuncs over mixed operands). Those modules import
+``tensor.py``, so ``tensor.py`` cannot import them: ``meshrt/__init__.py`` imports them and fills
+`ABOVE`, and importing any part of meshrt runs it first.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+# The modules above tensor.py that hold some DistributedTensor methods' work; meshrt/__init__.py sets them:
+#   npreduce: meshrt.tensor.numpy_reductions (var, std, argmax/argmin, any/all, multi-axis reductions, ufunc.reduce/accumulate)
+#   formats:  meshrt.io.formats (to_zarr, from_zarr, to_hdf5, from_hdf5)
+#   mixed:    meshrt.tensor.mixed (ufuncs over tensors of different shardings, or over numpy arrays)
+#   lazy:     meshrt.tensor.lazy (deferred elementwise expressions, fused evaluation)
+ABOVE = SimpleNamespace(npreduce=None, formats=None, mixed=None, lazy=None)
+
+
+# numpy function -> its handler, called with the function's own arguments (see `implements`).
+_HANDLED_FUNCTIONS = {}
+
+
+def implements(*numpy_functions):
+    """Register the decorated function as the DistributedTensor version of ``numpy_functions``.
+
+    ``__array_function__`` calls it with numpy's arguments; any numpy function
+    not registered raises TypeError naming the supported ones.  A ufunc
+    registered here (``np.matmul`` is a gufunc, not an array function) is
+    called from ``__array_ufunc__`` the same way, ``out=`` passed on if given.
+
+    >>> @implements(np.copy)                                           # doctest: +SKIP
+    ... def _copy(a, order="K", subok=False):
+    ...     return a.copy()
+    """
+    def register(handler):
+        for f in numpy_functions:
+            _HANDLED_FUNCTIONS[f] = handler
+        return handler
+    return register
+
+
+def _np_name(func) -> str:
+    module = getattr(func, "__module__", None) or "numpy"
+    sub = module.split(".", 1)[1] if module.startswith("numpy.") and not module.startswith("numpy._") else ""
+    return f"np.{sub + '.' if sub else ''}{getattr(func, '__name__', func)}"
