@@ -39,7 +39,7 @@ from .halo import HaloExchange, plan_halo, update_halo
 from .reshard import explain_reshard, plan_reshard
 # binds meshrt.matmul to the function (the module is meshrt.tensor.matmul)
 from .tensor import (
-    DistributedTensor, dot, einsum, explain_einsum, explain_matmul, explain_op, matmul, tensordot,
+    DistributedTensor, dot, einsum, explain_einsum, explain_fused, explain_matmul, explain_op, matmul, tensordot,
 )
 from .stencil import Dirichlet, Neumann, apply_stencil, fill_ghosts, staggered, t_eff, update_halos
 from .io import CheckpointError, load_state, save_state
@@ -69,6 +69,7 @@ __all__ = [
     "scatter", "send", "recv", "shift", "update_halo", "process_linear_index", "process_multi_index",
     "mesh_shape", "neighbors_linear_indices", "shard_shape",
     "HaloExchange", "plan_halo", "apply_stencil", "update_halos", "fill_ghosts", "Dirichlet", "Neumann",
-    "staggered", "t_eff", "explain_op", "explain_reshard", "plan_reshard", "CheckpointError", "save_state", "load_state",
+    "staggered", "t_eff", "explain_op", "explain_fused", "explain_reshard", "plan_reshard", "CheckpointError",
+    "save_state", "load_state",
     "matmul", "dot", "tensordot", "einsum", "explain_matmul", "explain_einsum",
 ]

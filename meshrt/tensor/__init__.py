@@ -5,7 +5,9 @@ shape mean for this process's buffer), ``index_plan`` (numpy keys planned as per
 the parts of the class with a concept of their own (``reductions``, ``files``, ``index_exec``,
 ``ufunc``); ``distributed_tensor``, the class; the numpy functions registered for it
 (``numpy_functions``, ``numpy_reductions``, ``numpy_shifts``), contractions (``matmul``), the
-sharding rule of elementwise ops over mixed operands (``elementwise``, ``mixed``).
+sharding rule of elementwise ops over mixed operands (``elementwise``, ``mixed``); deferred
+elementwise expressions evaluated as one compiled loop with halo reads (``lazy``, on ``fuse``,
+which generates the loop's source).
 
 >>> from meshrt import Mesh, Sharding                                  # doctest: +SKIP
 >>> t = DistributedTensor.from_global(np.arange(8.0), Sharding(Mesh((-1,)), [[0]]))  # doctest: +SKIP
@@ -22,8 +24,12 @@ from . import mixed as _mixed, numpy_functions, numpy_reductions, numpy_shifts  
 from .elementwise import explain_op
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
 
-# the DistributedTensor methods whose work lives in the modules above the class (see dispatch.ABOVE)
-_ABOVE.npreduce, _ABOVE.mixed = numpy_reductions, _mixed
+from . import lazy as _lazy
+from .lazy import explain_fused
 
-__all__ = ["DistributedTensor", "implements", "explain_op", "matmul", "dot", "tensordot", "einsum",
-           "explain_matmul", "explain_einsum"]
+# the DistributedTensor methods whose work lives in the modules above the class (see dispatch.ABOVE)
+_ABOVE.npreduce, _ABOVE.mixed, _ABOVE.lazy = numpy_reductions, _mixed, _lazy
+_lazy._calibrate()
+
+__all__ = ["DistributedTensor", "implements", "explain_op", "explain_fused", "matmul", "dot", "tensordot",
+           "einsum", "explain_matmul", "explain_einsum"]

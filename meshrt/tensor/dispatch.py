@@ -18,7 +18,8 @@ from types import SimpleNamespace
 #   mixed:    meshrt.tensor.mixed (ufuncs over tensors of different shardings, or over numpy arrays) -- the same
 #   io:       meshrt.io.npy (save, load: .npy files with MPI-IO) -- set by meshrt/io/__init__.py
 #   formats:  meshrt.io.formats (to_zarr, from_zarr, to_hdf5, from_hdf5) -- the same
-ABOVE = SimpleNamespace(npreduce=None, mixed=None, io=None, formats=None)
+#   lazy:     meshrt.tensor.lazy (deferred elementwise expressions, fused evaluation) -- set by meshrt/tensor/__init__.py
+ABOVE = SimpleNamespace(npreduce=None, mixed=None, io=None, formats=None, lazy=None)
 
 
 # numpy function -> its handler, called with the function's own arguments (see `implements`).

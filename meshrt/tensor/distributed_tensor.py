@@ -105,7 +105,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
     np.float64(36.0)
     """
 
-    __slots__ = ("_local", "_sharding", "_global_shape", "_periodic", "_interior", "_slices", "_halo", "_writes")
+    __slots__ = ("_local", "_sharding", "_global_shape", "_periodic", "_interior", "_slices", "_halo", "_writes",
+                 "_expr")  # _expr: a deferred expression's (meshrt.tensor.lazy.LazyTensor)
 
     def __init__(self, local: np.ndarray, sharding: Sharding, global_shape, *, periodic=None):
         self._sharding = _check_sharding(sharding)
@@ -476,8 +477,9 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
         return t
 
     # -- views ---------------------------------------------------------------------------
-    local = property(lambda self: self._local, doc="This process's buffer (owned block plus halos), C-contiguous.")
-    interior = property(lambda self: self._interior, doc="The owned block, a view into `local`.")
+    local = property(lambda self: _touch(self)._local,
+                     doc="This process's buffer (owned block plus halos), C-contiguous.")
+    interior = property(lambda self: _touch(self)._interior, doc="The owned block, a view into `local`.")
     sharding = property(lambda self: self._sharding, doc="The tensor's `Sharding`.")
     global_shape = property(lambda self: self._global_shape, doc="The shape of the whole (global) array, a tuple.")
     shape = global_shape
@@ -610,6 +612,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
         >>> DistributedTensor.full((2,), Sharding(Mesh((-1,)), [[0]]), 1.5).astype(np.int32).gather()
         array([1, 1], dtype=int32)
         """
+        if ABOVE.lazy is not None:
+            lazy = ABOVE.lazy.astype(self, dtype)
+            if lazy is not None:
+                return lazy
         return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
 
     # -- indexing ------------------------------------------------------------------------------
@@ -626,6 +632,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
         >>> u[1:-1, ::2].sharding.sharded_dims_offsets      # doctest: +SKIP
         >>> u[:, n // 2].gather()                            # doctest: +SKIP
         """
+        if type(self) is DistributedTensor and ABOVE.lazy is not None:
+            lazy = ABOVE.lazy.getitem(self, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
+            if lazy is not None:
+                return lazy
         plan, local, _ = _index_plan(self, key)
         block = self._interior[local]
         if plan.int_dims:
@@ -648,6 +658,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
 
         >>> u[0, :] = 1.0                                    # doctest: +SKIP
         """
+        if ABOVE.lazy is not None and ABOVE.lazy.setitem(self, key, value):
+            return  # a deferred expression written fused (pending expressions evaluated first, meshrt.tensor.lazy)
         if self._sharding.is_partial:
             raise ShardingError(
                 f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
@@ -858,6 +870,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                 f"out: expected a DistributedTensor with sharding <{sharding}>, global shape {self._global_shape} "
                 f"and dtype {self.dtype}, got {out!r}"
             )
+        else:
+            _touch(out)  # a write into an existing tensor: pending expressions first
         execute_reshard(plan, self._interior, self.mesh, out=out._interior)
         if sharding.halo_sizes:
             out.update_halo()
@@ -1036,6 +1050,13 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
 
     # -- numpy: elementwise ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        if ABOVE.lazy is not None:  # deferred or fused (meshrt.tensor.lazy); a write evaluates pending expressions
+            if method == "__call__" and not kwargs:
+                lazy = ABOVE.lazy.ufunc_call(ufunc, inputs, out)
+                if lazy is not None:
+                    return lazy
+            elif out is not None:
+                ABOVE.lazy.touch()
         if out is None and not kwargs and method == "__call__":
             result = _fast_ufunc(ufunc, inputs, DistributedTensor)
             if result is not None:
@@ -1112,6 +1133,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
     def __array_function__(self, func, types, args, kwargs):
         if not all(issubclass(t, (DistributedTensor, np.ndarray)) for t in types):
             return NotImplemented  # another array type may know this mix (NEP 18)
+        if ABOVE.lazy is not None:
+            lazy = ABOVE.lazy.array_function(func, args, kwargs)
+            if lazy is not None:
+                return lazy
         handler = _HANDLED_FUNCTIONS.get(func)
         if handler is None:
             raise TypeError(
@@ -1119,6 +1144,13 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                 f"{', '.join(sorted({_np_name(f) for f in _HANDLED_FUNCTIONS}))} (or gather() first)"
             )
         return handler(*args, **kwargs)
+
+
+def _touch(t: "DistributedTensor") -> "DistributedTensor":
+    """Buffers are handed out (and may be written): pending deferred expressions are evaluated first."""
+    if ABOVE.lazy is not None:
+        ABOVE.lazy.touch()
+    return t
 
 
 # -- helpers of from_global and reshape ----------------------------------------------------------

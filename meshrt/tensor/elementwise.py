@@ -225,8 +225,9 @@ def explain_op(ufunc, *operands, out=None) -> ElementwisePlan:
 
     Parameters
     ----------
-    ufunc : numpy.ufunc
-        The elementwise operation, e.g. ``np.add``.
+    ufunc : numpy.ufunc or LazyTensor
+        The elementwise operation, e.g. ``np.add``; or a deferred expression,
+        then ``explain_op(expr, target, key)`` is `explain_fused`'s text.
     *operands : DistributedTensor, numpy.ndarray or scalar
         The operands as they would be passed to ``ufunc``.
     out : DistributedTensor or tuple of DistributedTensor, optional
@@ -263,7 +264,10 @@ def explain_op(ufunc, *operands, out=None) -> ElementwisePlan:
       elements moved between processes: 0
     """
     from .distributed_tensor import DistributedTensor
+    from .dispatch import ABOVE
 
+    if isinstance(ufunc, DistributedTensor) and ABOVE.lazy is not None:  # explain_op(expr[, target, key])
+        return ABOVE.lazy.explain_fused(ufunc, *operands)
     ops = [describe_operand(x, DistributedTensor) for x in operands]
     target = out[0] if isinstance(out, tuple) else out
     return plan_elementwise(ops, None if target is None else target.sharding, f"np.{ufunc.__name__}",

@@ -1,0 +1,1180 @@
+"""Deferred elementwise expressions on `DistributedTensor`: numpy stencils as one fused, halo-aware pass.
+
+Ufunc calls and operators (the IEEE-exact ones of `meshrt.tensor.fuse.UFUNCS`),
+Python and numpy scalars, ``np.where``, ``astype``, ``np.roll`` and basic
+slices (step 1) of tensors build an expression (a `LazyTensor`) instead of
+computing.  The expression is evaluated when its value is needed:
+
+* assigned: ``u[1:-1, 1:-1] = expr``, ``np.add(a, b, out=u)``, ``u += expr``:
+  one compiled loop writes straight into ``u``;
+* touched in any other way (its buffers, ``gather``, ``float``, printing, a
+  reduction, any op that is not deferred): it becomes an ordinary tensor, by
+  the same fused loop where every operand has one layout (``np.roll`` form),
+  else by replaying the eager operations (same values, same sharding as
+  without deferral);
+* before any write to any tensor (``t[k] = v``, ``out=``, access to
+  ``.local``/``.interior``, any numpy function that is not deferred): every
+  pending expression is evaluated first, so no expression sees a later write.
+
+Shifted slices and rolls of a tensor read its neighbours' cells through ghost
+layers as wide as the widest shift (periodic for ``np.roll``), exchanged with
+`HaloExchange`'s persistent requests while the kernel runs on the cells that
+need no ghost, as `apply_stencil` does.  A target that is also read with a
+shift is written into a second buffer that then replaces the target's (when
+nothing else holds the old one) or is copied back.
+
+Everything not covered runs eagerly exactly as before (``MESHRT_LAZY=0``
+turns deferral off).  Fused kernels raise no floating-point warnings; under
+``np.errstate`` with ``raise``/``call``/``log`` nothing is deferred.
+
+>>> from meshrt import DistributedTensor, Mesh, Sharding
+>>> u = DistributedTensor.from_global(np.arange(16.0).reshape(4, 4), Sharding(Mesh((-1,), ("x",)), [["x"]]))
+>>> e = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+>>> type(e).__name__
+'LazyTensor'
+>>> u[1:-1, 1:-1] = e
+>>> u.gather()[1]
+array([4., 5., 6., 7.])
+"""
+
+from __future__ import annotations
+
+import mmap
+import operator
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import fuse as _fuse
+from ..runtime import mpi as _mpi
+from ..errors import ShardingError
+from ..halo import HaloExchange, plan_halo
+from .._keys import key_id as _key_id
+from .dispatch import _HANDLED_FUNCTIONS
+from .layout import _layout, _zero_halos
+from .distributed_tensor import DistributedTensor
+
+__all__ = ["LazyTensor", "explain_fused", "ENABLED", "MAX_NODES"]
+
+ENABLED = os.environ.get("MESHRT_LAZY", "1") != "0"
+MAX_NODES = 64  # an expression past this many operations is evaluated where it stands
+
+_SLOTS = ("_local", "_sharding", "_global_shape", "_periodic", "_interior", "_slices", "_halo", "_writes")
+_D = {n: DistributedTensor.__dict__[n] for n in _SLOTS}
+_EXPR = DistributedTensor.__dict__["_expr"]
+_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32", "int64")}
+_BIG = 1 << 62
+_eager = [0]  # > 0 while pending expressions are replayed eagerly: no deferral inside
+_pending: dict = {}  # id(node) -> node: unevaluated copying expressions with a live LazyTensor
+# how often the fused kernel ran, swapped or copied back a second buffer, built a plan (tests read it)
+stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0}
+
+
+class _Eager:
+    def __enter__(self):
+        _eager[0] += 1
+
+    def __exit__(self, *exc):
+        _eager[0] -= 1
+
+
+_EAGER = _Eager()
+
+
+# -- expression nodes -----------------------------------------------------------------------------------
+_forced = [0]  # how many nodes were evaluated: a tree made since then has no evaluated node
+
+
+class _Node:
+    # leaves, scalars: in evaluation order; skey: the structure (no tensors); oldest: _forced at the
+    # making of the tree's oldest node
+    __slots__ = ("shape", "dtype", "mesh", "periodic", "value", "size", "consumed", "leaves", "scalars", "skey",
+                 "oldest")
+
+    def force(self) -> DistributedTensor:
+        v = self.value
+        if v is None:
+            _pending.pop(id(self), None)
+            v = self.value = self._evaluate()
+            _forced[0] += 1
+        return v
+
+
+class _Leaf(_Node):
+    """A concrete tensor read whole (``kind`` "full"), through a basic slice, or rolled."""
+
+    __slots__ = ("t", "kind", "starts", "args")
+
+    def __init__(self, t, kind, starts, shape, args=None):
+        self.t, self.kind, self.starts, self.args = t, kind, starts, args
+        self.shape, self.dtype, self.mesh, self.size = shape, t._local.dtype, t._sharding.mesh, 0
+        self.periodic = t._periodic if kind != "slice" else None
+        self.value = None
+        self.consumed = False
+        # (leaves stays None: (self,) would be a reference cycle, freed only by the cyclic collector)
+        self.leaves, self.scalars, self.skey, self.oldest = None, (), (kind, starts, self.dtype), _forced[0]
+
+    def _evaluate(self):
+        if self.kind == "full":
+            return self.t
+        with _EAGER:
+            if self.kind == "slice":
+                return self.t[self.args]
+            return _HANDLED_FUNCTIONS[np.roll](self.t, *self.args)
+
+
+class _Op(_Node):
+    """``ufunc(*args)``; an arg is a node or a scalar already converted to its loop dtype."""
+
+    __slots__ = ("ufunc", "args", "raw", "ins", "op", "head")
+
+    def __init__(self, op, ufunc, args, raw, ins, dtype, shape, mesh, periodic):
+        self.op, self.ufunc, self.args, self.raw, self.ins = op, ufunc, args, raw, ins
+        self.head = _head(op, ufunc, ins, dtype)
+        self.dtype, self.shape, self.mesh, self.periodic = dtype, shape, mesh, periodic
+        size, leaves, scalars, skey, oldest = 1, (), (), [self.head], _forced[0]
+        for a in args:
+            if type(a) is _Op or type(a) is _Leaf:
+                size += a.size
+                leaves += a.leaves if type(a) is _Op else (a,)
+                scalars += a.scalars
+                skey.append(a.skey)
+                if a.oldest < oldest:
+                    oldest = a.oldest
+            else:
+                scalars += (a,)
+                skey.append(None)
+        self.size, self.leaves, self.scalars, self.skey, self.oldest = size, leaves, scalars, tuple(skey), oldest
+        self.value = None
+        self.consumed = False
+
+    def _evaluate(self):
+        new = _fused_new(self)
+        if new is not None:
+            return new
+        args = [a.force() if isinstance(a, _Node) else r for a, r in zip(self.args, self.raw)]
+        with _EAGER:
+            if self.op == "ufunc":
+                return self.ufunc(*args)
+            if self.op == "where":
+                return _HANDLED_FUNCTIONS[np.where](*args)
+            return args[0].astype(self.dtype)
+
+
+_HEADS: dict = {}
+
+
+def _head(op, ufunc, ins, dtype):
+    """The node's part of a kernel signature (cached: ``dtype.name`` is slow)."""
+    key = (op, ufunc, ins, dtype)
+    h = _HEADS.get(key)
+    if h is None:
+        if op == "ufunc":
+            h = ("ufunc", ufunc.__name__, tuple(d.name for d in ins), dtype.name)
+        else:
+            h = (op, dtype.name)
+        _HEADS[key] = h
+    return h
+
+
+class LazyTensor(DistributedTensor):
+    """A `DistributedTensor` whose value is a deferred elementwise expression.
+
+    It is a `DistributedTensor` in every way: the first access to anything but
+    its expression evaluates it and it becomes an ordinary tensor.  Assigned
+    into a tensor (``u[...] = e``), it runs as one fused loop.
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> u = DistributedTensor.zeros((4,), Sharding(Mesh((-1,)), [[0]]))
+    >>> e = u + 1.0
+    >>> isinstance(e, DistributedTensor), e.gather()
+    (True, array([1., 1., 1., 1.]))
+    """
+
+    __slots__ = ()
+
+    def __del__(self):
+        node = _EXPR.__get__(self)
+        if node is not None:
+            _pending.pop(id(node), None)
+
+    def _materialize(self):
+        node = _EXPR.__get__(self)
+        value = node.force()
+        for name, d in _D.items():
+            d.__set__(self, d.__get__(value) if name not in ("_halo", "_writes") else None)
+        _EXPR.__set__(self, None)
+        self.__class__ = DistributedTensor
+
+
+def _slot_property(name):
+    d = _D[name]
+
+    def get(self):
+        self._materialize()
+        return d.__get__(self)
+
+    def put(self, value):
+        self._materialize()
+        d.__set__(self, value)
+
+    return property(get, put)
+
+
+for _name in _SLOTS:
+    setattr(LazyTensor, _name, _slot_property(_name))
+del _name
+
+
+def _wrap(node) -> LazyTensor:
+    t = object.__new__(LazyTensor)
+    _EXPR.__set__(t, node)
+    if not isinstance(node, _Leaf) or node.kind == "roll":
+        _pending[id(node)] = node
+    if node.size > MAX_NODES:
+        t._materialize()
+    return t
+
+
+def _node_of(x):
+    """The node of a tensor operand (None for anything else)."""
+    tx = type(x)
+    if tx is LazyTensor:
+        n = _EXPR.__get__(x)
+        if type(n) is _Leaf:
+            n.t._writes = None
+        return n
+    if tx is DistributedTensor:
+        if x._sharding._partial_axes:
+            return None
+        x._writes = None  # a remembered scalar write would bypass the write check (meshrt._keys)
+        return _Leaf(x, "full", None, x._global_shape)
+    return None
+
+
+try:  # numpy 2 keeps np.errstate in a context variable: its value changes only with the settings
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERRSTATE
+except ImportError:  # pragma: no cover
+    _ERRSTATE = None
+_errstate_seen = [None, False]
+
+
+def _errstate_ok() -> bool:
+    """No floating-point error of the current ``np.errstate`` raises, calls or logs (warnings are lost)."""
+    if _ERRSTATE is not None:
+        cur = _ERRSTATE.get()
+        if cur is _errstate_seen[0]:
+            return _errstate_seen[1]
+    e = np.geterr()
+    ok = all(e[k] in ("ignore", "warn") for k in ("divide", "over", "under", "invalid"))
+    if _ERRSTATE is not None:
+        _errstate_seen[:] = [cur, ok]
+    return ok
+
+
+# -- building ---------------------------------------------------------------------------------------------
+_LOOPS: dict = {}
+
+
+def _loop(ufunc, key):
+    """(input loop dtypes, result dtype) numpy picks for ``key`` (dtypes; Python types for weak scalars)."""
+    ck = (ufunc, key)
+    r = _LOOPS.get(ck)
+    if r is None:
+        try:
+            res = ufunc.resolve_dtypes(key + (None,))
+            ins, out = tuple(np.dtype(d) for d in res[:-1]), np.dtype(res[-1])
+            ok = all(d in _DTYPES for d in ins) and (out in _DTYPES or out == np.bool_)
+            if ufunc.__name__ in _fuse.FLOAT_ONLY:
+                ok = ok and all(d.kind == "f" for d in ins)
+            r = (ins, out) if ok else False
+        except Exception:
+            r = False
+        _LOOPS[ck] = r
+    return r
+
+
+def _scalar_ok(x, dt) -> bool:
+    if type(x) is int and dt.kind == "i":
+        info = np.iinfo(dt)
+        return info.min <= x <= info.max
+    return True
+
+
+def ufunc_call(ufunc, inputs, out):
+    """``ufunc(*inputs)`` deferred (a `LazyTensor`), or written fused into ``out``; None: run eagerly."""
+    if _eager[0]:
+        return None
+    if out is not None:
+        return _ufunc_out(ufunc, inputs, out)
+    if not ENABLED:
+        return None
+    node = _build_ufunc(ufunc, inputs)
+    return None if node is None else _wrap(node)
+
+
+def _build_ufunc(ufunc, inputs):
+    name = ufunc.__name__
+    if name not in _fuse.UFUNCS or ufunc.nin != len(inputs) or not _errstate_ok():
+        return None
+    nodes, key = [], []
+    shape = mesh = periodic = None
+    for x in inputs:
+        tx = type(x)
+        if tx is LazyTensor or tx is DistributedTensor:
+            n = _node_of(x)
+            if n is None:
+                return None
+            if shape is None:
+                shape, mesh, periodic = n.shape, n.mesh, n.periodic
+            elif n.shape != shape or n.mesh is not mesh and n.mesh != mesh:
+                return None
+            nodes.append(n)
+            key.append(n.dtype)
+        elif tx is float or tx is int or tx is bool:
+            nodes.append(x)
+            key.append(tx)
+        elif isinstance(x, np.generic) and x.dtype in _DTYPES:
+            nodes.append(x)
+            key.append(x.dtype)
+        else:
+            return None
+    if not shape:  # (None: no tensor; (): 0-d, eager)
+        return None
+    loop = _loop(ufunc, tuple(key))
+    if not loop:
+        return None
+    ins, dt = loop
+    args = []
+    for n, d in zip(nodes, ins):
+        if isinstance(n, _Node):
+            args.append(n)
+        elif _scalar_ok(n, d):
+            args.append(d.type(n))
+        else:
+            return None
+    return _Op("ufunc", ufunc, args, nodes, ins, dt, shape, mesh, periodic)
+
+
+def getitem(t, key):
+    """``t[key]`` for a basic key of step-1 slices: a deferred view (None otherwise)."""
+    if _eager[0] or not ENABLED or t._sharding._partial_axes:
+        return None
+    r = _region(t._global_shape, key)
+    if r is None:
+        return None
+    starts, shape = r
+    if 0 in shape:
+        return None
+    return _wrap(_Leaf(t, "slice", starts, shape, key))
+
+
+_REGIONS: dict = {}
+
+
+def _region(shape, key):
+    """(starts, shape) of a key made only of step-1 slices and one Ellipsis; None for any other key."""
+    kid = _key_id(key)
+    if kid is None:
+        return None
+    ck = (shape, kid)
+    r = _REGIONS.get(ck, 0)
+    if r != 0:
+        return r
+    r = None
+    items = key if type(key) is tuple else (key,)
+    if all(type(k) is slice or k is Ellipsis for k in items) and sum(k is Ellipsis for k in items) <= 1:
+        if Ellipsis in items:
+            i = items.index(Ellipsis)
+            items = items[:i] + (slice(None),) * (len(shape) - len(items) + 1) + items[i + 1:]
+        if len(items) <= len(shape):
+            items = items + (slice(None),) * (len(shape) - len(items))
+            ok = True
+            starts, sizes = [], []
+            for k, n in zip(items, shape):
+                if not all(v is None or type(v) is int for v in (k.start, k.stop, k.step)) or k.step not in (None, 1):
+                    ok = False
+                    break
+                a, b, _ = k.indices(n)
+                starts.append(a)
+                sizes.append(max(0, b - a))
+            if ok:
+                r = (tuple(starts), tuple(sizes))
+    if len(_REGIONS) > 4096:
+        _REGIONS.clear()
+    _REGIONS[ck] = r
+    return r
+
+
+def roll(a, shift, axis=None):
+    """``np.roll(a, shift, axis)`` deferred (None: run eagerly)."""
+    if _eager[0] or not ENABLED or axis is None or type(a) not in (DistributedTensor, LazyTensor):
+        return None
+    if type(a) is LazyTensor:
+        a._materialize()
+    if a._sharding._partial_axes:
+        return None
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        return None
+    nd, shape = len(a._global_shape), a._global_shape
+    per = [0] * nd
+    try:
+        for k, ax in zip(shifts, axes):
+            if isinstance(ax, (bool, np.bool_)) or not -nd <= operator.index(ax) < nd:
+                return None
+            per[operator.index(ax) % nd] += operator.index(k)
+    except TypeError:
+        return None
+    if any(per[d] and shape[d] == 0 for d in range(nd)):
+        return None
+    per = tuple(k % n if n else 0 for k, n in zip(per, shape))
+    if not any(per):
+        return None
+    a._writes = None
+    return _wrap(_Leaf(a, "roll", per, shape, (shift, axis)))
+
+
+def where(cond, x, y):
+    """``np.where(cond, x, y)`` deferred (None: run eagerly)."""
+    if _eager[0] or not ENABLED:
+        return None
+    parts, shape, mesh, periodic = [], None, None, None
+    for v in (cond, x, y):
+        if type(v) in (DistributedTensor, LazyTensor):
+            n = _node_of(v)
+            if n is None:
+                return None
+            if shape is None:
+                shape, mesh, periodic = n.shape, n.mesh, n.periodic
+            elif n.shape != shape or n.mesh != mesh:
+                return None
+            parts.append(n)
+        elif type(v) in (float, int, bool) or isinstance(v, np.generic) and v.dtype in _DTYPES:
+            parts.append(v)
+        else:
+            return None
+    if not isinstance(parts[0], _Node) or parts[0].dtype != np.bool_ or shape is None:
+        return None
+    try:
+        dummies = [np.empty(0, p.dtype) if isinstance(p, _Node) else p for p in parts]
+        dt = np.where(*dummies).dtype
+    except Exception:
+        return None
+    if dt not in _DTYPES:
+        return None
+    args = [parts[0]]
+    for p in parts[1:]:
+        if isinstance(p, _Node):
+            args.append(p)
+        elif _scalar_ok(p, dt):
+            args.append(dt.type(p))
+        else:
+            return None
+    ins = (np.dtype(bool), dt, dt)
+    return _wrap(_Op("where", np.where, args, parts, ins, dt, shape, mesh, periodic))
+
+
+def astype(t, dtype):
+    """``t.astype(dtype)`` deferred for the exact conversions (None: run eagerly)."""
+    if _eager[0] or not ENABLED:
+        return None
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return None
+    n = _node_of(t)
+    if n is None or dt not in _DTYPES and dt != np.bool_ or n.dtype not in _DTYPES and n.dtype != np.bool_:
+        return None
+    if n.dtype.kind == "f" and dt.kind in "ib":
+        return None  # float -> int is undefined for NaN and out-of-range values in LLVM
+    if isinstance(n, _Leaf) and n.kind == "full":
+        return None  # the eager copy converts the halos too
+    return _wrap(_Op("astype", None, [n], [t], (n.dtype,), dt, n.shape, n.mesh, n.periodic))
+
+
+# -- writes -------------------------------------------------------------------------------------------------
+def flush(keep=None) -> None:
+    """Evaluate every pending expression (but ``keep``): a write is about to happen."""
+    if _pending:
+        for node in list(_pending.values()):
+            if node is not keep:
+                node.force()
+
+
+_BASELINE = {}
+
+
+def _refs_ok(value, path) -> bool:
+    """Whether ``value`` (a LazyTensor) is referenced only by the statement assigning it."""
+    base = _BASELINE.get(path)
+    if base is None:
+        return False
+    return sys.getrefcount(value) - 2 <= base  # - 2: this function's argument and getrefcount's
+
+
+class _Probe:
+    pass
+
+
+def _calibrate():
+    """How many references a temporary assigned by ``t[k] = e`` / ``t += e`` has when it reaches here."""
+    t = object.__new__(DistributedTensor)
+    _D["_writes"].__set__(t, None)
+    for path in ("setitem", "ufunc"):
+        _BASELINE[path] = None
+    probe = _Probe()
+
+    def make():
+        v = object.__new__(LazyTensor)
+        _EXPR.__set__(v, probe)
+        return v
+
+    t[0] = make()
+    t += make()
+    first = _BASELINE["ufunc"]
+    np.add(t, make(), out=t)
+    _BASELINE["ufunc"] = min(first, _BASELINE["ufunc"])
+
+
+def _probe(value, path) -> bool:
+    if type(value) is LazyTensor and _EXPR.__get__(value).__class__ is _Probe:
+        n = sys.getrefcount(value) - 2  # this frame's argument and getrefcount's
+        _BASELINE[path] = n
+        _EXPR.__set__(value, None)
+        return True
+    return False
+
+
+def setitem(t, key, value) -> bool:
+    """``t[key] = value``: True when written here (a fused expression), else the eager path runs."""
+    if _eager[0]:
+        return False
+    if type(value) is LazyTensor and _probe(value, "setitem"):
+        return True
+    if not ENABLED:
+        return False
+    if type(value) is LazyTensor and type(t) is DistributedTensor and _refs_ok(value, "setitem"):
+        node = _EXPR.__get__(value)
+        if isinstance(node, _Op) and node.value is None and not t._sharding._partial_axes:
+            r = _region(t._global_shape, key)
+            if r is not None and r[1] == node.shape and node.dtype == t._local.dtype and not node.consumed:
+                if _fused_write(t, r[0], node):
+                    _EXPR.__set__(value, None)
+                    return True
+    flush()
+    return False
+
+
+def _ufunc_out(ufunc, inputs, out):
+    outs = out if isinstance(out, tuple) else (out,)
+    for v in inputs:
+        if type(v) is LazyTensor and _probe(v, "ufunc"):
+            return outs[0]
+    if ENABLED and len(outs) == 1 and type(outs[0]) is DistributedTensor:
+        t = outs[0]
+        ok = True
+        for v in inputs:
+            if type(v) is LazyTensor and not _refs_ok(v, "ufunc"):
+                ok = False
+        node = _build_ufunc(ufunc, inputs) if ok and not t._sharding._partial_axes else None
+        if node is not None and node.shape == t._global_shape and node.dtype == t._local.dtype:
+            if _fused_write(t, (0,) * len(node.shape), node):
+                for v in inputs:
+                    if type(v) is LazyTensor:
+                        _EXPR.__set__(v, None)
+                return t
+    flush()
+    return None
+
+
+def touch(t=None) -> None:
+    """A tensor's buffers are handed out (``.local``, ``.interior``): evaluate what is pending."""
+    if _pending and not _eager[0]:
+        flush()
+
+
+# -- fused evaluation ---------------------------------------------------------------------------------------
+_SIGS: dict = {}
+
+
+def _collect_fast(root, origin):
+    """`_collect` from the lists made while building: no walk, one lookup (no node of the tree evaluated)."""
+    if root.oldest != _forced[0]:
+        return _collect(root, origin)
+    ids, arrays, pattern = {}, [], []
+    for leaf in root.leaves:
+        a = ids.get(id(leaf.t))
+        if a is None:
+            a = ids[id(leaf.t)] = len(arrays)
+            arrays.append(leaf.t)
+        pattern.append(a)
+    key = (root.skey, tuple(pattern), origin)
+    c = _SIGS.get(key)
+    if c is None:
+        sig, _, leaves, _ = _collect(root, origin)
+        if len(_SIGS) > 4096:
+            _SIGS.clear()
+        c = _SIGS[key] = (sig, tuple(leaves))
+    return c[0], arrays, c[1], root.scalars
+
+
+def _collect(root, origin):
+    """Walk ``root``: (signature, arrays, per-leaf (array, kind, data), scalars, leaf ok)."""
+    arrays, ids, leaves, scalars = [], {}, [], []
+
+    def walk(n):
+        if not isinstance(n, _Node):
+            scalars.append(n)
+            return ("scalar", len(scalars) - 1)
+        if n.value is not None or isinstance(n, _Leaf):
+            if isinstance(n, _Leaf) and (n.value is None or n.kind != "roll"):
+                t, kind, data = n.t, n.kind, n.starts
+            else:
+                v = n.force()
+                if type(v) is not DistributedTensor:
+                    raise _NotFusable
+                t, kind, data = v, "full", None
+            a = ids.get(id(t))
+            if a is None:
+                a = ids[id(t)] = len(arrays)
+                arrays.append(t)
+            if kind == "slice":
+                data = tuple(s - o for s, o in zip(data, origin))
+            elif kind == "full":
+                kind, data = "slice", tuple(-o for o in origin)
+            leaves.append((a, kind, data))
+            return ("leaf", len(leaves) - 1, a)
+        if n.consumed:
+            raise _NotFusable
+        return n.head + tuple([walk(a) for a in n.args])
+
+    sig = walk(root)
+    return sig, arrays, tuple(leaves), tuple(scalars)
+
+
+class _NotFusable(Exception):
+    pass
+
+
+def _subtree_pending(root) -> bool:
+    if len(_pending) <= 1:
+        return False  # (nothing, or the root itself)
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is not root and id(n) in _pending:
+            return True
+        if isinstance(n, _Op):
+            stack.extend(a for a in n.args if isinstance(a, _Node))
+    return False
+
+
+def _fused_write(t, origin, node) -> bool:
+    """Evaluate ``node`` into ``t``'s region at global ``origin``, fused; False: not fusable (nothing done)."""
+    if _subtree_pending(node) or not _errstate_ok():
+        return False
+    try:
+        sig, arrays, leaves, scalars = _collect_fast(node, origin)
+    except _NotFusable:
+        return False
+    plan = _get_plan(t, origin, node.shape, sig, arrays, leaves)
+    if plan is None:
+        return False
+    _pending.pop(id(node), None)
+    node.consumed = True
+    flush()
+    plan.run(t, arrays, scalars, new=False)
+    stats["fused_writes"] += 1
+    return True
+
+
+def _fused_new(node):
+    """``node``'s value as a new tensor by the fused kernel, where every operand has one layout."""
+    if _eager[0] or not ENABLED or not _errstate_ok() or _subtree_pending(node):
+        return None
+    origin = (0,) * len(node.shape)
+    try:
+        sig, arrays, leaves, scalars = _collect_fast(node, origin)
+    except _NotFusable:
+        return None
+    if not arrays:
+        return None
+    first = arrays[0]
+    s = first._sharding
+    if any(a._sharding is not s and a._sharding != s or a._global_shape != first._global_shape for a in arrays):
+        return None
+    if node.shape != first._global_shape or any(kind == "slice" and any(data) for _, kind, data in leaves):
+        return None  # the value must be the whole of its operands, read unshifted or rolled
+    layout = _layout(s, first._global_shape)
+    local = _take(layout.local_shape, node.dtype)
+    if layout.halos:
+        _zero_halos(local, s, first._global_shape)
+    target = DistributedTensor._fast(local, local[layout.index], s, first._global_shape, layout.slices,
+                                     node.periodic)
+    plan = _get_plan(target, origin, node.shape, sig, arrays, leaves)
+    if plan is None:
+        return None
+    plan.run(target, arrays, scalars, new=True)
+    stats["fused_new"] += 1
+    return target
+
+
+_PLANS: dict = {}
+_SAME: dict = {}
+
+
+def _same_layout(a, t) -> bool:
+    """One global index is one owned cell in both (same mesh, shape, split axes and shard offsets)."""
+    sa, st = a._sharding, t._sharding
+    if sa is st and a._global_shape == t._global_shape:
+        return True
+    key = (id(sa), id(st), a._global_shape, t._global_shape)
+    r = _SAME.get(key)
+    if r is None:
+        r = (a._global_shape == t._global_shape and sa.mesh == st.mesh and not sa._partial_axes
+             and all(sa.dim_axes(d) == st.dim_axes(d) for d in range(len(t._global_shape)))
+             and sa.dim_offsets(a._global_shape) == st.dim_offsets(t._global_shape))
+        if len(_SAME) > 1024:
+            _SAME.clear()
+        _SAME[key] = (r, sa, st)  # the shardings kept alive: their ids stay theirs
+        return r
+    return r[0]
+
+
+HOT = 2  # an expression is compiled the HOT-th time it runs: a one-off runs eagerly (no compile)
+_SEEN: dict = {}  # plan key -> (times seen, the shardings its ids name)
+
+
+def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
+    # Decided alike on every process (a plan is built collectively): from global facts only
+    if not shape:
+        return None
+    for a in arrays:
+        if not _same_layout(a, t):
+            return None
+    key = (sig, tuple((id(a._sharding), a._global_shape, a is t) for a in arrays), tuple(leaves),
+           id(t._sharding), t._global_shape, origin, shape)
+    entry = _PLANS.get(key)
+    if entry is None:
+        keep = tuple(a._sharding for a in arrays) + (t._sharding,)  # their ids stay theirs while cached
+        if not force:  # counted alike on every process: the same program makes the same keys
+            seen = _SEEN.get(key, (0, keep))[0] + 1
+            if seen < HOT:
+                if len(_SEEN) > 4096:
+                    _SEEN.clear()
+                _SEEN[key] = (seen, keep)
+                return None
+        entry = _FusedPlan.build(t, origin, shape, sig, arrays, leaves)
+        stats["plans"] += 1
+        if len(_PLANS) > 256:
+            for p in _PLANS.values():
+                if type(p) is _FusedPlan:
+                    p.free()
+            _PLANS.clear()
+        if entry is not None:
+            entry.keep = keep
+        _PLANS[key] = entry if entry is not None else (False, keep)
+    return entry if type(entry) is _FusedPlan else None
+
+
+@dataclass
+class _Ghost:
+    """The ghost-padded copy of one operand: its buffer, exchange, and the slabs copied in first."""
+
+    sharding: object
+    padded: np.ndarray
+    exchange: object
+    slabs: tuple  # (padded index, local index)
+    widths: tuple  # per dim (lo, hi)
+    periodic: tuple
+
+
+class _FusedPlan:
+    __slots__ = ("kernel", "pre", "post", "sel_pre", "sel_post", "offs_pre", "offs_post", "oo", "ghosts",
+                 "self_shift", "box", "keep", "describe_args", "_mm", "_out")
+
+    @classmethod
+    def build(cls, t, origin, shape, sig, arrays, leaves):
+        mesh, s = t.mesh, t._sharding
+        error, plan = None, None
+        try:
+            plan = cls()
+            plan._make(t, origin, shape, sig, arrays, leaves)
+        except Exception as e:  # decided together below: every process takes the same path
+            error = f"{type(e).__name__}: {e}"
+        with _mpi.internal("fused expression", "plan agreement", mesh):
+            bad = mesh.comm.allreduce(1 if error else 0)
+        if bad:
+            if plan is not None:
+                plan.free()
+            return None
+        return plan
+
+    def _make(self, t, origin, shape, sig, arrays, leaves):
+        s, g = t._sharding, t._global_shape
+        nd = len(g)
+        self.ghosts = [None] * len(arrays)
+        self._mm = []
+        owned = tuple((sl.start, sl.stop) for sl in t._slices)
+        box = tuple((max(o, lo), min(o + n, hi)) for o, n, (lo, hi) in zip(origin, shape, owned))
+        split = tuple(bool(s.dim_axes(d)) for d in range(nd))
+        pieces = []
+        widths = [[[0, 0] for _ in range(nd)] for _ in arrays]
+        periodic = [[False] * nd for _ in arrays]
+        self_shift = False
+        for a, kind, data in leaves:
+            per = []
+            for d in range(nd):
+                if kind == "slice":
+                    k = data[d]
+                    per.append([(-_BIG, _BIG, k)])
+                else:
+                    n, k = g[d], data[d]
+                    if not k:
+                        per.append([(-_BIG, _BIG, 0)])
+                        continue
+                    if split[d]:
+                        k = k - n if k > n // 2 else k
+                        per.append([(-_BIG, _BIG, -k)])
+                        periodic[a][d] = True
+                    else:
+                        per.append([(-_BIG, k, n - k), (k, _BIG, -k)])
+                for _, _, sh in per[-1]:
+                    if sh and arrays[a] is t:
+                        self_shift = True
+                    if split[d] and sh:
+                        widths[a][d][0] = max(widths[a][d][0], -sh)
+                        widths[a][d][1] = max(widths[a][d][1], sh)
+            pieces.append(per)
+        self.self_shift = self_shift
+        boxes = _fuse.plan_boxes(box, owned, split, pieces)
+        halo_lo = [[arr._sharding.halo_widths(d)[0] if split[d] else 0 for d in range(nd)] for arr in arrays]
+        for i, arr in enumerate(arrays):
+            w = widths[i]
+            if any(lo or hi for lo, hi in w):
+                self.ghosts[i] = self._ghost(arr, w, periodic[i], owned)
+        pre, post = [], []
+        for cell, shifts, ghost in boxes:
+            sel = [0] * len(arrays)
+            for (a, _, _), gh in zip(leaves, ghost):
+                if gh:
+                    sel[a] = 1
+            offs = []
+            for (a, _, _), sh in zip(leaves, shifts):
+                h = self.ghosts[a].widths if sel[a] else None
+                offs.append([sh[d] - owned[d][0] + (h[d][0] if h else halo_lo[a][d]) for d in range(nd)])
+            flat = [x for lo_hi in cell for x in lo_hi]
+            (post if any(sel) else pre).append((flat, sel, offs))
+        na, nl = len(arrays), len(leaves)
+
+        def pack(lst):
+            return (np.array([b for b, _, _ in lst], np.int64).reshape(len(lst), 2 * nd),
+                    np.array([x for _, x, _ in lst], np.int8).reshape(len(lst), na),
+                    np.array([o for _, _, o in lst], np.int64).reshape(len(lst), nl, nd))
+
+        self.pre, self.sel_pre, self.offs_pre = pack(pre)
+        self.post, self.sel_post, self.offs_post = pack(post)
+        t_lo = [s.halo_widths(d)[0] if split[d] else 0 for d in range(nd)]
+        self.oo = np.array([t_lo[d] - owned[d][0] for d in range(nd)], np.int64)
+        self.box = box
+        self.kernel = _fuse.kernel(sig, nd, t._local.dtype.name)
+        self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays], pre, post)
+        # compile now, on empty box lists (nothing written): a compile error falls back, on every process
+        self._out = None
+        empty = (0,) * nd
+        self._call(self.pre[:0], self.sel_pre[:0], self.offs_pre[:0], np.empty(empty, t._local.dtype),
+                   [np.empty(empty, a._local.dtype) for a in arrays],
+                   [np.zeros((), d)[()] for d in _scalar_dtypes(sig)])
+
+    def _ghost(self, arr, w, per, owned):
+        s, g = arr._sharding, arr._global_shape
+        nd = len(g)
+        halos = []
+        for d in s.sharded_dims:
+            halos += list(w[d])
+        ps = s.replace(halo_sizes=halos)
+        local_shape = ps.local_shape(g)
+        nbytes = max(1, int(np.prod(local_shape)) * arr._local.dtype.itemsize)
+        mm = mmap.mmap(-1, nbytes)  # pages never touched (the middle of the block) are never made resident
+        self._mm.append(mm)
+        padded = np.frombuffer(mm, arr._local.dtype, int(np.prod(local_shape))).reshape(local_shape)
+        ex = HaloExchange(padded, ps, g, periodic=tuple(per))
+        slabs = []
+        a_lo = [s.halo_widths(d)[0] if s.dim_axes(d) else 0 for d in range(nd)]
+        full_p = [slice(w[d][0], w[d][0] + owned[d][1] - owned[d][0]) for d in range(nd)]
+        full_a = [slice(a_lo[d], a_lo[d] + owned[d][1] - owned[d][0]) for d in range(nd)]
+        for d in range(nd):
+            depth = w[d][0] + w[d][1]
+            n = owned[d][1] - owned[d][0]
+            if not depth or not n:
+                continue
+            depth = min(depth, n)
+            for lo in sorted({0, n - depth}):
+                ip, ia = list(full_p), list(full_a)
+                ip[d] = slice(w[d][0] + lo, w[d][0] + lo + depth)
+                ia[d] = slice(a_lo[d] + lo, a_lo[d] + lo + depth)
+                slabs.append((tuple(ip), tuple(ia)))
+        return _Ghost(ps, padded, ex, tuple(slabs), tuple(tuple(x) for x in w), tuple(per))
+
+    def _call(self, boxes, sel, offs, out, bufs, scalars):
+        args = []
+        for i, x in enumerate(bufs):
+            gh = self.ghosts[i]
+            args += (x, x if gh is None else gh.padded)
+        self.kernel(boxes, sel, offs, out, self.oo, *args, *scalars)
+
+    def run(self, t, arrays, scalars, new):
+        handles = []
+        for i, gh in enumerate(self.ghosts):
+            if gh is not None:
+                for ip, ia in gh.slabs:
+                    gh.padded[ip] = arrays[i]._local[ia]  # (no local name: _install counts references)
+                handles.append(gh.exchange.start())
+        self._run(t, arrays, scalars, new, handles)
+        if (self.self_shift and not new) or not t._local.flags.c_contiguous:
+            _install(t, self._out, self.box, self.oo)
+        self._out = None
+
+    def _run(self, t, arrays, scalars, new, handles):
+        # What only this process sees (a strided buffer, memory shared with the target) is handled here,
+        # with copies: the plan, and so the messages, stay those of every process.
+        target = t._local
+        bufs = []
+        for a in arrays:
+            x = a._local
+            if not x.flags.c_contiguous:
+                x = np.ascontiguousarray(x)
+            elif a is not t and np.may_share_memory(x, target):
+                x = x.copy()
+            bufs.append(x)
+        second = (self.self_shift and not new) or not target.flags.c_contiguous
+        out = self._out = _take(target.shape, target.dtype) if second else target
+        del target
+        if len(self.pre):
+            self._call(self.pre, self.sel_pre, self.offs_pre, out, bufs, scalars)
+        for h in handles:
+            h.wait()
+        if len(self.post):
+            self._call(self.post, self.sel_post, self.offs_post, out, bufs, scalars)
+
+    def free(self):
+        for gh in self.ghosts or ():
+            if gh is not None:
+                gh.exchange.free()
+
+
+_POOL: dict = {}  # (shape, dtype) -> buffers this module allocated, reused once nothing else holds them
+
+
+def _take(shape, dtype) -> np.ndarray:
+    """A buffer for a new value: one of ours that nothing references any more (a time loop's previous
+    step: no allocation, no page faults), else a new one (kept, two per shape and dtype)."""
+    key = (shape, dtype)
+    bufs = _POOL.get(key)
+    if bufs is None:
+        if len(_POOL) > 8:
+            _POOL.clear()
+        bufs = _POOL[key] = []
+    for i in range(len(bufs)):
+        if sys.getrefcount(bufs[i]) == 2:  # the list's reference and getrefcount's argument
+            return bufs[i]
+    buf = np.empty(shape, dtype)
+    if len(bufs) < 2:
+        bufs.append(buf)
+    return buf
+
+
+def _scalar_dtypes(sig):
+    out = {}
+
+    def walk(n, dt):
+        if n[0] == "scalar":
+            out[n[1]] = dt
+        elif n[0] == "ufunc":
+            for d, c in zip(n[2], n[4:]):
+                walk(c, d)
+        elif n[0] == "where":
+            walk(n[2], "bool")
+            walk(n[3], n[1])
+            walk(n[4], n[1])
+        elif n[0] == "astype":
+            walk(n[2], None)
+
+    walk(sig, None)
+    return [out[m] for m in sorted(out)]
+
+
+_RESTS: dict = {}
+
+
+def _rest(shape, box, oo):
+    """(the target box in local indices, the slabs of the buffer around it), or None if the box is empty."""
+    key = (shape, box, tuple(oo.tolist()))
+    r = _RESTS.get(key, 0)
+    if r == 0:
+        local_box = tuple(slice(lo + o, hi + o) for (lo, hi), o in zip(box, key[2]))
+        r = None
+        if not any(hi <= lo for lo, hi in box):
+            cur, slabs = [slice(None)] * len(shape), []
+            for d, b in enumerate(local_box):
+                for part in (slice(0, b.start), slice(b.stop, shape[d])):
+                    if part.stop > part.start:
+                        slabs.append(tuple(cur[:d]) + (part,) + tuple(cur[d + 1:]))
+                cur[d] = b
+            r = (local_box, tuple(slabs))
+        if len(_RESTS) > 1024:
+            _RESTS.clear()
+        _RESTS[key] = r
+    return r
+
+
+def _install(t, new, box, oo):
+    """``new`` (the target cells of ``box`` written) becomes ``t``'s buffer; other cells kept from the old."""
+    old = t._local
+    r = _rest(old.shape, box, oo)
+    if r is None:
+        return  # nothing of the target region here: nothing was written
+    local_box, slabs = r
+    for ix in slabs:  # the rest of the buffer (halos, cells outside the target region) from the old one
+        new[ix] = old[ix]
+    # Swap only where nothing else can see the old buffer: 4 references (the slot, the interior view's base
+    # or the interior slot, ``old`` here, getrefcount's argument), and none to the interior view but its slot.
+    t._writes = None
+    interior = t._interior
+    free = sys.getrefcount(interior) <= 3 if interior is not old else True  # slot, ``interior``, argument
+    del interior
+    pooled = any(b is old for b in _POOL.get((old.shape, old.dtype), ()))  # the pool's reference
+    if old.base is None and t._halo is None and free and sys.getrefcount(old) <= 4 + pooled:
+        layout = _layout(t._sharding, t._global_shape)
+        t._local = new
+        t._interior = new[layout.index]
+        t._writes = None
+        stats["swaps"] += 1
+    else:
+        old[local_box] = new[local_box]
+        stats["copies"] += 1
+
+
+# -- explain ----------------------------------------------------------------------------------------------
+def _describe_node(n) -> str:
+    if isinstance(n, _Leaf):
+        if n.kind == "full":
+            return "tensor"
+        if n.kind == "slice":
+            return f"slice{list(n.starts)}"
+        return f"roll{list(n.starts)}"
+    if isinstance(n, _Op):
+        name = n.ufunc.__name__ if n.op == "ufunc" else n.op
+        inner = ", ".join(_describe_node(a) if isinstance(a, _Node) else repr(a.item()) for a in n.args)
+        return f"{name}({inner})"
+    return "?"
+
+
+def explain_fused(expr, target=None, key=Ellipsis) -> str:
+    """How ``target[key] = expr`` (or evaluating ``expr`` on its own) runs, as text; nothing runs.
+
+    Shows the fused kernel's operands, the ghost widths exchanged per operand,
+    the bytes this device receives per step, its boxes (before and after the
+    exchange's wait: the overlap) and whether the target gets a second buffer.
+
+    Parameters
+    ----------
+    expr : LazyTensor
+        A deferred expression.
+    target : DistributedTensor, optional
+        The tensor assigned into; default a new tensor (the ``np.roll`` form).
+    key : index, optional
+        The assigned region of ``target``.
+
+    Returns
+    -------
+    str
+        The plan, or why the expression would run eagerly.
+
+    Examples
+    --------
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> u = DistributedTensor.zeros((8, 8), Sharding(Mesh((-1,), ("x",)), [["x"]]))
+    >>> print(explain_fused(0.5 * (u[:-2, 1:-1] + u[2:, 1:-1]), u, (slice(1, -1), slice(1, -1))))  # doctest: +ELLIPSIS
+    fused kernel: multiply(0.5, add(slice[0, 1], slice[2, 1])) -> float64 ...
+    """
+    if type(expr) is not LazyTensor:
+        return "not a deferred expression: nothing to fuse"
+    node = _EXPR.__get__(expr)
+    if not isinstance(node, _Op):
+        return f"{_describe_node(node)}: a view or copy, not a fused kernel"
+    if target is None:
+        return _explain_new(node)
+    r = _region(target.global_shape, key)
+    if r is None or r[1] != node.shape or node.dtype != target.dtype:
+        return "runs eagerly: the key is not of step-1 slices, or the shapes or dtypes differ"
+    return _explain(node, target, r[0])
+
+
+def _explain_new(node):
+    try:
+        sig, arrays, leaves, scalars = _collect(node, (0,) * len(node.shape))
+    except _NotFusable:
+        return "runs eagerly"
+    return _explain(node, arrays[0], (0,) * len(node.shape), new=True)
+
+
+def _explain(node, t, origin, new=False):
+    try:
+        sig, arrays, leaves, scalars = _collect(node, origin)
+    except _NotFusable:
+        return "runs eagerly"
+    plan = _get_plan(t, origin, node.shape, sig, arrays, leaves, force=True)
+    if plan is None:
+        return "runs eagerly (operands not of the target's layout, or views of other tensors)"
+    origin, shape, arrays, pre, post = plan.describe_args
+    lines = [f"fused kernel: {_describe_node(node)} -> {node.dtype} into "
+             f"{'a new tensor' if new else 'the target'} region {list(origin)} + {list(shape)}; "
+             f"device {t.mesh.rank}"]
+    total = 0
+    for i, (dtype, gshape, is_t) in enumerate(arrays):
+        gh = plan.ghosts[i]
+        name = "target" if is_t and not new else f"operand {i}"
+        if gh is None:
+            lines.append(f"  {name} {dtype} {list(gshape)}: local reads only")
+            continue
+        hp = plan_halo(gh.sharding, gshape, gh.periodic, device=t.mesh.rank)
+        recv = sum(int(np.prod([b.stop - b.start for b in m.recv_box])) for m in hp.recvs) * dtype.itemsize
+        total += recv
+        ws = {d: w for d, w in enumerate(gh.widths) if any(w)}
+        lines.append(f"  {name} {dtype} {list(gshape)}: ghost widths {ws} "
+                     f"{'periodic ' + str([d for d, p in enumerate(gh.periodic) if p]) if any(gh.periodic) else ''}"
+                     f"; {len(hp.recvs)} messages, {recv} bytes in")
+    lines.append(f"  bytes received per step: {total}")
+    lines.append(f"  boxes before the wait (overlap the exchange): {[_fmt(b) for b, _, _ in pre]}")
+    lines.append(f"  boxes after the wait (read ghosts): {[_fmt(b) for b, _, _ in post]}")
+    if plan.self_shift and not new:
+        lines.append("  the target is read with a shift: written into a second buffer that replaces its own")
+    return "\n".join(lines)
+
+
+def _fmt(flat):
+    return "[" + ", ".join(f"{a}:{b}" for a, b in zip(flat[::2], flat[1::2])) + "]"
+
+
+def array_function(func, args, kwargs):
+    """``np.roll`` and ``np.where(c, x, y)`` deferred; any other numpy function first evaluates what is pending."""
+    if func is np.roll and not _eager[0]:
+        try:
+            r = roll(*args, **kwargs)
+        except TypeError:
+            r = None
+        if r is not None:
+            return r
+    elif func is np.where and len(args) == 3 and not kwargs and not _eager[0]:
+        r = where(*args)
+        if r is not None:
+            return r
+    touch()
+    return None

@@ -1,0 +1,142 @@
+"""meshrt.tensor.fuse (generated fused kernels, box planning) and meshrt.tensor.lazy's planner pieces, serial."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from meshrt.tensor import fuse as _fuse, lazy as _lazy
+
+F8 = "float64"
+
+
+def leaf(k, a=0):
+    return ("leaf", k, a)
+
+
+def op(name, ins, out, *children):
+    return ("ufunc", name, ins, out, *children)
+
+
+def run(sig, arrays, offsets, box, scalars, out_dtype):
+    """Run the kernel of ``sig`` on one box of a fresh output; offsets per leaf."""
+    nd = arrays[0].ndim
+    k = _fuse.kernel(sig, nd, out_dtype)
+    out = np.zeros(arrays[0].shape, out_dtype)
+    boxes = np.array([[x for lo_hi in box for x in lo_hi]], np.int64)
+    sel = np.zeros((1, len(arrays)), np.int8)
+    offs = np.array([offsets], np.int64)
+    args = [x for a in arrays for x in (a, a)]
+    k(boxes, sel, offs, out, np.zeros(nd, np.int64), *args, *scalars)
+    return out
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32", "int32", "int8", "int64"])
+def test_kernel_matches_numpy_bitwise(dt):
+    rng = np.random.default_rng(0)
+    a = (rng.random((9, 7)) * 200 - 100).astype(dt)
+    b = (rng.random((9, 7)) * 200 - 100).astype(dt)
+    t = np.dtype(dt).name
+    # (a[:-2] * 3 + b[2:]) - a[1:-1], scalar cast as numpy casts a weak Python scalar
+    sig = op("subtract", (t, t), t,
+             op("add", (t, t), t, op("multiply", (t, t), t, leaf(0, 0), ("scalar", 0)), leaf(1, 1)), leaf(2, 0))
+    got = run(sig, [a, b], [[-1, 0], [1, 0], [0, 0]], ((1, 8), (0, 7)), [np.dtype(dt).type(3)], t)
+    want = (a[:-2] * 3 + b[2:]) - a[1:-1]
+    np.testing.assert_array_equal(got[1:8], want)
+    if np.dtype(dt).kind == "f":
+        d = op("divide", (t, t), t, leaf(0, 0), leaf(1, 1))
+        got = run(op("sqrt", (t,), t, op("absolute", (t,), t, d)), [a, b], [[0, 0], [0, 0]], ((0, 9), (0, 7)),
+                  [], t)
+        np.testing.assert_array_equal(got.view(np.uint8), np.sqrt(np.abs(a / b)).view(np.uint8))
+
+
+def test_mixed_dtypes_follow_numpy_loops():
+    a = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+    i = np.arange(12, dtype=np.int64).reshape(3, 4)
+    loop = np.add.resolve_dtypes((a.dtype, i.dtype, None))  # float64 loop: both cast up first
+    sig = op("add", tuple(d.name for d in loop[:2]), loop[2].name, leaf(0, 0), leaf(1, 1))
+    got = run(sig, [a, i], [[0, 0], [0, 0]], ((0, 3), (0, 4)), [], loop[2].name)
+    np.testing.assert_array_equal(got, a + i)
+    w = ("where", F8, op("less", (F8, F8), "bool", leaf(0, 0), ("scalar", 0)), leaf(1, 0), ("scalar", 1))
+    b = a.astype(np.float64)
+    got = run(w, [b], [[0, 0], [0, 0]], ((0, 3), (0, 4)), [np.float64(0.5), np.float64(-1.0)], F8)
+    np.testing.assert_array_equal(got, np.where(b < 0.5, b, -1.0))
+
+
+def test_kernel_source_and_cache(tmp_path, monkeypatch):
+    sig = op("add", (F8, F8), F8, leaf(0), ("scalar", 0))
+    src = _fuse.kernel_source(sig, 2, F8)
+    assert "def fused(boxes, sel, offs, out, oo, a0, p0, c0):" in src
+    assert "x0 = p0 if sel[b, 0] else a0" in src
+    monkeypatch.setattr(_fuse, "_KERNELS", {})
+    monkeypatch.setenv("MESHRT_FUSE_CACHE", str(tmp_path))
+    sig3 = op("multiply", (F8, F8), F8, leaf(0), ("scalar", 0))
+    k = _fuse.kernel(sig3, 3, F8)
+    assert _fuse.kernel(sig3, 3, F8) is k
+    assert len(list(tmp_path.glob("meshrt_fused_*.py"))) == 1
+
+
+def test_plan_boxes_jacobi_rows():
+    # rows 0..8 owned of 16, target rows 1..15, the 4 reads of the 5-point stencil
+    leaves = [[[(-9, 99, s0)], [(-9, 99, s1)]] for s0, s1 in ((-1, 0), (1, 0), (0, -1), (0, 1))]
+    boxes = _fuse.plan_boxes(((1, 8), (1, 11)), ((0, 8), (0, 12)), (True, False), leaves)
+    cells = [b for b, _, _ in boxes]
+    assert cells == [((1, 7), (1, 11)), ((7, 8), (1, 11))]
+    assert [g for _, _, g in boxes] == [(False,) * 4, (False, True, False, False)]
+
+
+def test_plan_boxes_roll_unsplit_dim():
+    # roll by 2 on an unsplit dim of 6: cells 0,1 read 4,5 (shift +4), the rest shift -2
+    boxes = _fuse.plan_boxes(((0, 6),), ((0, 6),), (False,), [[[(-9, 2, 4), (2, 99, -2)]]])
+    assert boxes == [(((0, 2),), ((4,),), (False,)), (((2, 6),), ((-2,),), (False,))]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(lo=st.integers(0, 5), n=st.integers(1, 9), o0=st.integers(0, 6), on=st.integers(1, 8),
+       shifts=st.lists(st.integers(-3, 3), min_size=1, max_size=4), split=st.booleans())
+def test_plan_boxes_partition(lo, n, o0, on, shifts, split):
+    """The boxes partition the target box, and each flags exactly the reads outside the owned range."""
+    box, owned = ((lo, lo + n),), ((o0, o0 + on),)
+    leaves = [[[(-99, 99, s)]] for s in shifts]
+    boxes = _fuse.plan_boxes(box, owned, (split,), leaves)
+    covered = sorted(g for (b,), _, _ in boxes for g in range(*b))
+    assert covered == list(range(lo, lo + n))
+    for ((a, b),), sh, ghost in boxes:
+        for s, (k,), gh in zip(shifts, sh, ghost):
+            assert k == s
+            outside = [g + s < owned[0][0] or g + s >= owned[0][1] for g in range(a, b)]
+            assert gh == (split and any(outside))
+            if split:
+                assert all(outside) or not any(outside)  # one array per box: all reads in, or all ghost
+
+
+def test_region_keys():
+    assert _lazy._region((6, 5), (slice(1, -1), slice(None))) == ((1, 0), (4, 5))
+    assert _lazy._region((6, 5), (Ellipsis, slice(2, None))) == ((0, 2), (6, 3))
+    assert _lazy._region((6, 5), slice(None, 3)) == ((0, 0), (3, 5))
+    for key in ((slice(None, None, 2),), 1, (slice(1, 2), 0), None, (Ellipsis, Ellipsis), [0, 1]):
+        assert _lazy._region((6, 5), key) is None, key
+
+
+def test_loop_dtypes_nep50():
+    ins, out = _lazy._loop(np.multiply, (float, np.dtype(np.float32)))
+    assert out == np.float32 and ins == (np.dtype(np.float32),) * 2  # a Python float is weak
+    ins, out = _lazy._loop(np.add, (np.dtype(np.int32), np.dtype(np.float64)))
+    assert out == np.float64
+    assert _lazy._loop(np.sqrt, (np.dtype(np.int8),)) is False  # float16 loop: eager
+    assert _lazy._loop(np.add, (np.dtype(np.uint8), int)) is False  # unsigned: eager
+    assert not _lazy._scalar_ok(1000, np.dtype(np.int8)) and _lazy._scalar_ok(100, np.dtype(np.int8))
+
+
+def test_lazy_off_by_environment():
+    """MESHRT_LAZY=0: nothing is deferred (and the import's reference calibration still works)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from meshrt import DistributedTensor as DT, Mesh, Sharding; "
+            "u = DT.from_global(np.arange(6.0), Sharding(Mesh((-1,)), [[0]])); "
+            "e = u[1:] + 1; u += 1; print(type(e).__name__, u.gather()[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "MESHRT_LAZY": "0"}, cwd=os.path.dirname(__file__))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["DistributedTensor", "1.0"]
