@@ -177,7 +177,7 @@ def _gone(pids, within=5.0):
 
 HELPER_PIDS = """
     from mpi4py import MPI
-    from meshrt import heartbeat
+    from meshrt.runtime import heartbeat
     with open(f"helper{MPI.COMM_WORLD.rank}", "w") as f:  # (hydra's output would interleave the ranks' lines)
         f.write(str(heartbeat._helper.pid if heartbeat._helper else None))
 """
@@ -222,7 +222,7 @@ def test_a_frozen_rank_ends_the_job_naming_it_and_what_the_other_was_blocked_in(
     import numpy as np
     from meshrt import Mesh
     from meshrt.collectives import all_reduce
-    from meshrt import heartbeat
+    from meshrt.runtime import heartbeat
     mesh = Mesh((2,))
     all_reduce(np.ones(3), mesh, None, "sum")
     if mesh.rank == 1:
@@ -272,7 +272,7 @@ def test_a_silent_hub_is_named_by_the_rank_beside_it(tmp_path):
     r, took = _job(tmp_path, HELPER_PIDS + """
     import os, signal, time
     from mpi4py import MPI
-    from meshrt import heartbeat
+    from meshrt.runtime import heartbeat
     MPI.COMM_WORLD.Barrier()
     if MPI.COMM_WORLD.rank == 0:
         time.sleep(1.0)

@@ -34,6 +34,7 @@ import functools
 import numpy as np
 
 from ..errors import MLIRError
+from ..runtime import mpi as _mpi
 from ..mesh import Mesh
 from ..sharding.spec import Sharding
 from . import stablehlo as H
@@ -496,13 +497,15 @@ class SdyProgram:
                         break
                 else:
                     raise MLIRError(f"device {me} is in no replica group of {[list(g) for g in key]}")
-            c = self._comms[key] = self.comm.Split(color, pos)
+            with _mpi.internal("sdy replica groups", "split of the communicator", self.comm):
+                c = self._comms[key] = self.comm.Split(color, pos)
         return c
 
     def free(self):
         """Free the cached communicators and meshes (collective)."""
         for c in self._comms.values():
-            c.Free()
+            with _mpi.internal("sdy replica groups", "free of a communicator", c):
+                c.Free()
         self._comms.clear()
         for m in self._meshes.values():
             m.free()
@@ -806,10 +809,11 @@ class SdyProgram:
             src = [int(s) for s, t in pairs if t == me]
             self.count(f"collective_permute of {len(pairs)} pairs", x.nbytes * sum(d != me for d in dst),
                        same_everywhere=False)
-            reqs = [self.comm.Isend(x, dest=self.rank_of_device(d), tag=77) for d in dst]
-            if src:
-                self.comm.Recv(out, source=self.rank_of_device(src[0]), tag=77)
-            MPI.Request.Waitall(reqs)
+            with _mpi.internal("stablehlo.collective_permute", "send and receive", self.comm):
+                reqs = [self.comm.Isend(x, dest=self.rank_of_device(d), tag=77) for d in dst]
+                if src:
+                    self.comm.Recv(out, source=self.rank_of_device(src[0]), tag=77)
+                MPI.Request.Waitall(reqs)
             return [out]
         comm = self.group_comm(self._groups(op))
         k = comm.size
@@ -825,7 +829,8 @@ class SdyProgram:
             for x in vals:
                 x = np.ascontiguousarray(x)
                 buf = np.empty((k,) + x.shape, x.dtype)
-                comm.Allgather(x, buf)
+                with _mpi.internal("stablehlo.all_gather", "allgather", comm):
+                    comm.Allgather(x, buf)
                 outs.append(np.concatenate(list(buf), axis=dim))
             return outs
         if name == "stablehlo.all_to_all":
@@ -834,7 +839,8 @@ class SdyProgram:
             for x in vals:
                 parts = np.stack(np.split(np.asarray(x), k, axis=sd))
                 recv = np.empty_like(parts)
-                comm.Alltoall(np.ascontiguousarray(parts), recv)
+                with _mpi.internal("stablehlo.all_to_all", "alltoall", comm):
+                    comm.Alltoall(np.ascontiguousarray(parts), recv)
                 outs.append(np.concatenate(list(recv), axis=cd))
             return outs
         kind = H.simple_reduction(op.regions[0])
@@ -856,11 +862,13 @@ class SdyProgram:
             mop = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}.get(kind)
             if mop is not None and not (kind in ("max", "min") and x.dtype.kind == "f" and np.isnan(x).any()):
                 out = np.empty_like(x)
-                comm.Allreduce(x, out, op=mop)
+                with _mpi.internal("stablehlo.all_reduce", "allreduce", comm):
+                    comm.Allreduce(x, out, op=mop)
                 return out
         # any other body (or NaN under max/min): gather the group's values and fold them in group order
         buf = np.empty((comm.size,) + x.shape, x.dtype)
-        comm.Allgather(x, buf)
+        with _mpi.internal("stablehlo.all_reduce", "allgather of the group's values", comm):
+            comm.Allgather(x, buf)
         fn = self._region_fn(op.regions[0], True, env)
         acc = buf[0]
         for y in buf[1:]:

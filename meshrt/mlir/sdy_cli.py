@@ -26,6 +26,7 @@ import sys
 import numpy as np
 
 from ..errors import MLIRError
+from ..runtime import mpi as _mpi
 from .ir import TensorType
 from .sdy import SdyProgram, _dt
 from . import stablehlo as H
@@ -112,7 +113,8 @@ def explain(module, name="main", comm=None) -> str:
         n = sum(b for _, b, same in items if not same)
         if n:
             own[key(op)] = own.get(key(op), 0) + n
-    gathered = comm.gather(own, root=0)
+    with _mpi.internal("meshrt mlir explain", "gather of the bytes each op moved", comm):
+        gathered = comm.gather(own, root=0)
     if comm.rank != 0:
         return ""
     totals = {}

@@ -26,7 +26,7 @@ or when the user set glibc's own knobs (``MALLOC_MMAP_THRESHOLD_``,
 ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``, ``MALLOC_MMAP_MAX_``, or
 ``glibc.malloc.*`` in ``GLIBC_TUNABLES``).
 
->>> from meshrt import _malloc
+>>> from meshrt.runtime import malloc as _malloc
 >>> sorted(_malloc.applied) if _malloc.applied else _malloc.reason   # doctest: +SKIP
 ['M_MMAP_THRESHOLD', 'M_TRIM_THRESHOLD']
 """
