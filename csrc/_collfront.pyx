@@ -36,7 +36,7 @@ cnp.import_array()
 
 include "_mpicall.pxi"
 
-__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "set_c_calls", "c_hits", "install", "internal",
+__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "set_c_calls", "c_calls", "c_hits", "install", "internal",
            "current_internal"]
 
 cdef type ndarray = np.ndarray
@@ -429,6 +429,11 @@ def set_c_calls(bint flag):
         _c_tried = True
         _c_found = _mpicall_init() == 1
     return _c_calls and _c_found
+
+
+def c_calls():
+    """The switch `set_c_calls` sets (``MESHRT_C_CALLS`` at import)."""
+    return _c_calls
 
 
 def c_hits():
