@@ -667,11 +667,13 @@ def _progress(total, desc, enabled):
     return tqdm(total=total, desc=desc, unit="size", file=sys.stderr, leave=False, disable=None)
 
 
-def run(o: BenchOptions, comm=None, out=None) -> int:
+def run(o: BenchOptions, comm=None, out=None, compare=None) -> int:
     """Run the benchmark of ``o`` on every process of ``comm``; rank 0 prints and writes files.
 
     Returns the exit status (1 if a ``--validate`` check failed), the same on every process.
     Raises `BenchError` (on every process alike) for options that only MPI can check.
+    ``compare`` runs ``--compare`` and OP ``imb`` (`meshrt._bench_compare.run_compare`, which
+    the command passes: it sits above this module).
     """
     from mpi4py import MPI
 
@@ -682,13 +684,13 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
     out = sys.stdout if out is None else out
     root = comm.Get_rank() == 0
     if o.compare is not None:
-        from ._bench_compare import run_compare
-
+        if compare is None:
+            raise BenchError("--compare / OP imb: run(..., compare=meshrt._bench_compare.run_compare) runs them")
         try:
             Mesh(o.mesh_shape if o.mesh_shape else (comm.Get_size(),), comm=comm).free()
         except MeshError as e:
             raise BenchError(f"--mesh: {e} (the mesh must cover all {comm.Get_size()} processes)") from None
-        return run_compare(o, comm, out)
+        return compare(o, comm, out)
     try:
         mesh = Mesh(o.mesh_shape if o.mesh_shape else (comm.Get_size(),), comm=comm)
     except MeshError as e:
@@ -793,14 +795,15 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
     return 1 if failed else 0
 
 
-def main(args) -> int:
-    """``meshrt bench`` from parsed arguments: bad options print one message (rank 0) and give 2."""
+def main(args, compare=None) -> int:
+    """``meshrt bench`` from parsed arguments: bad options print one message (rank 0) and give 2
+    (``compare``: as `run`'s)."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     try:
         o = check_options(args)
-        return run(o, comm)
+        return run(o, comm, compare=compare)
     except BenchError as e:
         if comm.Get_rank() == 0:
             print(f"meshrt bench: error: {e}", file=sys.stderr, flush=True)
