@@ -688,6 +688,98 @@ cdef object _c_p2p(Group g, cnp.ndarray buf, int peer, int tag, bint sending, bi
     return _c_handle(None if sending else buf, buf if sending else None, 1, req)
 
 
+
+# -- unequal pieces: MPI_Allgatherv / MPI_Alltoallv of bytes ------------------------------
+cdef dict _v_arrays = {}  # id(layout) -> (layout, int32 arrays of its byte counts and displacements)
+cdef size_t _byte_handle = 0
+
+
+cdef inline bint _v_ready(cnp.npy_intp n):
+    """The C path can take a v-collective now (on, found, and MPI.BYTE's handle known)."""
+    global _byte_handle
+    if not _c_calls or not _c_found:
+        return False
+    if _byte_handle == 0:
+        _byte_handle = <size_t>MPI._handleof(MPI.BYTE)
+    return True
+
+
+cdef tuple _v_of(tuple layout, tuple lists):
+    """``lists`` (byte counts and displacements of ``layout``) as C int arrays, made once per
+    layout; None where one does not fit an int."""
+    e = _v_arrays.get(id(layout))
+    if e is not None and (<tuple>e)[0] is layout:
+        return <tuple>(<tuple>e)[1]
+    arrs = []
+    for v in lists:
+        if max(v) > 0x7FFFFFFF:
+            return None
+        arrs.append(np.ascontiguousarray(v, dtype=np.intc))
+    if len(_v_arrays) > 256:  # layouts made and dropped: start over
+        _v_arrays.clear()
+    _v_arrays[id(layout)] = (layout, tuple(arrs))
+    return tuple(arrs)
+
+
+cdef inline const int *_ints(object a):
+    return <const int *>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef object _c_allgatherv(Group g, cnp.ndarray x, cnp.ndarray buf, tuple layout, bint wait):
+    """MPI_Allgatherv (MPI_Iallgatherv) of ``x``'s bytes into ``buf`` by ``layout``'s byte counts
+    and displacements: True, a `Handle`, or None."""
+    # layout: (axis, counts, displs, equal, shape, oshape, direct), counts and displs in bytes
+    cdef size_t c = _c_comm(g)
+    cdef int err, mine
+    cdef unsigned long long req[2]
+    if c == 0:
+        return None
+    a = _v_of(layout, (layout[1], layout[2]))
+    if a is None:
+        return None
+    mine = <int>(<list>layout[1])[g.rank]
+    cdef const void *s = cnp.PyArray_DATA(x)
+    cdef void *r = cnp.PyArray_DATA(buf)
+    cdef const int *rc = _ints(a[0])
+    cdef const int *rd = _ints(a[1])
+    if wait:
+        with nogil:
+            err = meshrt_allgatherv(s, mine, r, rc, rd, _byte_handle, c)
+        _done_c(err)
+        return True
+    req[0] = req[1] = 0
+    _done_c(meshrt_iallgatherv(s, mine, r, rc, rd, _byte_handle, c, <void *>req))
+    return _c_handle(buf, (x, a), 1, req)
+
+
+cdef object _c_alltoallv(Group g, cnp.ndarray x, cnp.ndarray buf, tuple layout, bint wait):
+    """MPI_Alltoallv (MPI_Ialltoallv) of bytes by ``layout``'s v = ((send counts, displs), (receive
+    counts, displs)): True, a `Handle`, or None."""
+    cdef size_t c = _c_comm(g)
+    cdef int err
+    cdef unsigned long long req[2]
+    if c == 0 or not _v_ready(0):
+        return None
+    v = <tuple>layout[5]
+    a = _v_of(layout, ((<tuple>v[0])[0], (<tuple>v[0])[1], (<tuple>v[1])[0], (<tuple>v[1])[1]))
+    if a is None:
+        return None
+    cdef const void *s = cnp.PyArray_DATA(x)
+    cdef void *r = cnp.PyArray_DATA(buf)
+    cdef const int *sc = _ints(a[0])
+    cdef const int *sd = _ints(a[1])
+    cdef const int *rc = _ints(a[2])
+    cdef const int *rd = _ints(a[3])
+    if wait:
+        with nogil:
+            err = meshrt_alltoallv(s, sc, sd, r, rc, rd, _byte_handle, c)
+        _done_c(err)
+        return True
+    req[0] = req[1] = 0
+    _done_c(meshrt_ialltoallv(s, sc, sd, r, rc, rd, _byte_handle, c, <void *>req))
+    return _c_handle(buf, (x, a), 1, req)
+
+
 set_c_calls(os.environ.get("MESHRT_C_CALLS", "1") not in ("0", "", "false", "False", "no"))
 
 
@@ -879,8 +971,10 @@ def broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
         _current = prev
 
 
-cdef object _gather_layout(_Last last, str op, cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes):
-    """The cached entry ``(g, r, layout)`` of an axis-0, equal-piece, bare-dtype gather, or None."""
+cdef object _gather_layout(_Last last, str op, cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes,
+                           bint v_ok=False):
+    """The cached entry ``(g, r, layout)`` of an axis-0, equal-piece, bare-dtype gather (``v_ok``:
+    or of unequal pieces, any dtype: they travel as bytes), or None."""
     if type(gather_axis) is not int:
         return None
     e = _recall(last, mesh, mesh_axes, gather_axis, root, sizes, _dtype(x), x, True)
@@ -895,17 +989,32 @@ cdef object _gather_layout(_Last last, str op, cnp.ndarray x, mesh, mesh_axes, g
         _note(last, e, mesh_axes, gather_axis, root, sizes, _dtype(x), _shape(x))
     # layout: (axis, counts, displs, equal, shape, oshape, direct)
     layout = <tuple>(<tuple>e)[2]
-    if layout[0] != 0 or layout[3] is not True or layout[6] is not True or not _plain(x):
+    if layout[0] != 0 or not _plain(x):
         return None
-    return e
+    if layout[3] is True and layout[6] is True:
+        return e
+    if v_ok and layout[3] is not True and _v_ready(cnp.PyArray_SIZE(x)):
+        return e
+    return None
 
 
 cdef object _all_gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, sizes, out, wait):
-    e = _gather_layout(_LAST_ALL_GATHER, "all_gather", x, mesh, mesh_axes, gather_axis, None, sizes)
+    e = _gather_layout(_LAST_ALL_GATHER, "all_gather", x, mesh, mesh_axes, gather_axis, None, sizes, True)
     if e is None:
         return _MISS
     cdef Group g = <Group>(<tuple>e)[0]
     shape = <tuple>(<tuple>(<tuple>e)[2])[4]
+    if (<tuple>(<tuple>e)[2])[3] is not True:  # unequal pieces: MPI_Allgatherv of bytes, any byte order
+        if out is None:
+            buf = np.empty(shape, _dtype(x))
+        elif _fits(out, shape, cnp.PyArray_TYPE(x)) and (<cnp.ndarray>out).dtype == _dtype(x):
+            buf = out
+        else:
+            return _MISS
+        h = _c_allgatherv(g, x, <cnp.ndarray>buf, <tuple>(<tuple>e)[2], wait)
+        if h is None:
+            return _MISS
+        return buf if wait else h
     if out is None:
         buf = _new(shape, cnp.PyArray_TYPE(x))
     elif _fits(out, shape, cnp.PyArray_TYPE(x)):
@@ -1027,8 +1136,15 @@ cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis,
     cdef Group g = <Group>(<tuple>e)[0]
     # layout: (sa, ca, bshape, bview, count, v, direct)
     layout = <tuple>(<tuple>e)[1]
-    if (layout is None or layout[0] != 0 or layout[1] != 0 or layout[5] is not None or layout[6] is not True
-            or not _plain(x)):
+    if layout is None or layout[0] != 0 or layout[1] != 0 or not _plain(x):
+        return _MISS
+    if layout[5] is not None:  # uneven pieces: MPI_Alltoallv of bytes, any byte order
+        buf = np.empty(<tuple>layout[2], _dtype(x))
+        h = _c_alltoallv(g, x, <cnp.ndarray>buf, layout, wait)
+        if h is None:
+            return _MISS
+        return buf if wait else h
+    if layout[6] is not True:
         return _MISS
     buf = _new(<tuple>layout[2], cnp.PyArray_TYPE(x))
     h = _c_move(_MV_ALLTOALL, g, x, <cnp.ndarray>buf, cnp.PyArray_SIZE(x) // g.size, 0, wait)

@@ -145,3 +145,32 @@ def test_environment_switch(mesh):
         assert took == 0
     else:
         assert took >= 2
+
+
+@pytest.mark.parametrize("wait", [True, False])
+@pytest.mark.parametrize("dtype", ["float64", "int16", ">f4"])
+def test_unequal_pieces(mesh, dtype, wait):
+    """all_gather with ``sizes=`` (MPI_Allgatherv) and an uneven all_to_all (MPI_Alltoallv) take
+    the C path too, in bytes, whatever the dtype (a non-native one included)."""
+    from meshrt.sharding import split_offsets
+
+    n, k = comm.size, comm.rank
+    sizes = [j % 3 + 1 for j in range(n)]
+    pieces = [_x(j, (sizes[j], 2), dtype) for j in range(n)]
+    wides = [_x(j + 7, (2 * n + 1, 2), dtype) for j in range(n)]
+    off = split_offsets(2 * n + 1, n)
+    want_a2a = np.concatenate([w[off[k]:off[k + 1]] for w in wides])
+    for rep in range(3):
+        before = F.c_hits()
+        got = C.all_gather(pieces[k], mesh, None, 0, sizes=sizes, wait=wait)
+        got = got if wait else got.wait()
+        np.testing.assert_array_equal(got, np.concatenate(pieces))
+        assert got.dtype == np.dtype(dtype)
+        a2a = C.all_to_all(wides[k], mesh, wait=wait)
+        a2a = a2a if wait else a2a.wait()
+        np.testing.assert_array_equal(a2a, want_a2a)
+        took = F.c_hits() - before
+        if not F.c_calls() or n == 1:
+            assert took == 0
+        elif rep > 0:
+            assert took == 2, (rep, took)
