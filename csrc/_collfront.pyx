@@ -36,7 +36,7 @@ cnp.import_array()
 
 include "_mpicall.pxi"
 
-__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "set_c_calls", "c_calls", "c_hits", "install", "internal",
+__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "set_c_calls", "c_calls", "c_hits", "exchange", "install", "internal",
            "current_internal"]
 
 cdef type ndarray = np.ndarray
@@ -778,6 +778,60 @@ cdef object _c_alltoallv(Group g, cnp.ndarray x, cnp.ndarray buf, tuple layout, 
     req[0] = req[1] = 0
     _done_c(meshrt_ialltoallv(s, sc, sd, r, rc, rd, _byte_handle, c, <void *>req))
     return _c_handle(buf, (x, a), 1, req)
+
+
+
+# -- point-to-point exchanges (reshard's permute and exchange steps) ---------------------
+def exchange(comm, list recvs, list sends, int tag):
+    """Post a receive of bytes into each C-contiguous array of ``recvs`` (``(array, source)``)
+    and a send of each of ``sends`` (``(array, destination)``) on ``comm``, then wait for all,
+    from C with the GIL released while waiting; False (nothing posted) where the C calls are off
+    or unavailable: the caller then takes mpi4py's path.
+
+    >>> exchange(MPI.COMM_SELF, [], [], 0) in (True, False)
+    True
+    """
+    global _c_count
+    cdef Py_ssize_t n = len(recvs) + len(sends), i = 0
+    cdef size_t c, byte
+    cdef int err = 0, nbytes
+    cdef cnp.ndarray a, reqs, st
+    cdef char *rp
+    if not _c_calls or not _c_found or type(comm) is not _Intracomm:
+        return False
+    for e in recvs + sends:
+        a = <cnp.ndarray>(<tuple>e)[0]
+        if not cnp.PyArray_IS_C_CONTIGUOUS(a) or cnp.PyArray_NBYTES(a) > 0x7FFFFFFF:
+            return False
+    if n == 0:
+        return True
+    c = <size_t>MPI._handleof(comm)
+    byte = <size_t>MPI._handleof(MPI.BYTE)
+    reqs = np.zeros(n * meshrt_hs, np.uint8)
+    st = np.empty(n * MESHRT_STATUS_BYTES, np.uint8)
+    rp = <char *>cnp.PyArray_DATA(reqs)
+    for e in recvs:
+        a = <cnp.ndarray>(<tuple>e)[0]
+        err = meshrt_irecv(cnp.PyArray_DATA(a), <int>cnp.PyArray_NBYTES(a), byte, <int>(<tuple>e)[1], tag, c,
+                           rp + i * meshrt_hs)
+        if err:
+            raise MPI.Exception(err)
+        i += 1
+    for e in sends:
+        a = <cnp.ndarray>(<tuple>e)[0]
+        err = meshrt_isend(cnp.PyArray_DATA(a), <int>cnp.PyArray_NBYTES(a), byte, <int>(<tuple>e)[1], tag, c,
+                           rp + i * meshrt_hs)
+        if err:
+            raise MPI.Exception(err)
+        i += 1
+    cdef int ni = <int>n
+    cdef void *stp = cnp.PyArray_DATA(st)
+    with nogil:
+        err = meshrt_waitall_n(ni, <void *>rp, stp)
+    if err:
+        raise MPI.Exception(err)
+    _c_count += 1
+    return True
 
 
 set_c_calls(os.environ.get("MESHRT_C_CALLS", "1") not in ("0", "", "false", "False", "no"))

@@ -165,6 +165,10 @@ static inline int meshrt_waitall(int n, void *reqs) {
     char st[2 * MESHRT_STATUS_BYTES];
     return ((int (*)(int, void *, void *))meshrt_fn[MF_WAITALL])(n, reqs, (void *)st);
 }
+/* n requests, statuses into st (n * MESHRT_STATUS_BYTES bytes) */
+static inline int meshrt_waitall_n(int n, void *reqs, void *st) {
+    return ((int (*)(int, void *, void *))meshrt_fn[MF_WAITALL])(n, reqs, st);
+}
 static inline int meshrt_testall(int n, void *reqs, int *flag) {
     char st[2 * MESHRT_STATUS_BYTES];
     return ((int (*)(int, void *, int *, void *))meshrt_fn[MF_TESTALL])(n, reqs, flag, (void *)st);

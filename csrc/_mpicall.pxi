@@ -36,6 +36,8 @@ cdef extern from "_mpicall.h" nogil:
     int meshrt_isend(const void *b, int n, size_t dt, int dst, int tag, size_t c, void *req)
     int meshrt_irecv(void *b, int n, size_t dt, int src, int tag, size_t c, void *req)
     int meshrt_waitall(int n, void *reqs)
+    int meshrt_waitall_n(int n, void *reqs, void *st)
+    int MESHRT_STATUS_BYTES
     int meshrt_testall(int n, void *reqs, int *flag)
     int meshrt_barrier(size_t c)
 

@@ -174,3 +174,24 @@ def test_unequal_pieces(mesh, dtype, wait):
             assert took == 0
         elif rep > 0:
             assert took == 2, (rep, took)
+
+
+def test_reshard_exchange_takes_the_c_path(mesh):
+    """reshard's point-to-point steps (permute, exchange) post and wait from C (`_collfront.exchange`)."""
+    from meshrt.reshard import execute_reshard, plan_reshard
+    from meshrt.sharding import Sharding
+
+    n = comm.size
+    shape = (4 * n + 3, 5)
+    src = Sharding(mesh, [[0]])
+    dst = Sharding(mesh, [[0]], sharded_dims_offsets=[0] + [min(shape[0], 2 * k + 1) for k in range(1, n)]
+                   + [shape[0]])
+    plan = plan_reshard(src, dst, shape)
+    assert [s.op for s in plan.steps] == (["exchange"] if n > 1 else [])
+    g = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    have, need = src.shard_slices(shape), dst.shard_slices(shape)
+    before = F.c_hits()
+    got = execute_reshard(plan, np.ascontiguousarray(g[have]), mesh)
+    np.testing.assert_array_equal(got, g[need])
+    took = F.c_hits() - before
+    assert took == (1 if F.c_calls() and n > 1 else 0)
