@@ -389,11 +389,11 @@ def add_arguments(p) -> None:
                    help="osu: a barrier after every call, each call timed (default); imb: IMB-MPI1's (its default "
                         "-sync 1: the same timing, IMB's iterations, results reused); imb-nosync: IMB's -sync 0, "
                         "a barrier then one timed loop of calls")
-    p.add_argument("--compare", default=None, choices=COMPARES,
+    p.add_argument("--compare", default=None, metavar="imb|c",
                    help="imb: IMB-MPI1's own t_avg beside meshrt and raw (IMB-MPI1 from beside the MPI mpi4py "
                         "loads, run each round as a child job), and the C loop; c: the C loop of the same call only")
     p.add_argument("--repeat", default=None, help="--compare: rounds, each column the median over them (default 1)")
-    p.add_argument("--result", default=None, choices=RESULTS,
+    p.add_argument("--result", default=None, metavar="new|reuse",
                    help="new: a new result array each call; reuse: one reused (meshrt through out= where the op "
                         "takes it), as IMB-MPI1 (default: reuse under --method imb*, else new)")
     p.add_argument("--imb-args", default="", help="--compare imb: extra arguments of the child mpiexec")

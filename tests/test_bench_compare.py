@@ -253,3 +253,11 @@ def test_two_processes_compare_imb_without_imb_says_so(tmp_path):
     from meshrt._bench_compare import find_imb  # noqa: F401  (the test's MPI may ship IMB-MPI1: then no note)
     if "# IMB-MPI1: " not in r.stdout:
         assert "IMB-MPI1 not found beside the MPI library" in r.stdout and "c_avg_us" in r.stdout
+
+
+@pytest.mark.parametrize("argv,words", [(["all_reduce", "--compare", "osu"], "--compare: 'osu'; choose one of imb, c"),
+                                        (["all_reduce", "--result", "old"], "--result: 'old'; choose one of new, reuse")])
+def test_compare_values_checked_with_the_field_named(argv, words):
+    with pytest.raises(B.BenchError) as e:
+        _options(*argv)
+    assert words in str(e.value)
