@@ -11,7 +11,7 @@ from meshrt.testing import run_mpi_pytest
 
 MPI_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi")
 
-FILES = ["test_collectives.py", "test_c_calls.py", "test_reshard.py"]
+FILES = ["test_collectives.py", "test_collectives_c_calls.py", "test_reshard.py"]
 
 
 @pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
