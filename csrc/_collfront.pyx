@@ -3,15 +3,17 @@
 
 A call whose (op, mesh, mesh_axes, attributes, shape, dtype) the Python
 implementation has already validated and planned finds that plan in
-``collectives._fast`` and goes straight to the mpi4py buffer method; anything
-else (a first call, ``MESHRT_CHECK``, a dtype that travels as bytes, an axis
-other than 0, a group of one, an ``out`` that does not fit...) runs the
-Python implementation, which raises every error.  The fast path is the same
-work done in C: about 0.2 us per call instead of about 1 us, which is what
-separated ``all_reduce(x, mesh)`` from ``comm.Allreduce`` at 8 B.  A planned
-blocking all_reduce goes further and calls ``MPI_Allreduce`` itself, without
-mpi4py's ~0.4 us of per-call Python-object work (`set_c_calls`,
-docs/benchmarks.md).
+``collectives._fast`` and goes straight to the MPI call; anything else (a
+first call, ``MESHRT_CHECK``, a dtype that travels as bytes, an axis other
+than 0, a group of one, an ``out`` that does not fit...) runs the Python
+implementation, which raises every error.  The fast path is the same work
+done in C: about 0.2 us per call instead of about 1 us, which is what
+separated ``all_reduce(x, mesh)`` from ``comm.Allreduce`` at 8 B.  The MPI
+call itself is the MPI library's function (``MPI_Allreduce``, ``MPI_Iallgather``,
+``MPI_Sendrecv``, ...) called from here, without mpi4py's ~0.4 us of per-call
+Python-object work; ``wait=False`` returns a `Handle` whose requests are
+completed from C too.  mpi4py's buffer methods are the fallback
+(`set_c_calls`, ``MESHRT_C_CALLS=0``; docs/benchmarks.md).
 
 A compiled function has no Python frame, so each front publishes the
 operation it is in (`current`) for the ``MESHRT_TIMEOUT`` watchdog.
