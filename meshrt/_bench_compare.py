@@ -223,6 +223,16 @@ def _sleep_barrier(comm, poll=0.002):
         time.sleep(poll)
 
 
+def _unpin():
+    """In the child job's launcher, before it starts: every CPU again.  This process may be
+    pinned to one core by its own launcher (Intel MPI and Open MPI pin by default); a child
+    inherits that, and IMB-MPI1's processes would then share the one core (ms per call)."""
+    try:
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
 def _run_imb(comm, found, ops, sizes_by_op, n, tmp, extra, timeout):
     """One IMB-MPI1 child job (rank 0 runs it, everyone waits asleep); ``{benchmark: {bytes:
     (repetitions, us)}}`` on every process, or an error message."""
@@ -235,7 +245,7 @@ def _run_imb(comm, found, ops, sizes_by_op, n, tmp, extra, timeout):
             f.write("".join(f"{x}\n" for x in lens))
         cmd = imb_command(mpiexec, imb, ops, n, lengths, extra)
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=_unpin,
                                env=imb_env(os.environ, os.path.join(os.path.dirname(os.path.dirname(imb)), "lib")))
             if p.returncode:
                 result = f"{' '.join(cmd)} exited with {p.returncode}: {(p.stdout + p.stderr)[-800:]}"
