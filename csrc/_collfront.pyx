@@ -173,7 +173,7 @@ cdef object _internal = None
 
 cdef class internal:
     """``with internal(op, step, group):`` around an MPI call meshrt makes on its own behalf
-    (see `meshrt._mpi.internal`); compiled, as it sits on paths such as a repeated gather."""
+    (see `meshrt.runtime.mpi.internal`); compiled, as it sits on paths such as a repeated gather."""
 
     cdef readonly tuple mark
     cdef object prev

@@ -46,7 +46,7 @@ def _info(args):
 
     shape = args.mesh if args.mesh else (comm.size,)
     mesh = Mesh(shape, comm=comm)
-    from . import _mpi
+    from .runtime import mpi as _mpi
 
     with _mpi.internal("meshrt info", "gather of the coordinates", mesh):
         coords = comm.gather((mesh.rank, tuple(int(c) for c in mesh.coords)), root=0)
@@ -59,7 +59,7 @@ def _info(args):
 
 
 def _launcher_line() -> str:
-    from .mpiexec import find_launcher
+    from .runtime.mpiexec import find_launcher
 
     try:
         launcher = find_launcher()
@@ -72,7 +72,7 @@ def _launcher_line() -> str:
 
 def _run(args):
     from .launch import run_job
-    from .mpiexec import find_launcher
+    from .runtime.mpiexec import find_launcher
 
     if not os.path.isfile(args.script):
         print(f"meshrt run: script {args.script!r} does not exist", file=sys.stderr)
@@ -104,7 +104,7 @@ def _run(args):
 
 
 def _bench(args):
-    from ._bench_compare import run_compare
+    from .bench.compare import run_compare
     from .bench import main
 
     return main(args, compare=run_compare)
@@ -142,8 +142,8 @@ def _mesh_shape(text):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:2] == ["bench", "stencil"]:  # weak-scaling stencil driver, its own options: meshrt/stencil_bench.py
-        from .stencil_bench import main as stencil_main
+    if argv[:2] == ["bench", "stencil"]:  # weak-scaling stencil driver, its own options: meshrt/stencil/bench.py
+        from .stencil.bench import main as stencil_main
 
         return stencil_main(argv[2:])
     parser = argparse.ArgumentParser(prog="meshrt", description=__doc__.splitlines()[0].replace("``", ""))
@@ -161,7 +161,7 @@ def main(argv=None):
     p = sub.add_parser("bench", help="OSU-style benchmark of a collective, halo or reshard vs raw mpi4py",
                        description="OSU-style benchmark of OP under mpiexec: latency min/avg/max/p50/p99 "
                                    "across processes, nccl-tests bandwidths, and the ratio to the same "
-                                   "operation in raw mpi4py. See meshrt/bench.py for the method. "
+                                   "operation in raw mpi4py. See meshrt/bench/__init__.py for the method. "
                                    "`meshrt bench stencil -h`: weak scaling of a stencil, T_eff.")
     from .bench import add_arguments
 
@@ -250,7 +250,7 @@ def _mlir_worker(argv):
 
 
 def _mlir_launch(args):
-    from .mpiexec import find_launcher
+    from .runtime.mpiexec import find_launcher
 
     launcher = find_launcher()
     if launcher is None:
@@ -275,8 +275,7 @@ def _mlir_run_cmd(args):
 
     from .errors import MLIRError
     from .mlir import parse_file
-    from .mlir.execute import (Program, check_function, function_shardings, gather_results, is_partitioned,
-                               local_parts)
+    from .mlir.execute import Program, check_function, function_shardings, gather_results, is_partitioned, local_parts
 
     comm = MPI.COMM_WORLD
     try:

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-import meshrt._bench_compare as M
+import meshrt.bench.compare as M
 import meshrt.bench as B
 from meshrt.launch import find_mpiexec
 from meshrt.testing import mpiexec_command
@@ -250,7 +250,7 @@ def test_two_processes_compare_imb_without_imb_says_so(tmp_path):
     r = _bench("broadcast", "--compare", "imb", "--sizes", "8", "--iters", "5", "--warmup", "1", cwd=tmp_path,
                env=env)
     assert r.returncode == 0, r.stderr + r.stdout
-    from meshrt._bench_compare import find_imb  # noqa: F401  (the test's MPI may ship IMB-MPI1: then no note)
+    from meshrt.bench.compare import find_imb  # noqa: F401  (the test's MPI may ship IMB-MPI1: then no note)
     if "# IMB-MPI1: " not in r.stdout:
         assert "IMB-MPI1 not found beside the MPI library" in r.stdout and "c_avg_us" in r.stdout
 
