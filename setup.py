@@ -37,7 +37,8 @@ def _extensions():
                 Extension(
                     f"meshrt.{mod}",
                     [f"{CSRC}/{name}"],
-                    include_dirs=[np.get_include()],
+                    include_dirs=[np.get_include(), CSRC],
+                    depends=[f"{CSRC}/_mpicall.h", f"{CSRC}/_mpicall.pxi"],
                     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                     extra_compile_args=["-O3"] if os.name != "nt" else [],
                 )

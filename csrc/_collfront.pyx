@@ -3,15 +3,17 @@
 
 A call whose (op, mesh, mesh_axes, attributes, shape, dtype) the Python
 implementation has already validated and planned finds that plan in
-``collectives._fast`` and goes straight to the mpi4py buffer method; anything
-else (a first call, ``MESHRT_CHECK``, a dtype that travels as bytes, an axis
-other than 0, a group of one, an ``out`` that does not fit...) runs the
-Python implementation, which raises every error.  The fast path is the same
-work done in C: about 0.2 us per call instead of about 1 us, which is what
-separated ``all_reduce(x, mesh)`` from ``comm.Allreduce`` at 8 B.  A planned
-blocking all_reduce goes further and calls ``MPI_Allreduce`` itself, without
-mpi4py's ~0.4 us of per-call Python-object work (`set_c_calls`,
-docs/benchmarks.md).
+``collectives._fast`` and goes straight to the MPI call; anything else (a
+first call, ``MESHRT_CHECK``, a dtype that travels as bytes, an axis other
+than 0, a group of one, an ``out`` that does not fit...) runs the Python
+implementation, which raises every error.  The fast path is the same work
+done in C: about 0.2 us per call instead of about 1 us, which is what
+separated ``all_reduce(x, mesh)`` from ``comm.Allreduce`` at 8 B.  The MPI
+call itself is the MPI library's function (``MPI_Allreduce``, ``MPI_Iallgather``,
+``MPI_Sendrecv``, ...) called from here, without mpi4py's ~0.4 us of per-call
+Python-object work; ``wait=False`` returns a `Handle` whose requests are
+completed from C too.  mpi4py's buffer methods are the fallback
+(`set_c_calls`, ``MESHRT_C_CALLS=0``; docs/benchmarks.md).
 
 A compiled function has no Python frame, so each front publishes the
 operation it is in (`current`) for the ``MESHRT_TIMEOUT`` watchdog.
@@ -27,12 +29,16 @@ operation it is in (`current`) for the ``MESHRT_TIMEOUT`` watchdog.
 cimport numpy as cnp
 from cpython.long cimport PyLong_FromVoidPtr
 
+import os
+
 import numpy as np
 from mpi4py import MPI
 
 cnp.import_array()
 
-__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "set_c_calls", "c_hits", "install", "internal",
+include "_mpicall.pxi"
+
+__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "set_c_calls", "c_calls", "c_hits", "exchange", "install", "internal",
            "current_internal"]
 
 cdef type ndarray = np.ndarray
@@ -50,7 +56,7 @@ cdef class Group:
 
     cdef public object mesh_ref, live, axes, comm, roots, cache
     cdef public int size, rank
-    cdef size_t handle  # the communicator's MPI handle, for `_c_allreduce` (0: not read yet)
+    cdef size_t handle  # the communicator's MPI handle, for the C calls (`_c_comm`; 0: not read yet)
 
 
 cdef class Handle:
@@ -61,6 +67,8 @@ cdef class Handle:
 
     cdef object _reqs, _result, _post, _keep
     cdef bint _done
+    cdef int _nc  # requests of the compiled path, in _creq (mpi4py's are in _reqs)
+    cdef unsigned long long _creq[2]  # MPI_Request handles, packed as _mpicall.h stores them
 
     def __init__(self, reqs, result, post=None, keep=None):
         self._reqs, self._result, self._post, self._keep, self._done = reqs, result, post, keep, False
@@ -68,12 +76,19 @@ cdef class Handle:
     def wait(self):
         """Complete the operation and return its result (at once if already done)."""
         global _current
+        cdef int err = 0
         if self._done:
             return self._result
         prev = _current
         _current = _WAIT
         try:
-            if type(self._reqs) is list:
+            if self._nc:
+                with nogil:
+                    err = meshrt_waitall(self._nc, <void *>self._creq)
+                if err:
+                    raise MPI.Exception(err)
+                self._nc = 0
+            elif type(self._reqs) is list:
                 _Waitall(self._reqs)
             else:
                 self._reqs.Wait()
@@ -86,8 +101,19 @@ cdef class Handle:
 
     def test(self):
         """Whether the operation has finished (then ``wait()`` returns at once)."""
+        cdef int flag = 0, err
         if self._done:
             return True
+        if self._nc:
+            err = meshrt_testall(self._nc, <void *>self._creq, &flag)
+            if err:
+                raise MPI.Exception(err)
+            if flag:
+                self._nc = 0
+                if self._post is not None:
+                    self._result = self._post(self._result)
+                self._done, self._keep, self._post = True, None, None
+            return bool(flag)
         return _Testall(self._reqs if type(self._reqs) is list else [self._reqs])
 
     def __repr__(self):
@@ -363,63 +389,57 @@ cdef inline object _sizes_key(object sizes):
     return _MISS
 
 
-# -- the MPI C call of a planned all_reduce ---------------------------------------------
+# -- the MPI C calls of planned collectives ---------------------------------------------
 # mpi4py's ``comm.Allreduce(x, y, op)`` costs ~0.4 us of Python-object work per call above the
-# C call it makes (bench/bench_gap.py), the largest part of an 8 B all_reduce's cost over
-# IMB-MPI1.  A planned call already knows its datatype and op, so the front calls
-# MPI_Allreduce itself.  Without mpi.h: one build serves every MPI the loaded mpi4py does
-# (MPICH's ABI, Intel MPI's too, has 32-bit int handles, Open MPI's pointers), so the
-# function's address comes from the library mpi4py loaded and the handles from mpi4py.
-ctypedef int (*_allreduce_i4)(const void *, void *, int, int, int, int) nogil
-ctypedef int (*_allreduce_p)(const void *, void *, int, void *, void *, void *) nogil
-cdef size_t _c_allreduce_fn = 0
-cdef int _c_handle_size = 0
+# C call it makes (bench/bench_gap.py), the largest part of an 8 B collective's cost over
+# IMB-MPI1.  A planned call already knows its datatype, op and peers, so the front calls
+# the MPI function itself (``MPI_Allreduce``, ``MPI_Iallgather``, ``MPI_Sendrecv``, ...).
+# Without mpi.h: one build serves every MPI the loaded mpi4py does (MPICH's ABI, Intel MPI's
+# too, has 32-bit int handles, Open MPI's pointers), so the functions' addresses come from the
+# library mpi4py loaded and the handles from mpi4py (_mpicall.h).
 cdef bint _c_calls = True
+cdef bint _c_found = False  # _mpicall_init ran and found every function
+cdef bint _c_tried = False
 cdef unsigned long long _c_count = 0
 cdef dict _dt_handles = {}  # type number -> MPI datatype handle (0: none: mpi4py's path)
 cdef dict _op_handles = {}  # id(op) -> (op, handle)
+cdef object _Request = MPI.Request
 
 
 def _find_mpi_function(name):
     """The address of ``name`` in the MPI library mpi4py loaded, or 0."""
     import ctypes
-    import os
 
-    paths = []
+    lib = _mpi_library()
     try:
-        with open("/proc/self/maps") as f:
-            # (rpartition: this module turns negative indexing off)
-            paths = sorted({line.rpartition(" ")[2].strip() for line in f if ".so" in line})
-    except OSError:
+        return 0 if lib is None else ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+    except AttributeError:
         return 0
-    for path in paths:
-        if "mpi" in os.path.basename(path).lower() and "mpi4py" not in path:
-            try:
-                return ctypes.cast(getattr(ctypes.CDLL(path), name), ctypes.c_void_p).value or 0
-            except (OSError, AttributeError):
-                continue
-    return 0
 
 
 def set_c_calls(bint flag):
-    """Whether a planned all_reduce calls MPI_Allreduce itself (default) or through mpi4py;
-    returns whether the C call is available.
+    """Whether planned collectives call the MPI library's functions themselves (default) or
+    go through mpi4py's methods; returns whether the C calls are on and available.
+    ``MESHRT_C_CALLS=0`` in the environment turns them off at import.
 
     >>> set_c_calls(True) in (True, False)
     True
     """
-    global _c_calls, _c_allreduce_fn, _c_handle_size
+    global _c_calls, _c_found, _c_tried
     _c_calls = flag
-    if flag and _c_handle_size == 0:
-        size = MPI._sizeof(MPI.Comm)
-        if size in (4, 8) and MPI._sizeof(MPI.Datatype) == size and MPI._sizeof(MPI.Op) == size:
-            _c_allreduce_fn = _find_mpi_function("MPI_Allreduce")
-        _c_handle_size = size if _c_allreduce_fn else -1
-    return _c_calls and _c_handle_size > 0
+    if flag and not _c_tried:
+        _c_tried = True
+        _c_found = _mpicall_init() == 1
+    return _c_calls and _c_found
+
+
+def c_calls():
+    """The switch `set_c_calls` sets (``MESHRT_C_CALLS`` at import)."""
+    return _c_calls
 
 
 def c_hits():
-    """How many calls went to MPI_Allreduce directly (`set_c_calls`)."""
+    """How many calls went to the MPI library directly (`set_c_calls`)."""
     return _c_count
 
 
@@ -440,37 +460,383 @@ cdef size_t _op_handle(object op):
     return <size_t>(<tuple>e)[1]
 
 
-cdef bint _c_allreduce(Group g, cnp.ndarray send, cnp.ndarray res, object op, int typenum) except -1:
-    """MPI_Allreduce of C-ordered ``send`` into ``res``; False where it cannot (mpi4py's path)."""
-    cdef cnp.npy_intp count = cnp.PyArray_SIZE(send)
-    cdef size_t dt, o
-    cdef int err
-    cdef void *sbuf
-    cdef void *rbuf
-    # (a group whose comm is not mpi4py's own, e.g. wrapped to count calls, keeps mpi4py's path)
-    if not _c_calls or _c_handle_size <= 0 or count > 0x7FFFFFFF or type(g.comm) is not _Intracomm:
-        return False
-    dt = _dt_handle(typenum)
-    if dt == 0:
-        return False
-    o = _op_handle(op)
+cdef inline size_t _c_comm(Group g):
+    """The group's communicator handle if the C path may take this call, else 0 (mpi4py's path).
+    A group whose comm is not mpi4py's own ``Intracomm`` (e.g. wrapped to count calls) keeps
+    mpi4py's path."""
+    if not _c_calls or not _c_found or type(g.comm) is not _Intracomm:
+        return 0
     if g.handle == 0:
         g.handle = <size_t>MPI._handleof(g.comm)
-    sbuf, rbuf = cnp.PyArray_DATA(send), cnp.PyArray_DATA(res)
-    if _c_handle_size == 4:
-        with nogil:
-            err = (<_allreduce_i4>_c_allreduce_fn)(sbuf, rbuf, <int>count, <int>dt, <int>o, <int>g.handle)
-    else:
-        with nogil:
-            err = (<_allreduce_p>_c_allreduce_fn)(sbuf, rbuf, <int>count, <void *>dt, <void *>o, <void *>g.handle)
+    return g.handle
+
+
+cdef inline bint _count_ok(cnp.npy_intp n):
+    return n <= 0x7FFFFFFF
+
+
+cdef inline int _done_c(int err) except -1:
+    global _c_count
     if err:
         raise MPI.Exception(err)
+    _c_count += 1
+    return 0
+
+
+cdef inline Handle _c_handle(result, keep, int nreq, unsigned long long *reqs):
+    """A `Handle` of ``nreq`` requests the compiled path started."""
+    cdef Handle h = Handle.__new__(Handle)
+    h._result, h._keep, h._nc = result, keep, nreq
+    h._creq[0], h._creq[1] = reqs[0], reqs[1]
+    return h
+
+
+cdef object _c_allreduce(Group g, cnp.ndarray send, cnp.ndarray res, object op, int typenum, bint wait):
+    """MPI_Allreduce (MPI_Iallreduce) of C-ordered ``send`` into ``res``: True, or a `Handle`;
+    None where the C path cannot (mpi4py's path then)."""
+    cdef cnp.npy_intp count = cnp.PyArray_SIZE(send)
+    cdef size_t c = _c_comm(g), dt, o
+    cdef int err
+    cdef unsigned long long req[2]
+    cdef void *sbuf
+    cdef void *rbuf
+    if c == 0 or not _count_ok(count):
+        return None
+    dt = _dt_handle(typenum)
+    if dt == 0:
+        return None
+    o = _op_handle(op)
+    sbuf, rbuf = cnp.PyArray_DATA(send), cnp.PyArray_DATA(res)
+    if wait:
+        with nogil:
+            err = meshrt_allreduce(sbuf, rbuf, <int>count, dt, o, c)
+        _done_c(err)
+        return True
+    req[0] = req[1] = 0
+    err = meshrt_iallreduce(sbuf, rbuf, <int>count, dt, o, c, <void *>req)
+    _done_c(err)
+    return _c_handle(res, send, 1, req)
+
+
+
+cdef object _c_reduce(Group g, cnp.ndarray send, object res, object op, int typenum, int root, bint wait):
+    """MPI_Reduce (MPI_Ireduce) to in-group ``root`` (``res`` None elsewhere): True, a `Handle`, or None."""
+    cdef cnp.npy_intp count = cnp.PyArray_SIZE(send)
+    cdef size_t c = _c_comm(g), dt, o
+    cdef int err
+    cdef unsigned long long req[2]
+    cdef void *sbuf = cnp.PyArray_DATA(send)
+    cdef void *rbuf = NULL if res is None else cnp.PyArray_DATA(<cnp.ndarray>res)
+    if c == 0 or not _count_ok(count):
+        return None
+    dt = _dt_handle(typenum)
+    if dt == 0:
+        return None
+    o = _op_handle(op)
+    if wait:
+        with nogil:
+            err = meshrt_reduce(sbuf, rbuf, <int>count, dt, o, root, c)
+        _done_c(err)
+        return True
+    req[0] = req[1] = 0
+    _done_c(meshrt_ireduce(sbuf, rbuf, <int>count, dt, o, root, c, <void *>req))
+    return _c_handle(res, send, 1, req)
+
+
+cdef object _c_reduce_scatter(Group g, cnp.ndarray send, cnp.ndarray res, object op, int typenum, bint wait):
+    """MPI_Reduce_scatter_block (MPI_Ireduce_scatter_block): True, a `Handle`, or None."""
+    cdef cnp.npy_intp count = cnp.PyArray_SIZE(res)
+    cdef size_t c = _c_comm(g), dt, o
+    cdef int err
+    cdef unsigned long long req[2]
+    cdef void *sbuf = cnp.PyArray_DATA(send)
+    cdef void *rbuf = cnp.PyArray_DATA(res)
+    if c == 0 or not _count_ok(cnp.PyArray_SIZE(send)):
+        return None
+    dt = _dt_handle(typenum)
+    if dt == 0:
+        return None
+    o = _op_handle(op)
+    if wait:
+        with nogil:
+            err = meshrt_reduce_scatter_block(sbuf, rbuf, <int>count, dt, o, c)
+        _done_c(err)
+        return True
+    req[0] = req[1] = 0
+    _done_c(meshrt_ireduce_scatter_block(sbuf, rbuf, <int>count, dt, o, c, <void *>req))
+    return _c_handle(res, send, 1, req)
+
+
+cdef object _c_bcast(Group g, cnp.ndarray buf, int root, bint wait):
+    """MPI_Bcast (MPI_Ibcast) of ``buf`` from in-group ``root``: True, a `Handle`, or None."""
+    cdef cnp.npy_intp count = cnp.PyArray_SIZE(buf)
+    cdef size_t c = _c_comm(g), dt
+    cdef int err
+    cdef unsigned long long req[2]
+    cdef void *b = cnp.PyArray_DATA(buf)
+    if c == 0 or not _count_ok(count):
+        return None
+    dt = _dt_handle(cnp.PyArray_TYPE(buf))
+    if dt == 0:
+        return None
+    if wait:
+        with nogil:
+            err = meshrt_bcast(b, <int>count, dt, root, c)
+        _done_c(err)
+        return True
+    req[0] = req[1] = 0
+    _done_c(meshrt_ibcast(b, <int>count, dt, root, c, <void *>req))
+    return _c_handle(buf, None, 1, req)
+
+
+cdef enum:
+    _MV_ALLGATHER, _MV_GATHER, _MV_SCATTER, _MV_ALLTOALL
+
+
+cdef object _c_move(int kind, Group g, object send, object recv, cnp.npy_intp piece, int root, bint wait):
+    """MPI_Allgather, MPI_Gather, MPI_Scatter or MPI_Alltoall (or their I- forms) of pieces of
+    ``piece`` elements (``send`` None off the root of a scatter, ``recv`` None off the root of a
+    gather): True, a `Handle`, or None."""
+    cdef size_t c = _c_comm(g), dt
+    cdef int err, n
+    cdef unsigned long long req[2]
+    cdef cnp.ndarray a = <cnp.ndarray>(recv if send is None else send)
+    cdef const void *s = NULL if send is None else cnp.PyArray_DATA(<cnp.ndarray>send)
+    cdef void *r = NULL if recv is None else cnp.PyArray_DATA(<cnp.ndarray>recv)
+    if c == 0 or not _count_ok(piece * g.size):
+        return None
+    dt = _dt_handle(cnp.PyArray_TYPE(a))
+    if dt == 0:
+        return None
+    n = <int>piece
+    req[0] = req[1] = 0
+    if wait:
+        with nogil:
+            if kind == _MV_ALLGATHER:
+                err = meshrt_allgather(s, n, r, n, dt, c)
+            elif kind == _MV_GATHER:
+                err = meshrt_gather(s, n, r, n, dt, root, c)
+            elif kind == _MV_SCATTER:
+                err = meshrt_scatter(s, n, r, n, dt, root, c)
+            else:
+                err = meshrt_alltoall(s, n, r, n, dt, c)
+        _done_c(err)
+        return True
+    if kind == _MV_ALLGATHER:
+        err = meshrt_iallgather(s, n, r, n, dt, c, <void *>req)
+    elif kind == _MV_GATHER:
+        err = meshrt_igather(s, n, r, n, dt, root, c, <void *>req)
+    elif kind == _MV_SCATTER:
+        err = meshrt_iscatter(s, n, r, n, dt, root, c, <void *>req)
+    else:
+        err = meshrt_ialltoall(s, n, r, n, dt, c, <void *>req)
+    _done_c(err)
+    return _c_handle(recv, send, 1, req)
+
+
+cdef object _c_sendrecv(Group g, cnp.ndarray x, cnp.ndarray res, int dst, int src, int tag, bint wait):
+    """MPI_Sendrecv of ``x`` to ``dst`` into ``res`` from ``src`` (MPI_Isend + MPI_Irecv):
+    True, a `Handle`, or None."""
+    cdef cnp.npy_intp count = cnp.PyArray_SIZE(x)
+    cdef size_t c = _c_comm(g), dt
+    cdef int err
+    cdef unsigned long long req[2]
+    cdef const void *s = cnp.PyArray_DATA(x)
+    cdef void *r = cnp.PyArray_DATA(res)
+    if c == 0 or not _count_ok(count):
+        return None
+    dt = _dt_handle(cnp.PyArray_TYPE(x))
+    if dt == 0:
+        return None
+    if wait:
+        with nogil:
+            err = meshrt_sendrecv(s, <int>count, dst, tag, r, <int>count, src, tag, dt, c)
+        _done_c(err)
+        return True
+    req[0] = req[1] = 0
+    err = meshrt_isend(s, <int>count, dt, dst, tag, c, <void *>req)
+    if err == 0:
+        err = meshrt_irecv(r, <int>count, dt, src, tag, c, <void *>(<char *>req + meshrt_hs))
+    _done_c(err)
+    return _c_handle(res, x, 2, req)
+
+
+cdef object _c_p2p(Group g, cnp.ndarray buf, int peer, int tag, bint sending, bint wait):
+    """MPI_Send / MPI_Recv of ``buf`` (MPI_Isend / MPI_Irecv): True, a `Handle`, or None."""
+    cdef cnp.npy_intp count = cnp.PyArray_SIZE(buf)
+    cdef size_t c = _c_comm(g), dt
+    cdef int err
+    cdef unsigned long long req[2]
+    cdef void *b = cnp.PyArray_DATA(buf)
+    if c == 0 or not _count_ok(count):
+        return None
+    dt = _dt_handle(cnp.PyArray_TYPE(buf))
+    if dt == 0:
+        return None
+    if wait:
+        with nogil:
+            if sending:
+                err = meshrt_send(b, <int>count, dt, peer, tag, c)
+            else:
+                err = meshrt_recv(b, <int>count, dt, peer, tag, c)
+        _done_c(err)
+        return True
+    req[0] = req[1] = 0
+    if sending:
+        err = meshrt_isend(b, <int>count, dt, peer, tag, c, <void *>req)
+    else:
+        err = meshrt_irecv(b, <int>count, dt, peer, tag, c, <void *>req)
+    _done_c(err)
+    return _c_handle(None if sending else buf, buf if sending else None, 1, req)
+
+
+
+# -- unequal pieces: MPI_Allgatherv / MPI_Alltoallv of bytes ------------------------------
+cdef dict _v_arrays = {}  # id(layout) -> (layout, int32 arrays of its byte counts and displacements)
+cdef size_t _byte_handle = 0
+
+
+cdef inline bint _v_ready(cnp.npy_intp n):
+    """The C path can take a v-collective now (on, found, and MPI.BYTE's handle known)."""
+    global _byte_handle
+    if not _c_calls or not _c_found:
+        return False
+    if _byte_handle == 0:
+        _byte_handle = <size_t>MPI._handleof(MPI.BYTE)
+    return True
+
+
+cdef tuple _v_of(tuple layout, tuple lists):
+    """``lists`` (byte counts and displacements of ``layout``) as C int arrays, made once per
+    layout; None where one does not fit an int."""
+    e = _v_arrays.get(id(layout))
+    if e is not None and (<tuple>e)[0] is layout:
+        return <tuple>(<tuple>e)[1]
+    arrs = []
+    for v in lists:
+        if max(v) > 0x7FFFFFFF:
+            return None
+        arrs.append(np.ascontiguousarray(v, dtype=np.intc))
+    if len(_v_arrays) > 256:  # layouts made and dropped: start over
+        _v_arrays.clear()
+    _v_arrays[id(layout)] = (layout, tuple(arrs))
+    return tuple(arrs)
+
+
+cdef inline const int *_ints(object a):
+    return <const int *>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef object _c_allgatherv(Group g, cnp.ndarray x, cnp.ndarray buf, tuple layout, bint wait):
+    """MPI_Allgatherv (MPI_Iallgatherv) of ``x``'s bytes into ``buf`` by ``layout``'s byte counts
+    and displacements: True, a `Handle`, or None."""
+    # layout: (axis, counts, displs, equal, shape, oshape, direct), counts and displs in bytes
+    cdef size_t c = _c_comm(g)
+    cdef int err, mine
+    cdef unsigned long long req[2]
+    if c == 0:
+        return None
+    a = _v_of(layout, (layout[1], layout[2]))
+    if a is None:
+        return None
+    mine = <int>(<list>layout[1])[g.rank]
+    cdef const void *s = cnp.PyArray_DATA(x)
+    cdef void *r = cnp.PyArray_DATA(buf)
+    cdef const int *rc = _ints(a[0])
+    cdef const int *rd = _ints(a[1])
+    if wait:
+        with nogil:
+            err = meshrt_allgatherv(s, mine, r, rc, rd, _byte_handle, c)
+        _done_c(err)
+        return True
+    req[0] = req[1] = 0
+    _done_c(meshrt_iallgatherv(s, mine, r, rc, rd, _byte_handle, c, <void *>req))
+    return _c_handle(buf, (x, a), 1, req)
+
+
+cdef object _c_alltoallv(Group g, cnp.ndarray x, cnp.ndarray buf, tuple layout, bint wait):
+    """MPI_Alltoallv (MPI_Ialltoallv) of bytes by ``layout``'s v = ((send counts, displs), (receive
+    counts, displs)): True, a `Handle`, or None."""
+    cdef size_t c = _c_comm(g)
+    cdef int err
+    cdef unsigned long long req[2]
+    if c == 0 or not _v_ready(0):
+        return None
+    v = <tuple>layout[5]
+    a = _v_of(layout, ((<tuple>v[0])[0], (<tuple>v[0])[1], (<tuple>v[1])[0], (<tuple>v[1])[1]))
+    if a is None:
+        return None
+    cdef const void *s = cnp.PyArray_DATA(x)
+    cdef void *r = cnp.PyArray_DATA(buf)
+    cdef const int *sc = _ints(a[0])
+    cdef const int *sd = _ints(a[1])
+    cdef const int *rc = _ints(a[2])
+    cdef const int *rd = _ints(a[3])
+    if wait:
+        with nogil:
+            err = meshrt_alltoallv(s, sc, sd, r, rc, rd, _byte_handle, c)
+        _done_c(err)
+        return True
+    req[0] = req[1] = 0
+    _done_c(meshrt_ialltoallv(s, sc, sd, r, rc, rd, _byte_handle, c, <void *>req))
+    return _c_handle(buf, (x, a), 1, req)
+
+
+
+# -- point-to-point exchanges (reshard's permute and exchange steps) ---------------------
+def exchange(comm, list recvs, list sends, int tag):
+    """Post a receive of bytes into each C-contiguous array of ``recvs`` (``(array, source)``)
+    and a send of each of ``sends`` (``(array, destination)``) on ``comm``, then wait for all,
+    from C with the GIL released while waiting; False (nothing posted) where the C calls are off
+    or unavailable: the caller then takes mpi4py's path.
+
+    >>> exchange(MPI.COMM_SELF, [], [], 0) in (True, False)
+    True
+    """
     global _c_count
+    cdef Py_ssize_t n = len(recvs) + len(sends), i = 0
+    cdef size_t c, byte
+    cdef int err = 0, nbytes
+    cdef cnp.ndarray a, reqs, st
+    cdef char *rp
+    if not _c_calls or not _c_found or type(comm) is not _Intracomm:
+        return False
+    for e in recvs + sends:
+        a = <cnp.ndarray>(<tuple>e)[0]
+        if not cnp.PyArray_IS_C_CONTIGUOUS(a) or cnp.PyArray_NBYTES(a) > 0x7FFFFFFF:
+            return False
+    if n == 0:
+        return True
+    c = <size_t>MPI._handleof(comm)
+    byte = <size_t>MPI._handleof(MPI.BYTE)
+    reqs = np.zeros(n * meshrt_hs, np.uint8)
+    st = np.empty(n * MESHRT_STATUS_BYTES, np.uint8)
+    rp = <char *>cnp.PyArray_DATA(reqs)
+    for e in recvs:
+        a = <cnp.ndarray>(<tuple>e)[0]
+        err = meshrt_irecv(cnp.PyArray_DATA(a), <int>cnp.PyArray_NBYTES(a), byte, <int>(<tuple>e)[1], tag, c,
+                           rp + i * meshrt_hs)
+        if err:
+            raise MPI.Exception(err)
+        i += 1
+    for e in sends:
+        a = <cnp.ndarray>(<tuple>e)[0]
+        err = meshrt_isend(cnp.PyArray_DATA(a), <int>cnp.PyArray_NBYTES(a), byte, <int>(<tuple>e)[1], tag, c,
+                           rp + i * meshrt_hs)
+        if err:
+            raise MPI.Exception(err)
+        i += 1
+    cdef int ni = <int>n
+    cdef void *stp = cnp.PyArray_DATA(st)
+    with nogil:
+        err = meshrt_waitall_n(ni, <void *>rp, stp)
+    if err:
+        raise MPI.Exception(err)
     _c_count += 1
     return True
 
 
-set_c_calls(True)
+set_c_calls(os.environ.get("MESHRT_C_CALLS", "1") not in ("0", "", "false", "False", "no"))
 
 
 # -- reductions -------------------------------------------------------------------------
@@ -497,10 +863,13 @@ cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, w
     else:
         return _MISS
     send = _send_buffer(x, (<tuple>e)[2], typenum)
+    h = _c_allreduce(g, <cnp.ndarray>send, <cnp.ndarray>res, (<tuple>f)[0], typenum, wait)
     if wait:
-        if not _c_allreduce(g, <cnp.ndarray>send, <cnp.ndarray>res, (<tuple>f)[0], typenum):
+        if h is None:
             g.comm.Allreduce(send, res, (<tuple>f)[0])
         return _average(res, avg, g.size)
+    if h is not None:
+        return h
     return _handle(g.comm.Iallreduce(send, res, (<tuple>f)[0]), res, send)
 
 
@@ -538,9 +907,13 @@ cdef object _reduce(cnp.ndarray x, mesh, mesh_axes, reduction, root, dtype, wait
         return _MISS
     res = _new_of(x, typenum) if g.rank == r else None
     send = _send_buffer(x, (<tuple>e)[2], typenum)
+    h = _c_reduce(g, <cnp.ndarray>send, res, (<tuple>f)[0], typenum, r, wait)
     if wait:
-        g.comm.Reduce(send, res, (<tuple>f)[0], r)
+        if h is None:
+            g.comm.Reduce(send, res, (<tuple>f)[0], r)
         return None if res is None else _average(res, avg, g.size)
+    if h is not None:
+        return h
     return _handle(g.comm.Ireduce(send, res, (<tuple>f)[0], r), res, send)
 
 
@@ -585,9 +958,13 @@ cdef object _reduce_scatter(cnp.ndarray x, mesh, mesh_axes, reduction, scatter_a
     else:
         return _MISS
     send = _send_buffer(x, (<tuple>e)[2], typenum)
+    h = _c_reduce_scatter(g, <cnp.ndarray>send, <cnp.ndarray>res, (<tuple>f)[0], typenum, wait)
     if wait:
-        g.comm.Reduce_scatter_block(send, res, (<tuple>f)[0])
+        if h is None:
+            g.comm.Reduce_scatter_block(send, res, (<tuple>f)[0])
         return _average(res, avg, g.size)
+    if h is not None:
+        return h
     return _handle(g.comm.Ireduce_scatter_block(send, res, (<tuple>f)[0]), res, send)
 
 
@@ -626,6 +1003,9 @@ cdef object _broadcast(cnp.ndarray x, mesh, mesh_axes, root, wait):
         buf = x
     else:
         buf = _like(x)
+    h = _c_bcast(g, <cnp.ndarray>buf, r, wait)
+    if h is not None:
+        return buf if wait else h
     if wait:
         g.comm.Bcast(buf, r)
         return buf
@@ -647,8 +1027,10 @@ def broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
         _current = prev
 
 
-cdef object _gather_layout(_Last last, str op, cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes):
-    """The cached entry ``(g, r, layout)`` of an axis-0, equal-piece, bare-dtype gather, or None."""
+cdef object _gather_layout(_Last last, str op, cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes,
+                           bint v_ok=False):
+    """The cached entry ``(g, r, layout)`` of an axis-0, equal-piece, bare-dtype gather (``v_ok``:
+    or of unequal pieces, any dtype: they travel as bytes), or None."""
     if type(gather_axis) is not int:
         return None
     e = _recall(last, mesh, mesh_axes, gather_axis, root, sizes, _dtype(x), x, True)
@@ -663,23 +1045,41 @@ cdef object _gather_layout(_Last last, str op, cnp.ndarray x, mesh, mesh_axes, g
         _note(last, e, mesh_axes, gather_axis, root, sizes, _dtype(x), _shape(x))
     # layout: (axis, counts, displs, equal, shape, oshape, direct)
     layout = <tuple>(<tuple>e)[2]
-    if layout[0] != 0 or layout[3] is not True or layout[6] is not True or not _plain(x):
+    if layout[0] != 0 or not _plain(x):
         return None
-    return e
+    if layout[3] is True and layout[6] is True:
+        return e
+    if v_ok and layout[3] is not True and _v_ready(cnp.PyArray_SIZE(x)):
+        return e
+    return None
 
 
 cdef object _all_gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, sizes, out, wait):
-    e = _gather_layout(_LAST_ALL_GATHER, "all_gather", x, mesh, mesh_axes, gather_axis, None, sizes)
+    e = _gather_layout(_LAST_ALL_GATHER, "all_gather", x, mesh, mesh_axes, gather_axis, None, sizes, True)
     if e is None:
         return _MISS
     cdef Group g = <Group>(<tuple>e)[0]
     shape = <tuple>(<tuple>(<tuple>e)[2])[4]
+    if (<tuple>(<tuple>e)[2])[3] is not True:  # unequal pieces: MPI_Allgatherv of bytes, any byte order
+        if out is None:
+            buf = np.empty(shape, _dtype(x))
+        elif _fits(out, shape, cnp.PyArray_TYPE(x)) and (<cnp.ndarray>out).dtype == _dtype(x):
+            buf = out
+        else:
+            return _MISS
+        h = _c_allgatherv(g, x, <cnp.ndarray>buf, <tuple>(<tuple>e)[2], wait)
+        if h is None:
+            return _MISS
+        return buf if wait else h
     if out is None:
         buf = _new(shape, cnp.PyArray_TYPE(x))
     elif _fits(out, shape, cnp.PyArray_TYPE(x)):
         buf = out
     else:
         return _MISS
+    h = _c_move(_MV_ALLGATHER, g, x, <cnp.ndarray>buf, cnp.PyArray_SIZE(x), 0, wait)
+    if h is not None:
+        return buf if wait else h
     if wait:
         g.comm.Allgather(x, buf)
         return buf
@@ -708,6 +1108,9 @@ cdef object _gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes, wa
     cdef Group g = <Group>(<tuple>e)[0]
     r = (<tuple>e)[1]
     buf = _new(<tuple>(<tuple>(<tuple>e)[2])[4], cnp.PyArray_TYPE(x)) if g.rank == r else None
+    h = _c_move(_MV_GATHER, g, x, buf, cnp.PyArray_SIZE(x), r, wait)
+    if h is not None:
+        return buf if wait else h
     if wait:
         g.comm.Gather(x, buf, r)
         return buf
@@ -752,6 +1155,9 @@ cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, wait):
     else:
         send = None
     buf = _new(<tuple>layout[1], cnp.PyArray_TYPE(x))
+    h = _c_move(_MV_SCATTER, g, send, <cnp.ndarray>buf, cnp.PyArray_SIZE(<cnp.ndarray>buf), r, wait)
+    if h is not None:
+        return buf if wait else h
     if wait:
         g.comm.Scatter(send, buf, r)
         return buf
@@ -786,10 +1192,20 @@ cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis,
     cdef Group g = <Group>(<tuple>e)[0]
     # layout: (sa, ca, bshape, bview, count, v, direct)
     layout = <tuple>(<tuple>e)[1]
-    if (layout is None or layout[0] != 0 or layout[1] != 0 or layout[5] is not None or layout[6] is not True
-            or not _plain(x)):
+    if layout is None or layout[0] != 0 or layout[1] != 0 or not _plain(x):
+        return _MISS
+    if layout[5] is not None:  # uneven pieces: MPI_Alltoallv of bytes, any byte order
+        buf = np.empty(<tuple>layout[2], _dtype(x))
+        h = _c_alltoallv(g, x, <cnp.ndarray>buf, layout, wait)
+        if h is None:
+            return _MISS
+        return buf if wait else h
+    if layout[6] is not True:
         return _MISS
     buf = _new(<tuple>layout[2], cnp.PyArray_TYPE(x))
+    h = _c_move(_MV_ALLTOALL, g, x, <cnp.ndarray>buf, cnp.PyArray_SIZE(x) // g.size, 0, wait)
+    if h is not None:
+        return buf if wait else h
     if wait:
         g.comm.Alltoall(x, buf)
         return buf
@@ -852,6 +1268,9 @@ cdef object _shift(cnp.ndarray x, mesh, mesh_axes, shift_axis, offset, rotate, w
         return _MISS
     src, dst = (<tuple>e)[1], (<tuple>e)[2]
     res = _like(x)
+    h = _c_sendrecv(g, x, <cnp.ndarray>res, dst, src, _TAG, wait)
+    if h is not None:
+        return res if wait else h
     if wait:
         g.comm.Sendrecv(x, dst, _TAG, res, src, _TAG)
         return res
@@ -907,8 +1326,11 @@ def send(x, mesh, mesh_axes=None, destination=0, *, tag=_TAG, wait=True):
         if not _check and type(x) is ndarray and _plain(<cnp.ndarray>x):
             p = _peer(_LAST_SEND, mesh, mesh_axes, destination, _dtype(x))
             if p is not None:
-                g = (<Group>(<tuple>p)[0]).comm
                 _hits += 1
+                h = _c_p2p(<Group>(<tuple>p)[0], <cnp.ndarray>x, (<tuple>p)[1], tag, True, wait)
+                if h is not None:
+                    return None if wait else h
+                g = (<Group>(<tuple>p)[0]).comm
                 if wait:
                     g.Send(x, (<tuple>p)[1], tag)
                     return None
@@ -926,9 +1348,12 @@ def recv(like, mesh, mesh_axes=None, source=0, *, tag=_TAG, wait=True):
         if not _check and type(like) is ndarray:
             p = _peer(_LAST_RECV, mesh, mesh_axes, source, _dtype(like))
             if p is not None:
-                g = (<Group>(<tuple>p)[0]).comm
                 buf = _like(<cnp.ndarray>like)
                 _hits += 1
+                h = _c_p2p(<Group>(<tuple>p)[0], <cnp.ndarray>buf, (<tuple>p)[1], tag, False, wait)
+                if h is not None:
+                    return buf if wait else h
+                g = (<Group>(<tuple>p)[0]).comm
                 if wait:
                     g.Recv(buf, (<tuple>p)[1], tag)
                     return buf

@@ -104,9 +104,10 @@ def _run(args):
 
 
 def _bench(args):
+    from .bench.compare import run_compare
     from .bench import main
 
-    return main(args)
+    return main(args, compare=run_compare)
 
 
 _LAUNCH = "import sys; del sys.path[0]; from meshrt.launch import main; sys.exit(main())"

@@ -866,6 +866,7 @@ _TAG_EXCHANGE = 0x5e5
 def _exchange(step: ReshardStep, x, shape, mesh, out):
     from mpi4py import MPI
 
+    from . import _collfront
     from .runtime import mpi as _mpi
     from ._blockcopy import copy_block
 
@@ -875,7 +876,7 @@ def _exchange(step: ReshardStep, x, shape, mesh, out):
     comm = mesh.comm
     peers = _mpi.Peers(mesh, tuple(sorted({d for d, _ in recvs} | {d for d, _ in sends})))
     with _mpi.internal("reshard", "point-to-point exchange", peers):
-        reqs, unpack, keep = [], [], []
+        unpack, rbufs, sbufs = [], [], []
         for src, sl in recvs:
             if src == mesh.rank:
                 continue
@@ -885,7 +886,7 @@ def _exchange(step: ReshardStep, x, shape, mesh, out):
             else:
                 buf = np.empty(view.shape, x.dtype)
                 unpack.append((view, buf))
-            reqs.append(comm.Irecv([buf.view(np.uint8).reshape(-1) if buf.size else buf, MPI.BYTE], src, _TAG_EXCHANGE))
+            rbufs.append((buf, src))
         for dest, sl in sends:
             view = x[sl]
             if dest == mesh.rank:
@@ -896,9 +897,14 @@ def _exchange(step: ReshardStep, x, shape, mesh, out):
                 buf = np.empty(view.shape, x.dtype)
                 copy_block(buf, view)
                 view = buf
-            keep.append(view)
-            reqs.append(comm.Isend([view.view(np.uint8).reshape(-1) if view.size else view, MPI.BYTE], dest, _TAG_EXCHANGE))
-        MPI.Request.Waitall(reqs)
+            sbufs.append((view, dest))
+        # the MPI library's Irecv/Isend/Waitall from C (meshrt._collfront), else mpi4py's
+        if not _collfront.exchange(comm, rbufs, sbufs, _TAG_EXCHANGE):
+            reqs = [comm.Irecv([b.view(np.uint8).reshape(-1) if b.size else b, MPI.BYTE], p, _TAG_EXCHANGE)
+                    for b, p in rbufs]
+            reqs += [comm.Isend([b.view(np.uint8).reshape(-1) if b.size else b, MPI.BYTE], p, _TAG_EXCHANGE)
+                     for b, p in sbufs]
+            MPI.Request.Waitall(reqs)
     for view, buf in unpack:
         copy_block(view, buf)
     return out

@@ -23,17 +23,24 @@ Method, as the OSU Micro-Benchmarks:
   reports their min/avg/max and p50/p99 (linear interpolation) across
   processes, for both sides.  ``ratio`` = meshrt avg / raw avg.
 
-That is ``--method osu`` (the default).  ``--method imb`` is IMB-MPI1's: after
-the warm-up calls, one barrier, then a loop of calls timed as a whole, no
-barriers between them (so consecutive calls may overlap across processes, as
-in IMB); the per-process mean per call, then min/avg/max across processes are
-IMB's t_min/t_avg/t_max.  Its default iterations are IMB's: 1000, cut to
-40 MiB moved per loop (40 at 1 MiB).  The same meshrt, raw, raw, meshrt order.
+That is ``--method osu`` (the default).  ``--method imb`` is IMB-MPI1's as
+its current releases run by default (``-sync 1``): each call timed alone with
+an untimed barrier after it (OSU's timing), root 0, IMB's iterations (1000,
+cut to 40 MiB moved per loop: 40 at 1 MiB), and one result array reused by
+every call (``--result reuse``: IMB receives into one buffer; meshrt through
+``out=`` where the op takes it); the per-process mean per call, then
+min/avg/max across processes are IMB's t_min/t_avg/t_max.  ``--method
+imb-nosync`` is IMB's ``-sync 0`` (and IMB-MPI1 before 2019): one barrier, then
+a loop of calls timed as a whole.  The same meshrt, raw, raw, meshrt order.
 ``--no-meshrt`` times the raw side alone and its table shows only that side,
 so it reads next to ``IMB-MPI1 Allreduce -npmin 2`` (or OSU's
 ``osu_allreduce``) on the same MPI::
 
     mpiexec -n 2 meshrt bench all_reduce --method imb --no-meshrt --sizes 8,1K,64K,1M
+
+``--compare imb`` puts IMB-MPI1's own t_avg beside meshrt and raw in one table
+(and ``meshrt bench imb`` does it for IMB's whole collective set), ``--compare
+c`` a compiled C loop of the same call: meshrt/bench/compare.py.
 
 Bandwidth, as nccl-tests: ``algbw = S / t`` with ``t`` the avg latency and
 ``S`` the larger of one process's send and receive buffers (nccl-tests'
@@ -124,7 +131,9 @@ BUSBW = {
 
 LARGE_MESSAGE = 8192  # OSU's boundary between small and large messages
 IMB_OVERALL_VOL = 40 << 20  # IMB-MPI1's cap on the bytes one timed loop moves (iterations = min(1000, vol/size))
-METHODS = ("osu", "imb")
+METHODS = ("osu", "imb", "imb-nosync")
+COMPARES = ("imb", "c")
+RESULTS = ("new", "reuse")
 FIELDS = ("op", "size", "bytes", "nprocs", "group_size", "warmup", "iterations",
           "latency_min_us", "latency_avg_us", "latency_max_us", "latency_p50_us", "latency_p99_us",
           "algbw_MBps", "algbw_GBps", "busbw_GBps",
@@ -191,7 +200,7 @@ def default_iterations(nbytes: int, method: str = "osu") -> tuple:
     ((100, 1000), (10, 100), (10, 40))
     """
     warmup, iters = (100, 1000) if nbytes <= LARGE_MESSAGE else (10, 100)
-    if method == "imb":
+    if method in ("imb", "imb-nosync"):
         iters = max(1, min(1000, IMB_OVERALL_VOL // max(1, nbytes)))
     return warmup, iters
 
@@ -296,21 +305,21 @@ def _finite(v):
     return v if not isinstance(v, float) or math.isfinite(v) else None
 
 
-def write_json(path: str, meta: dict, rows: list) -> None:
+def write_json(path: str, meta: dict, rows: list, fields=FIELDS) -> None:
     """``{"meta": {...}, "results": [row, ...]}``; nan/inf become ``null`` (valid JSON)."""
-    doc = {"meta": meta, "results": [{k: _finite(r[k]) for k in FIELDS} for r in rows]}
+    doc = {"meta": meta, "results": [{k: _finite(r[k]) for k in fields} for r in rows]}
     with open(path, "w") as f:
         json.dump(doc, f, indent=1, allow_nan=False)
         f.write("\n")
 
 
-def write_csv(path: str, rows: list) -> None:
+def write_csv(path: str, rows: list, fields=FIELDS) -> None:
     """One header line (`FIELDS`), one line per row; nan/inf are written as empty cells."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(FIELDS)
+        w.writerow(fields)
         for r in rows:
-            w.writerow(["" if _finite(r[k]) is None else r[k] for k in FIELDS])
+            w.writerow(["" if _finite(r[k]) is None else r[k] for k in fields])
 
 
 def have_matplotlib() -> bool:
@@ -328,7 +337,7 @@ def plot(path: str, rows: list, title: str = "") -> None:
     size = np.array([r["size"] for r in rows], dtype=np.float64)
 
     def col(key):
-        v = np.array([np.nan if _finite(r[key]) is None else r[key] for r in rows], dtype=np.float64)
+        v = np.array([np.nan if _finite(r.get(key)) is None else r[key] for r in rows], dtype=np.float64)
         v[v <= 0] = np.nan  # nothing to draw on a log axis
         return v
 
@@ -340,6 +349,9 @@ def plot(path: str, rows: list, title: str = "") -> None:
     ax1.fill_between(size, col("latency_min_us"), col("latency_max_us"), alpha=0.2,
                      label="meshrt min-max across processes")
     ax1.plot(size, col("raw_latency_avg_us"), "s--", label="raw mpi4py")
+    for key, style, label in (("imb_latency_avg_us", "^:", "IMB-MPI1 t_avg"), ("c_latency_avg_us", "v:", "C loop")):
+        if any(_finite(r.get(key)) is not None for r in rows):  # (--compare)
+            ax1.plot(size, col(key), style, label=label)
     ax1.set_ylabel("latency (us), avg over processes")
     ax2.plot(size, col(f"{bw}_GBps"), "o-", label="meshrt")
     ax2.plot(size, col(f"raw_{bw}_GBps"), "s--", label="raw mpi4py")
@@ -358,7 +370,8 @@ def plot(path: str, rows: list, title: str = "") -> None:
 # -- options ---------------------------------------------------------------------------------
 def add_arguments(p) -> None:
     """The ``meshrt bench`` arguments on an argparse parser (values checked by `check_options`)."""
-    p.add_argument("op", metavar="OP", help="a collective (" + ", ".join(COLLECTIVES) + "), halo or reshard")
+    p.add_argument("op", metavar="OP", help="a collective (" + ", ".join(COLLECTIVES) + "), halo, reshard, or imb "
+                                            "(IMB-MPI1's collective set, each compared with IMB-MPI1)")
     p.add_argument("--mesh", default=None, help="mesh shape, e.g. 2x2 or 2x? (default: 1-D over all processes)")
     p.add_argument("--mesh-axes", default=None,
                    help="mesh axes of the device group, e.g. 0,1 (default: all); halo: one per split dim")
@@ -373,8 +386,17 @@ def add_arguments(p) -> None:
                         "per process in all)")
     p.add_argument("--warmup", default=None, help="untimed iterations per size (default OSU's: 100, 10 above 8K)")
     p.add_argument("--method", default="osu",
-                   help="osu: a barrier after every call, each call timed (default); imb: IMB-MPI1's, a barrier "
-                        "then one timed loop of calls, t_min/t_avg/t_max across processes")
+                   help="osu: a barrier after every call, each call timed (default); imb: IMB-MPI1's (its default "
+                        "-sync 1: the same timing, IMB's iterations, results reused); imb-nosync: IMB's -sync 0, "
+                        "a barrier then one timed loop of calls")
+    p.add_argument("--compare", default=None, metavar="imb|c",
+                   help="imb: IMB-MPI1's own t_avg beside meshrt and raw (IMB-MPI1 from beside the MPI mpi4py "
+                        "loads, run each round as a child job), and the C loop; c: the C loop of the same call only")
+    p.add_argument("--repeat", default=None, help="--compare: rounds, each column the median over them (default 1)")
+    p.add_argument("--result", default=None, metavar="new|reuse",
+                   help="new: a new result array each call; reuse: one reused (meshrt through out= where the op "
+                        "takes it), as IMB-MPI1 (default: reuse under --method imb*, else new)")
+    p.add_argument("--imb-args", default="", help="--compare imb: extra arguments of the child mpiexec")
     p.add_argument("--no-meshrt", action="store_true",
                    help="time the raw mpi4py side only (to compare with OSU or IMB-MPI1 on the same MPI)")
     p.add_argument("--validate", action="store_true", help="check results against a numpy model (PASS/FAIL)")
@@ -399,6 +421,11 @@ class BenchOptions:
     dtype: np.dtype = np.dtype(np.float64)
     reduction: str = "sum"
     method: str = "osu"
+    compare: str | None = None
+    repeat: int = 1
+    result: str = "new"
+    imb_args: tuple = ()
+    imb_timeout: float = 600.0
     meshrt: bool = True
     iters: int | None = None
     warmup: int | None = None
@@ -460,14 +487,44 @@ def _split_axes(text, name):
     return tuple(tuple(d) for d in v)
 
 
+def _check_compare(args, o) -> None:
+    """``--compare``, ``--repeat``, ``--result``, ``--imb-args`` and OP ``imb`` (meshrt/bench/compare.py)."""
+    import shlex
+
+    o.compare = getattr(args, "compare", None)
+    if o.op == "imb" and o.compare is None:
+        o.compare = "imb"
+    if o.compare is not None and o.compare not in COMPARES:
+        raise BenchError(f"--compare: {o.compare!r}; choose one of {', '.join(COMPARES)}")
+    if o.compare is not None:
+        if o.op in ("halo", "reshard", "all_slice"):
+            raise BenchError(f"--compare: {o.op} has no single MPI call to compare with; use a collective")
+        if not o.meshrt:
+            raise BenchError("--compare: not with --no-meshrt (the compared table has meshrt's column)")
+    repeat = getattr(args, "repeat", None)
+    if repeat is not None and o.compare is None:
+        raise BenchError("--repeat: only with --compare (or OP imb)")
+    o.repeat = 1 if repeat is None else _count(repeat, "repeat")
+    if o.repeat == 0:
+        raise BenchError("--repeat: 0; it must be at least 1")
+    result = getattr(args, "result", None)
+    o.result = ("reuse" if o.method != "osu" else "new") if result is None else result
+    if o.result not in RESULTS:
+        raise BenchError(f"--result: {o.result!r}; choose one of {', '.join(RESULTS)}")
+    try:
+        o.imb_args = tuple(shlex.split(getattr(args, "imb_args", "") or ""))
+    except ValueError as e:
+        raise BenchError(f"--imb-args: {args.imb_args!r}: {e}") from None
+
+
 def check_options(args) -> BenchOptions:
     """Validate the parsed arguments without MPI (same result on every process)."""
     from ..mesh import parse_shape
     from ..errors import MeshError
 
     op = _ALIASES.get(args.op, args.op)
-    if op not in OPS:
-        raise BenchError(f"OP: {args.op!r} is not a benchmark; choose one of {', '.join(OPS)}")
+    if op not in OPS and op != "imb":
+        raise BenchError(f"OP: {args.op!r} is not a benchmark; choose one of {', '.join(OPS)} or imb")
     o = BenchOptions(op=op)
     if args.mesh is not None:
         try:
@@ -497,7 +554,7 @@ def check_options(args) -> BenchOptions:
     if o.dtype.kind not in "biufc" or not o.dtype.isnative:
         raise BenchError(f"--dtype: {o.dtype}; expected a native bool, int, uint, float or complex type")
     o.reduction = str(args.reduction)
-    if op in REDUCING:
+    if op in REDUCING or op == "imb":
         from ..errors import CollectiveError
         from ..reduction import ReductionKind
 
@@ -515,6 +572,7 @@ def check_options(args) -> BenchOptions:
     if o.method not in METHODS:
         raise BenchError(f"--method: {o.method!r} is not a method; choose one of {', '.join(METHODS)}")
     o.meshrt = not getattr(args, "no_meshrt", False)
+    _check_compare(args, o)
     o.iters = _count(args.iters, "iters")
     o.warmup = _count(args.warmup, "warmup")
     o.validate = bool(args.validate)
@@ -591,8 +649,10 @@ def _time(fm, fr, warmup, iters, barrier, loop=_loop):
 _METHOD_TEXT = {
     "osu": "OSU's: per-process mean over timed calls, each call timed alone with an untimed barrier after it; "
            "min/avg/max/p50/p99 across processes",
-    "imb": "IMB-MPI1's: a barrier, then one timed loop of calls (no barriers between them), per-process mean; "
-           "min/avg/max (IMB's t_min/t_avg/t_max) and p50/p99 across processes",
+    "imb": "IMB-MPI1's defaults (-sync 1): each call timed alone with an untimed barrier after it, IMB's iterations, "
+           "per-process mean; min/avg/max (IMB's t_min/t_avg/t_max) and p50/p99 across processes",
+    "imb-nosync": "IMB-MPI1's -sync 0: a barrier, then one timed loop of calls (no barriers between them), "
+                  "per-process mean; min/avg/max (IMB's t_min/t_avg/t_max) and p50/p99 across processes",
 }
 
 
@@ -607,11 +667,13 @@ def _progress(total, desc, enabled):
     return tqdm(total=total, desc=desc, unit="size", file=sys.stderr, leave=False, disable=None)
 
 
-def run(o: BenchOptions, comm=None, out=None) -> int:
+def run(o: BenchOptions, comm=None, out=None, compare=None) -> int:
     """Run the benchmark of ``o`` on every process of ``comm``; rank 0 prints and writes files.
 
     Returns the exit status (1 if a ``--validate`` check failed), the same on every process.
     Raises `BenchError` (on every process alike) for options that only MPI can check.
+    ``compare`` runs ``--compare`` and OP ``imb`` (`meshrt.bench.compare.run_compare`, which
+    the command passes: it sits above this module).
     """
     from mpi4py import MPI
 
@@ -621,6 +683,14 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
     comm = MPI.COMM_WORLD if comm is None else comm
     out = sys.stdout if out is None else out
     root = comm.Get_rank() == 0
+    if o.compare is not None:
+        if compare is None:
+            raise BenchError("--compare / OP imb: run(..., compare=meshrt.bench.compare.run_compare) runs them")
+        try:
+            Mesh(o.mesh_shape if o.mesh_shape else (comm.Get_size(),), comm=comm).free()
+        except MeshError as e:
+            raise BenchError(f"--mesh: {e} (the mesh must cover all {comm.Get_size()} processes)") from None
+        return compare(o, comm, out)
     try:
         mesh = Mesh(o.mesh_shape if o.mesh_shape else (comm.Get_size(),), comm=comm)
     except MeshError as e:
@@ -629,7 +699,7 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
     n = mesh.axes_size(axes)
     if o.op in COLLECTIVES:
         sizes = o.sizes
-        cases = (lambda nb: _collective_case(o.op, mesh, axes, nb, o.dtype, o.reduction))
+        cases = (lambda nb: _collective_case(o.op, mesh, axes, nb, o.dtype, o.reduction, reuse=o.result == "reuse"))
     else:
         sizes = [None]
         try:
@@ -690,7 +760,7 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
             warmup = warmup if o.warmup is None else o.warmup
             iters = iters if o.iters is None else o.iters
             tm, tr = _time(case.meshrt if o.meshrt else None, case.raw, warmup, iters, comm.Barrier,
-                           _imb_loop if o.method == "imb" else _loop)
+                           _imb_loop if o.method == "imb-nosync" else _loop)
             ok = None
             if o.validate:
                 fm, fr = case.check_calls or (case.meshrt, case.raw)
@@ -725,14 +795,15 @@ def run(o: BenchOptions, comm=None, out=None) -> int:
     return 1 if failed else 0
 
 
-def main(args) -> int:
-    """``meshrt bench`` from parsed arguments: bad options print one message (rank 0) and give 2."""
+def main(args, compare=None) -> int:
+    """``meshrt bench`` from parsed arguments: bad options print one message (rank 0) and give 2
+    (``compare``: as `run`'s)."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     try:
         o = check_options(args)
-        return run(o, comm)
+        return run(o, comm, compare=compare)
     except BenchError as e:
         if comm.Get_rank() == 0:
             print(f"meshrt bench: error: {e}", file=sys.stderr, flush=True)

@@ -32,6 +32,7 @@ class Case:
     free: object = None
     label: str = ""
     check_calls: tuple | None = None  # (meshrt, raw) calls for the check, if not the timed ones
+    floor: object = None  # ``floor(warmup, iters, sync) -> seconds``: the same call in a C loop (`_c_floor`)
 
 
 def _values(k: int, count: int, dtype, small: bool = False) -> np.ndarray:
@@ -103,17 +104,35 @@ class _Inputs:
     sx: object
     bare: bool
     reduction: str
+    reuse: bool = False  # one result array reused by every call (IMB's fixed receive buffer), else new each call
+    new: object = np.empty  # the result allocator: np.empty, or `_Reuse` under ``reuse``
 
     def inputs(self, m=None):
         """Every group rank's input (the numpy model's operands)."""
         return [_values(j, m or self.count, self.dtype, self.small) for j in range(self.n)]
 
 
-def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
+class _Reuse:
+    """``np.empty``'s signature, returning one array per (count, dtype) made on first use: the
+    raw side's result under ``--result reuse`` (IMB-MPI1 receives into one buffer every call)."""
+
+    def __init__(self):
+        self.arrays = {}
+
+    def __call__(self, count, dtype):
+        a = self.arrays.get((count, dtype))
+        if a is None:
+            a = self.arrays[count, dtype] = np.zeros(count, dtype)  # touched once, outside the timing
+        return a
+
+
+def _collective_case(op, mesh, axes, nbytes, dtype, reduction, reuse=False):
     """The `Case` of a collective.  The raw side is the plainest mpi4py code for the job: bare
     arrays (mpi4py finds the datatype), buffer specs of the fixed inputs made once, nothing but
     ``np.empty`` and the MPI call per call -- within a few percent of an inline loop of the
-    same call (``tests/test_bench.py`` checks it)."""
+    same call (``tests/test_bench.py`` checks it).  ``reuse``: both sides receive into one
+    result array every call, as IMB-MPI1 does (meshrt through ``out=`` where the op takes it:
+    all_reduce, all_gather, reduce_scatter)."""
     from mpi4py import MPI
 
     g = mesh.group(axes)
@@ -129,7 +148,10 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction):
     build = _COLLECTIVE_CASES.get(op)
     if build is None:  # pragma: no cover - check_options admits no other op
         raise AssertionError(op)
-    return build(_Inputs(mesh, axes, g, n, k, count, dtype, small, x, sx, bare, reduction))
+    case = build(_Inputs(mesh, axes, g, n, k, count, dtype, small, x, sx, bare, reduction, reuse,
+                         _Reuse() if reuse else np.empty))
+    case.floor = _c_floor(op, mesh, axes, g, n, k, count, dtype, reduction, x)
+    return case
 
 
 def _reducing(i: _Inputs):
@@ -147,8 +169,11 @@ def _all_reduce_case(i: _Inputs) -> Case:
 
     mesh, axes, g, n, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
-    new = np.empty
+    new = i.new
     fm = lambda: C.all_reduce(x, mesh, axes, reduction)  # noqa: E731
+    if i.reuse:
+        ym = np.zeros(count, dtype)
+        fm = lambda: C.all_reduce(x, mesh, axes, reduction, out=ym)  # noqa: E731
 
     def fr():
         out = new(count, dtype)
@@ -167,7 +192,7 @@ def _reduce_case(i: _Inputs) -> Case:
 
     mesh, axes, g, n, k, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.k, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
-    new = np.empty
+    new = i.new
     fm = lambda: C.reduce(x, mesh, axes, reduction, 0)  # noqa: E731
 
     def fr():
@@ -193,8 +218,11 @@ def _reduce_scatter_case(i: _Inputs) -> Case:
 
     mesh, axes, g, n, k, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.k, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
-    new = np.empty
+    new = i.new
     fm = lambda: C.reduce_scatter(x, mesh, axes, reduction, 0)  # noqa: E731
+    if i.reuse:
+        ym = np.zeros(count // n, dtype)
+        fm = lambda: C.reduce_scatter(x, mesh, axes, reduction, 0, out=ym)  # noqa: E731
 
     m = count // n
 
@@ -218,7 +246,7 @@ def _broadcast_case(i: _Inputs) -> Case:
 
     mesh, axes, g, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
-    new = np.empty
+    new = i.new
     fm = lambda: C.broadcast(x, mesh, axes, 0)  # noqa: E731
 
     def fr():
@@ -242,9 +270,12 @@ def _gather_case(i: _Inputs, op: str) -> Case:
     mesh, axes, g, k, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
     cn = i.count * i.n
-    new = np.empty
+    new = i.new
     if op == "all_gather":
         fm = lambda: C.all_gather(x, mesh, axes, 0)  # noqa: E731
+        if i.reuse:
+            ym = np.zeros(cn, dtype)
+            fm = lambda: C.all_gather(x, mesh, axes, 0, out=ym)  # noqa: E731
 
         def fr():
             big = new(cn, dtype)
@@ -276,7 +307,7 @@ def _scatter_case(i: _Inputs) -> Case:
 
     mesh, axes, g, k, count, dtype, x, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.bare
     BYTE = MPI.BYTE
-    new = np.empty
+    new = i.new
     xs = np.concatenate(i.inputs()) if k == 0 else np.empty(count * i.n, dtype)
     fm = lambda: C.scatter(xs, mesh, axes, 0, 0)  # noqa: E731
 
@@ -298,7 +329,7 @@ def _all_to_all_case(i: _Inputs) -> Case:
 
     mesh, axes, g, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
-    new = np.empty
+    new = i.new
     m = count // i.n
     fm = lambda: C.all_to_all(x, mesh, axes, 0, 0)  # noqa: E731
 
@@ -332,7 +363,7 @@ def _shift_case(i: _Inputs) -> Case:
 
     mesh, axes, g, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
-    new = np.empty
+    new = i.new
     gaxes = mesh.axes(axes)
     a = gaxes[-1]
     stride = 1  # the last group axis is the innermost in group order
@@ -359,7 +390,7 @@ def _send_recv_case(i: _Inputs) -> Case:
 
     mesh, axes, g, n, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.n, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
-    new = np.empty
+    new = i.new
     peer = k + 1 if k % 2 == 0 else k - 1
     tag = 0x7B2
     if peer >= n:  # the odd one out idles
@@ -390,6 +421,58 @@ def _send_recv_case(i: _Inputs) -> Case:
 
         check = lambda a, b: _same(a, i.inputs()[peer]) and _same(b, i.inputs()[peer])  # noqa: E731
     return Case(x.nbytes, fm, fr, check, scale=0.5)
+
+
+def _c_floor(op, mesh, axes, g, n, k, count, dtype, reduction, x):
+    """``floor(warmup, iters, sync) -> seconds``: ``op``'s MPI call in a compiled loop on fixed
+    buffers (`meshrt._cfloor`, IMB-MPI1's loop), the same datatype, op and peers as the raw side;
+    None for all_slice (no call) or where the MPI library's functions were not found."""
+    from mpi4py import MPI
+
+    from .. import _cfloor
+
+    if op not in _cfloor.KINDS or not _cfloor.available():
+        return None
+    h = MPI._handleof
+    t = MPI._typedict.get(dtype.char)
+    if op in ("all_reduce", "reduce", "reduce_scatter"):
+        rt, rop, _ = _raw_reduce(reduction, dtype)
+        dt, rh, per = h(t if rt is None else rt), h(rop), 1
+    else:
+        dt, rh, per = (h(t), 0, 1) if t is not None else (h(MPI.BYTE), 0, dtype.itemsize)
+    root, dst, src = 0, -1, -1
+    y = np.zeros(count, dtype)
+    if op == "all_reduce":
+        send, recv, c = x, y, count
+    elif op == "reduce":
+        send, recv, c = x, (y if k == 0 else None), count
+    elif op == "reduce_scatter":
+        send, recv, c = x, np.zeros(count // n, dtype), count // n
+    elif op == "broadcast":
+        send, recv, c = (x if k == 0 else y), None, count
+    elif op == "all_gather":
+        send, recv, c = x, np.zeros(count * n, dtype), count
+    elif op == "gather":
+        send, recv, c = x, (np.zeros(count * n, dtype) if k == 0 else None), count
+    elif op == "scatter":
+        send, recv, c = (np.concatenate([x] * n) if k == 0 else None), y, count
+    elif op == "all_to_all":
+        send, recv, c = x, y, count // n
+    elif op == "shift":
+        a = mesh.axes(axes)[-1]
+        co = mesh.coords[a]
+        src = k + ((co - 1) % mesh.shape[a] - co)
+        dst = k + ((co + 1) % mesh.shape[a] - co)
+        send, recv, c = x, y, count
+    else:  # send_recv: pairs 2j, 2j+1; an odd one out idles
+        peer = k + 1 if k % 2 == 0 else k - 1
+        dst, root = (peer if peer < n else -1), int(k % 2 == 0)
+        send, recv, c = x, y, count
+    run = _cfloor.run
+
+    def floor(warmup, iters, sync=True):
+        return run(op, g, send, recv, dt, rh, c * per, root, dst, src, warmup, iters, sync)
+    return floor
 
 
 # op -> the builder of its Case
