@@ -283,7 +283,7 @@ def _mlir_run_cmd(args):
         module = parse_file(args.file)
         prog = Program(module, comm)
         check_function(module, args.function)
-        arrays = [np.load(a) for a in args.args]
+        arrays = [_load_arg(a, i) for i, a in enumerate(args.args)]
         partitioned = is_partitioned(module, args.function)
         if partitioned and args.shardings_from:
             arg_s, res_s = function_shardings(Program(parse_file(args.shardings_from), comm), args.function)
@@ -311,6 +311,22 @@ def _mlir_run_cmd(args):
         for i, r in enumerate(outs):
             np.save(os.path.join(args.out, f"result{i}.npy"), r)
     return 0
+
+
+def _load_arg(path, i):
+    """``--args`` file ``i``: one array from a ``.npy`` file, or an `MLIRError` naming the file."""
+    import numpy as np
+
+    from .errors import MLIRError
+
+    try:
+        a = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise MLIRError(f"--args {path}: argument {i} is not a readable .npy file ({e})") from None
+    if not isinstance(a, np.ndarray):  # np.load opened a .npz archive
+        a.close()
+        raise MLIRError(f"--args {path}: argument {i} is a .npz archive; expected one .npy file per argument")
+    return a
 
 
 def _whole_arrays_fit(module, name, arrays):

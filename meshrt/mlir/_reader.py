@@ -230,8 +230,7 @@ class _Parser(_AttributeReader):
         op.results = values
 
     def generic_operation(self, pos) -> Operation:
-        m = self.match(_STRING)
-        name = _unquote(m.group(0))
+        name = _unquote(self.must(_STRING, "an operation name closed by '\"'"))
         self.expect("(")
         names = self.value_names()
         self.expect(")")
@@ -302,7 +301,7 @@ class _Parser(_AttributeReader):
             blocks.append(block)
         while self.peek("^"):
             pos = self.pos
-            label = self.match(_BLOCK).group(0)
+            label = self.must(_BLOCK, "a block label (^name)")
             block = self.block_ref(label, pos)
             if block in blocks:
                 self.error(f"redefinition of block '{label}'", pos)

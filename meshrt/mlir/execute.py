@@ -102,6 +102,8 @@ def is_partitioned(module: Module, name: str) -> bool:
 def check_function(module: Module, name: str) -> None:
     """Raise `MLIRError` at the first op of ``@name`` (or a callee) that cannot run."""
     for f in _functions_reached(module, name):
+        if not f.regions or not f.regions[0].blocks:
+            raise MLIRError(f"{f.location}: @{f.attributes.get('sym_name')} is a declaration (no body); it cannot run")
         _check_ops(f.regions[0].blocks, f.attributes.get("sym_name"))
 
 
@@ -296,6 +298,8 @@ def _coerce(a, t, f, i):
             raise MLIRError(f"{where}: expected element type {t.element} ({dt}), got {a.dtype}")
         return a
     if isinstance(t, ScalarType):
+        if np.ndim(a) != 0:
+            raise MLIRError(f"{where}: expected a scalar {t}, got an array of shape {np.shape(a)}")
         return _dtype(t).type(a)
     return a
 

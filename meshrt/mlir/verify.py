@@ -47,6 +47,10 @@ def verify(module: Module) -> Module:
     """Raise `MLIRError` for the first invalid op (in text order); return the module when it is valid."""
     grids = {}
     for op in module.operations:
+        if op.name in ("shard.grid", "func.func") and not isinstance(op.attributes.get("sym_name"), str):
+            _fail(op, f"sym_name: expected a symbol name (a string), got {op.attributes.get('sym_name')!r}")
+        if op.name == "func.func" and len(op.regions) != 1:
+            _fail(op, f"expects one region (the body, empty for a declaration), found {len(op.regions)}")
         if op.name == "shard.grid":
             name = op.attributes.get("sym_name")
             if name in grids:
