@@ -16,6 +16,7 @@ Errors are `MLIRError`s whose message starts with ``file:line:col:``.
 from __future__ import annotations
 
 from . import _forms_arith, _forms_cf, _forms_linalg, _forms_scf, _forms_shard, _forms_tensor  # noqa: F401  (register the custom forms)
+from ..errors import MLIRError
 from ._reader import _Parser
 from .ir import Module
 
@@ -25,7 +26,16 @@ __all__ = ["parse", "parse_file"]
 def parse(text: str, filename: str = "<string>") -> Module:
     """Parse MLIR text into a `Module` (the body of its ``builtin.module`` if it has one)."""
     p = _Parser(text, filename)
-    ops = p.top_level()
+    try:
+        ops = p.top_level()
+    except RecursionError:
+        p.error("brackets or regions nested too deeply for the reader")
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+        if isinstance(e, MLIRError):
+            raise
+        # the last resort: every refusal is meant to be an MLIRError said where it arises (the fuzzing of
+        # tests/test_fuzz_readers.py checks that); one that is not still gets the place, as a bug
+        p.error(f"internal error of meshrt's MLIR reader (a bug, please report it): {type(e).__name__}: {e}")
     attrs = {}
     if len(ops) == 1 and ops[0].name == "builtin.module" and ops[0].regions and ops[0].regions[0].blocks:
         attrs = ops[0].attributes
