@@ -19,8 +19,13 @@ import traceback
 
 from hypothesis import strategies as st
 
-# characters the mutations insert: MLIR and sharding punctuation, digits, letters, a quote, space
-ALPHABET = list('%@#^!"(){}[]<>,:=?-+*/x0129 \n.aefiz_$\\') + ["tensor<", "->", "::", "0x", "dense<", "{}", "[]"]
+# what the mutations insert: MLIR and sharding punctuation, digits, letters, a quote, space, and whole
+# tokens (types, values, symbols, arrays) that keep a program readable but change what it means
+ALPHABET = list('%@#^!"(){}[]<>,:=?-+*/x0129 \n.aefiz_$\\') + [
+    "tensor<", "->", "::", "0x", "dense<", "{}", "[]", "f32", "i32", "index", "tensor<4xf32>", "tensor<?x2xi8>",
+    "@g", "@grid", "%0", "%arg0", "[0]", "[[0]]", "[[], [0]]", "-1", "16", "?", "x", "4x", "\"y\"",
+]
+KINDS = ["delete", "insert", "duplicate", "replace", "swap", "delete_line", "duplicate_line"]
 
 
 class Internal(AssertionError):
@@ -30,7 +35,7 @@ class Internal(AssertionError):
 def mutations(max_count=4):
     """Hypothesis strategy: a list of ``(kind, position, length, text)`` edits."""
     edit = st.tuples(
-        st.sampled_from(["delete", "insert", "duplicate", "replace", "swap"]),
+        st.sampled_from(KINDS),
         st.integers(0, (1 << 32) - 1),
         st.integers(1, 12),
         st.sampled_from(ALPHABET),
@@ -52,6 +57,12 @@ def mutate(data, edits):
             data = data[:i + n] + data[i:i + n] + data[i + n:]
         elif kind == "replace":
             data = data[:i] + piece + data[i + len(piece):]
+        elif kind in ("delete_line", "duplicate_line"):  # whole lines: the op at a line, n lines
+            lines = data.splitlines(keepends=True)
+            j = pos % (len(lines) + 1)
+            span = lines[j:j + min(n, 3)]
+            lines[j:j + len(span)] = span * 2 if kind == "duplicate_line" else []
+            data = data[:0].join(lines)
         else:  # swap two neighbouring pieces of n characters
             data = data[:i] + data[i + n:i + 2 * n] + data[i:i + n] + data[i + 2 * n:]
     return data
@@ -65,7 +76,10 @@ _RELABELLED = re.compile(
 
 
 def signature(exc):
-    """``(type name, 'file:line' of the innermost meshrt frame)``: what identifies one bug."""
+    """``(type name, 'file:line' of the innermost meshrt frame)``: what identifies one bug (the
+    original exception, where a last-resort wrapper raised another from it)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "meshrt" in f.filename]
     where = f"{frames[-1].filename.rsplit('meshrt', 1)[-1].lstrip('/')}:{frames[-1].lineno}" if frames else "?"
     return type(exc).__name__, where

@@ -290,6 +290,7 @@ _BENCH_SEEDS = [
     "halo --shape 64x64 --split 0,1 --mesh 1x1",
     'reshard --shape 16x16 --from [[0]] --to [[],[0]]',
     "reduce_scatter --mesh 2x? --dtype int32 --reduction bitwise_xor --no-meshrt",
+    "broadcast --dtype f4 --sizes 1K --iters 3",
 ]
 
 

@@ -278,6 +278,8 @@ class _Parser(_AttributeReader):
         return self.block_ref(m.group(0), pos)
 
     def block_ref(self, label, pos):
+        if not self.labels:
+            self.error(f"block '{label}' named outside a region; successors and blocks live in a region", pos)
         blocks = self.labels[-1]
         if label not in blocks:
             blocks[label] = (Block(label=label), pos)

@@ -294,6 +294,8 @@ class _AttributeReader(_TypeReader):
             splat = arr.size == 1 and int(np.prod(shape)) != 1
             arr = np.broadcast_to(arr.reshape(()), shape) if splat else arr.reshape(shape)
         elif empty:
+            if int(np.prod(shape)) != 0:
+                self.error(f"dense<> holds no elements, but {typ} has {int(np.prod(shape))}", pos)
             arr, splat = np.zeros(shape, dtype), False
         elif not isinstance(content, list):
             splat = True

@@ -229,7 +229,7 @@ class Program:
                 res = run(env)
             except MLIRError:
                 raise
-            except (ValueError, TypeError, IndexError) as e:  # meshrt's errors are ValueErrors
+            except (ValueError, TypeError, IndexError, ArithmeticError) as e:  # meshrt's errors are ValueErrors
                 op = block.operations[[s[0] for s in steps].index(run)]
                 raise MLIRError(f"{op.location}: '{op.name}' failed on process {self.comm.rank}: "
                                 f"{type(e).__name__}: {e}") from e

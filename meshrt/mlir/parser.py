@@ -35,7 +35,8 @@ def parse(text: str, filename: str = "<string>") -> Module:
             raise
         # the last resort: every refusal is meant to be an MLIRError said where it arises (the fuzzing of
         # tests/test_fuzz_readers.py checks that); one that is not still gets the place, as a bug
-        p.error(f"internal error of meshrt's MLIR reader (a bug, please report it): {type(e).__name__}: {e}")
+        raise MLIRError(f"{p.loc()}: internal error of meshrt's MLIR reader (a bug, please report it): "
+                        f"{type(e).__name__}: {e}") from e
     attrs = {}
     if len(ops) == 1 and ops[0].name == "builtin.module" and ops[0].regions and ops[0].regions[0].blocks:
         attrs = ops[0].attributes
