@@ -319,9 +319,11 @@ def _load_arg(path, i):
 
     from .errors import MLIRError
 
+    import tokenize
+
     try:
         a = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
+    except (OSError, ValueError, SyntaxError, EOFError, tokenize.TokenError) as e:  # numpy reads the header as Python
         raise MLIRError(f"--args {path}: argument {i} is not a readable .npy file ({e})") from None
     if not isinstance(a, np.ndarray):  # np.load opened a .npz archive
         a.close()

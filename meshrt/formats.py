@@ -684,7 +684,10 @@ def from_hdf5(path, name, sharding, *, factory=None):
             if d.dtype.hasobject or d.dtype.fields is not None:
                 raise CheckpointError(f"{path!r}: field {name!r} has dtype {d.dtype}, not a plain numeric dtype")
             saved = d.attrs.get("meshrt")
-            attrs = json.loads(saved) if isinstance(saved, (str, bytes)) else None
+            try:
+                attrs = json.loads(saved) if isinstance(saved, (str, bytes)) else None
+            except ValueError as e:
+                raise CheckpointError(f"{path!r}: field {name!r}: its 'meshrt' attribute is not JSON ({e})") from None
             return tuple(d.shape), d.dtype.str, attrs
 
     shape, dtype, attrs = _root_decides(comm, inspect, where)

@@ -52,6 +52,7 @@ import os
 import re
 import secrets
 import shutil
+import tokenize
 from collections import namedtuple
 from typing import Callable, Mapping
 
@@ -548,7 +549,7 @@ def _read_header(path) -> tuple:
                 shape, fortran, dtype = npformat.read_array_header_2_0(fp)
             else:
                 raise CheckpointError(f"{path!r} has .npy format version {version}; meshrt reads 1.0 and 2.0")
-        except (ValueError, SyntaxError, EOFError) as e:
+        except (ValueError, SyntaxError, EOFError, tokenize.TokenError) as e:  # numpy reads the header as Python
             if isinstance(e, CheckpointError):
                 raise
             raise CheckpointError(f"{path!r} has a damaged .npy header ({e})") from None

@@ -71,7 +71,7 @@ class Tally:
                 small = minimize(run, data, allowed, location, budget=1500)
                 self.failures[key] = f"{e}\n  minimized input: {small!r}"
             return
-        self.counts[kind if label is None else f"{kind} ({label(kind)})"] += 1
+        self.counts[kind if label is None or kind == "accepted" else f"{kind} ({label(kind)})"] += 1
 
     def check(self):
         total = sum(self.counts.values())

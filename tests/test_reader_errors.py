@@ -130,6 +130,17 @@ def test_mlir_scalar_argument_given_an_array():
         prog.run("f", [np.zeros(2, np.int32)])
 
 
+def test_mlir_file_not_utf8(tmp_path):
+    from meshrt.mlir import parse_file
+
+    path = tmp_path / "bin.mlir"
+    path.write_bytes(b"func.func @f() {\r\n  return\xff\n}")  # once: UnicodeDecodeError, no file named
+    with pytest.raises(MLIRError, match=r"bin\.mlir:2:9: expected UTF-8 text, found byte 0xff"):
+        parse_file(path)
+    path.write_bytes(b"func.func @f() {\r\n  return\r\n}\r\n")
+    assert parse_file(path).functions()["f"].regions[0].entry.operations[0].location.line == 2
+
+
 def test_mlir_run_division_by_zero_is_an_mlir_error():
     # an ArithmeticError while running once escaped the executor's labelling of an op's failure
     module = _read("func.func @f(%i: index) -> index {\n  %r = affine.apply affine_map<(d0) -> (d0 mod 0)>(%i)\n"
@@ -148,7 +159,28 @@ def program(tmp_path):
     return p
 
 
+def _npy_with_header(path, header: bytes):
+    """A .npy file (format 1.0) whose header dict is ``header``, and no data."""
+    header = header.ljust(117) + b"\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+
+
+# numpy reads a .npy header as a Python literal; an unbalanced one once came out as tokenize's TokenError
+_BAD_HEADER = b"{'descr':]'<i2', 'fortran_order': False, 'shape': (5,), }"
+
+
+def test_read_npy_header_not_a_literal(tmp_path, sharding):
+    from meshrt.io import read_npy
+
+    path = str(tmp_path / "a.npy")
+    _npy_with_header(path, _BAD_HEADER)
+    with pytest.raises(CheckpointError, match=r"a\.npy' has a damaged \.npy header"):
+        read_npy(path, sharding)
+
+
 @pytest.mark.parametrize("kind,message", [
+    ("header", r"--args \S+a\.npy: argument 0 is not a readable \.npy file"),
     ("npz", r"--args \S+a\.npy: argument 0 is a \.npz archive; expected one \.npy file per argument"),
     ("pickle", r"--args \S+a\.npy: argument 0 is not a readable \.npy file \(Object arrays cannot be loaded"),
     ("missing", r"--args \S+a\.npy: argument 0 is not a readable \.npy file \(\[Errno 2\]"),
@@ -165,6 +197,8 @@ def test_mlir_run_args_not_npy(kind, message, program, tmp_path, capsys):
         np.save(path, np.array([None, 1], dtype=object), allow_pickle=True)
     elif kind == "text":
         path.write_text("not an array\n")
+    elif kind == "header":
+        _npy_with_header(path, _BAD_HEADER)
     rc = main(["mlir", "run", str(program), "--func", "f", "--out", str(tmp_path / "out"), "--args", str(path)])
     assert rc == 1
     assert re.search(message, capsys.readouterr().err)
@@ -229,6 +263,16 @@ def test_from_hdf5_meshrt_attribute_fields(attrs, message, tmp_path, sharding):
         f["u"].attrs["meshrt"] = json.dumps(attrs)
     with pytest.raises(CheckpointError, match=message):
         meshrt.DistributedTensor.from_hdf5(path, "u", sharding.mesh)
+
+
+def test_from_hdf5_meshrt_attribute_not_json(tmp_path, sharding):
+    h5py = pytest.importorskip("h5py")
+    path = str(tmp_path / "f.h5")
+    meshrt.DistributedTensor.from_global(np.arange(4.0), sharding).to_hdf5(path, "u")
+    with h5py.File(path, "r+") as f:
+        f["u"].attrs["meshrt"] = '{"sharding": '
+    with pytest.raises(CheckpointError, match=r"field 'u': its 'meshrt' attribute is not JSON \(Expecting value"):
+        meshrt.DistributedTensor.from_hdf5(path, "u", sharding)
 
 
 def test_from_hdf5_periodic_not_a_list(tmp_path, sharding):

@@ -46,5 +46,12 @@ def parse(text: str, filename: str = "<string>") -> Module:
 
 def parse_file(path) -> Module:
     """Parse an ``.mlir`` file (locations name ``path``)."""
-    with open(path) as f:
-        return parse(f.read(), str(path))
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise MLIRError(f"{path}:{line}:{col}: expected UTF-8 text, found byte {data[e.start]:#04x}") from None
+    return parse(text.replace("\r\n", "\n").replace("\r", "\n"), str(path))  # as open() in text mode
