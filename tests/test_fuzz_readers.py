@@ -70,17 +70,28 @@ class Tally:
             if key not in self.failures and len(self.failures) < 20:
                 small = minimize(run, data, allowed, location, budget=1500)
                 self.failures[key] = f"{e}\n  minimized input: {small!r}"
+                if os.environ.get("MESHRT_FUZZ_REPORT"):
+                    with open(os.environ["MESHRT_FUZZ_REPORT"], "a") as f:
+                        f.write(json.dumps({"reader": self.reader, "failure": self.failures[key]}) + "\n")
             return
         self.counts[kind if label is None or kind == "accepted" else f"{kind} ({label(kind)})"] += 1
+        if sum(self.counts.values()) % 10_000 == 0:
+            self.report(partial=True)
 
-    def check(self):
-        total = sum(self.counts.values())
-        line = {"reader": self.reader, "cases": total, "seconds": round(time.perf_counter() - self.t0, 1),
-                **dict(sorted(self.counts.items()))}
-        print(json.dumps(line))
+    def report(self, partial=False):
+        line = {"reader": self.reader, "cases": sum(self.counts.values()),
+                "seconds": round(time.perf_counter() - self.t0, 1), **dict(sorted(self.counts.items()))}
+        if partial:
+            line["partial"] = True
+        else:
+            print(json.dumps(line))
         if os.environ.get("MESHRT_FUZZ_REPORT"):
             with open(os.environ["MESHRT_FUZZ_REPORT"], "a") as f:
                 f.write(json.dumps(line) + "\n")
+
+    def check(self):
+        total = sum(self.counts.values())
+        self.report()
         assert not self.failures, f"{self.reader}: {len(self.failures)} internal error(s) in {total} cases:\n" + \
             "\n".join(self.failures.values())
 
