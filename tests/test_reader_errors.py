@@ -98,6 +98,24 @@ MLIR_CASES = [
      r"^t\.mlir:1:1: 'func\.func' expects one region \(the body, empty for a declaration\), found 0"),
     ("successor_outside_a_region", '"cf.br"()[^b] : () -> ()',
      r"^t\.mlir:1:11: block '\^b' named outside a region"),
+    ("get_sharding_without_operand",
+     'func.func @f() {\n  %0 = "shard.get_sharding"() : () -> !shard.sharding\n  return\n}',
+     r"^t\.mlir:2:8: unsupported op 'shard\.get_sharding' of no operand"),
+    ("tosa_clamp_bound_not_a_number",
+     'func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n'
+     '  %0 = "tosa.clamp"(%a) {min_val = "x", max_val = [1]} : (tensor<4xf32>) -> tensor<4xf32>\n'
+     '  return %0 : tensor<4xf32>\n}',
+     r"^t\.mlir:2:8: 'tosa\.clamp' min_val: expected a number, found 'x'"),
+    ("tosa_add_without_operands",
+     'func.func @f() -> tensor<4xf32> {\n  %0 = "tosa.add"() : () -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}',
+     r"^t\.mlir:2:8: 'tosa\.add' takes 2 operands, found 0"),
+    ("tosa_result_not_a_tensor",
+     'func.func @f(%a: tensor<4xf32>) {\n  %0 = "tosa.abs"(%a) : (tensor<4xf32>) -> memref<4xf32>\n  return\n}',
+     r"^t\.mlir:2:8: 'tosa\.abs' result type memref<4xf32>: expected a tensor of integers or floats"),
+    ("tosa_transpose_perms_not_array",
+     'func.func @f(%a: tensor<4xf32>) {\n  %0 = "tosa.transpose"(%a) {perms = 1} : (tensor<4xf32>) -> tensor<4xf32>\n'
+     '  return\n}',
+     r"^t\.mlir:2:8: 'tosa\.transpose' perms: expected an array of integers, found 1"),
     ("run_a_declaration", "func.func private @g()",
      r"^t\.mlir:1:1: @g is a declaration \(no body\); it cannot run"),
 ]

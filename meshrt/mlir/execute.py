@@ -113,8 +113,9 @@ def _check_ops(blocks, where, sharded=None):
                    for r in x.results}
     for block in blocks:
         for op in block.operations:
-            if op.name == "shard.get_sharding" and op.operands[0] not in sharded:
-                raise MLIRError(f"{op.location}: unsupported op 'shard.get_sharding' of {op.operands[0].name}, "
+            if op.name == "shard.get_sharding" and (not op.operands or op.operands[0] not in sharded):
+                raise MLIRError(f"{op.location}: unsupported op 'shard.get_sharding' of "
+                                f"{op.operands[0].name if op.operands else 'no operand'}, "
                                 "which no shard.shard defines: the program does not say its sharding (in @"
                                 f"{where})")
             if (op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
@@ -127,7 +128,7 @@ def _check_ops(blocks, where, sharded=None):
                     for b in r.blocks:
                         L.check_body(b, f"'{op.name}' at {op.location}")
             elif op.name == "tensor.pad":
-                for b in op.regions[0].blocks:
+                for b in (b for r in op.regions for b in r.blocks):
                     for o in b.operations:
                         if o.name not in ("tensor.yield", "arith.constant"):
                             raise MLIRError(f"{o.location}: unsupported op '{o.name}' in a tensor.pad body "
