@@ -16,6 +16,9 @@ from .ir import (
 )
 
 
+_MAX_WIDTH = 16_777_215  # MLIR's IntegerType::kMaxWidth; wider, masks of 1 << width would not fit in memory
+
+
 class _TypeReader(_Lexer):
     """Types: scalars, ``tensor<...>``, function types, ``!alias`` and opaque dialect types."""
 
@@ -53,8 +56,11 @@ class _TypeReader(_Lexer):
             return TensorType(tuple(dims), elem, enc)
         m = _SCALAR.match(s, pos)
         if m:
+            name = m.group(0)
+            if name[0] in "sui" and name[-1].isdigit() and int(name.lstrip("sui")) > _MAX_WIDTH:
+                self.error(f"expected an integer width of at most {_MAX_WIDTH} bits (MLIR's limit), found {name}", pos)
             self.pos = m.end()
-            return ScalarType(m.group(0))
+            return ScalarType(name)
         if s.startswith("!", pos):
             name = self.must(_BANG_NAME, "a dialect type or type alias (!name)")
             if name in self.type_aliases and not s.startswith("<", self.pos):
