@@ -101,7 +101,7 @@ class Tally:
 
 def _read_mlir(name):
     from meshrt.mlir import parse, verify
-    from meshrt.mlir.execute import check_function, is_partitioned
+    from meshrt.mlir.execute import Program, check_function, function_shardings, is_partitioned
 
     stage = {}
 
@@ -114,6 +114,13 @@ def _read_mlir(name):
         for f in module.functions():
             check_function(module, f)
             is_partitioned(module, f)
+        stage["at"] = "shardings"  # what meshrt mlir run --shardings-from reads of a global program
+        prog = Program(module)
+        try:
+            for f in module.functions():
+                function_shardings(prog, f)
+        finally:
+            prog.free()  # the meshes' communicators
         stage["at"] = "accepted"
     return run, stage
 

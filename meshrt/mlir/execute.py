@@ -776,6 +776,8 @@ def function_shardings(program: Program, name: str):
     f = program.module.functions().get(name)
     if f is None:
         _functions_reached(program.module, name)
+    if not f.regions or not f.regions[0].blocks:
+        raise MLIRError(f"{f.location}: @{name} is a declaration (no body); it names no shardings")
     block = f.regions[0].entry
     defs = {}
     for op in f.walk():
@@ -794,9 +796,8 @@ def function_shardings(program: Program, name: str):
         users = [op for op in block.operations if op.name == "shard.shard" and op.operands[0] is a]
         users.sort(key=lambda o: "annotate_for_users" in o.attributes)
         args.append(sharding_of(users[0]) if users else None)
-    ret = block.operations[-1]
     results = []
-    for v in ret.operands:
+    for v in block.operations[-1].operands if block.operations else ():
         d = defs.get(v)
         results.append(sharding_of(d) if d is not None and d.name == "shard.shard" else None)
     return args, results
