@@ -220,8 +220,12 @@ def _mlir_partition_cmd(args):
         print(f"meshrt mlir partition: {e}", file=sys.stderr)
         return 2
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            print(f"meshrt mlir partition: -o {args.output}: cannot write it ({e.strerror})", file=sys.stderr)
+            return 2
     else:
         sys.stdout.write(text)
     return 0
@@ -251,6 +255,9 @@ def _mlir_worker(argv):
 def _mlir_launch(args):
     from .mpiexec import find_launcher
 
+    if args.n < 1:
+        print(f"meshrt mlir run: -n must be at least 1, got {args.n}", file=sys.stderr)
+        return 2
     launcher = find_launcher()
     if launcher is None:
         print("meshrt mlir run: no mpiexec found beside the MPI library mpi4py loads, next to the "
@@ -307,9 +314,13 @@ def _mlir_run_cmd(args):
             comm.Abort(1)
         return 1
     if comm.rank == 0:
-        os.makedirs(args.out, exist_ok=True)
-        for i, r in enumerate(outs):
-            np.save(os.path.join(args.out, f"result{i}.npy"), r)
+        try:
+            os.makedirs(args.out, exist_ok=True)
+            for i, r in enumerate(outs):
+                np.save(os.path.join(args.out, f"result{i}.npy"), r)
+        except OSError as e:
+            print(f"meshrt mlir run: --out {args.out}: cannot write the results there ({e.strerror})", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -224,6 +224,25 @@ def test_mlir_run_args_not_npy(kind, message, program, tmp_path, capsys):
     assert re.search(message, capsys.readouterr().err)
 
 
+def test_mlir_run_out_not_a_directory(program, tmp_path, capsys):
+    from meshrt.cli import main
+
+    np.save(tmp_path / "a.npy", np.zeros(3, np.float32))
+    (tmp_path / "afile").write_text("")
+    rc = main(["mlir", "run", str(program), "--func", "f", "--out", str(tmp_path / "afile"),
+               "--args", str(tmp_path / "a.npy")])  # once: FileExistsError after the run
+    assert rc == 1
+    assert re.search(r"meshrt mlir run: --out \S+afile: cannot write the results there \(File exists\)",
+                     capsys.readouterr().err)
+
+
+def test_mlir_run_n_below_one(program, capsys):
+    from meshrt.cli import main
+
+    assert main(["mlir", "run", "-n", "0", str(program), "--func", "f", "--out", "o"]) == 2
+    assert "meshrt mlir run: -n must be at least 1, got 0" in capsys.readouterr().err
+
+
 # -- checkpoints, Zarr and HDF5 -----------------------------------------------------------------------------
 
 
