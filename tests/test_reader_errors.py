@@ -118,6 +118,23 @@ MLIR_CASES = [
      'func.func @f(%a: tensor<4xf32>) {\n  %0 = "tosa.transpose"(%a) {perms = 1} : (tensor<4xf32>) -> tensor<4xf32>\n'
      '  return\n}',
      r"^t\.mlir:2:8: 'tosa\.transpose' perms: expected an array of integers, found 1"),
+    ("collective_tensor_axis_not_integer",
+     '"shard.grid"() <{shape = array<i64: 2>, sym_name = "g"}> : () -> ()\n'
+     'func.func @f(%a: tensor<4xf32>) -> tensor<8xf32> {\n'
+     '  %0 = "shard.all_gather"(%a) <{grid = @g, grid_axes = array<i16: 0>, gather_axis = "x"}> : '
+     '(tensor<4xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}',
+     r"^t\.mlir:3:8: 'shard\.all_gather' gather_axis: expected an integer, got 'x'"),
+    ("sharding_partial_axes_not_array",
+     '"shard.grid"() <{shape = array<i64: 2>, sym_name = "g"}> : () -> ()\n'
+     'func.func @f() {\n  %s = "shard.sharding"() <{grid = @g, split_axes = [[0]], partial_type = "sum", '
+     'partial_axes = "x"}> : () -> !shard.sharding\n  return\n}',
+     r"^t\.mlir:3:8: 'shard\.sharding' partial_axes: expected a list of integers, got 'x'"),
+    ("shift_offset_not_integer",
+     '"shard.grid"() <{shape = array<i64: 2>, sym_name = "g"}> : () -> ()\n'
+     'func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n'
+     '  %0 = "shard.shift"(%a) <{grid = @g, grid_axes = array<i16: 0>, shift_axis = 0, offset = "z"}> : '
+     '(tensor<4xf32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}',
+     r"^t\.mlir:3:8: 'shard\.shift' offset: expected an integer, got 'z'"),
     ("run_a_declaration", "func.func private @g()",
      r"^t\.mlir:1:1: @g is a declaration \(no body\); it cannot run"),
 ]
