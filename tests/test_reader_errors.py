@@ -135,6 +135,9 @@ MLIR_CASES = [
      '  %0 = "shard.shift"(%a) <{grid = @g, grid_axes = array<i16: 0>, shift_axis = 0, offset = "z"}> : '
      '(tensor<4xf32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}',
      r"^t\.mlir:3:8: 'shard\.shift' offset: expected an integer, got 'z'"),
+    ("call_callee_a_dictionary",  # once: TypeError: unhashable type: 'dict'
+     'func.func @f() {\n  "func.call"() {callee = {a = 1}} : () -> ()\n  return\n}',
+     r"^t\.mlir:2:3: 'func\.call' calls @\{'a': 1\}, which the module does not define"),
     ("run_a_declaration", "func.func private @g()",
      r"^t\.mlir:1:1: @g is a declaration \(no body\); it cannot run"),
 ]

@@ -70,8 +70,8 @@ def _mixed(op, key):
 
 
 def _callee(op) -> str:
-    c = op.attributes.get("callee")
-    return getattr(c, "name", c)
+    c = getattr(op.attributes.get("callee"), "name", op.attributes.get("callee"))
+    return c if isinstance(c, str) else str(c)  # not a symbol: named as written, found in no module
 
 
 def _functions_reached(module: Module, name: str) -> list:
