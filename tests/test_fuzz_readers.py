@@ -96,6 +96,27 @@ class Tally:
             "\n".join(self.failures.values())
 
 
+def test_harness_flags_and_minimizes():
+    """The oracle itself: an internal exception, a relabelled one and a missing location are caught,
+    and the input that caused one shrinks to its few characters."""
+    def reader(text):
+        if "@@" in text:
+            return None.group(0)  # the kind of bug the fuzzing is for
+        if "!" in text:
+            raise MLIRError("t.mlir:1:1: wrapped TypeError: x")
+        raise MLIRError("t.mlir:1:1: expected something")
+
+    assert classify(reader, "abc", MLIRError, LOCATION) == "MLIRError"
+    for bad in ("x@@y", "x!y"):
+        with pytest.raises(Internal):
+            classify(reader, bad, MLIRError, LOCATION)
+    with pytest.raises(Internal, match="without a location"):
+        classify(lambda s: (_ for _ in ()).throw(MLIRError("no place")), "", MLIRError, LOCATION)
+    assert mutate("abcdef", [("delete", 1, 2, "x"), ("insert", 0, 1, "@")]) == "@adef"
+    big = "module {\n" + "  %0 = op\n" * 200 + "  x@@y\n" + "  %1 = op\n" * 200 + "}\n"
+    assert minimize(reader, big, MLIRError, LOCATION) == "@@"
+
+
 # -- the MLIR reader, verifier and the executor's checks before a run --------------------------------------------
 
 
