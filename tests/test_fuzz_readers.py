@@ -187,7 +187,7 @@ def test_fuzz_sharding_text(request):
     # the position in the text ("at column 12") or the field at fault ("halo_sizes: ...")
     where = re.compile(r"at column \d+|^(sharding text|mesh|[a-z_]+(?: \d+)?|dim \d+|split axis .*?): ")
 
-    @_settings(_examples(request, 600))
+    @_settings(_examples(request, 400))
     @given(st.sampled_from(seeds), mutations(3))
     def case(seed, edits):
         tally.case(lambda s: Sharding.parse(s, mesh), mutate(seed, edits), (ShardingError, MeshError), where)
@@ -256,7 +256,7 @@ def test_fuzz_state_manifest(request, saved_state, tmp_path):
         load_state(str(d), s)
         load_state(str(d), {"u": s})
 
-    @_settings(_examples(request, 300))
+    @_settings(_examples(request, 200))
     @given(mutations(3))
     def case(edits):
         tally.case(run, mutate(manifest, edits), CheckpointError, re.compile(re.escape(str(d))))
@@ -349,7 +349,7 @@ def test_fuzz_bench_options(request):
     # every message starts with the option (or OP) at fault
     where = re.compile(r"^(--[a-z-]+(/--[a-z-]+)?|OP): ")
 
-    @_settings(_examples(request, 400))
+    @_settings(_examples(request, 300))
     @given(st.sampled_from(_BENCH_SEEDS), mutations(3))
     def case(seed, edits):
         line = mutate(seed, edits)
@@ -394,11 +394,28 @@ def test_fuzz_mlir_run_args(request, tmp_path, monkeypatch):
         if rc:
             raise Refused(f"exit status {rc}: {err.getvalue().strip()}")
 
-    @_settings(_examples(request, 150))
-    @given(st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=3), st.sampled_from(_DTYPES),
-                              st.booleans()), min_size=0, max_size=4),
-           st.sampled_from(["f", "g", "f"]))
-    def case(args, func):
+    valid = [((4, 3), "float32", False), ((3,), "float32", False), ((), "int32", False)]
+    change = st.tuples(st.sampled_from(["shape", "dtype", "drop", "duplicate", "npz"]), st.integers(0, 2),
+                       st.lists(st.integers(0, 5), max_size=3), st.sampled_from(_DTYPES))
+
+    @_settings(_examples(request, 100))
+    @given(st.lists(change, max_size=2), st.sampled_from(["f", "g", "f"]))
+    def case(changes, func):
+        args = list(valid)  # the arguments @f takes, then a change or two: wrong shape, dtype, count, format
+        for kind, i, shape, dtype in changes:
+            i = i % max(len(args), 1)
+            if not args:
+                break
+            if kind == "shape":
+                args[i] = (tuple(shape), args[i][1], args[i][2])
+            elif kind == "dtype":
+                args[i] = (args[i][0], dtype, args[i][2])
+            elif kind == "drop":
+                del args[i]
+            elif kind == "duplicate":
+                args.insert(i, args[i])
+            else:
+                args[i] = (args[i][0], args[i][1], True)
         paths = []
         for i, (shape, dtype, npz) in enumerate(args):
             a = np.zeros(shape, dtype)
