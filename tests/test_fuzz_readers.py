@@ -75,7 +75,7 @@ class Tally:
                         f.write(json.dumps({"reader": self.reader, "failure": self.failures[key]}) + "\n")
             return
         self.counts[kind if label is None or kind == "accepted" else f"{kind} ({label(kind)})"] += 1
-        if sum(self.counts.values()) % 10_000 == 0:
+        if sum(self.counts.values()) % 1_000 == 0:
             self.report(partial=True)
 
     def report(self, partial=False):
