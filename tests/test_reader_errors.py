@@ -138,6 +138,29 @@ MLIR_CASES = [
     ("call_callee_a_dictionary",  # once: TypeError: unhashable type: 'dict'
      'func.func @f() {\n  "func.call"() {callee = {a = 1}} : () -> ()\n  return\n}',
      r"^t\.mlir:2:3: 'func\.call' calls @\{'a': 1\}, which the module does not define"),
+    ("collective_on_a_scalar",  # once: AttributeError 'ScalarType' object has no attribute 'shape', at the run
+     "shard.grid @g(shape = 1)\nfunc.func @f(%a: f32) -> f32 {\n"
+     "  %0 = shard.all_gather %a on @g grid_axes = [0] gather_axis = 0 : f32 -> f32\n  return %0 : f32\n}",
+     r"^t\.mlir:3:8: 'shard\.all_gather' expects a ranked tensor operand and result, found f32 -> f32"),
+    ("linalg_generic_maps_not_affine",  # once: AttributeError 'int' object has no attribute 'results', at the run
+     "func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n"
+     '  %0 = linalg.generic {indexing_maps = [3, 4], iterator_types = ["parallel"]} ins(%a : tensor<4xf32>) '
+     "outs(%b : tensor<4xf32>) {\n  ^bb0(%x: f32, %y: f32):\n    linalg.yield %x : f32\n  } -> tensor<4xf32>\n"
+     "  return %0 : tensor<4xf32>\n}",
+     r"^t\.mlir:2:8: 'linalg\.generic' indexing_maps: expected an array of affine maps, found \(3, 4\)"),
+    ("linalg_generic_without_body",
+     'func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = "linalg.generic"(%a, %a) ({\n  }) '
+     "{operandSegmentSizes = array<i32: 1, 1>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
+     "  return %0 : tensor<4xf32>\n}",
+     r"^t\.mlir:2:8: 'linalg\.generic' needs its body region"),
+    ("scalar_op_operand_count",  # once: IndexError while planning the op, outside the executor's labelling
+     'func.func @f(%a: f32) -> f32 {\n  %0 = "arith.addf"(%a) : (f32) -> f32\n  return %0 : f32\n}',
+     r"^t\.mlir:2:8: 'arith\.addf' takes 2 operand\(s\) and gives 1 result, found 1 and 1"),
+    ("tensor_pad_without_bounds",  # once: KeyError 'static_low', at the run
+     'func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = "tensor.pad"(%a) ({\n  ^bb0(%i: index):\n'
+     '    "tensor.yield"(%a) : (tensor<4xf32>) -> ()\n  }) : (tensor<4xf32>) -> tensor<4xf32>\n'
+     "  return %0 : tensor<4xf32>\n}",
+     r"^t\.mlir:2:8: 'tensor\.pad' static_low: expected an array of integers, found None"),
     ("run_a_declaration", "func.func private @g()",
      r"^t\.mlir:1:1: @g is a declaration \(no body\); it cannot run"),
 ]

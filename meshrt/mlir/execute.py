@@ -26,6 +26,7 @@ array([1., 1., 1.])
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
@@ -49,6 +50,11 @@ _COMMUNICATING = frozenset([
     "shard.shift", "shard.update_halo", "shard.process_multi_index", "shard.process_linear_index",
     "shard.neighbors_linear_indices",
 ])
+
+
+# operand counts of the scalar ops (arith, math) the executor runs: the operands their templates name
+_SCALAR_ARITY = {n: 1 + max(map(int, re.findall(r"\{(\d)\}", str(t))), default=0) for n, t in L.SCALAR_OPS.items()}
+_SCALAR_ARITY.update({"arith.cmpi": 2, "arith.cmpf": 2})
 
 
 @functools.lru_cache(maxsize=None)
@@ -121,6 +127,9 @@ def _check_ops(blocks, where, sharded=None):
             if (op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
                     and op.name not in TOSA_OPS):
                 raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{where})")
+            problem = _structure_problem(op)
+            if problem:
+                raise MLIRError(f"{op.location}: '{op.name}' {problem}")
             if op.name in TOSA_OPS:
                 tosa_function(op)  # its attributes and element types, checked before anything runs
             if op.name in L.LINALG_OPS:
@@ -136,6 +145,38 @@ def _check_ops(blocks, where, sharded=None):
             else:
                 for r in op.regions:
                     _check_ops(r.blocks, where, sharded)
+
+
+def _is_int_tuple(v):
+    return isinstance(v, tuple) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+
+
+def _structure_problem(op):
+    """What the executor needs of an op's shape (operand counts, regions, attribute kinds) that the
+    generic form can leave out, or None: said before the run, at the op."""
+    name, a = op.name, op.attributes
+    if name in L.SCALAR_OP_NAMES:
+        want = _SCALAR_ARITY.get(name, 1)
+        if len(op.operands) != want or len(op.results) != 1:
+            return f"takes {want} operand(s) and gives 1 result, found {len(op.operands)} and {len(op.results)}"
+    if name in L.LINALG_OPS:
+        if len(op.regions) != 1 or not op.regions[0].blocks:
+            return "needs its body region"
+        maps = a.get("indexing_maps")
+        if maps is not None and not (isinstance(maps, tuple) and all(isinstance(m, AffineMap) for m in maps)):
+            return f"indexing_maps: expected an array of affine maps, found {maps!r}"
+        iters = a.get("iterator_types")
+        if iters is not None and not isinstance(iters, tuple):
+            return f"iterator_types: expected an array, found {iters!r}"
+        if not op.results and not op.operands:
+            return "has no operands"
+    if name == "tensor.pad":
+        if len(op.regions) != 1 or not op.regions[0].blocks:
+            return "needs its body region (the padding value)"
+        for key in ("static_low", "static_high"):
+            if not _is_int_tuple(a.get(key)):
+                return f"{key}: expected an array of integers, found {a.get(key)!r}"
+    return None
 
 
 def _grid_shape(module, name, where):

@@ -248,6 +248,8 @@ def _verify_collective(op, grids):
     if not op.operands or not op.results:
         _fail(op, "needs an input operand and a result")
     src, dst = op.operands[0].type, op.results[0].type
+    if not (isinstance(src, TensorType) and isinstance(dst, TensorType)):
+        _fail(op, f"expects a ranked tensor operand and result, found {src} -> {dst}")
     rank = src.rank if isinstance(src, TensorType) else None
     for key in tensor_axes:
         if key not in a:
