@@ -3,6 +3,7 @@ floats, dense literals, arrays, dictionaries, affine maps, dialect attributes) i
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -291,7 +292,7 @@ class _AttributeReader(_TypeReader):
         shape = typ.shape
         if isinstance(content, _Hex):  # raw little-endian bytes
             data = _hex_bytes(content[2:])
-            size, count = np.dtype(dtype).itemsize, int(np.prod(shape))
+            size, count = np.dtype(dtype).itemsize, math.prod(shape)
             if data is None or len(data) % size or len(data) // size not in (1, count):
                 self.error(f"dense hex literal of {typ}: expected {count * size} bytes (or {size} for a splat) "
                            f"as pairs of hex digits, found {content!r}", pos)
@@ -300,8 +301,8 @@ class _AttributeReader(_TypeReader):
             splat = arr.size == 1 and int(np.prod(shape)) != 1
             arr = np.broadcast_to(arr.reshape(()), shape) if splat else arr.reshape(shape)
         elif empty:
-            if int(np.prod(shape)) != 0:
-                self.error(f"dense<> holds no elements, but {typ} has {int(np.prod(shape))}", pos)
+            if math.prod(shape) != 0:
+                self.error(f"dense<> holds no elements, but {typ} has {math.prod(shape)}", pos)
             arr, splat = np.zeros(shape, dtype), False
         elif not isinstance(content, list):
             splat = True
