@@ -44,8 +44,15 @@ def _info(args):
         print(f"launcher: {_launcher_line()}")
     from .mesh import Mesh
 
+    from .errors import MeshError
+
     shape = args.mesh if args.mesh else (comm.size,)
-    mesh = Mesh(shape, comm=comm)
+    try:
+        mesh = Mesh(shape, comm=comm)
+    except MeshError as e:  # the same on every process
+        if comm.rank == 0:
+            print(f"meshrt info: --mesh {'x'.join(map(str, shape))}: {e}", file=sys.stderr)
+        return 2
     from . import _mpi
 
     with _mpi.internal("meshrt info", "gather of the coordinates", mesh):

@@ -385,3 +385,17 @@ def test_bench_dtype_not_a_dtype(dtype):
     add_arguments(p)
     with pytest.raises(BenchError, match=r"^--dtype: "):
         check_options(p.parse_args(["all_reduce", "--dtype", dtype]))
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["info", "--mesh", "3x3"], r"meshrt info: --mesh 3x3: mesh shape: 3x3 needs exactly 9 processes"),
+    (["bench", "stencil", "--local", "-5"], r"meshrt bench stencil: error: --local -5: expected at least 1 cell"),
+    (["bench", "stencil", "--procs", "1", "--json", "/nonexistent-dir/x.json"],
+     r"meshrt bench stencil: error: --json /nonexistent-dir/x\.json: directory '/nonexistent-dir' does not exist"),
+])
+def test_cli_arguments_refused_without_traceback(argv, message, capsys):
+    # once: a MeshError / ShardingError traceback, or a FileNotFoundError after the whole sweep
+    from meshrt.cli import main
+
+    assert main(argv) == 2
+    assert re.search(message, capsys.readouterr().err)
