@@ -31,14 +31,21 @@ from meshrt import AbstractMesh, Mesh, Sharding
 from meshrt.errors import MeshError, MLIRError, ShardingError
 from meshrt.io import CheckpointError, load_state, read_npy, save_state
 
-from fuzz_inputs import Internal, classify, minimize, mutate, mutations
+from fuzz_inputs import Internal, classify, minimize, mutate, mutations, signature
 
 HERE = os.path.dirname(__file__)
 REPO = os.path.dirname(HERE)
 MLIR_FILES = sorted(glob.glob(os.path.join(HERE, "mlir", "**", "*.mlir"), recursive=True)) + sorted(
     f for f in glob.glob(os.path.join(REPO, "**", "*.mlir"), recursive=True) if not f.startswith(os.path.join(HERE, ""))
 )
-SEEDS = {os.path.relpath(f, REPO): open(f).read() for f in MLIR_FILES}
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+SEEDS = {os.path.relpath(f, REPO): _read(f) for f in MLIR_FILES}
 LOCATION = re.compile(r"^\S+:\d+:\d+: ")  # file:line:col:
 
 
@@ -66,7 +73,7 @@ class Tally:
             kind = classify(run, data, allowed, location, foreign)
         except Internal as e:
             self.counts["internal"] += 1
-            key = (type(e.__cause__).__name__, str(e)[:60])
+            key = signature(e.__cause__ if e.__cause__ is not None else e)  # one report per bug
             if key not in self.failures and len(self.failures) < 20:
                 small = minimize(run, data, allowed, location, budget=1500)
                 self.failures[key] = f"{e}\n  minimized input: {small!r}"
@@ -92,8 +99,9 @@ class Tally:
     def check(self):
         total = sum(self.counts.values())
         self.report()
-        assert not self.failures, f"{self.reader}: {len(self.failures)} internal error(s) in {total} cases:\n" + \
-            "\n".join(self.failures.values())
+        if self.failures:
+            pytest.fail(f"{self.reader}: {len(self.failures)} internal error(s) in {total} cases:\n"
+                        + "\n".join(self.failures.values()), pytrace=False)
 
 
 def test_harness_flags_and_minimizes():
