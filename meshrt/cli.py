@@ -287,20 +287,20 @@ def _mlir_run_cmd(args):
     from mpi4py import MPI
 
     from .errors import MLIRError
-    from .mlir import parse_file
     from .mlir.execute import (Program, check_function, function_shardings, gather_results, is_partitioned,
                                local_parts)
 
     comm = MPI.COMM_WORLD
     try:
         # every process reads the same files and IR, so up to the run all of them fail alike
-        module = parse_file(args.file)
+        module = _parse_program(args.file)
         prog = Program(module, comm)
         check_function(module, args.function)
         arrays = [_load_arg(a, i) for i, a in enumerate(args.args)]
         partitioned = is_partitioned(module, args.function)
         if partitioned and args.shardings_from:
-            arg_s, res_s = function_shardings(Program(parse_file(args.shardings_from), comm), args.function)
+            arg_s, res_s = function_shardings(Program(_parse_program(args.shardings_from, "--shardings-from"), comm),
+                                              args.function)
         else:
             arg_s, res_s = [None] * len(arrays), None
             if partitioned and comm.size > 1:
@@ -329,6 +329,17 @@ def _mlir_run_cmd(args):
             print(f"meshrt mlir run: --out {args.out}: cannot write the results there ({e.strerror})", file=sys.stderr)
             return 1
     return 0
+
+
+def _parse_program(path, option=None):
+    """The module of an ``.mlir`` file; an `MLIRError` naming the file (and ``option``) if it cannot be read."""
+    from .errors import MLIRError
+    from .mlir import parse_file
+
+    try:
+        return parse_file(path)
+    except OSError as e:
+        raise MLIRError(f"{option + ' ' if option else ''}{path}: cannot read it ({e.strerror or e})") from None
 
 
 def _load_arg(path, i):

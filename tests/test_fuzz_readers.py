@@ -386,7 +386,8 @@ def test_fuzz_mlir_run_args(request, tmp_path, monkeypatch):
                     " outs(%a : tensor<4x3xf32>) -> tensor<4x3xf32>\n"
                     "  return %0 : tensor<4x3xf32>\n}\n")
     # a failure names the file and the place in it, or the --args file at fault
-    where = re.compile(r"meshrt mlir run: (\S+:\d+:\d+: |--args \S+: argument \d+ |\S+\.mlir: no function @)")
+    where = re.compile(r"meshrt mlir run: (\S+:\d+:\d+: |--args \S+: argument \d+ |\S+\.mlir: no function @|"
+                       r"(--shardings-from )?\S+: cannot read it)")
 
     def run(argv):
         err = io.StringIO()
@@ -406,9 +407,18 @@ def test_fuzz_mlir_run_args(request, tmp_path, monkeypatch):
     change = st.tuples(st.sampled_from(["shape", "dtype", "drop", "duplicate", "npz"]), st.integers(0, 2),
                        st.lists(st.integers(0, 5), max_size=3), st.sampled_from(_DTYPES))
 
+    glob_prog = tmp_path / "global.mlir"  # a global program for --shardings-from: @f's arguments sharded
+    glob_prog.write_text("shard.grid @g(shape = 1)\n" + prog.read_text().replace(
+        "  %0 = linalg.add", "  %s = shard.sharding @g split_axes = [[0]] : !shard.sharding\n"
+        "  %x = shard.shard %a to %s : tensor<4x3xf32>\n  %0 = linalg.add"))
+    shardings_from = {"none": [], "global": ["--shardings-from", str(glob_prog)],
+                      "itself": ["--shardings-from", str(prog)],
+                      "missing": ["--shardings-from", str(tmp_path / "missing.mlir")],
+                      "not mlir": ["--shardings-from", str(tmp_path / "a0.npy")]}
+
     @_settings(_examples(request, 100))
-    @given(st.lists(change, max_size=2), st.sampled_from(["f", "g", "f"]))
-    def case(changes, func):
+    @given(st.lists(change, max_size=2), st.sampled_from(["f", "g", "f"]), st.sampled_from(sorted(shardings_from)))
+    def case(changes, func, sfrom):
         args = list(valid)  # the arguments @f takes, then a change or two: wrong shape, dtype, count, format
         for kind, i, shape, dtype in changes:
             i = i % max(len(args), 1)
@@ -434,7 +444,7 @@ def test_fuzz_mlir_run_args(request, tmp_path, monkeypatch):
             else:
                 np.save(p, a)
             paths.append(p)
-        argv = ["mlir", "run", str(prog), "--func", func, "--out", "out", "--args", *paths]
+        argv = ["mlir", "run", str(prog), "--func", func, "--out", "out", *shardings_from[sfrom], "--args", *paths]
         tally.case(run, argv, Refused)
     case()
     tally.check()

@@ -191,6 +191,20 @@ def test_mlir_scalar_argument_given_an_array():
     with pytest.raises(MLIRError, match=r"^t\.mlir:1:1: @f argument 0: expected a scalar i32, got an array of "
                                         r"shape \(2,\)"):
         prog.run("f", [np.zeros(2, np.int32)])
+    with pytest.raises(MLIRError, match=r"argument 0: expected a scalar i32 \(int32\), got a complex64 value"):
+        prog.run("f", [np.complex64(1j)])  # once: the imaginary part dropped with a ComplexWarning
+    assert prog.run("f", [7]) == [7]  # a Python int still fits
+
+
+def test_mlir_run_shardings_from_missing(program, tmp_path, capsys):
+    from meshrt.cli import main
+
+    np.save(tmp_path / "a.npy", np.zeros(3, np.float32))
+    rc = main(["mlir", "run", str(program), "--func", "f", "--out", str(tmp_path / "o"), "--shardings-from",
+               str(tmp_path / "missing.mlir"), "--args", str(tmp_path / "a.npy")])
+    assert rc == 1
+    assert re.search(r"meshrt mlir run: --shardings-from \S+missing\.mlir: cannot read it \(No such file",
+                     capsys.readouterr().err)
 
 
 def test_mlir_file_not_utf8(tmp_path):

@@ -342,6 +342,8 @@ def _coerce(a, t, f, i):
     if isinstance(t, ScalarType):
         if np.ndim(a) != 0:
             raise MLIRError(f"{where}: expected a scalar {t}, got an array of shape {np.shape(a)}")
+        if not np.can_cast(np.asarray(a).dtype, _dtype(t), casting="same_kind"):
+            raise MLIRError(f"{where}: expected a scalar {t} ({_dtype(t)}), got a {np.asarray(a).dtype} value")
         return _dtype(t).type(a)
     return a
 
