@@ -68,15 +68,16 @@ class Tally:
         self.failures = {}
         self.t0 = time.perf_counter()
 
-    def case(self, run, data, allowed, location=None, label=None, foreign=None):
+    def case(self, run, data, allowed, location=None, label=None, foreign=None, shown=None):
         try:
             kind = classify(run, data, allowed, location, foreign)
         except Internal as e:
             self.counts["internal"] += 1
             key = signature(e.__cause__ if e.__cause__ is not None else e)  # one report per bug
             if key not in self.failures and len(self.failures) < 20:
-                small = minimize(run, data, allowed, location, budget=1500)
-                self.failures[key] = f"{e}\n  minimized input: {small!r}"
+                if shown is None:
+                    shown = f"minimized input: {minimize(run, data, allowed, location, budget=1500)!r}"
+                self.failures[key] = f"{e}\n  {shown}"
                 if os.environ.get("MESHRT_FUZZ_REPORT"):
                     with open(os.environ["MESHRT_FUZZ_REPORT"], "a") as f:
                         f.write(json.dumps({"reader": self.reader, "failure": self.failures[key]}) + "\n")
@@ -163,6 +164,56 @@ def test_fuzz_mlir(request):
     def case(name, edits):
         run, stage = _read_mlir(name)
         tally.case(run, mutate(SEEDS[name], edits), MLIRError, LOCATION, label=lambda k: stage["at"])
+    case()
+    tally.check()
+
+
+# attribute values of every kind, for attributes that expect another: what the generic form lets a file say
+_WRONG_VALUES = ["x", 5, -3, 10**30, 2.5, True, (1,), ((0,),), (), ("a",), {"a": 1}]
+
+
+def test_fuzz_mlir_attributes(request):
+    """The verifier and the executor's checks on programs that parse: one attribute of one op of the
+    repository's programs given a value of another kind, or removed (as the generic form allows)."""
+    from meshrt.mlir import UNIT, AffineDim, AffineMap, ScalarType, SymbolRef, TypeAttr, parse, verify
+    from meshrt.mlir.execute import Program, check_function, function_shardings
+
+    tally = Tally("mlir attributes (verify, checks)")
+    wrong = _WRONG_VALUES + [UNIT, SymbolRef("nope", ()), TypeAttr(ScalarType("f32")), AffineMap(1, 0, (AffineDim(0),))]
+    modules = {}
+    for name in sorted(SEEDS):
+        m = parse(SEEDS[name], name)
+        modules[name] = (m, [(op, k) for op in m.walk() for k in op.attributes])
+
+    def run(module):
+        verify(module)
+        for f in module.functions():
+            check_function(module, f)
+        prog = Program(module)
+        try:
+            for f in module.functions():
+                function_shardings(prog, f)
+        finally:
+            prog.free()
+
+    @_settings(_examples(request, 300))
+    @given(st.sampled_from(sorted(modules)), st.integers(0, (1 << 32) - 1), st.integers(-1, len(wrong) - 1))
+    def case(name, which, value):
+        module, slots = modules[name]
+        if not slots:
+            return
+        op, key = slots[which % len(slots)]
+        saved = op.attributes[key]
+        if value < 0:
+            del op.attributes[key]
+        else:
+            op.attributes[key] = wrong[value]
+        try:
+            given_value = op.attributes.get(key, "(removed)")
+            tally.case(run, module, MLIRError, LOCATION,
+                       shown=f"input: {name}, {op.name} at {op.location} with {key} = {given_value!r}")
+        finally:
+            op.attributes[key] = saved
     case()
     tally.check()
 
