@@ -108,6 +108,11 @@ MLIR_CASES = [
      '  %0 = "tosa.clamp"(%a) {min_val = "x", max_val = [1]} : (tensor<4xf32>) -> tensor<4xf32>\n'
      '  return %0 : tensor<4xf32>\n}',
      r"^t\.mlir:2:8: 'tosa\.clamp' min_val: expected a number, found 'x'"),
+    ("tosa_clamp_bound_beyond_type",  # found by the attribute fuzzing: OverflowError out of numpy
+     'func.func @f(%a: tensor<4xi8>) -> tensor<4xi8> {\n'
+     '  %0 = "tosa.clamp"(%a) {min_val = 0 : i8, max_val = 300} : (tensor<4xi8>) -> tensor<4xi8>\n'
+     '  return %0 : tensor<4xi8>\n}',
+     r"^t\.mlir:2:8: 'tosa\.clamp' bounds \[0, 300\] do not fit its element type int8"),
     ("tosa_add_without_operands",
      'func.func @f() -> tensor<4xf32> {\n  %0 = "tosa.add"() : () -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}',
      r"^t\.mlir:2:8: 'tosa\.add' takes 2 operands, found 0"),

@@ -119,7 +119,10 @@ def _clamp(op):
     for key, v in (("min_val", lo), ("max_val", hi)):
         if not isinstance(v, (int, float)):
             raise MLIRError(f"{op.location}: 'tosa.clamp' {key}: expected a number, found {v!r}")
-    lo, hi = dt.type(lo), dt.type(hi)
+    try:
+        lo, hi = dt.type(lo), dt.type(hi)
+    except OverflowError:  # numpy's test of whether a Python number fits the type
+        raise MLIRError(f"{op.location}: 'tosa.clamp' bounds [{lo}, {hi}] do not fit its element type {dt}") from None
     if dt.kind == "f" and _ignore_nan(op):
         return lambda x: _wrap(np.where(np.isnan(x), lo, np.clip(x, lo, hi)), dt)
     return lambda x: _wrap(np.clip(x, lo, hi), dt)
