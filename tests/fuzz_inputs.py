@@ -4,8 +4,9 @@ A case is a seed input (an MLIR file of the repository, a sharding string, a ``.
 manifest, a command line) and a few small mutations of it: characters or tokens (``f32``, ``@g``,
 ``[[0]]``) deleted, inserted, duplicated, replaced or swapped, whole lines deleted or duplicated.
 A reader passes a case when it accepts the input or refuses it with its own error type and a
-message that says where; anything else -- an ``AttributeError`` on a regular expression that did not match, an ``IndexError``, a ``TypeError``, or the reader's own error type
-relabelling one of those (``CheckpointError: ... KeyError: 'x'``) -- is an internal error.
+message that says where; anything else -- an ``AttributeError`` on a regular expression that did
+not match, an ``IndexError``, a ``TypeError``, or the reader's own error type relabelling one of
+those (``CheckpointError: ... KeyError: 'x'``) -- is an internal error.
 
 `minimize` shrinks a failing input (lines, then characters) while the same internal error
 (exception type and the line of meshrt that raised it) still comes out, so that a failure is
