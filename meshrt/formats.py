@@ -149,9 +149,9 @@ def _resolve_sharding(sharding, saved: dict | None):
         return None, f"the saved sharding {saved['sharding']!r} does not parse on {sharding!r}: {e}"
 
 
-def _fill_block(comm, where, sharding, shape, dtype, read_block):
-    """A zeroed local buffer with this process's owned block filled by ``read_block(slices)``;
-    a failure anywhere raises the same CheckpointError everywhere."""
+def _fill_block(comm, where, sharding, shape, dtype, read_block, library):
+    """A zeroed local buffer with this process's owned block filled by ``read_block(slices)``
+    (which reads through ``library``); a failure anywhere raises the same CheckpointError everywhere."""
     _agree(comm, _read_target_problem(sharding, shape), where)
     problem = None
     local = np.zeros(sharding.local_shape(shape), dtype)
@@ -162,7 +162,8 @@ def _fill_block(comm, where, sharding, shape, dtype, read_block):
         if local[inner].size:
             local[inner] = read_block(slices)
     except Exception as e:  # noqa: BLE001 - reported on every process
-        problem = f"reading the block {[(s.start, s.stop) for s in slices]} failed: {type(e).__name__}: {e}"
+        problem = (f"reading the block {[(s.start, s.stop) for s in slices]} failed: {library} cannot read it "
+                   f"({type(e).__name__}: {e})")
     _agree(comm, problem, where)
     return local
 
@@ -423,7 +424,7 @@ def from_zarr(path, sharding, name=None, *, factory=None):
 
     def read_block(slices):
         return zarr.open_array(target, mode="r")[slices]
-    local = _fill_block(comm, where, sharding, shape, np.dtype(dtype), read_block)
+    local = _fill_block(comm, where, sharding, shape, np.dtype(dtype), read_block, "zarr")
     return _build(factory, local, sharding, shape, attrs)
 
 
@@ -696,7 +697,7 @@ def from_hdf5(path, name, sharding, *, factory=None):
     def read_block(slices):
         with h5py.File(path, "r") as f:
             return f[name][slices] if shape else f[name][()]
-    local = _fill_block(comm, where, sharding, shape, np.dtype(dtype), read_block)
+    local = _fill_block(comm, where, sharding, shape, np.dtype(dtype), read_block, "h5py")
     return _build(factory, local, sharding, shape, attrs)
 
 

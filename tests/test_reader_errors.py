@@ -352,6 +352,19 @@ def test_from_zarr_metadata_fields(tmp_path, sharding):
         meshrt.DistributedTensor.from_zarr(str(path), sharding)
 
 
+def test_from_zarr_chunks_disagree_with_metadata(tmp_path, sharding):
+    # found by the fuzzing: a chunk_shape the chunk files do not have, zarr's ValueError relabelled bare
+    pytest.importorskip("zarr")
+    path = tmp_path / "u.zarr"
+    meshrt.DistributedTensor.from_global(np.arange(8.0).reshape(4, 2), sharding).to_zarr(str(path))
+    meta = json.loads((path / "zarr.json").read_text())
+    meta["chunk_grid"]["configuration"]["chunk_shape"] = [4, 22]
+    (path / "zarr.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match=r"reading the block \[\(0, 4\), \(0, 2\)\] failed: zarr cannot read it "
+                                              r"\(ValueError: "):
+        meshrt.DistributedTensor.from_zarr(str(path), sharding)
+
+
 @pytest.mark.parametrize("attrs,message", [
     ({"sharding": "shard.sharding @m split_axes = [[0]]", "mesh_shape": 1},
      r"the file's meshrt attribute 'mesh_shape' is 1; expected a list of sizes"),
