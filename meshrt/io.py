@@ -558,6 +558,8 @@ def _read_header(path) -> tuple:
         raise CheckpointError(
             f"{path!r} holds dtype {dtype}, which contains Python objects (a pickle); meshrt does not read those"
         )
+    if dtype.itemsize == 0:  # MPI-IO would divide by the element size: a crash, not an error
+        raise CheckpointError(f"{path!r} holds dtype {dtype.str!r} of 0 bytes per element; meshrt reads sized dtypes")
     need = offset + math.prod(shape) * dtype.itemsize
     if size < need:
         raise CheckpointError(

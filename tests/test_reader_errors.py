@@ -261,6 +261,16 @@ def test_read_npy_header_not_a_literal(tmp_path, sharding):
         read_npy(path, sharding)
 
 
+def test_read_npy_zero_size_dtype(tmp_path, sharding):
+    # found by the long fuzzing: descr '|S0' made MPI-IO divide by zero (SIGFPE, the process died)
+    from meshrt.io import read_npy
+
+    path = str(tmp_path / "a.npy")
+    _npy_with_header(path, b"{'descr': '|S0', 'fortran_order': False, 'shape': (5,), }")
+    with pytest.raises(CheckpointError, match=r"holds dtype '\|S0' of 0 bytes per element"):
+        read_npy(path, sharding)
+
+
 @pytest.mark.parametrize("kind,message", [
     ("header", r"--args \S+a\.npy: argument 0 is not a readable \.npy file"),
     ("npz", r"--args \S+a\.npy: argument 0 is a \.npz archive; expected one \.npy file per argument"),
