@@ -13,7 +13,8 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from meshrt import DistributedTensor, Mesh, Sharding, _check
+from meshrt import DistributedTensor, Mesh, Sharding
+from meshrt.runtime import check as _check
 
 comm = MPI.COMM_WORLD
 mesh = Mesh((-1,))

@@ -25,7 +25,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-import meshrt._collectives_common as _common
+import meshrt.collectives.common as _common
 import meshrt.collectives as C
 from meshrt import Mesh
 
@@ -442,7 +442,7 @@ def main(argv=None):
                 if not ops or name in ops:
                     rows.append((name, nbytes) + compare(fm, fr, nbytes, rounds=6))
         if comm.rank == 0:
-            from meshrt import _malloc
+            from meshrt.runtime import malloc as _malloc
 
             print(f"# new result each call vs reused, {comm.size} processes; "
                   f"malloc: {_malloc.reason} {_malloc.applied}")

@@ -19,7 +19,7 @@ from mpi4py import MPI
 
 from meshrt.halo import HaloExchange
 from meshrt.mesh import Mesh
-from meshrt.sharding import Sharding
+from meshrt.sharding.spec import Sharding
 
 try:
     from meshrt._halo import CopyTable

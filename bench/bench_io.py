@@ -34,7 +34,7 @@ import numpy as np
 from mpi4py import MPI
 
 from meshrt import DistributedTensor, Mesh, Sharding
-from meshrt.formats import wait_for_removals
+from meshrt.io.formats import wait_for_removals
 
 
 def timed_in_turns(fns, comm, reps):

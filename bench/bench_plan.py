@@ -35,9 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
-from meshrt import AbstractMesh, Sharding, reshard, sharding as sharding_mod
-from meshrt.tensor import _block_layout
-from meshrt.io import file_view
+from meshrt import AbstractMesh, Sharding, reshard
+from meshrt.sharding import spec as sharding_mod
+from meshrt.tensor.distributed_tensor import _block_layout
+from meshrt.io.npy import file_view
 from meshrt.spmd import _offsets_end
 
 
@@ -129,7 +130,7 @@ def main():
         s = Sharding(mesh, [["x"], ["y"]])
         row("from_global/gather counts", mesh, best_ms(lambda: _block_layout(s, (n, n)), args.reps))
 
-        from meshrt import _collectives_move
+        from meshrt.collectives import move as _collectives_move
 
         x = np.empty((max(n // mesh.size, 1), 4))
         sizes = [x.shape[0]] * mesh.size

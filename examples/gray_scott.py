@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from meshrt import DistributedTensor, Mesh, Sharding, apply_stencil
-from meshrt.io import write_vtk
+from meshrt.io.npy import write_vtk
 
 
 @njit(cache=True, nogil=True)

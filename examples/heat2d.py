@@ -22,8 +22,8 @@ import time
 import numpy as np
 
 from meshrt.mesh import Mesh
-from meshrt.sharding import Sharding
-from meshrt.tensor import DistributedTensor
+from meshrt.sharding.spec import Sharding
+from meshrt.tensor.distributed_tensor import DistributedTensor
 
 try:
     from meshrt.kernels.stencils import heat2d_box, inner_and_rim, interior_box

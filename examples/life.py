@@ -14,8 +14,8 @@ import sys
 import numpy as np
 
 from meshrt.mesh import Mesh
-from meshrt.sharding import Sharding
-from meshrt.tensor import DistributedTensor
+from meshrt.sharding.spec import Sharding
+from meshrt.tensor.distributed_tensor import DistributedTensor
 
 try:
     from meshrt.kernels.stencils import interior_box, life_box

@@ -17,7 +17,7 @@ from mpi4py import MPI
 
 from meshrt import Mesh, Sharding, spmd
 from meshrt.collectives import all_gather, reduce_scatter
-from meshrt.tensor import DistributedTensor
+from meshrt.tensor.distributed_tensor import DistributedTensor
 
 
 def main(argv=None):

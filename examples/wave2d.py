@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from meshrt import DistributedTensor, Dirichlet, Mesh, Neumann, Sharding, apply_stencil, t_eff
-from meshrt.io import write_vtk
+from meshrt.io.npy import write_vtk
 
 
 @njit(cache=True, nogil=True)

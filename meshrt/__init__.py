@@ -15,21 +15,23 @@ if _util.find_spec(__name__ + "._blockcopy") is None:  # like numpy: say what to
         "built: run `pip install -e .` (or `python setup.py build_ext --inplace`) in the repository root, or, "
         "with an installed meshrt, run Python from outside the source tree so the installed package is imported.")
 
-from . import _malloc  # noqa: F401  (glibc: keep large buffers in the heap; MESHRT_MALLOC=0 opts out)
+from .runtime import malloc as _malloc  # noqa: F401  (glibc: keep large buffers in the heap; MESHRT_MALLOC=0 opts out)
 
 from .errors import CollectiveError, MeshError, ShardingError
 from .mesh import AbstractMesh, Mesh
 from .reduction import Generic, ReductionKind
-from .sharding import Sharding
-from . import _check, halo as _halo, io as _io
-from .vtk import write_vtk as _write_vtk
+from .sharding.spec import Sharding
+from .runtime import check as _check
+from . import halo as _halo
+from .io import npy as _io
+from .io.vtk import write_vtk as _write_vtk
 
 # meshrt.io.write_vtk: ParaView output lives in vtk.py, which builds on io.py's helpers (so io.py cannot import it)
 _io.write_vtk = _write_vtk
 _io.__all__.append("write_vtk")
 _check.instrument(_halo, _io)  # before the names below are bound
 if _check.WATCH:
-    from . import _watchdog
+    from .runtime import watchdog as _watchdog
 
     _watchdog.start()
 from .collectives import (
@@ -38,19 +40,20 @@ from .collectives import (
 )
 from .halo import HaloExchange, plan_halo, update_halo
 from .reshard import explain_reshard, plan_reshard
-from .tensor import DistributedTensor
-from . import _npreduce, _npshift, _tensor_numpy  # noqa: F401  (register np.var, np.roll, np.where, ... for DistributedTensor)
-from . import _tensor_mixed, formats
-from ._tensor_dispatch import ABOVE as _ABOVE
+from .tensor.distributed_tensor import DistributedTensor
+from .tensor import numpy_reductions as _npreduce, numpy_shifts as _npshift, numpy_functions as _tensor_numpy  # noqa: F401  (register np.var, np.roll, np.where, ... for DistributedTensor)
+from .tensor import mixed as _tensor_mixed
+from .io import formats
+from .tensor.dispatch import ABOVE as _ABOVE
 
 # the DistributedTensor methods whose work lives in modules above tensor.py (see meshrt._tensor_dispatch)
 _ABOVE.npreduce, _ABOVE.formats, _ABOVE.mixed = _npreduce, formats, _tensor_mixed
-from ._elementwise import explain_op
+from .tensor.elementwise import explain_op
 # binds meshrt.matmul to the function; the module stays importable as meshrt.matmul (sys.modules)
-from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
-from .io import CheckpointError, load_state, save_state
+from .tensor.matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
+from .io.npy import CheckpointError, load_state, save_state
 from .spmd import spmd
-from .stencil import Dirichlet, Neumann, apply_stencil, fill_ghosts, staggered, t_eff, update_halos
+from .stencil.apply import Dirichlet, Neumann, apply_stencil, fill_ghosts, staggered, t_eff, update_halos
 
 try:
     from importlib.metadata import version as _version

@@ -53,7 +53,7 @@ def _info(args):
         if comm.rank == 0:
             print(f"meshrt info: --mesh {'x'.join(map(str, shape))}: {e}", file=sys.stderr)
         return 2
-    from . import _mpi
+    from .runtime import mpi as _mpi
 
     with _mpi.internal("meshrt info", "gather of the coordinates", mesh):
         coords = comm.gather((mesh.rank, tuple(int(c) for c in mesh.coords)), root=0)
@@ -66,7 +66,7 @@ def _info(args):
 
 
 def _launcher_line() -> str:
-    from .mpiexec import find_launcher
+    from .runtime.mpiexec import find_launcher
 
     try:
         launcher = find_launcher()
@@ -79,7 +79,7 @@ def _launcher_line() -> str:
 
 def _run(args):
     from .launch import run_job
-    from .mpiexec import find_launcher
+    from .runtime.mpiexec import find_launcher
 
     if not os.path.isfile(args.script):
         print(f"meshrt run: script {args.script!r} does not exist", file=sys.stderr)
@@ -148,8 +148,8 @@ def _mesh_shape(text):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:2] == ["bench", "stencil"]:  # weak-scaling stencil driver, its own options: meshrt/stencil_bench.py
-        from .stencil_bench import main as stencil_main
+    if argv[:2] == ["bench", "stencil"]:  # weak-scaling stencil driver, its own options: meshrt/stencil/bench.py
+        from .stencil.bench import main as stencil_main
 
         return stencil_main(argv[2:])
     parser = argparse.ArgumentParser(prog="meshrt", description=__doc__.splitlines()[0].replace("``", ""))
@@ -167,7 +167,7 @@ def main(argv=None):
     p = sub.add_parser("bench", help="OSU-style benchmark of a collective, halo or reshard vs raw mpi4py",
                        description="OSU-style benchmark of OP under mpiexec: latency min/avg/max/p50/p99 "
                                    "across processes, nccl-tests bandwidths, and the ratio to the same "
-                                   "operation in raw mpi4py. See meshrt/bench.py for the method. "
+                                   "operation in raw mpi4py. See meshrt/bench/__init__.py for the method. "
                                    "`meshrt bench stencil -h`: weak scaling of a stencil, T_eff.")
     from .bench import add_arguments
 
@@ -260,7 +260,7 @@ def _mlir_worker(argv):
 
 
 def _mlir_launch(args):
-    from .mpiexec import find_launcher
+    from .runtime.mpiexec import find_launcher
 
     if args.n < 1:
         print(f"meshrt mlir run: -n must be at least 1, got {args.n}", file=sys.stderr)
@@ -287,8 +287,7 @@ def _mlir_run_cmd(args):
     from mpi4py import MPI
 
     from .errors import MLIRError
-    from .mlir.execute import (Program, check_function, function_shardings, gather_results, is_partitioned,
-                               local_parts)
+    from .mlir.execute import Program, check_function, function_shardings, gather_results, is_partitioned, local_parts
 
     comm = MPI.COMM_WORLD
     try:

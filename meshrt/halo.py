@@ -50,7 +50,7 @@ import numpy as np
 
 from .errors import CollectiveError, MeshError, ShardingError
 from .mesh import Mesh
-from .sharding import Sharding
+from .sharding.spec import Sharding
 
 __all__ = ["HaloMessage", "HaloPlan", "plan_halo", "HaloExchange", "HaloGroupExchange", "HaloHandle",
            "update_halo", "clear_halo_cache"]
@@ -321,7 +321,7 @@ def _check_send_boxes(plan: HaloPlan) -> None:
 def _agree_errors(comm, error, op: str, mesh) -> None:
     """Raise ``error`` (a message or None) on every process of ``comm`` (``mesh``'s) when any
     process has one."""
-    from . import _mpi
+    from .runtime import mpi as _mpi
 
     with _mpi.internal(op, "plan agreement", mesh):
         errors = comm.allgather(error)

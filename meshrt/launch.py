@@ -26,7 +26,7 @@ def find_mpiexec():
     See ``meshrt.mpiexec.find_launcher`` for the order (``MESHRT_MPIEXEC``,
     beside the loaded ``libmpi``, next to ``sys.executable``, ``PATH``).
     """
-    from .mpiexec import find_launcher
+    from .runtime.mpiexec import find_launcher
 
     launcher = find_launcher()
     return None if launcher is None else launcher.path
@@ -45,7 +45,7 @@ def run_script(path, args=()):
         raise FileNotFoundError(f"meshrt.launch: script {path!r} does not exist")
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    from . import _check, _watchdog
+    from .runtime import check as _check, watchdog as _watchdog
 
     if _check.WATCH:
         _watchdog.start()

@@ -689,7 +689,7 @@ class Mesh(AbstractMesh):
         self._groups = {}
         self._rank = comm.Get_rank()
         self._coords = self.multi_index(self._rank)
-        from . import _mpi
+        from .runtime import mpi as _mpi
 
         self._world = _mpi.mesh_world(comm)
         _track(self)
@@ -802,7 +802,7 @@ class Mesh(AbstractMesh):
         if comm is None:
             if self._comm is None:
                 raise MeshError("mesh: this mesh was freed; create a new Mesh to communicate")
-            from . import _mpi
+            from .runtime import mpi as _mpi
 
             with _mpi.internal("Mesh.group", "communicator creation", self):
                 if axes == tuple(range(self.ndim)) and list(axes) == sorted(axes):
@@ -832,7 +832,7 @@ class Mesh(AbstractMesh):
         groups, self._groups = self._groups, {}
         if not groups:
             return
-        from . import _mpi
+        from .runtime import mpi as _mpi
 
         for comm in groups.values():
             _mpi.forget_world(comm)

@@ -61,7 +61,7 @@ import numpy as np
 from .errors import ShardingError
 from .mesh import AbstractMesh, Mesh
 from .reduction import ReductionKind
-from .sharding import Sharding
+from .sharding.spec import Sharding
 
 __all__ = [
     "ReshardPlan", "ReshardStep", "plan_reshard", "explain_reshard", "execute_reshard", "lower_bound", "same_devices",
@@ -866,7 +866,7 @@ _TAG_EXCHANGE = 0x5e5
 def _exchange(step: ReshardStep, x, shape, mesh, out):
     from mpi4py import MPI
 
-    from . import _mpi
+    from .runtime import mpi as _mpi
     from ._blockcopy import copy_block
 
     sends, recvs, out_shape = _exchange_program(_abstract(step.before), _abstract(step.after), shape, mesh.rank)

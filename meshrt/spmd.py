@@ -13,10 +13,10 @@ import functools
 
 import numpy as np
 
-from . import _mpi
+from .runtime import mpi as _mpi
 from .errors import ShardingError
-from .sharding import Sharding
-from .tensor import DistributedTensor
+from .sharding.spec import Sharding
+from .tensor.distributed_tensor import DistributedTensor
 
 __all__ = ["spmd"]
 

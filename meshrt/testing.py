@@ -24,7 +24,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from .mpiexec import find_launcher
+from .runtime.mpiexec import find_launcher
 
 __all__ = ["run_mpi_pytest", "mpiexec_command", "MPIRunResult", "RankFailure", "mpi_nprocs_of",
            "default_nprocs", "MPIPlugin"]
@@ -293,7 +293,7 @@ class MPIPlugin:
             # rank learns which ranks failed.
             failed = any(t["nodeid"] == report.nodeid and t["outcome"] == "failed"
                          for t in self.tests)
-            from . import _mpi
+            from .runtime import mpi as _mpi
 
             with _mpi.internal(report.nodeid, "exchange of test outcomes", self.comm):
                 flags = self.comm.allgather(failed)

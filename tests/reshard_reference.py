@@ -13,7 +13,7 @@ import math
 from meshrt.errors import ShardingError
 from meshrt.mesh import AbstractMesh
 from meshrt.reshard import ReshardPlan, ReshardStep
-from meshrt.sharding import Sharding, split_offsets
+from meshrt.sharding.spec import Sharding, split_offsets
 
 Box = tuple  # ((start, stop), ...) per tensor dim
 

@@ -7,9 +7,9 @@ import pytest
 from mpi4py import MPI
 
 from meshrt import AbstractMesh, CollectiveError, Mesh, MeshError
-from meshrt import _mpi
+from meshrt.runtime import mpi as _mpi
 from meshrt import collectives as C
-from meshrt import _collectives_common, _collectives_move, _collectives_reduce
+from meshrt.collectives import common as _collectives_common, move as _collectives_move, reduce as _collectives_reduce
 from meshrt.reduction import Generic, ReductionKind, as_reduction
 
 SELF = MPI.COMM_SELF
@@ -264,7 +264,7 @@ def _probe_malloc(**env):
 
     base = {k: v for k, v in os.environ.items()
             if not k.startswith("MALLOC_") and k not in ("MESHRT_MALLOC", "GLIBC_TUNABLES")}
-    from meshrt import _malloc
+    from meshrt.runtime import malloc as _malloc
 
     run = subprocess.run([sys.executable, "-c", _MALLINFO_PROBE, _malloc.__file__], env={**base, **env},
                          capture_output=True, text=True, timeout=60)
@@ -274,7 +274,7 @@ def _probe_malloc(**env):
 
 @pytest.mark.skipif(not (hasattr(ctypes.CDLL(None), "mallinfo2")), reason="needs glibc >= 2.33 (mallinfo2)")
 def test_malloc_thresholds_keep_large_buffers_in_the_heap():
-    from meshrt import _malloc
+    from meshrt.runtime import malloc as _malloc
 
     # importing meshrt configured this process (or says why not)
     assert _malloc.applied or _malloc.reason != "not configured yet"
@@ -328,7 +328,7 @@ def test_compiled_fronts_publish_the_call_they_are_in(mesh):
 def test_watchdog_places_a_compiled_mark_among_frames():
     import sys
 
-    from meshrt import _watchdog
+    from meshrt.runtime import watchdog as _watchdog
 
     mark = (("all_reduce", ("x", "mesh", "mesh_axes")), np.ones((2, 8)), None, None)
     # the fast path: no Python frame of the op; the mark is innermost, the caller is this test

@@ -23,7 +23,7 @@ pytest.importorskip("sphinx", reason="docs extra not installed: pip install '.[d
 from sphinx.util.inventory import InventoryFile  # noqa: E402
 
 import meshrt  # noqa: E402
-import meshrt.io  # noqa: E402
+import meshrt.io.npy  # noqa: E402
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 BUILD_SECONDS = 60  # the budget .ci/run gives this test

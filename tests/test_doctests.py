@@ -63,7 +63,7 @@ def _numpy_sections_missing(obj) -> list:
 
 def test_every_public_name_has_a_numpy_style_docstring_with_an_example():
     import meshrt
-    import meshrt.io
+    import meshrt.io.npy
 
     names = [(f"meshrt.{n}", getattr(meshrt, n)) for n in meshrt.__all__]
     names += [(f"meshrt.io.{n}", getattr(meshrt.io, n)) for n in meshrt.io.__all__]

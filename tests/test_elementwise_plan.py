@@ -5,7 +5,7 @@ import time
 import pytest
 
 from meshrt import AbstractMesh, Sharding, ShardingError
-from meshrt._elementwise import Operand, aligned_sharding, plan_elementwise
+from meshrt.tensor.elementwise import Operand, aligned_sharding, plan_elementwise
 
 
 def actions(plan):

@@ -14,11 +14,13 @@ import numpy as np
 import pytest
 
 from meshrt import Sharding
-from meshrt.chunks import aligned_sharding, check_chunks, chunk_count, default_chunks, is_aligned, owned_chunks
+from meshrt.sharding.chunks import (
+    aligned_sharding, check_chunks, chunk_count, default_chunks, is_aligned, owned_chunks,
+)
 from meshrt.errors import ShardingError
-from meshrt.io import CheckpointError
+from meshrt.io.npy import CheckpointError
 from meshrt.mesh import AbstractMesh
-from meshrt.vtk import point_sharding, vtk_grid, vtk_pieces
+from meshrt.io.vtk import point_sharding, vtk_grid, vtk_pieces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -157,8 +159,8 @@ def test_raw_chunk_files_equal_what_zarr_writes(tmp_path, shape, chunks, dtype):
     """to_zarr writes uncompressed chunks itself (formats._write_raw_chunks): the files
     must be byte for byte zarr's own."""
     zarr = pytest.importorskip("zarr", minversion="3")
-    from meshrt.chunks import ChunkBox
-    from meshrt.formats import _raw_chunk_file, _write_raw_chunks
+    from meshrt.sharding.chunks import ChunkBox
+    from meshrt.io.formats import _raw_chunk_file, _write_raw_chunks
 
     data = (np.arange(math.prod(shape)) * 7 % 251).reshape(shape).astype(dtype)
     grid = tuple(-(-n // c) for n, c in zip(shape, chunks))
@@ -177,7 +179,7 @@ def test_raw_chunk_files_equal_what_zarr_writes(tmp_path, shape, chunks, dtype):
 
 def test_compressed_zarr_arrays_are_written_by_zarr(tmp_path):
     zarr = pytest.importorskip("zarr", minversion="3")
-    from meshrt.formats import _raw_chunk_file
+    from meshrt.io.formats import _raw_chunk_file
 
     arr = zarr.create_array(tmp_path / "z", shape=(4,), chunks=(2,), dtype="f8", compressors="auto", zarr_format=3)
     assert _raw_chunk_file(zarr, arr, np.dtype("f8")) is None
@@ -186,7 +188,7 @@ def test_compressed_zarr_arrays_are_written_by_zarr(tmp_path):
 
 
 def test_missing_library_names_the_extra(monkeypatch):
-    from meshrt import formats
+    from meshrt.io import formats
     monkeypatch.setitem(sys.modules, "zarr", None)
     with pytest.raises(ImportError, match=r"to_zarr needs the 'zarr' package.*pip install \"meshrt\[io\]\""):
         formats.require("zarr", "to_zarr")
@@ -215,7 +217,7 @@ def test_hdf5_block_generations_take_turns_and_drop_files_no_master_names(tmp_pa
 
 def test_xdmf_describes_the_hdf5_datasets(tmp_path):
     h5py = pytest.importorskip("h5py")
-    from meshrt.formats import write_xdmf
+    from meshrt.io.formats import write_xdmf
     path = tmp_path / "f.h5"
     with h5py.File(path, "w") as f:
         f["u"] = np.zeros((4, 3))
@@ -253,7 +255,7 @@ def test_xdmf_opens_in_vtk_when_installed(tmp_path):
     from vtkmodules.util.numpy_support import vtk_to_numpy
     from vtkmodules.vtkIOXdmf2 import vtkXdmfReader
 
-    from meshrt.formats import write_xdmf
+    from meshrt.io.formats import write_xdmf
     u, w = np.arange(105.0).reshape(7, 5, 3), np.arange(36, dtype=np.float32).reshape(9, 4)
     with h5py.File(tmp_path / "f.h5", "w") as f:
         f["u"], f["w"] = u, w

@@ -8,7 +8,7 @@ import pytest
 from meshrt.errors import ShardingError
 from meshrt.halo import plan_halo
 from meshrt.mesh import AbstractMesh
-from meshrt.sharding import Sharding
+from meshrt.sharding.spec import Sharding
 
 S = slice
 

@@ -144,7 +144,8 @@ def test_each_exemption_still_matches_a_call(key):
 def test_an_internal_block_is_the_innermost_operation_with_its_group():
     import sys
 
-    from meshrt import Mesh, _mpi, _watchdog
+    from meshrt import Mesh
+    from meshrt.runtime import mpi as _mpi, watchdog as _watchdog
 
     mesh = Mesh((1,), comm=MPI.COMM_SELF)
     with _mpi.internal("DistributedTensor.zeros", "agreement", mesh):
@@ -159,7 +160,8 @@ def test_an_internal_block_is_the_innermost_operation_with_its_group():
 def test_an_internal_block_reads_as_a_step_of_the_operation_it_names():
     import sys
 
-    from meshrt import Mesh, _mpi, _watchdog
+    from meshrt import Mesh
+    from meshrt.runtime import mpi as _mpi, watchdog as _watchdog
 
     mesh = Mesh((1,), comm=MPI.COMM_SELF)
     ns = {}
@@ -175,7 +177,8 @@ def test_an_internal_block_reads_as_a_step_of_the_operation_it_names():
 
 
 def test_world_ranks_of_the_communicators_meshrt_knows():
-    from meshrt import Mesh, _mpi
+    from meshrt import Mesh
+    from meshrt.runtime import mpi as _mpi
 
     me = MPI.COMM_WORLD.rank
     assert _mpi.world_ranks(MPI.COMM_WORLD) == tuple(range(MPI.COMM_WORLD.size))
@@ -199,7 +202,7 @@ class _Spy(MPI.Intracomm):
     def Barrier(self):
         import sys
 
-        from meshrt import _watchdog
+        from meshrt.runtime import watchdog as _watchdog
 
         frame = sys._getframe(1)
         return _watchdog.raw_call(frame), _watchdog._outside(frame)
@@ -234,7 +237,7 @@ def test_a_raw_call_on_a_communicator_meshrt_did_not_create_keeps_the_note():
 
 @pytest.mark.parametrize("kind", ["compiled", "python"])
 def test_internal_blocks_nest_and_restore_the_outer_mark(kind):
-    from meshrt import _mpi
+    from meshrt.runtime import mpi as _mpi
 
     internal, current = (_mpi.internal, _mpi.current) if kind == "compiled" else (_mpi._Internal, _mpi._current_py)
     with internal("Mesh.group", "communicator creation", None):
@@ -252,7 +255,7 @@ class _SpyRecv(MPI.Intracomm):
     def Recv(self, buf, source):
         import sys
 
-        from meshrt import _watchdog
+        from meshrt.runtime import watchdog as _watchdog
 
         return _watchdog._outside(sys._getframe(1))
 
@@ -265,7 +268,8 @@ def test_a_raw_point_to_point_call_waits_for_one_peer_not_the_communicator():
 
 
 def test_a_point_to_point_step_waits_on_its_peers_only():
-    from meshrt import Mesh, _mpi
+    from meshrt import Mesh
+    from meshrt.runtime import mpi as _mpi
 
     mesh = Mesh((1,), comm=MPI.COMM_SELF)
     peers = _mpi.Peers(mesh, (0,))

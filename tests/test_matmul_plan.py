@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from meshrt import AbstractMesh, Sharding
-from meshrt.matmul import (
+from meshrt.tensor.matmul import (
     Contraction, einsum_contraction, explain_einsum, explain_matmul, matmul_contraction, plan_contraction,
     reshard_volume, tensordot_contraction,
 )

@@ -186,7 +186,7 @@ def test_partial_shardings_of_the_seed_syntax():
 
 
 def test_sharding_fields_come_from_the_one_sharding_text_parser(monkeypatch):
-    from meshrt import _sharding_text
+    from meshrt.sharding import text as _sharding_text
 
     calls = []
     real = _sharding_text.mlir_sharding_fields

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-import meshrt.mpiexec as M
-from meshrt.mpiexec import MPILibrary, find_launcher, job_command, loaded_mpi, vendor_of
+import meshrt.runtime.mpiexec as M
+from meshrt.runtime.mpiexec import MPILibrary, find_launcher, job_command, loaded_mpi, vendor_of
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from meshrt.reshard import (
     _local_slice, exchange_recvs, exchange_sends, explain_reshard, gather_sizes, lower_bound, partial_keeper,
     plan_reshard,
 )
-from meshrt.sharding import split_offsets
+from meshrt.sharding.spec import split_offsets
 from reshard_cases import check_result, identity, owned_input, random_sharding, reduce_blocks
 
 

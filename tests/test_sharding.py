@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from meshrt import AbstractMesh, ShardingError
-from meshrt.sharding import Sharding, split_offsets, split_sizes
+from meshrt.sharding.spec import Sharding, split_offsets, split_sizes
 
 
 def test_seed_offsets_24x20x32_and_8x12x32():

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import meshrt
-import meshrt.stencil
+import meshrt.stencil.apply
 from meshrt import AbstractMesh, Sharding, ShardingError
-from meshrt.stencil import Dirichlet, Neumann, plan_stencil, staggered, t_eff
+from meshrt.stencil.apply import Dirichlet, Neumann, plan_stencil, staggered, t_eff
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -133,7 +133,7 @@ def test_unbuilt_checkout_import_error(tmp_path):
 
 
 def test_default_counts():
-    from meshrt.stencil_bench import default_counts
+    from meshrt.stencil.bench import default_counts
 
     assert default_counts(1) == [1]
     assert default_counts(6) == [1, 2, 4, 6]

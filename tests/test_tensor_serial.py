@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from mpi4py import MPI
 
 from meshrt import AbstractMesh, Mesh, ShardingError
-from meshrt.sharding import Sharding
-from meshrt.tensor import DistributedTensor as DT
-from meshrt._tensor_layout import _drop_dim
+from meshrt.sharding.spec import Sharding
+from meshrt.tensor.distributed_tensor import DistributedTensor as DT
+from meshrt.tensor.layout import _drop_dim
 
 try:
     from meshrt.kernels.stencils import heat2d_box, heat3d_box, inner_and_rim, life_box
@@ -146,7 +146,7 @@ def test_stencil_kernels_match_numpy():
 
 
 def test_numpy_function_registry(mesh):
-    from meshrt.tensor import _HANDLED_FUNCTIONS, implements
+    from meshrt.tensor.distributed_tensor import _HANDLED_FUNCTIONS, implements
     t = DT.from_global(np.arange(6.0).reshape(2, 3), Sharding(mesh, [[0]]))
     assert {np.sum, np.prod, np.max, np.amax, np.min, np.amin, np.mean} <= set(_HANDLED_FUNCTIONS)
     assert np.max(t, 1).gather().tolist() == [2.0, 5.0] and np.amin(t) == 0.0 and np.mean(t, axis=0).shape == (3,)
@@ -205,7 +205,7 @@ def test_index_plan_covers_the_global_selection(data):
     """Pure planner, every device of an abstract mesh: the device's part of the positive view P (from
     its block and `local_view_slices`) is P's global array at the device's region under P's sharding,
     and the final result sharding has the result's shape."""
-    from meshrt._indexing import local_view_slices, normalize_key, plan_index
+    from meshrt.tensor.index_plan import local_view_slices, normalize_key, plan_index
     mesh = AbstractMesh(data.draw(st.sampled_from([(1,), (3,), (2, 2), (4, 1)])))
     ndim = data.draw(st.integers(1, 3))
     shape = tuple(data.draw(st.lists(st.integers(0, 9), min_size=ndim, max_size=ndim)))
@@ -255,7 +255,7 @@ def test_index_plan_covers_the_global_selection(data):
 def test_block_layout_is_every_devices_shard(mesh_shape, split, shape):
     """gather/from_global's per-device counts come from per-dim arrays, not a loop over devices;
     they must be each device's shard_slices (all devices on small meshes, a sample at 65,536)."""
-    from meshrt.tensor import _block_layout
+    from meshrt.tensor.distributed_tensor import _block_layout
     names = ("x", "y", "z")[: len(mesh_shape)]
     s = Sharding(AbstractMesh(mesh_shape, names), split)
     starts, sizes = _block_layout(s, shape)
@@ -279,7 +279,7 @@ def test_block_layout_is_every_devices_shard(mesh_shape, split, shape):
 def test_gather_layout(mesh_shape, split, shape, equal, in_place):
     """gather()'s cached plan: who sends how many bytes, whether one Allgather fits, whether the
     blocks land in place; checked against each device's shard_slices."""
-    from meshrt.tensor import _gather_layout
+    from meshrt.tensor.distributed_tensor import _gather_layout
     names = ("x", "y")[: len(mesh_shape)]
     s = Sharding(AbstractMesh(mesh_shape, names), split)
     g = _gather_layout(s, shape, 8)

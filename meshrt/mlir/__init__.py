@@ -8,9 +8,9 @@
 
 from ..errors import MLIRError
 from .ir import (
-    DYNAMIC, UNIT, AffineBinary, AffineConst, AffineDim, AffineMap, AffineSymbol, Block, DenseElements,
-    FunctionType, Location, Module, OpaqueAttr, OpaqueType, Operation, Region, ScalarType, SymbolRef, TensorType,
-    TypeAttr, UnitAttr, Value,
+    DYNAMIC, UNIT, AffineBinary, AffineConst, AffineDim, AffineMap, AffineSymbol, Block, DenseElements, FunctionType,
+    Location, Module, OpaqueAttr, OpaqueType, Operation, Region, ScalarType, SymbolRef, TensorType, TypeAttr,
+    UnitAttr, Value,
 )
 from . import ir as _ir, printer as _printer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .. import _sharding_text
+from ..sharding import text as _sharding_text
 from ..errors import MeshError, ShardingError
 from ..mesh import parse_mesh_text
 from ._forms_tensor import _conversion, _mixed_list

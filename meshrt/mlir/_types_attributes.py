@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-from .. import _sharding_text
+from ..sharding import text as _sharding_text
 from ..errors import ShardingError
 from ._lexer import _BANG_NAME, _DIM, _IDENT, _NUMBER, _SCALAR, _STRING, _SYMBOL, _Lexer, _unquote
 from .ir import (

@@ -10,8 +10,8 @@ from mpi4py import MPI
 
 from meshrt import (
     AbstractMesh, CollectiveError, DistributedTensor, Mesh, MeshError, Sharding, ShardingError, all_gather,
-    all_reduce, all_to_all, broadcast, explain_reshard, gather, load_state, plan_halo, reduce, reduce_scatter, scatter,
-    shift, spmd, update_halo,
+    all_reduce, all_to_all, broadcast, explain_reshard, gather, load_state, plan_halo, reduce, reduce_scatter,
+    scatter, shift, spmd, update_halo,
 )
 from meshrt.collectives import set_check
 

@@ -15,8 +15,8 @@ from mpi4py import MPI
 
 from meshrt import CollectiveError, Mesh
 from meshrt import collectives as C
-from meshrt import _collectives_common
-from meshrt.sharding import split_offsets
+from meshrt.collectives import common as _collectives_common
+from meshrt.sharding.spec import split_offsets
 
 MPI_NPROCS = (1, 2, 3, 4, 8)
 

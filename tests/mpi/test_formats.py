@@ -18,8 +18,8 @@ import pytest
 from mpi4py import MPI
 
 from meshrt import DistributedTensor, Mesh, Sharding, staggered
-from meshrt.formats import wait_for_removals
-from meshrt.io import CheckpointError, write_vtk
+from meshrt.io.formats import wait_for_removals
+from meshrt.io.npy import CheckpointError, write_vtk
 
 zarr = pytest.importorskip("zarr")
 h5py = pytest.importorskip("h5py")
@@ -448,7 +448,7 @@ def test_failure_on_one_rank_keeps_the_previous_files(meshes, shared_dir, monkey
 
 
 def test_hdf5_parallel_is_detected_and_the_fallback_used(meshes, shared_dir):
-    from meshrt.formats import hdf5_is_parallel
+    from meshrt.io.formats import hdf5_is_parallel
     assert hdf5_is_parallel() == bool(h5py.get_config().mpi)
     s = Sharding(meshes[0], [[0]])
     g = global_array((3 * comm.size + 1,))

@@ -14,7 +14,7 @@ from mpi4py import MPI
 from meshrt.halo import HaloExchange, clear_halo_cache, update_halo, _exchange_cache
 from meshrt.mesh import Mesh, dims_create
 from meshrt.errors import ShardingError
-from meshrt.sharding import Sharding
+from meshrt.sharding.spec import Sharding
 
 comm = MPI.COMM_WORLD
 DTYPES = [np.float64, np.float32, np.int32, np.complex128, np.int8]

@@ -17,8 +17,9 @@ import pytest
 from mpi4py import MPI
 
 from meshrt import Mesh, Sharding
-from meshrt.io import (CheckpointError, Loaded, load_state, load_tensor, read_npy, save_state,
-                       save_tensor, write_npy, writer_of_block)
+from meshrt.io.npy import (
+    CheckpointError, Loaded, load_state, load_tensor, read_npy, save_state, save_tensor, write_npy, writer_of_block,
+)
 
 comm = MPI.COMM_WORLD
 SENTINEL = 77

@@ -15,9 +15,9 @@ from mpi4py import MPI
 
 import meshrt
 from meshrt import Mesh, ShardingError, collectives, reshard
-from meshrt.matmul import explain_einsum, explain_matmul
-from meshrt.sharding import Sharding
-from meshrt.tensor import DistributedTensor as DT
+from meshrt.tensor.matmul import explain_einsum, explain_matmul
+from meshrt.sharding.spec import Sharding
+from meshrt.tensor.distributed_tensor import DistributedTensor as DT
 
 comm = MPI.COMM_WORLD
 N = comm.size

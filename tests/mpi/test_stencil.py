@@ -14,7 +14,7 @@ from numba import njit
 from meshrt import DistributedTensor, Mesh, Sharding, ShardingError
 from meshrt.halo import HaloGroupExchange
 from meshrt.mesh import dims_create
-from meshrt.stencil import (
+from meshrt.stencil.apply import (
     Dirichlet, Neumann, apply_stencil, clear_stencil_cache, fill_ghosts, staggered, update_halos,
 )
 

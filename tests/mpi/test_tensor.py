@@ -8,8 +8,8 @@ import pytest
 from mpi4py import MPI
 
 from meshrt import CollectiveError, ShardingError
-from meshrt.sharding import Sharding
-from meshrt.tensor import DistributedTensor as DT
+from meshrt.sharding.spec import Sharding
+from meshrt.tensor.distributed_tensor import DistributedTensor as DT
 
 comm = MPI.COMM_WORLD
 N = comm.size

@@ -1,0 +1,155 @@
+"""The elementwise ufunc call on `DistributedTensor` operands, apart from the call itself: the fast path
+for operands of one sharding and scalars (`_fast_ufunc`), the operand checks (`_mixed_operands`,
+`_check_same`, `_check_partial_ufunc`) and the result dtypes numpy will pick (`_result_dtypes`).
+
+``DistributedTensor.__array_ufunc__`` (``tensor.py``) calls them and passes its own class as
+``tensor_type``: this module is below ``tensor.py`` and cannot import it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShardingError
+from ..sharding.spec import Sharding
+from .layout import _layout
+
+
+_SCALARS = (float, int, complex, bool)
+_UFUNC_DTYPES: dict = {}
+
+
+def _fast_ufunc(ufunc, inputs, tensor_type):
+    """``r * r``, ``r + 1.0``, ``-r``: tensors of one sharding (not partial) and Python or numpy scalars.
+
+    Returns None where it does not apply (the general path then checks and
+    explains).  The result dtype numpy will pick is cached per (ufunc,
+    operand types), so the result is computed straight into a new local buffer.
+    """
+    t = None
+    args = []
+    key = [ufunc]
+    for x in inputs:
+        tx = type(x)
+        if tx is tensor_type:
+            if t is None:
+                t = x
+            elif x._sharding is not t._sharding and x._sharding != t._sharding or x._global_shape != t._global_shape:
+                return None
+            args.append(x._interior)
+            key.append(x._interior.dtype)
+        elif tx in _SCALARS:
+            args.append(x)
+            key.append(tx)
+        elif isinstance(x, np.generic):
+            args.append(x)
+            key.append(x.dtype)
+        else:
+            return None
+    if t is None or ufunc.nout != 1 or ufunc.signature is not None or t._sharding._partial_axes:
+        return None
+    key = tuple(key)
+    dt = _UFUNC_DTYPES.get(key)
+    if dt is None:
+        try:
+            dt = ufunc.resolve_dtypes(tuple(k for k in key[1:]) + (None,))[-1]
+        except Exception:
+            return None
+        _UFUNC_DTYPES[key] = dt
+    layout = _layout(t._sharding, t._global_shape)
+    if layout.halos:
+        local = np.zeros(layout.local_shape, dt)
+        interior = local[layout.index]
+    else:
+        local = interior = np.empty(layout.local_shape, dt)
+    ufunc(*args, out=interior)
+    return tensor_type._fast(local, interior, t._sharding, t._global_shape, layout.slices, t._periodic)
+
+
+def _describe(role, i):
+    return f"{role} {i}" if role != "where" else "where="
+
+
+def _mixed_operands(inputs, outs, tensor_type) -> bool:
+    """Whether an elementwise call needs the sharding rule: numpy arrays, or tensors of different
+    shardings or shapes (including ``out=``)."""
+    first = None
+    for x in (*inputs, *outs):
+        if isinstance(x, tensor_type):
+            if first is None:
+                first = x
+            elif x._sharding != first._sharding or x._global_shape != first._global_shape:
+                return True
+        elif isinstance(x, np.ndarray) and x.ndim > 0:
+            return True
+    return False
+
+
+def _check_same(name, ref, other):
+    (r_role, r_i, a), (o_role, o_i, b) = ref, other
+    if a._sharding != b._sharding:
+        raise ShardingError(
+            f"{name}: {_describe(r_role, r_i)} has sharding <{a._sharding}>, {_describe(o_role, o_i)} has "
+            f"<{b._sharding}>: reshard one of them first"
+        )
+    if a._global_shape != b._global_shape:
+        raise ShardingError(
+            f"{name}: {_describe(r_role, r_i)} has global shape {a._global_shape}, {_describe(o_role, o_i)} has "
+            f"{b._global_shape}; elementwise operations need one shape (no broadcasting between tensors)"
+        )
+
+
+def _check_partial_ufunc(ufunc, inputs, s: Sharding, tensor_type):
+    """Allow only ufuncs that keep "value = partial_type over the partial axes" true.
+
+    sum: negation, scaling by a scalar (``t * c``, ``t / c``), and adding or
+    subtracting two partial tensors.  max/min: adding or subtracting a scalar
+    (``t + c``, ``t - c``) and scaling by a positive scalar.  Everything else
+    needs the full values: gather() (or reshard, later) first.
+    """
+    kinds = ["t" if isinstance(x, tensor_type) else "c" for x in inputs]
+    scalars = [x for x in inputs if not isinstance(x, tensor_type)]
+    ok = False
+    if s.partial_type == "sum":
+        if ufunc in (np.negative, np.positive):
+            ok = True
+        elif ufunc is np.multiply and sorted(kinds) == ["c", "t"]:
+            ok = True
+        elif ufunc is np.divide and kinds == ["t", "c"]:
+            ok = True
+        elif ufunc in (np.add, np.subtract) and kinds == ["t", "t"]:
+            ok = True
+    elif s.partial_type in ("max", "min"):
+        if ufunc in (np.add, np.subtract) and kinds == ["t", "c"] or ufunc is np.add and kinds == ["c", "t"]:
+            ok = True
+        elif ufunc is np.multiply and sorted(kinds) == ["c", "t"] and np.all(np.asarray(scalars[0]) > 0):
+            ok = True
+        elif (ufunc is np.maximum if s.partial_type == "max" else ufunc is np.minimum) and kinds == ["t", "t"]:
+            ok = True
+    if not ok:
+        raise ShardingError(
+            f"{ufunc.__name__}: the operands include a partial tensor ({s.partial_type} over mesh axes "
+            f"{list(s.partial_axes)}); {ufunc.__name__} of the partial values is not the partial value of the "
+            "result: gather() it (or reshard it to a non-partial sharding) first"
+        )
+
+
+def _result_dtypes(ufunc, args, kwargs):
+    """The output dtypes numpy will pick, so results can be written straight into new buffers."""
+    if kwargs.keys() - {"casting", "order"}:
+        return None
+    dts = []
+    for x in args:
+        if isinstance(x, np.ndarray) and x.ndim > 0:
+            dts.append(x.dtype)
+        elif isinstance(x, bool):
+            dts.append(np.dtype(bool))
+        elif isinstance(x, (int, float, complex)) and not isinstance(x, np.generic):
+            dts.append(type(x))
+        else:
+            dts.append(np.asarray(x).dtype)
+    try:
+        res = ufunc.resolve_dtypes(tuple(dts) + (None,) * ufunc.nout)
+    except Exception:
+        return None
+    return res[ufunc.nin:]
