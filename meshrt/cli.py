@@ -44,8 +44,15 @@ def _info(args):
         print(f"launcher: {_launcher_line()}")
     from .mesh import Mesh
 
+    from .errors import MeshError
+
     shape = args.mesh if args.mesh else (comm.size,)
-    mesh = Mesh(shape, comm=comm)
+    try:
+        mesh = Mesh(shape, comm=comm)
+    except MeshError as e:  # the same on every process
+        if comm.rank == 0:
+            print(f"meshrt info: --mesh {'x'.join(map(str, shape))}: {e}", file=sys.stderr)
+        return 2
     from .runtime import mpi as _mpi
 
     with _mpi.internal("meshrt info", "gather of the coordinates", mesh):
@@ -221,8 +228,12 @@ def _mlir_partition_cmd(args):
         print(f"meshrt mlir partition: {e}", file=sys.stderr)
         return 2
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            print(f"meshrt mlir partition: -o {args.output}: cannot write it ({e.strerror})", file=sys.stderr)
+            return 2
     else:
         sys.stdout.write(text)
     return 0
@@ -252,6 +263,9 @@ def _mlir_worker(argv):
 def _mlir_launch(args):
     from .runtime.mpiexec import find_launcher
 
+    if args.n < 1:
+        print(f"meshrt mlir run: -n must be at least 1, got {args.n}", file=sys.stderr)
+        return 2
     launcher = find_launcher()
     if launcher is None:
         print("meshrt mlir run: no mpiexec found beside the MPI library mpi4py loads, next to the "
@@ -274,13 +288,12 @@ def _mlir_run_cmd(args):
     from mpi4py import MPI
 
     from .errors import MLIRError
-    from .mlir import parse_file
     from .mlir.execute import Program, check_function, function_shardings, gather_results, is_partitioned, local_parts
 
     comm = MPI.COMM_WORLD
     try:
         # every process reads the same files and IR, so up to the run all of them fail alike
-        module = parse_file(args.file)
+        module = _parse_program(args.file)
         from .mlir.sdy import is_sdy
 
         if is_sdy(module):  # StableHLO + Shardy (JAX's export): global arrays split per their sdy.sharding
@@ -289,10 +302,11 @@ def _mlir_run_cmd(args):
             return run_command(module, args.function, args.args, args.out, comm)
         prog = Program(module, comm)
         check_function(module, args.function)
-        arrays = [np.load(a) for a in args.args]
+        arrays = [_load_arg(a, i) for i, a in enumerate(args.args)]
         partitioned = is_partitioned(module, args.function)
         if partitioned and args.shardings_from:
-            arg_s, res_s = function_shardings(Program(parse_file(args.shardings_from), comm), args.function)
+            arg_s, res_s = function_shardings(Program(_parse_program(args.shardings_from, "--shardings-from"), comm),
+                                              args.function)
         else:
             arg_s, res_s = [None] * len(arrays), None
             if partitioned and comm.size > 1:
@@ -313,9 +327,13 @@ def _mlir_run_cmd(args):
             comm.Abort(1)
         return 1
     if comm.rank == 0:
-        os.makedirs(args.out, exist_ok=True)
-        for i, r in enumerate(outs):
-            np.save(os.path.join(args.out, f"result{i}.npy"), r)
+        try:
+            os.makedirs(args.out, exist_ok=True)
+            for i, r in enumerate(outs):
+                np.save(os.path.join(args.out, f"result{i}.npy"), r)
+        except OSError as e:
+            print(f"meshrt mlir run: --out {args.out}: cannot write the results there ({e.strerror})", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -357,6 +375,35 @@ def _mlir_explain_cmd(args):
     if comm.rank == 0:
         print(text)
     return 0
+
+
+def _parse_program(path, option=None):
+    """The module of an ``.mlir`` file; an `MLIRError` naming the file (and ``option``) if it cannot be read."""
+    from .errors import MLIRError
+    from .mlir import parse_file
+
+    try:
+        return parse_file(path)
+    except OSError as e:
+        raise MLIRError(f"{option + ' ' if option else ''}{path}: cannot read it ({e.strerror or e})") from None
+
+
+def _load_arg(path, i):
+    """``--args`` file ``i``: one array from a ``.npy`` file, or an `MLIRError` naming the file."""
+    import numpy as np
+
+    from .errors import MLIRError
+
+    import tokenize
+
+    try:
+        a = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, SyntaxError, EOFError, tokenize.TokenError) as e:  # numpy reads the header as Python
+        raise MLIRError(f"--args {path}: argument {i} is not a readable .npy file ({e})") from None
+    if not isinstance(a, np.ndarray):  # np.load opened a .npz archive
+        a.close()
+        raise MLIRError(f"--args {path}: argument {i} is a .npz archive; expected one .npy file per argument")
+    return a
 
 
 def _whole_arrays_fit(module, name, arrays):

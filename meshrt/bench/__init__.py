@@ -549,7 +549,7 @@ def check_options(args) -> BenchOptions:
     o.sizes = parse_sizes("8:16M" if args.sizes is None else args.sizes)
     try:
         o.dtype = np.dtype(args.dtype)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):  # numpy reads "a,b" as a record, "," as Python syntax
         raise BenchError(f"--dtype: {args.dtype!r} is not a numpy dtype") from None
     if o.dtype.kind not in "biufc" or not o.dtype.isnative:
         raise BenchError(f"--dtype: {o.dtype}; expected a native bool, int, uint, float or complex type")

@@ -53,7 +53,7 @@ from ..runtime import mpi as _mpi
 from ..sharding.chunks import (
     aligned_sharding, check_chunks, default_chunks, is_aligned, owned_chunks, writer_of_block,
 )
-from ..errors import ShardingError
+from ..errors import MeshError, ShardingError
 from .npy import (
     _NAME, CheckpointError, _agree, _agree_or_discard, _comm_of, _read_target_problem, _root_decides, _unlink_quietly,
 )
@@ -141,18 +141,21 @@ def _resolve_sharding(sharding, saved: dict | None):
         return sharding, None
     if not isinstance(saved, dict) or "sharding" not in saved:
         return None, "the file carries no meshrt sharding; pass a Sharding, not a Mesh"
-    if list(sharding.shape) != list(saved.get("mesh_shape", ())):
+    mesh_shape = saved.get("mesh_shape", [])
+    if not isinstance(mesh_shape, list):
+        return None, f"the file's meshrt attribute 'mesh_shape' is {mesh_shape!r}; expected a list of sizes"
+    if list(sharding.shape) != mesh_shape:
         return None, (f"the file was written on a mesh of shape {tuple(saved.get('mesh_shape', ()))}, "
                       f"but the given mesh has shape {sharding.shape}; pass a Sharding for this mesh")
     try:
         return Sharding.parse(saved["sharding"], sharding), None
-    except ShardingError as e:
+    except (ShardingError, MeshError) as e:
         return None, f"the saved sharding {saved['sharding']!r} does not parse on {sharding!r}: {e}"
 
 
-def _fill_block(comm, where, sharding, shape, dtype, read_block):
-    """A zeroed local buffer with this process's owned block filled by ``read_block(slices)``;
-    a failure anywhere raises the same CheckpointError everywhere."""
+def _fill_block(comm, where, sharding, shape, dtype, read_block, library):
+    """A zeroed local buffer with this process's owned block filled by ``read_block(slices)``
+    (which reads through ``library``); a failure anywhere raises the same CheckpointError everywhere."""
     _agree(comm, _read_target_problem(sharding, shape), where)
     problem = None
     local = np.zeros(sharding.local_shape(shape), dtype)
@@ -163,7 +166,8 @@ def _fill_block(comm, where, sharding, shape, dtype, read_block):
         if local[inner].size:
             local[inner] = read_block(slices)
     except Exception as e:  # noqa: BLE001 - reported on every process
-        problem = f"reading the block {[(s.start, s.stop) for s in slices]} failed: {type(e).__name__}: {e}"
+        problem = (f"reading the block {[(s.start, s.stop) for s in slices]} failed: {library} cannot read it "
+                   f"({type(e).__name__}: {e})")
     _agree(comm, problem, where)
     return local
 
@@ -397,10 +401,14 @@ def _open_zarr_array(zarr, path, name, where):
     found = _existing(path, path)
     if found is None:
         raise CheckpointError(f"no such file {path!r}")
+    problem = _zarr_metadata_problem(found)
+    if problem:
+        raise CheckpointError(f"{path!r} is not a Zarr store: {problem}")
     try:
         node = zarr.open(found, mode="r")
-    except Exception as e:  # noqa: BLE001
-        raise CheckpointError(f"{path!r} is not a Zarr store ({type(e).__name__}: {e})") from None
+    except Exception as e:  # noqa: BLE001 - zarr's own reading of its metadata
+        raise CheckpointError(f"{path!r} is not a Zarr store: zarr cannot read its metadata "
+                              f"({type(e).__name__}: {e})") from None
     if name is not None:
         if not isinstance(node, zarr.Group):
             raise CheckpointError(f"{path!r} is a Zarr array, not a group holding field {name!r}")
@@ -419,6 +427,35 @@ def _open_zarr_array(zarr, path, name, where):
             raise CheckpointError(f"{path!r} is a Zarr group; name one of its fields {keys}")
         return _open_zarr_array(zarr, path, fields[0], where)
     return found
+
+
+def _zarr_metadata_problem(store) -> str | None:
+    """The first wrong top-level field of a Zarr v3 ``zarr.json`` (field name and value), or None;
+    what zarr itself reads beyond these it reports on its own."""
+    meta_path = os.path.join(store, "zarr.json")
+    if not os.path.isfile(meta_path):
+        return None  # a Zarr v2 store (.zarray/.zgroup): zarr reads it
+    try:
+        with open(meta_path, "rb") as f:
+            meta = json.loads(f.read())
+    except (OSError, ValueError) as e:
+        return f"{meta_path!r} is not readable JSON ({e})"
+    if not isinstance(meta, dict):
+        return f"{meta_path!r} holds {type(meta).__name__} {meta!r:.60}; expected a JSON object"
+    for key, ok, want in (
+        ("zarr_format", lambda v: v == 3, "3"),
+        ("node_type", lambda v: v in ("array", "group"), "'array' or 'group'"),
+    ):
+        if not ok(meta.get(key)):
+            return f"{meta_path!r}: field {key!r} is {meta.get(key)!r}; expected {want}"
+    if meta["node_type"] == "array":
+        shape = meta.get("shape")
+        if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                                for n in shape)):
+            return f"{meta_path!r}: field 'shape' is {shape!r}; expected a list of non-negative integers"
+        if not isinstance(meta.get("attributes", {}), dict):
+            return f"{meta_path!r}: field 'attributes' is {meta.get('attributes')!r}; expected an object"
+    return None
 
 
 def from_zarr(path, sharding, name=None, *, factory=None):
@@ -446,7 +483,7 @@ def from_zarr(path, sharding, name=None, *, factory=None):
 
     def read_block(slices):
         return zarr.open_array(target, mode="r")[slices]
-    local = _fill_block(comm, where, sharding, shape, np.dtype(dtype), read_block)
+    local = _fill_block(comm, where, sharding, shape, np.dtype(dtype), read_block, "zarr")
     return _build(factory, local, sharding, shape, attrs)
 
 
@@ -458,7 +495,7 @@ def _resolved_everywhere(comm, sharding, attrs, where):
 
 def _build(factory, local, sharding, shape, attrs):
     periodic = None
-    if isinstance(attrs, dict) and attrs.get("periodic") is not None and len(attrs["periodic"]) == len(shape):
+    if isinstance(attrs, dict) and isinstance(attrs.get("periodic"), list) and len(attrs["periodic"]) == len(shape):
         periodic = tuple(bool(p) for p in attrs["periodic"])
     if factory is None:
         from ..tensor.distributed_tensor import DistributedTensor
@@ -736,7 +773,10 @@ def from_hdf5(path, name, sharding, *, factory=None):
             if d.dtype.hasobject or d.dtype.fields is not None:
                 raise CheckpointError(f"{path!r}: field {name!r} has dtype {d.dtype}, not a plain numeric dtype")
             saved = d.attrs.get("meshrt")
-            attrs = json.loads(saved) if isinstance(saved, (str, bytes)) else None
+            try:
+                attrs = json.loads(saved) if isinstance(saved, (str, bytes)) else None
+            except ValueError as e:
+                raise CheckpointError(f"{path!r}: field {name!r}: its 'meshrt' attribute is not JSON ({e})") from None
             return tuple(d.shape), d.dtype.str, attrs
 
     shape, dtype, attrs = _root_decides(comm, inspect, where)
@@ -745,7 +785,7 @@ def from_hdf5(path, name, sharding, *, factory=None):
     def read_block(slices):
         with h5py.File(path, "r") as f:
             return f[name][slices] if shape else f[name][()]
-    local = _fill_block(comm, where, sharding, shape, np.dtype(dtype), read_block)
+    local = _fill_block(comm, where, sharding, shape, np.dtype(dtype), read_block, "h5py")
     return _build(factory, local, sharding, shape, attrs)
 
 

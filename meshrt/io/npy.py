@@ -52,6 +52,7 @@ import os
 import re
 import secrets
 import shutil
+import tokenize
 from collections import namedtuple
 from typing import Callable, Mapping
 
@@ -548,7 +549,7 @@ def _read_header(path) -> tuple:
                 shape, fortran, dtype = npformat.read_array_header_2_0(fp)
             else:
                 raise CheckpointError(f"{path!r} has .npy format version {version}; meshrt reads 1.0 and 2.0")
-        except (ValueError, SyntaxError, EOFError) as e:
+        except (ValueError, SyntaxError, EOFError, tokenize.TokenError) as e:  # numpy reads the header as Python
             if isinstance(e, CheckpointError):
                 raise
             raise CheckpointError(f"{path!r} has a damaged .npy header ({e})") from None
@@ -557,6 +558,8 @@ def _read_header(path) -> tuple:
         raise CheckpointError(
             f"{path!r} holds dtype {dtype}, which contains Python objects (a pickle); meshrt does not read those"
         )
+    if dtype.itemsize == 0:  # MPI-IO would divide by the element size: a crash, not an error
+        raise CheckpointError(f"{path!r} holds dtype {dtype.str!r} of 0 bytes per element; meshrt reads sized dtypes")
     need = offset + math.prod(shape) * dtype.itemsize
     if size < need:
         raise CheckpointError(
@@ -909,7 +912,33 @@ def _read_manifest(dirpath):
         raise CheckpointError(f"{path!r} is not a meshrt state manifest")
     if manifest.get("version") != _STATE_VERSION:
         raise CheckpointError(f"{path!r} has manifest version {manifest.get('version')!r}; this meshrt reads {_STATE_VERSION}")
+    problem = _manifest_problem(manifest)
+    if problem:
+        raise CheckpointError(f"{path!r}: {problem}")
     return manifest
+
+
+def _manifest_problem(manifest) -> str | None:
+    """What is wrong with the fields `load_state` reads from a manifest (field name and value), or None."""
+    tensors = manifest.get("tensors")
+    if not isinstance(tensors, dict):
+        return f"field 'tensors' is {tensors!r}; expected an object of name to tensor entry"
+    if not isinstance(manifest.get("metadata", {}), dict):
+        return f"field 'metadata' is {manifest.get('metadata')!r}; expected an object"
+    for name, entry in tensors.items():
+        where = f"field 'tensors.{name}"
+        if not isinstance(entry, dict):
+            return f"{where}' is {entry!r}; expected an object with 'file' and 'shape'"
+        if not isinstance(entry.get("file"), str) or not entry["file"]:
+            return f"{where}.file' is {entry.get('file')!r}; expected the .npy file's name"
+        shape = entry.get("shape")
+        if not isinstance(shape, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                                  for n in shape):
+            return f"{where}.shape' is {shape!r}; expected a list of non-negative integers"
+        periodic = entry.get("periodic")
+        if periodic is not None and not (isinstance(periodic, list) and len(periodic) == len(shape)):
+            return f"{where}.periodic' is {periodic!r}; expected null or one flag per dim ({len(shape)})"
+    return None
 
 
 def load_state(dirpath, shardings, *, factory: Callable | None = None) -> tuple:
@@ -983,5 +1012,5 @@ def load_state(dirpath, shardings, *, factory: Callable | None = None) -> tuple:
             out[name] = factory(local, sharding, shape)
         else:
             out[name] = factory(local, sharding, shape, periodic=periodic)
-    return out, manifest["metadata"]
+    return out, manifest.get("metadata", {})
 

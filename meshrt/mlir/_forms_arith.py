@@ -214,7 +214,7 @@ def _call(p, name, pos, nres):
     p.expect(")")
     attrs = p.opt_attr_dict({})
     p.expect(":")
-    ft = p.type()
+    ft = p.function_type()
     attrs["callee"] = callee
     return _op(name, p.resolve(names, list(ft.inputs)), list(ft.results), attrs)
 

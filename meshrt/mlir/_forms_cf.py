@@ -85,8 +85,8 @@ def _affine_apply(p, name, pos, nres):
 
 @_custom("vector.constant_mask")
 def _vector_constant_mask(p, name, pos, nres):
-    sizes = p.attribute(typed=False)
-    attrs = p.opt_attr_dict({"mask_dim_sizes": tuple(sizes)})
+    sizes = p.array_attribute("mask_dim_sizes")
+    attrs = p.opt_attr_dict({"mask_dim_sizes": sizes})
     p.expect(":")
     return _op(name, [], [p.type()], attrs)
 
@@ -105,8 +105,8 @@ def _vector_multi_reduction(p, name, pos, nres):
     src = p.value_name()
     p.expect(",")
     acc = p.value_name()
-    dims = p.attribute(typed=False)
-    attrs = p.opt_attr_dict({"kind": kind, "reduction_dims": tuple(dims)})
+    dims = p.array_attribute("reduction_dims")
+    attrs = p.opt_attr_dict({"kind": kind, "reduction_dims": dims})
     p.expect(":")
     st = p.type()
     p.expect_keyword("to")

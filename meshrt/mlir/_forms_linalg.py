@@ -3,6 +3,8 @@ one reader per op, registered with `_custom` (see `meshrt.mlir._reader`)."""
 
 from __future__ import annotations
 
+import re
+
 from ._reader import _custom, _default_attrs, _element, _op
 from .ir import AffineDim, AffineMap, Block, Region, ScalarType, TensorType, Value
 
@@ -71,6 +73,14 @@ def _scalar_op(block_ops, name, operands, t):
 
 def _named_body(p, kind, in_types, out_types, pos):
     """The body mlir-opt prints for a named linalg op: block args = element types of ins and outs."""
+    want = 2 if kind in _LINALG_MATMUL_MAPS or kind in _LINALG_BINARY else 1
+    if len(in_types) != want or len(out_types) != 1:
+        p.error(f"'linalg.{kind}' expects {want} ins(...) and 1 outs(...) operand, found {len(in_types)} and "
+                f"{len(out_types)}", pos)
+    for t in in_types + out_types:
+        e = _element(t)
+        if not (isinstance(e, ScalarType) and _NAMED_ELEMENT.fullmatch(e.name)):
+            p.error(f"'linalg.{kind}': expected an integer, index or float (element) type, found {t}", pos)
     args = [Value(f"%in{i}", _element(t)) for i, t in enumerate(in_types)]
     args += [Value(f"%out{i}", _element(t)) for i, t in enumerate(out_types)]
     ops = []
@@ -99,6 +109,9 @@ def _named_body(p, kind, in_types, out_types, pos):
         y = [_scalar_op(ops, _LINALG_UNARY[kind], [a], out_t)]
     ops.append(_op("linalg.yield", y, []))
     return Region([Block(args, ops)])
+
+
+_NAMED_ELEMENT = re.compile(r"[su]?i\d+|index|bf16|f16|f32|f64|f80|f128")
 
 
 def _tensor_results(out_types):
@@ -134,14 +147,17 @@ def _linalg_perm(p, name, pos, nres):
     key = "permutation" if kind == "transpose" else "dimensions"
     p.expect_keyword(key)
     p.expect("=")
-    vals = p.attribute()
-    attrs = p.opt_attr_dict({key: tuple(vals)})
+    vals = p.array_attribute(key, typed=True)
+    attrs = p.opt_attr_dict({key: vals})
     operands = p.resolve(ins + outs, in_types + out_types)
     return _op(name, operands, _tensor_results(out_types), attrs, [_named_body(p, kind, in_types, out_types, pos)])
 
 
 def _short_body(p, name, in_types, out_types, reduce):
     """``{ arith.addf }``: the body that applies one scalar op to the block arguments."""
+    if not out_types or (reduce and not in_types):
+        p.error(f"'{name}' with a short body {{ op }} expects ins(...) and outs(...) operands, found "
+                f"{len(in_types)} ins and {len(out_types)} outs")
     p.expect("{")
     opname = p.ident("an operation name")
     attrs = p.opt_attr_dict({})
@@ -167,7 +183,7 @@ def _linalg_map_reduce(p, name, pos, nres):
     if reduce:
         p.expect_keyword("dimensions")
         p.expect("=")
-        attrs["dimensions"] = tuple(p.attribute())
+        attrs["dimensions"] = p.array_attribute("dimensions", typed=True)
     p.opt_attr_dict(attrs)
     if short_at is not None:
         end, p.pos = p.pos, short_at

@@ -86,7 +86,7 @@ def _scf_while(p, name, pos, nres):
                 break
             p.expect(",")
     p.expect(":")
-    ft = p.type()
+    ft = p.function_type()
     before = p.region(entry_args=[(n, t, q) for (n, q), t in zip(args, ft.inputs)], dialect="scf")
     p.expect_keyword("do")
     after = p.region(dialect="scf")

@@ -152,7 +152,7 @@ def _shard_shape(p, name, pos, nres):
 def _axes_kw(p, attrs, key):
     if p.keyword(key):
         p.expect("=")
-        attrs[key] = tuple(p.attribute(typed=False))
+        attrs[key] = p.array_attribute(key)
 
 
 @_custom("shard.process_multi_index", "shard.process_linear_index")
@@ -230,7 +230,7 @@ def _shard_collective(p, name, pos, nres):
             continue
         p.expect("=")
         if key == "grid_axes":
-            attrs[key] = tuple(p.attribute(typed=False))
+            attrs[key] = p.array_attribute(key)
         elif key == "reduction":
             attrs[key] = p.ident("a reduction kind")
         elif key in _DEVICE_KEYS:

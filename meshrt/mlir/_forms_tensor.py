@@ -45,7 +45,7 @@ def _tensor_extract(p, name, pos, nres):
     p.expect("]")
     attrs = p.opt_attr_dict({})
     p.expect(":")
-    t = p.type()
+    t = p.tensor_type()
     return _op(name, p.resolve([src] + idx, [t] + [_INDEX] * len(idx)), [t.element], attrs)
 
 
@@ -59,7 +59,7 @@ def _tensor_insert(p, name, pos, nres):
     p.expect("]")
     attrs = p.opt_attr_dict({})
     p.expect(":")
-    t = p.type()
+    t = p.tensor_type()
     return _op(name, p.resolve([v, dst] + idx, [t.element, t] + [_INDEX] * len(idx)), [t], attrs)
 
 
@@ -140,7 +140,7 @@ def _tensor_splat(p, name, pos, nres):
         p.expect("]")
     attrs = p.opt_attr_dict({})
     p.expect(":")
-    t = p.type()
+    t = p.tensor_type()
     return _op(name, p.resolve([v] + dyn, [t.element] + [_INDEX] * len(dyn)), [t], attrs)
 
 
@@ -149,7 +149,7 @@ def _from_elements(p, name, pos, nres):
     names = p.value_names()
     attrs = p.opt_attr_dict({})
     p.expect(":")
-    t = p.type()
+    t = p.tensor_type()
     return _op(name, p.resolve(names, [t.element] * len(names)), [t], attrs)
 
 
@@ -220,7 +220,7 @@ def _concat(p, name, pos, nres):
     names = p.value_names()
     attrs = p.opt_attr_dict({"dim": dim})
     p.expect(":")
-    ft = p.type()
+    ft = p.function_type()
     return _op(name, p.resolve(names, list(ft.inputs)), list(ft.results), attrs)
 
 

@@ -19,6 +19,7 @@ _SUFFIX_ID = re.compile(r"(?:[A-Za-z_$.-][\w$.-]*|\d+)")
 _VALUE = re.compile(r"%(?:[A-Za-z_$.-][\w$.-]*|\d+)(?:#\d+)?")
 _SYMBOL = re.compile(r'@(?:[A-Za-z_$.][\w$.-]*|"(?:[^"\\]|\\.)*")')
 _BLOCK = re.compile(r"\^[\w$.-]+")
+_BANG_NAME = re.compile(r"![\w$.-]+")
 _NUMBER = re.compile(r"[-+]?(?:0x[0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?)")
 _INT = re.compile(r"-?\d+")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -123,6 +124,14 @@ class _Lexer:
         if m:
             self.pos = m.end()
         return m
+
+    def must(self, rx, what) -> str:
+        """The text ``rx`` matches at the position (after whitespace), or an error ``expected <what>,
+        found ...`` there: the one way the reader takes a token it cannot do without."""
+        m = self.match(rx)
+        if not m:
+            self.error(f"expected {what}, found {self.snippet()}")
+        return m.group(0)
 
     def keyword(self, word: str) -> bool:
         self.ws()

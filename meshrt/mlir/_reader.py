@@ -230,8 +230,7 @@ class _Parser(_AttributeReader):
         op.results = values
 
     def generic_operation(self, pos) -> Operation:
-        m = self.match(_STRING)
-        name = _unquote(m.group(0))
+        name = _unquote(self.must(_STRING, "an operation name closed by '\"'"))
         self.expect("(")
         names = self.value_names()
         self.expect(")")
@@ -279,6 +278,8 @@ class _Parser(_AttributeReader):
         return self.block_ref(m.group(0), pos)
 
     def block_ref(self, label, pos):
+        if not self.labels:
+            self.error(f"block '{label}' named outside a region; successors and blocks live in a region", pos)
         blocks = self.labels[-1]
         if label not in blocks:
             blocks[label] = (Block(label=label), pos)
@@ -302,7 +303,7 @@ class _Parser(_AttributeReader):
             blocks.append(block)
         while self.peek("^"):
             pos = self.pos
-            label = self.match(_BLOCK).group(0)
+            label = self.must(_BLOCK, "a block label (^name)")
             block = self.block_ref(label, pos)
             if block in blocks:
                 self.error(f"redefinition of block '{label}'", pos)

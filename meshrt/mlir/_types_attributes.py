@@ -3,17 +3,21 @@ floats, dense literals, arrays, dictionaries, affine maps, dialect attributes) i
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 
 from ..sharding import text as _sharding_text
 from ..errors import ShardingError
-from ._lexer import _DIM, _IDENT, _NUMBER, _SCALAR, _STRING, _SYMBOL, _Lexer, _unquote
+from ._lexer import _BANG_NAME, _DIM, _IDENT, _NUMBER, _SCALAR, _STRING, _SYMBOL, _Lexer, _unquote
 from .ir import (
-    UNIT, AffineBinary, AffineConst, AffineDim, AffineMap, AffineSymbol, DenseElements, FunctionType, OpaqueAttr,
-    OpaqueType, ScalarType, SymbolRef, TensorType, TypeAttr,
+    _NUMPY, UNIT, AffineBinary, AffineConst, AffineDim, AffineMap, AffineSymbol, DenseElements, FunctionType,
+    OpaqueAttr, OpaqueType, ScalarType, SymbolRef, TensorType, TypeAttr,
 )
+
+
+_MAX_WIDTH = 16_777_215  # MLIR's IntegerType::kMaxWidth; wider, masks of 1 << width would not fit in memory
 
 
 class _TypeReader(_Lexer):
@@ -53,12 +57,13 @@ class _TypeReader(_Lexer):
             return TensorType(tuple(dims), elem, enc)
         m = _SCALAR.match(s, pos)
         if m:
-            self.pos = m.end()
-            return ScalarType(m.group(0))
-        if s.startswith("!", pos):
-            m = re.compile(r"![\w$.-]+").match(s, pos)
             name = m.group(0)
+            if name[0] in "sui" and name[-1].isdigit() and int(name.lstrip("sui")) > _MAX_WIDTH:
+                self.error(f"expected an integer width of at most {_MAX_WIDTH} bits (MLIR's limit), found {name}", pos)
             self.pos = m.end()
+            return ScalarType(name)
+        if s.startswith("!", pos):
+            name = self.must(_BANG_NAME, "a dialect type or type alias (!name)")
             if name in self.type_aliases and not s.startswith("<", self.pos):
                 return self.type_aliases[name]
             if s.startswith("<", self.pos):
@@ -72,6 +77,22 @@ class _TypeReader(_Lexer):
                 text += self.balanced()
             return OpaqueType(re.sub(r"\s+", "", text))
         self.error(f"expected a type, found {self.snippet()}")
+
+    def typed(self, kind, what):
+        """A type that must be a ``kind`` (`TensorType`, `FunctionType`, ...): else an error
+        ``expected <what>, found <type>`` where the type starts."""
+        self.ws()
+        pos = self.pos
+        t = self.type()
+        if not isinstance(t, kind):
+            self.error(f"expected {what}, found {t}", pos)
+        return t
+
+    def tensor_type(self):
+        return self.typed(TensorType, "a tensor type")
+
+    def function_type(self):
+        return self.typed(FunctionType, "a function type such as (T1, T2) -> R")
 
     def types_until(self, close):
         out = []
@@ -126,7 +147,7 @@ class _AttributeReader(_TypeReader):
         while True:
             self.ws()
             if self.peek('"'):
-                key = _unquote(self.match(_STRING).group(0))
+                key = _unquote(self.must(_STRING, "a string literal closed by '\"'"))
             else:
                 key = self.ident("an attribute name")
             out[key] = self.attribute() if self.accept("=") else UNIT
@@ -144,15 +165,14 @@ class _AttributeReader(_TypeReader):
         s, pos = self.s, self.pos
         c = s[pos] if pos < len(s) else ""
         if c == "@":
-            m = self.match(_SYMBOL)
-            names = [m.group(0)[1:]]
+            names = [self.must(_SYMBOL, "a symbol name (@name)")[1:]]
             while self.s.startswith("::@", self.pos):
                 self.pos += 2
-                names.append(self.match(_SYMBOL).group(0)[1:])
+                names.append(self.must(_SYMBOL, "a symbol name (@name)")[1:])
             names = [_unquote(n) if n.startswith('"') else n for n in names]
             return SymbolRef(names[0], tuple(names[1:]))
         if c == '"':
-            v = _unquote(self.match(_STRING).group(0))
+            v = _unquote(self.must(_STRING, "a string literal closed by '\"'"))
             if typed and self.peek(":") and not self.peek("::"):
                 self.expect(":")
                 self.type()
@@ -201,6 +221,15 @@ class _AttributeReader(_TypeReader):
         if self.starts_type():
             return TypeAttr(self.type())
         self.error(f"expected an attribute value, found {self.snippet()}")
+
+    def array_attribute(self, what, typed=False) -> tuple:
+        """An array attribute (``[1, 2]``, ``array<i64: 1, 2>``); else an error naming ``what``."""
+        self.ws()
+        pos = self.pos
+        v = self.attribute(typed=typed)
+        if not isinstance(v, tuple):
+            self.error(f"expected {what} as an array such as [0, 1], found {self.s[pos:self.pos].strip()!r}", pos)
+        return v
 
     def number(self, typed=True):
         pos = self.pos
@@ -256,18 +285,28 @@ class _AttributeReader(_TypeReader):
         if not typ.is_static:
             self.error(f"dense elements need a static shape, got {typ}", pos)
         elem = typ.element
-        dtype = np.float32 if getattr(elem, "name", "") == "bf16" else elem.numpy_dtype
+        if not isinstance(elem, ScalarType) or (elem.name != "bf16" and elem.name not in _NUMPY):
+            self.error(f"dense elements of {typ}: expected an integer, index or float element type, found {elem}",
+                       pos)
+        dtype = np.float32 if elem.name == "bf16" else elem.numpy_dtype
         shape = typ.shape
         if isinstance(content, _Hex):  # raw little-endian bytes
-            raw = np.frombuffer(bytes.fromhex(content[2:]), dtype=np.dtype(dtype).newbyteorder("<"))
+            data = _hex_bytes(content[2:])
+            size, count = np.dtype(dtype).itemsize, math.prod(shape)
+            if data is None or len(data) % size or len(data) // size not in (1, count):
+                self.error(f"dense hex literal of {typ}: expected {count * size} bytes (or {size} for a splat) "
+                           f"as pairs of hex digits, found {content!r}", pos)
+            raw = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"))
             arr = raw.astype(dtype)
             splat = arr.size == 1 and int(np.prod(shape)) != 1
             arr = np.broadcast_to(arr.reshape(()), shape) if splat else arr.reshape(shape)
         elif empty:
+            if math.prod(shape) != 0:
+                self.error(f"dense<> holds no elements, but {typ} has {math.prod(shape)}", pos)
             arr, splat = np.zeros(shape, dtype), False
         elif not isinstance(content, list):
             splat = True
-            arr = np.broadcast_to(np.asarray(_cast_scalar(content, dtype), dtype=dtype), shape)
+            arr = np.broadcast_to(np.asarray(_cast_scalar(self, content, dtype, pos), dtype=dtype), shape)
         else:
             flat = []
 
@@ -280,7 +319,7 @@ class _AttributeReader(_TypeReader):
                 else:
                     if depth != len(shape):
                         self.error(f"dense literal does not have the shape of {typ}", pos)
-                    flat.append(_cast_scalar(x, dtype))
+                    flat.append(_cast_scalar(self, x, dtype, pos))
             walk(content, 0)
             arr = np.asarray(flat, dtype=dtype).reshape(shape)
             splat = False
@@ -300,7 +339,7 @@ class _AttributeReader(_TypeReader):
                     self.expect(",", "',' or ']'")
             return items
         if self.peek('"'):
-            text = _unquote(self.match(_STRING).group(0))
+            text = _unquote(self.must(_STRING, "a string literal closed by '\"'"))
             if not text.startswith("0x"):
                 self.error("expected a hex string in dense<...>")
             return _Hex(text)
@@ -431,7 +470,12 @@ def _affine_bin(op, lhs, rhs):
     return AffineBinary(op, lhs, rhs)
 
 
-def _cast_scalar(x, dtype):
+def _hex_bytes(digits):
+    """``"0a0b"`` -> ``b"\\n\\x0b"``; None when not pairs of hex digits."""
+    return bytes.fromhex(digits) if re.fullmatch(r"(?:[0-9a-fA-F]{2})*", digits) else None
+
+
+def _cast_scalar(p, x, dtype, pos):
     """One dense literal (its text) as a value of ``dtype``; integers wrap as MLIR stores them."""
     dt = np.dtype(dtype)
     if isinstance(x, bool):
@@ -439,8 +483,13 @@ def _cast_scalar(x, dtype):
     hexa = x.lower().lstrip("+-").startswith("0x")
     if dt.kind == "f":
         if hexa:  # a float given by its bits
-            return np.frombuffer(int(x, 16).to_bytes(dt.itemsize, "little"), dtype=dt)[0]
+            v = int(x, 16)
+            if not 0 <= v < 1 << (8 * dt.itemsize):
+                p.error(f"dense literal {x}: expected the {8 * dt.itemsize} bits of a {dt} value, found more", pos)
+            return np.frombuffer(v.to_bytes(dt.itemsize, "little"), dtype=dt)[0]
         return float(x)
+    if not hexa and not re.fullmatch(r"[-+]?\d+", x):
+        p.error(f"dense literal {x}: expected an integer for element type {dt}, found a float", pos)
     v = int(x, 16) if hexa else int(x)
     if dt.kind == "b":
         return bool(v & 1)
@@ -457,6 +506,9 @@ def _literal(p, text, typ, pos):
     if text.lower().lstrip("+-").startswith("0x"):
         v = int(text, 16)
         if is_float_type:
+            bits = 16 if typ.name == "bf16" else 8 * typ.numpy_dtype.itemsize
+            if not 0 <= v < 1 << bits:
+                p.error(f"hexadecimal float literal {text}: expected the {bits} bits of a {typ}, found more", pos)
             dt = np.float32 if typ.name == "bf16" else typ.numpy_dtype
             if typ.name == "bf16":
                 return float(np.frombuffer((v << 16).to_bytes(4, "little"), dtype=np.float32)[0])
@@ -469,7 +521,7 @@ def _literal(p, text, typ, pos):
 
 def _wrap_int(v, typ):
     """An integer as MLIR stores it in a typed attribute: ``255 : i8`` is -1, ``1 : i1`` is true."""
-    if not isinstance(typ, ScalarType) or typ.name == "index" or typ.is_float:
+    if not isinstance(typ, ScalarType) or not re.fullmatch(r"[su]?i\d+", typ.name) or typ.width == 0:
         return v
     w = typ.width
     if typ.name == "i1":

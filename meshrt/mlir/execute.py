@@ -26,6 +26,7 @@ array([1., 1., 1.])
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
@@ -51,6 +52,11 @@ _COMMUNICATING = frozenset([
 ])
 
 
+# operand counts of the scalar ops (arith, math) the executor runs: the operands their templates name
+_SCALAR_ARITY = {n: 1 + max(map(int, re.findall(r"\{(\d)\}", str(t))), default=0) for n, t in L.SCALAR_OPS.items()}
+_SCALAR_ARITY.update({"arith.cmpi": 2, "arith.cmpf": 2})
+
+
 @functools.lru_cache(maxsize=None)
 def _dtype(t) -> np.dtype:
     if isinstance(t, TensorType):
@@ -70,8 +76,8 @@ def _mixed(op, key):
 
 
 def _callee(op) -> str:
-    c = op.attributes.get("callee")
-    return getattr(c, "name", c)
+    c = getattr(op.attributes.get("callee"), "name", op.attributes.get("callee"))
+    return c if isinstance(c, str) else str(c)  # not a symbol: named as written, found in no module
 
 
 def _functions_reached(module: Module, name: str) -> list:
@@ -102,6 +108,8 @@ def is_partitioned(module: Module, name: str) -> bool:
 def check_function(module: Module, name: str) -> None:
     """Raise `MLIRError` at the first op of ``@name`` (or a callee) that cannot run."""
     for f in _functions_reached(module, name):
+        if not f.regions or not f.regions[0].blocks:
+            raise MLIRError(f"{f.location}: @{f.attributes.get('sym_name')} is a declaration (no body); it cannot run")
         _check_ops(f.regions[0].blocks, f.attributes.get("sym_name"))
 
 
@@ -111,13 +119,17 @@ def _check_ops(blocks, where, sharded=None):
                    for r in x.results}
     for block in blocks:
         for op in block.operations:
-            if op.name == "shard.get_sharding" and op.operands[0] not in sharded:
-                raise MLIRError(f"{op.location}: unsupported op 'shard.get_sharding' of {op.operands[0].name}, "
+            if op.name == "shard.get_sharding" and (not op.operands or op.operands[0] not in sharded):
+                raise MLIRError(f"{op.location}: unsupported op 'shard.get_sharding' of "
+                                f"{op.operands[0].name if op.operands else 'no operand'}, "
                                 "which no shard.shard defines: the program does not say its sharding (in @"
                                 f"{where})")
             if (op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
                     and op.name not in TOSA_OPS):
                 raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{where})")
+            problem = _structure_problem(op)
+            if problem:
+                raise MLIRError(f"{op.location}: '{op.name}' {problem}")
             if op.name in TOSA_OPS:
                 tosa_function(op)  # its attributes and element types, checked before anything runs
             if op.name in L.LINALG_OPS:
@@ -125,7 +137,7 @@ def _check_ops(blocks, where, sharded=None):
                     for b in r.blocks:
                         L.check_body(b, f"'{op.name}' at {op.location}")
             elif op.name == "tensor.pad":
-                for b in op.regions[0].blocks:
+                for b in (b for r in op.regions for b in r.blocks):
                     for o in b.operations:
                         if o.name not in ("tensor.yield", "arith.constant"):
                             raise MLIRError(f"{o.location}: unsupported op '{o.name}' in a tensor.pad body "
@@ -133,6 +145,38 @@ def _check_ops(blocks, where, sharded=None):
             else:
                 for r in op.regions:
                     _check_ops(r.blocks, where, sharded)
+
+
+def _is_int_tuple(v):
+    return isinstance(v, tuple) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+
+
+def _structure_problem(op):
+    """What the executor needs of an op's shape (operand counts, regions, attribute kinds) that the
+    generic form can leave out, or None: said before the run, at the op."""
+    name, a = op.name, op.attributes
+    if name in L.SCALAR_OP_NAMES:
+        want = _SCALAR_ARITY.get(name, 1)
+        if len(op.operands) != want or len(op.results) != 1:
+            return f"takes {want} operand(s) and gives 1 result, found {len(op.operands)} and {len(op.results)}"
+    if name in L.LINALG_OPS:
+        if len(op.regions) != 1 or not op.regions[0].blocks:
+            return "needs its body region"
+        maps = a.get("indexing_maps")
+        if maps is not None and not (isinstance(maps, tuple) and all(isinstance(m, AffineMap) for m in maps)):
+            return f"indexing_maps: expected an array of affine maps, found {maps!r}"
+        iters = a.get("iterator_types")
+        if iters is not None and not isinstance(iters, tuple):
+            return f"iterator_types: expected an array, found {iters!r}"
+        if not op.results and not op.operands:
+            return "has no operands"
+    if name == "tensor.pad":
+        if len(op.regions) != 1 or not op.regions[0].blocks:
+            return "needs its body region (the padding value)"
+        for key in ("static_low", "static_high"):
+            if not _is_int_tuple(a.get(key)):
+                return f"{key}: expected an array of integers, found {a.get(key)!r}"
+    return None
 
 
 def _grid_shape(module, name, where):
@@ -227,7 +271,7 @@ class Program:
                 res = run(env)
             except MLIRError:
                 raise
-            except (ValueError, TypeError, IndexError) as e:  # meshrt's errors are ValueErrors
+            except (ValueError, TypeError, IndexError, ArithmeticError) as e:  # meshrt's errors are ValueErrors
                 op = block.operations[[s[0] for s in steps].index(run)]
                 raise MLIRError(f"{op.location}: '{op.name}' failed on process {self.comm.rank}: "
                                 f"{type(e).__name__}: {e}") from e
@@ -296,6 +340,10 @@ def _coerce(a, t, f, i):
             raise MLIRError(f"{where}: expected element type {t.element} ({dt}), got {a.dtype}")
         return a
     if isinstance(t, ScalarType):
+        if np.ndim(a) != 0:
+            raise MLIRError(f"{where}: expected a scalar {t}, got an array of shape {np.shape(a)}")
+        if not np.can_cast(np.asarray(a).dtype, _dtype(t), casting="same_kind"):
+            raise MLIRError(f"{where}: expected a scalar {t} ({_dtype(t)}), got a {np.asarray(a).dtype} value")
         return _dtype(t).type(a)
     return a
 
@@ -771,6 +819,8 @@ def function_shardings(program: Program, name: str):
     f = program.module.functions().get(name)
     if f is None:
         _functions_reached(program.module, name)
+    if not f.regions or not f.regions[0].blocks:
+        raise MLIRError(f"{f.location}: @{name} is a declaration (no body); it names no shardings")
     block = f.regions[0].entry
     defs = {}
     for op in f.walk():
@@ -789,9 +839,8 @@ def function_shardings(program: Program, name: str):
         users = [op for op in block.operations if op.name == "shard.shard" and op.operands[0] is a]
         users.sort(key=lambda o: "annotate_for_users" in o.attributes)
         args.append(sharding_of(users[0]) if users else None)
-    ret = block.operations[-1]
     results = []
-    for v in ret.operands:
+    for v in block.operations[-1].operands if block.operations else ():
         d = defs.get(v)
         results.append(sharding_of(d) if d is not None and d.name == "shard.shard" else None)
     return args, results

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from . import _forms_arith, _forms_cf, _forms_linalg, _forms_scf, _forms_shard, _forms_tensor  # noqa: F401  (register the custom forms)
 from . import _forms_sdy, _forms_stablehlo  # noqa: F401  (Shardy and the StableHLO JAX prints)
+from ..errors import MLIRError
 from ._reader import _Parser
 from .ir import Module
 
@@ -26,7 +27,17 @@ __all__ = ["parse", "parse_file"]
 def parse(text: str, filename: str = "<string>") -> Module:
     """Parse MLIR text into a `Module` (the body of its ``builtin.module`` if it has one)."""
     p = _Parser(text, filename)
-    ops = p.top_level()
+    try:
+        ops = p.top_level()
+    except RecursionError:
+        p.error("brackets or regions nested too deeply for the reader")
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+        if isinstance(e, MLIRError):
+            raise
+        # the last resort: every refusal is meant to be an MLIRError said where it arises (the fuzzing of
+        # tests/test_fuzz_readers.py checks that); one that is not still gets the place, as a bug
+        raise MLIRError(f"{p.loc()}: internal error of meshrt's MLIR reader (a bug, please report it): "
+                        f"{type(e).__name__}: {e}") from e
     attrs = {}
     if len(ops) == 1 and ops[0].name == "builtin.module" and ops[0].regions and ops[0].regions[0].blocks:
         attrs = ops[0].attributes
@@ -36,5 +47,12 @@ def parse(text: str, filename: str = "<string>") -> Module:
 
 def parse_file(path) -> Module:
     """Parse an ``.mlir`` file (locations name ``path``)."""
-    with open(path) as f:
-        return parse(f.read(), str(path))
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise MLIRError(f"{path}:{line}:{col}: expected UTF-8 text, found byte {data[e.start]:#04x}") from None
+    return parse(text.replace("\r\n", "\n").replace("\r", "\n"), str(path))  # as open() in text mode

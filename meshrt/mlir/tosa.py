@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MLIRError
-from .ir import DenseElements, TensorType
+from .ir import _NUMPY, DenseElements, OpaqueType, ScalarType, TensorType
 
 __all__ = ["TOSA_OPS", "tosa_function"]
 
@@ -116,7 +116,13 @@ def _clamp(op):
     lo, hi = op.attributes.get("min_val"), op.attributes.get("max_val")
     if lo is None or hi is None:
         raise MLIRError(f"{op.location}: 'tosa.clamp' needs min_val and max_val attributes")
-    lo, hi = dt.type(lo), dt.type(hi)
+    for key, v in (("min_val", lo), ("max_val", hi)):
+        if not isinstance(v, (int, float)):
+            raise MLIRError(f"{op.location}: 'tosa.clamp' {key}: expected a number, found {v!r}")
+    try:
+        lo, hi = dt.type(lo), dt.type(hi)
+    except OverflowError:  # numpy's test of whether a Python number fits the type
+        raise MLIRError(f"{op.location}: 'tosa.clamp' bounds [{lo}, {hi}] do not fit its element type {dt}") from None
     if dt.kind == "f" and _ignore_nan(op):
         return lambda x: _wrap(np.where(np.isnan(x), lo, np.clip(x, lo, hi)), dt)
     return lambda x: _wrap(np.clip(x, lo, hi), dt)
@@ -174,6 +180,8 @@ def _reshape(op):
 
 def _transpose(op):
     perms = op.attributes.get("perms")
+    if perms is not None and not (isinstance(perms, tuple) and all(isinstance(p, int) for p in perms)):
+        raise MLIRError(f"{op.location}: 'tosa.transpose' perms: expected an array of integers, found {perms!r}")
     if perms is not None:
         perms = tuple(int(p) for p in perms)
         return lambda x, *rest: np.ascontiguousarray(np.transpose(x, perms))
@@ -225,9 +233,42 @@ TOSA_OPS = {
 }
 
 
+# how many operands each op takes (the zero points and shapes of TOSA 1.0 are operands); others: 1
+_OPERANDS = {
+    "tosa.add": (2,), "tosa.sub": (2,), "tosa.mul": (2, 3), "tosa.negate": (1, 3), "tosa.maximum": (2,),
+    "tosa.minimum": (2,), "tosa.reshape": (1, 2), "tosa.transpose": (1, 2), "tosa.const": (0,),
+    "tosa.const_shape": (0,), "tosa.matmul": (2, 4),
+}
+
+
+def _signature_problem(op):
+    """What is wrong with the op's operand and result types for its function, or None: one result,
+    tensors of numpy's integer and float types (and ``!tosa.shape`` values), as many operands as it takes."""
+    counts = _OPERANDS.get(op.name, (1,))
+    if len(op.operands) not in counts:
+        return f"takes {' or '.join(map(str, counts))} operands, found {len(op.operands)}"
+    if len(op.results) != 1:
+        return f"gives one result, found {len(op.results)}"
+    for what, t in [("operand", v.type) for v in op.operands] + [("result", r.type) for r in op.results]:
+        shape = isinstance(t, OpaqueType) and str(t).startswith("!tosa.shape")
+        if not shape and not (isinstance(t, TensorType) and isinstance(t.element, ScalarType)
+                              and t.element.name in _NUMPY):
+            return f"{what} type {t}: expected a tensor of integers or floats"
+    if op.name == "tosa.const_shape" or op.name == "tosa.transpose" and len(op.operands) == 2:
+        return None
+    if not isinstance(op.results[0].type, TensorType):
+        return f"result type {op.results[0].type}: expected a tensor of integers or floats"
+    if op.name not in ("tosa.const",) and not isinstance(op.operands[0].type, TensorType):
+        return f"operand type {op.operands[0].type}: expected a tensor of integers or floats"
+    return None
+
+
 def tosa_function(op):
     """``fn(*operand values) -> result`` for one tosa op (`MLIRError` for an op outside `TOSA_OPS`)."""
     make = TOSA_OPS.get(op.name)
     if make is None:
         raise MLIRError(f"{op.location}: unsupported op '{op.name}'")
+    problem = _signature_problem(op)
+    if problem:
+        raise MLIRError(f"{op.location}: '{op.name}' {problem}")
     return make(op)

@@ -47,6 +47,10 @@ def verify(module: Module) -> Module:
     """Raise `MLIRError` for the first invalid op (in text order); return the module when it is valid."""
     grids = {}
     for op in module.operations:
+        if op.name in ("shard.grid", "func.func") and not isinstance(op.attributes.get("sym_name"), str):
+            _fail(op, f"sym_name: expected a symbol name (a string), got {op.attributes.get('sym_name')!r}")
+        if op.name == "func.func" and len(op.regions) != 1:
+            _fail(op, f"expects one region (the body, empty for a declaration), found {len(op.regions)}")
         if op.name == "shard.grid":
             name = op.attributes.get("sym_name")
             if name in grids:
@@ -186,7 +190,7 @@ def _verify_sharding(op, grids):
     if "partial_type" in a:
         if a["partial_type"] not in _REDUCTIONS:
             _fail(op, f"partial_type: unknown reduction kind {a['partial_type']!r}; expected one of {_REDUCTIONS}")
-        _check_axes(op, "partial_axes", a.get("partial_axes", ()), name, shape)
+        _check_axes(op, "partial_axes", _int_tuple(op, "partial_axes", a.get("partial_axes", ())), name, shape)
         if set(a.get("partial_axes", ())) & {x for dim in split for x in dim}:
             _fail(op, "partial_axes: an axis cannot be both split and partial")
 
@@ -244,11 +248,15 @@ def _verify_collective(op, grids):
     if not op.operands or not op.results:
         _fail(op, "needs an input operand and a result")
     src, dst = op.operands[0].type, op.results[0].type
+    if not (isinstance(src, TensorType) and isinstance(dst, TensorType)):
+        _fail(op, f"expects a ranked tensor operand and result, found {src} -> {dst}")
     rank = src.rank if isinstance(src, TensorType) else None
     for key in tensor_axes:
         if key not in a:
             _fail(op, f"{key}: missing")
         v = a[key]
+        if not isinstance(v, int) or isinstance(v, bool):
+            _fail(op, f"{key}: expected an integer, got {v!r}")
         if rank is not None and not 0 <= v < rank:
             _fail(op, f"{key}: {v} is out of bounds [0, {rank}) for operand type {src}")
     if device_key is not None and (device_key in a or device_key != "source"):
@@ -265,6 +273,8 @@ def _verify_collective(op, grids):
         if len(op.operands) != 1 + dynamic:
             _fail(op, f"{device_key}: {dynamic} dynamic coordinates but {len(op.operands) - 1} index operands")
     if op.name == "shard.shift":
+        if not isinstance(a.get("offset", 0), int) or isinstance(a.get("offset"), bool):
+            _fail(op, f"offset: expected an integer, got {a.get('offset')!r}")
         if a.get("shift_axis") not in axes:
             _fail(op, f"shift_axis: {a.get('shift_axis')} must be one of the grid_axes {_fmt(axes)}")
     if isinstance(src, TensorType) and isinstance(dst, TensorType):

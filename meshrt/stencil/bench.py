@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -140,6 +141,15 @@ def _run(args, world) -> int:
         if rank == 0:
             print(f"meshrt bench stencil: error: --procs {args.procs!r} must list counts between 1 and {size}; "
                   "--steps and --reps must be >= 1", file=sys.stderr)
+        return 2
+    problem = None
+    if args.local is not None and args.local < 1:
+        problem = f"--local {args.local}: expected at least 1 cell per side"
+    elif args.json is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        problem = f"--json {args.json}: directory {os.path.dirname(os.path.abspath(args.json))!r} does not exist"
+    if problem:  # found now, not after the sweep; the same on every process
+        if rank == 0:
+            print(f"meshrt bench stencil: error: {problem}", file=sys.stderr)
         return 2
     say = print if rank == 0 else (lambda *a, **k: None)
     say(f"# meshrt bench stencil: {args.ndim}-D {'wave (5-point leapfrog)' if args.ndim == 2 else 'heat (7-point)'}, "
