@@ -24,7 +24,8 @@ REGISTERED = {"collectives/common.py": "the collectives' shared check: runs unde
               "collectives/move.py": "the collectives: each runs under its compiled front's mark",
               "collectives/p2p.py": "the collectives: each runs under its compiled front's mark",
               "bench/__init__.py": "the raw mpi4py side of each measurement",
-              "bench/cases.py": "the raw mpi4py side of each measurement"}
+              "bench/cases.py": "the raw mpi4py side of each measurement",
+              "bench/compare.py": "the benchmark's own coordination of IMB-MPI1 and the C loop beside meshrt"}
 
 # Methods of the communicator classes that neither communicate nor wait: queries, local
 # handles, persistent point-to-point requests (created locally; started elsewhere).

@@ -367,9 +367,13 @@ def test_from_zarr_chunks_disagree_with_metadata(tmp_path, sharding):
     pytest.importorskip("zarr")
     path = tmp_path / "u.zarr"
     meshrt.DistributedTensor.from_global(np.arange(8.0).reshape(4, 2), sharding).to_zarr(str(path))
-    meta = json.loads((path / "zarr.json").read_text())
+    array_json = path / "u" / "zarr.json"  # to_zarr writes a group holding the array under the path's stem
+    meta = json.loads(array_json.read_text())
     meta["chunk_grid"]["configuration"]["chunk_shape"] = [4, 22]
-    (path / "zarr.json").write_text(json.dumps(meta))
+    array_json.write_text(json.dumps(meta))
+    group = json.loads((path / "zarr.json").read_text())  # and its consolidated copy, which readers use
+    group["consolidated_metadata"]["metadata"]["u"]["chunk_grid"]["configuration"]["chunk_shape"] = [4, 22]
+    (path / "zarr.json").write_text(json.dumps(group))
     with pytest.raises(CheckpointError, match=r"reading the block \[\(0, 4\), \(0, 2\)\] failed: zarr cannot read it "
                                               r"\(ValueError: "):
         meshrt.DistributedTensor.from_zarr(str(path), sharding)
