@@ -763,7 +763,8 @@ def from_series(path, name, step=None, sharding=None, *, index=None, factory=Non
     i, shape, dtype, attrs = _root_decides(comm, inspect, where)
     resolved, problem = _resolve_sharding(sharding, attrs)
     _agree(comm, problem, where)
-    local = _fill_block(comm, where, resolved, shape, np.dtype(dtype), read(i))
+    library = "zarr" if os.path.isdir(path) else "h5py"
+    local = _fill_block(comm, where, resolved, shape, np.dtype(dtype), read(i), library)
     return _build(factory, local, resolved, shape, attrs)
 
 
