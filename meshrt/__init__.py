@@ -47,7 +47,7 @@ from . import io  # noqa: F401  (meshrt.io: the file formats; wires DistributedT
 from .spmd import spmd
 
 # Module paths from before the package had a folder per concept, kept for users' imports
-# (``from meshrt.io.formats import ...``, ``import meshrt.sharding.chunks``): each names the module's new home.
+# (``from meshrt.formats import ...``, ``import meshrt.chunks``): each names the module's new home.
 _MOVED = {"formats": "io.formats", "vtk": "io.vtk", "chunks": "sharding.chunks", "matmul": "tensor.matmul",
           "stencil_bench": "stencil.bench", "mpiexec": "runtime.mpiexec"}
 for _old, _new in _MOVED.items():

@@ -2,7 +2,7 @@
 
 ``npy`` writes and reads one standard ``.npy`` file per tensor and the checkpoints of
 `save_state`/`load_state`, with the helpers every format shares (agreement on a write, crash-safe
-commits); ``formats`` is Zarr and HDF5 (+ XDMF); ``vtk`` writes ParaView"s ``.pvti``/``.vti``.
+commits); ``formats`` is Zarr and HDF5 (+ XDMF); ``vtk`` writes ParaView's ``.pvti``/``.vti``.
 The chunk grids of files against a sharding are pure arithmetic, in `meshrt.sharding.chunks`.
 
 >>> save_state("ckpt", {"u": u, "v": v})                  # doctest: +SKIP
