@@ -157,14 +157,14 @@ def _all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None,
         send = x if x.flags.c_contiguous else _contiguous(x)
         buf = _empty(shape, x.dtype) if out is None else _result(out, oshape, x.dtype, "all_gather")
         post = None
-    else:
-        send = _contiguous(np.moveaxis(x, axis, 0))
+    else:  # the pieces arrive one after another, each in x's own layout, and are concatenated once
+        send = x if x.flags.c_contiguous else _contiguous(x)
         if out is not None:
             _result(out, oshape, x.dtype, "all_gather")
-        buf = _empty(shape, x.dtype)
+        buf = _empty(sum(counts) // x.itemsize, x.dtype)
 
         def post(b):
-            return _into(out, _back(b, axis))
+            return _concatenate_pieces(b, x, axis, counts, displs, oshape, out)
 
     if equal:
         if direct:
@@ -220,6 +220,27 @@ def _layout(sizes, x, axis):
         displs[k] = displs[k - 1] + counts[k - 1]
     shape = (sum(sizes),) + x.shape[:axis] + x.shape[axis + 1:]
     return counts, displs, min(counts) == max(counts), shape
+
+
+def _concatenate_pieces(buf, x, axis, counts, displs, oshape, out):
+    """The gathered pieces, each C-ordered in ``x``'s layout at its byte displacement in the flat
+    ``buf``, concatenated along ``axis`` into ``out`` (or a new array): one copy, and no
+    temporary the size of the result beside ``buf``.
+
+    >>> x = np.zeros((2, 1), int)
+    >>> _concatenate_pieces(np.arange(6), x, 1, [16, 32], [0, 16], (2, 3), None)
+    array([[0, 2, 3],
+           [1, 4, 5]])
+    """
+    res = _empty(oshape, x.dtype) if out is None else out
+    inner = math.prod(x.shape[:axis] + x.shape[axis + 1:]) * x.itemsize
+    if inner == 0 or res.size == 0:
+        return res
+    pieces = []
+    for c, d in zip(counts, displs):
+        shape = x.shape[:axis] + (c // inner,) + x.shape[axis + 1:]
+        pieces.append(buf[d // x.itemsize:(d + c) // x.itemsize].reshape(shape))
+    return np.concatenate(pieces, axis=axis, out=res)
 
 
 def _gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=True):
@@ -296,9 +317,10 @@ def _gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=
     if axis == 0:
         send = x if x.flags.c_contiguous else _contiguous(x)
         post = None
-    else:
-        send = _contiguous(np.moveaxis(x, axis, 0))
-        post = (lambda b: _back(b, axis)) if me else None
+    else:  # as in all_gather: the pieces in x's own layout, concatenated once on the root
+        send = x if x.flags.c_contiguous else _contiguous(x)
+        post = (lambda b: _concatenate_pieces(b, x, axis, counts, displs, oshape, None)) if me else None
+        shape = (sum(counts) // x.itemsize,)
     buf = _empty(shape, x.dtype) if me else None
     if equal:
         if direct:
