@@ -282,6 +282,14 @@ class ContractionPlan:
                 self.result, self.final, self.out_shape)
         return self._cache["out"]
 
+    @property
+    def ring(self):
+        """``(operand, dim, mesh axis)`` whose all_gather runs as a ring of shifts overlapped with
+        the local multiply (`_ring_operand`), or None."""
+        if "ring" not in self._cache:
+            self._cache["ring"] = _ring_operand(self, self.shapes, self.result.mesh.shape)
+        return self._cache["ring"]
+
     def collectives(self) -> list:
         """``(stage, ReshardStep)`` for every step that runs, in order; stage is
         ``"operand i"`` or ``"result"``."""
@@ -310,6 +318,10 @@ class ContractionPlan:
                 lines.append("    used as is")
             for st in rp.steps if rp is not None else ():
                 lines.append(f"    {st}")
+                if self.ring is not None and self.ring[0] == i and st.op == "all_gather":
+                    n = mesh.shape[self.ring[2]]
+                    lines.append(f"      as a ring: {n - 1} shift(s) of one piece, each overlapped with the "
+                                 "multiply of the piece before")
             if rp is not None:
                 lines.append(f"    -> <{rp.dst}>")
         lines.append(f"  local {c.op} on each device's blocks -> <{self.result}>")
@@ -610,13 +622,105 @@ def _as_operands(op, operands):
     return out
 
 
+#: an all_gather feeding a contraction runs as a ring (`_ring_operand`) from this many gathered
+#: elements per process (below, one collective's latency beats n-1 shifts) ...
+RING_MIN_ELEMENTS = 1 << 18
+#: ... on groups up to this size (a ring's steps grow with the group)
+RING_MAX_GROUP = 64
+
+
+def _ring_operand(plan: ContractionPlan, shapes, mesh_shape):
+    """``(k, d, axis)`` when operand ``k``'s reshard is one all_gather of equal pieces along its
+    dim ``d`` over the single mesh axis ``axis`` (and no other dim of operand ``k`` has ``d``'s
+    label), gathering at least `RING_MIN_ELEMENTS` per process on a group of at most
+    `RING_MAX_GROUP`: the local multiply then runs piece by piece while the pieces go round a
+    ring, each process holding two pieces instead of the gathered operand (`_ring_contract`).
+    Else None.
+
+    >>> from meshrt import AbstractMesh
+    >>> m = AbstractMesh((2,), ("x",))
+    >>> c = Contraction(("ij", "jk"), "ik")
+    >>> p = plan_contraction(c, (Sharding(m, [[0]]), Sharding(m, [[], [0]])), ((4, 1024), (1024, 512)))
+    >>> _ring_operand(p, ((4, 1024), (1024, 512)), (2,))
+    (1, 1, 0)
+    >>> _ring_operand(p, ((4, 6), (6, 8)), (2,)) is None   # too small: one all_gather
+    True
+    """
+    c = plan.contraction
+    found = None
+    for k, rp in enumerate(plan.operand_reshards):
+        if rp is None:
+            continue
+        steps = [s for s in rp.steps if s.op != "update_halo"]
+        if found is not None or len(steps) != 1 or steps[0].op != "all_gather" or len(steps[0].mesh_axes) != 1:
+            return None
+        step = steps[0]
+        d = dict(step.attrs)["gather_axis"]
+        axis = step.mesh_axes[0]
+        pieces = math.prod(mesh_shape[a] for a in step.before.dim_axes(d))
+        split = math.prod(mesh_shape[a] for i in range(len(shapes[k])) for a in step.before.dim_axes(i))
+        gathered = math.prod(shapes[k]) // split * mesh_shape[axis]
+        if (step.before.mesh.shape != tuple(mesh_shape) or c.inputs[k].count(c.inputs[k][d]) != 1
+                or shapes[k][d] % pieces or step.before.sharded_dims_offsets
+                or gathered < RING_MIN_ELEMENTS or mesh_shape[axis] > RING_MAX_GROUP):
+            return None
+        found = (k, d, axis)
+    return found
+
+
+def _ring_contract(plan: ContractionPlan, want: tuple, tensors, local_fn, ring) -> np.ndarray:
+    """The local result of ``plan`` with operand ``k``'s all_gather done as a ring: at step ``s``
+    each process holds the piece of the process ``s`` places before it on the axis and passes it
+    on to the next while it multiplies it with the matching slices of the other operands: into
+    its slice of the result where the gathered label is a result dim, else (a contracted label)
+    added to the result."""
+    from .. import collectives
+
+    k, d, axis = ring
+    c = plan.contraction
+    mesh = tensors[0].mesh
+    blocks = [t.interior if rp is None or i == k else execute_reshard(rp, t.interior, mesh)
+              for i, (t, rp) in enumerate(zip(tensors, plan.operand_reshards))]
+    piece = np.ascontiguousarray(blocks[k])
+    n, me = mesh.shape[axis], mesh.coords[axis]
+    m = piece.shape[d]
+    label = c.inputs[k][d]
+    od = c.output.index(label) if label in c.output else None
+    others = blocks[:k] + blocks[k + 1:]
+    labels = c.inputs[:k] + c.inputs[k + 1:]
+    y = None
+    for s in range(n):
+        moving = collectives.shift(piece, mesh, (axis,), axis, 1, rotate=True, wait=False) if s < n - 1 else None
+        src = (me - s) % n
+        window = slice(src * m, (src + 1) * m)
+        sliced = [b[tuple(window if ch == label else slice(None) for ch in lab)] for b, lab in zip(others, labels)]
+        part = np.asarray(local_fn(*sliced[:k], piece, *sliced[k:]))
+        if y is None:
+            if od is not None:
+                y = np.empty(want, part.dtype)
+            else:  # the first partial product starts the sum (a copy only if einsum returned a view)
+                y = part if part.flags.owndata and part.flags.c_contiguous else part.copy()
+        if od is not None:
+            y[(slice(None),) * od + (window,)] = part
+        elif s:
+            y += part
+        part = sliced = None
+        if moving is not None:
+            piece = moving.wait()
+    return y
+
+
 def _run(plan: ContractionPlan, want: tuple, tensors, local_fn) -> DistributedTensor:
     mesh = tensors[0].mesh
-    blocks = []
-    for t, rp in zip(tensors, plan.operand_reshards):
-        x = t.interior
-        blocks.append(x if rp is None else execute_reshard(rp, x, mesh))
-    y = np.asarray(local_fn(*blocks))
+    if plan.ring is not None:
+        blocks = []
+        y = _ring_contract(plan, want, tensors, local_fn, plan.ring)
+    else:
+        blocks = []
+        for t, rp in zip(tensors, plan.operand_reshards):
+            x = t.interior
+            blocks.append(x if rp is None else execute_reshard(rp, x, mesh))
+        y = np.asarray(local_fn(*blocks))
     if not y.flags.c_contiguous or any(np.may_share_memory(y, x) for x in blocks):  # einsum may return views
         y = y.copy(order="C")
     if y.shape != want:  # pragma: no cover - a planner bug, never user input

@@ -55,7 +55,7 @@ def recording(*modules):
         return rec
 
     for mod in (collectives,) + modules:
-        for name in RECORDED:
+        for name in RECORDED + ("shift",):  # shift: an all_gather run as a ring (ContractionPlan.ring)
             if hasattr(mod, name):
                 saved.append((mod, name, getattr(mod, name)))
     for mod, name, fn in saved:
@@ -77,8 +77,13 @@ def recording(*modules):
 def planned(plan):
     """The communicating steps a plan lists (collectives on groups larger than one)."""
     mesh = plan.result.mesh
-    return [st.op for _, st in plan.collectives() if st.op in ("permute", "exchange") or (
-        st.op in RECORDED and mesh.axes_size(st.mesh_axes) > 1)]
+    out = []
+    for stage, st in plan.collectives():
+        if plan.ring is not None and stage == f"operand {plan.ring[0]}" and st.op == "all_gather":
+            out += ["shift"] * (mesh.shape[plan.ring[2]] - 1)  # the gather runs as a ring of shifts
+        elif st.op in ("permute", "exchange") or (st.op in RECORDED and mesh.axes_size(st.mesh_axes) > 1):
+            out.append(st.op)
+    return out
 
 
 def check(result, expected, dtype):
@@ -365,3 +370,29 @@ def test_transposed_views_as_operands(meshes):
     check(a.T @ a, A.T @ A, np.float64)  # strided interiors, contraction split in both
     check(b.T @ a, B.T @ A, np.float64)
     check(np.einsum("ij,ik->jk", a, DT.from_global(B, Sharding(m, [["x"]]))), A.T @ B, np.float64)
+
+
+@pytest.mark.parametrize("subscripts,split_a,split_b", [
+    ("ij,jk->ik", [["x"]], [[], ["x"]]),   # the gathered label is a result dim: pieces fill result slices
+    ("ij,jk->ik", [["x"]], [["x"]]),       # the gathered label is contracted: pieces' products are summed
+    ("bij,bjk->bik", [[], ["x"]], [[], [], ["x"]]),
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_large_gather_runs_as_a_ring_of_shifts(meshes, subscripts, split_a, split_b, dtype):
+    """An all_gather of at least RING_MIN_ELEMENTS feeding a contraction runs as N-1 shifts, each
+    overlapped with the multiply of one piece: the same result as numpy, and the plan says so."""
+    mesh = meshes["1d"]
+    inputs, _ = subscripts.split("->")
+    dims = {"i": 1152, "j": 576, "k": 576, "b": 2}  # equal pieces on 2, 3, 4, 6, 8; the larger operand stays
+    shapes = [tuple(dims[ch] for ch in lab) for lab in inputs.split(",")]
+    A, B = data(shapes[0], dtype, 1), data(shapes[1], dtype, 2)
+    a, b = DT.from_global(A, Sharding(mesh, split_a)), DT.from_global(B, Sharding(mesh, split_b))
+    plan = explain_einsum(subscripts, a, b)
+    assert (plan.ring is not None) == (N > 1), str(plan)
+    if N > 1:
+        assert "as a ring" in str(plan)
+    with recording() as calls:
+        c = np.einsum(subscripts, a, b)
+    assert [name for name, *_ in calls] == planned(plan), str(plan)
+    assert [name for name, *_ in calls].count("shift") == (N - 1 if N > 1 else 0)
+    check(c, np.einsum(subscripts, A, B), dtype)
