@@ -617,12 +617,36 @@ class SdyProgram:
             vals.append(a)
         return vals
 
-    def run(self, name, arrays) -> list:
-        """Run ``@name`` on global arrays; results laid out per their ``sdy.sharding``."""
+    def read_args(self, name, paths) -> list:
+        """``@name``'s arguments read from ``.npy`` files, each process reading only its shards
+        (MPI-IO, `meshrt.io.npy.read_npy`) of an argument the signature's ``sdy.sharding`` splits:
+        no process maps or holds a whole split argument.  Shapes and dtypes are checked against
+        the signature from the files' headers first (`MLIRError` naming the argument), before any
+        communication.  The result is what `run` takes."""
+        from ..io.npy import _read_header, read_npy
+
+        headers = [_read_header(p) for p in paths]
+        self.check_args(name, [np.lib.stride_tricks.as_strided(np.empty(0, dtype), shape, [0] * len(shape))
+                               for shape, dtype, *_ in headers])
+        f = self.module.functions()[name]
+        DT = _dt()
+        out = []
+        for i, path in enumerate(paths):
+            ts = _arg_sharding(f, i)
+            s = None if ts is None else self.sharding(ts)
+            out.append(np.load(path) if s is None else read_npy(path, s, factory=DT.from_local))
+        return out
+
+    def run(self, name, arrays, *, consume=False) -> list:
+        """Run ``@name`` on global arrays; results laid out per their ``sdy.sharding``.
+        ``consume=True`` empties the list ``arrays`` as the run starts, so that each argument
+        is freed after its last use (what `read_args` read, say) rather than held to the end."""
         vals = self.check_args(name, arrays)
         f = self.module.functions()[name]
         # every process checked the same arrays: from here on communication is safe
         vals = [self.to_sharding(a, _arg_sharding(f, i), f) for i, a in enumerate(vals)]
+        if consume:
+            arrays.clear()
         if name not in self._propagated:
             from .sdy_propagate import propagate
 

@@ -1,7 +1,8 @@
 """``meshrt mlir run`` and ``meshrt mlir explain`` on Shardy programs (see `meshrt.mlir.sdy`).
 
-`run_command`: every process loads the ``.npy`` arguments memory-mapped and copies out its own
-shards; rank 0 writes the whole results once every process has finished (no partial output).
+`run_command`: every process reads its own shards of the ``.npy`` arguments (MPI-IO; a
+replicated argument whole); rank 0 writes the whole results once every process has finished
+(no partial output).
 
 `explain`: the program text, each op followed by a comment with the sharding its results got and
 the data it moved (bytes, summed over all processes), measured by running the program once on
@@ -161,7 +162,7 @@ def run_command(module, func, arg_paths, out_dir, comm) -> int:
     try:
         p = SdyProgram(module, comm)
         p.check(func)
-        arrays = p.check_args(func, [np.load(a, mmap_mode="r") for a in arg_paths])
+        arrays = p.read_args(func, arg_paths)
     except (MLIRError, OSError, ValueError) as e:
         if p is not None:
             p.free()
@@ -169,7 +170,7 @@ def run_command(module, func, arg_paths, out_dir, comm) -> int:
             print(f"meshrt mlir run: {e}", file=sys.stderr)
         return 1
     try:
-        results = p.run(func, arrays)
+        results = p.run(func, arrays, consume=True)
         outs = [p.whole(r, root=0) for r in results]
     except (MLIRError, ValueError) as e:
         print(f"[rank {comm.rank}] meshrt mlir run: {e}", file=sys.stderr)
