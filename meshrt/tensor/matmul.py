@@ -639,11 +639,10 @@ def _ring_operand(plan: ContractionPlan, shapes, mesh_shape):
 
     >>> from meshrt import AbstractMesh
     >>> m = AbstractMesh((2,), ("x",))
-    >>> c = Contraction(("ij", "jk"), "ik")
-    >>> p = plan_contraction(c, (Sharding(m, [[0]]), Sharding(m, [[], [0]])), ((4, 1024), (1024, 512)))
-    >>> _ring_operand(p, ((4, 1024), (1024, 512)), (2,))
+    >>> c, s = Contraction(("ij", "jk"), "ik"), (Sharding(m, [[0]]), Sharding(m, [[], [0]]))
+    >>> _ring_operand(plan_contraction(c, s, ((2048, 512), (512, 1024))), ((2048, 512), (512, 1024)), (2,))
     (1, 1, 0)
-    >>> _ring_operand(p, ((4, 6), (6, 8)), (2,)) is None   # too small: one all_gather
+    >>> _ring_operand(plan_contraction(c, s, ((8, 6), (6, 8))), ((8, 6), (6, 8)), (2,)) is None  # one all_gather
     True
     """
     c = plan.contraction
@@ -668,12 +667,17 @@ def _ring_operand(plan: ContractionPlan, shapes, mesh_shape):
     return found
 
 
+#: a ring step multiplies in chunks of about this many result elements (small temporaries)
+RING_CHUNK_ELEMENTS = 1 << 18
+
+
 def _ring_contract(plan: ContractionPlan, want: tuple, tensors, local_fn, ring) -> np.ndarray:
     """The local result of ``plan`` with operand ``k``'s all_gather done as a ring: at step ``s``
     each process holds the piece of the process ``s`` places before it on the axis and passes it
     on to the next while it multiplies it with the matching slices of the other operands: into
     its slice of the result where the gathered label is a result dim, else (a contracted label)
-    added to the result."""
+    added to the result.  Each step runs in chunks of `RING_CHUNK_ELEMENTS` result elements
+    along a result dim of another operand, so no temporary is the size of the result."""
     from .. import collectives
 
     k, d, axis = ring
@@ -688,23 +692,32 @@ def _ring_contract(plan: ContractionPlan, want: tuple, tensors, local_fn, ring) 
     od = c.output.index(label) if label in c.output else None
     others = blocks[:k] + blocks[k + 1:]
     labels = c.inputs[:k] + c.inputs[k + 1:]
+    chunked = next((ch for ch in c.output if ch not in c.inputs[k] and sum(lab.count(ch) for lab in labels) == 1),
+                   None)
+    oc = None if chunked is None else c.output.index(chunked)
+    extent = 1 if oc is None else want[oc]
+    rows = max(1, RING_CHUNK_ELEMENTS // max(1, math.prod(want) // max(1, extent)))
     y = None
     for s in range(n):
         moving = collectives.shift(piece, mesh, (axis,), axis, 1, rotate=True, wait=False) if s < n - 1 else None
         src = (me - s) % n
         window = slice(src * m, (src + 1) * m)
-        sliced = [b[tuple(window if ch == label else slice(None) for ch in lab)] for b, lab in zip(others, labels)]
-        part = np.asarray(local_fn(*sliced[:k], piece, *sliced[k:]))
-        if y is None:
-            if od is not None:
+        for lo in range(0, extent, rows):
+            part_of = slice(lo, min(lo + rows, extent)) if oc is not None else slice(None)
+            sliced = [b[tuple(window if ch == label else part_of if ch == chunked else slice(None) for ch in lab)]
+                      for b, lab in zip(others, labels)]
+            part = np.asarray(local_fn(*sliced[:k], piece, *sliced[k:]))
+            if y is None:
                 y = np.empty(want, part.dtype)
-            else:  # the first partial product starts the sum (a copy only if einsum returned a view)
-                y = part if part.flags.owndata and part.flags.c_contiguous else part.copy()
-        if od is not None:
-            y[(slice(None),) * od + (window,)] = part
-        elif s:
-            y += part
-        part = sliced = None
+            where = [slice(None)] * len(want)
+            if od is not None:
+                where[od] = window
+            if oc is not None:
+                where[oc] = part_of
+            if od is None and s:
+                y[tuple(where)] += part
+            else:
+                y[tuple(where)] = part
         if moving is not None:
             piece = moving.wait()
     return y
@@ -712,7 +725,7 @@ def _ring_contract(plan: ContractionPlan, want: tuple, tensors, local_fn, ring) 
 
 def _run(plan: ContractionPlan, want: tuple, tensors, local_fn) -> DistributedTensor:
     mesh = tensors[0].mesh
-    if plan.ring is not None:
+    if plan.ring is not None and math.prod(want):
         blocks = []
         y = _ring_contract(plan, want, tensors, local_fn, plan.ring)
     else:
