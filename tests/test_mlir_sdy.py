@@ -419,17 +419,22 @@ def test_propagation_through_reshape_keeps_priorities_and_closed_dims():
 
 
 def _propagated_calls(text):
+    """Propagated shardings by ``function:value`` name: main's, then each call site's callee."""
     from meshrt.mlir.sdy_propagate import propagate
 
     m = verify_sdy(parse(HEAD + text))
-    names = {}
-    for fname, f in m.functions().items():
-        for a in f.regions[0].entry.arguments:
-            names[a] = f"{fname}:{a.name}"
-        for op in f.walk():
-            for r in op.results:
-                names[r] = f"{fname}:{r.name}"
-    return {names[v]: str(s.body()) for v, s in propagate(m, "main").items() if v in names}
+
+    def named(shardings, fname, out, prefix=""):
+        f = m.functions()[fname]
+        names = {a: a.name for a in f.regions[0].entry.arguments}
+        names.update({r: r.name for op in f.walk() for r in op.results})
+        for v, s in shardings.items():
+            out[f"{prefix}{fname}:{names[v]}"] = str(s.body())
+        for call, inner in shardings.calls.items():
+            named(inner, call.attributes["callee"].name, out, f"{prefix}{fname}:{call.results[0].name}>")
+        return out
+
+    return named(propagate(m, "main"), "main", {})
 
 
 CALLS = '''func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<8x8xf32>) -> tensor<8x8xf32> {
@@ -454,8 +459,26 @@ func.func private @g(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
 def test_propagation_through_calls_of_private_functions():
     got = _propagated_calls(CALLS)
     # into the callee's argument, through its body, out of its result, and on to the add
-    assert got["f:%arg0"] == got["f:%0"] == got["main:%0"] == '<@mesh, [{"x", ?}, {?}]>'
+    assert got["main:%0>f:%arg0"] == got["main:%0>f:%0"] == got["main:%0"] == '<@mesh, [{"x", ?}, {?}]>'
     # back out of a callee: the constraint in @g reaches @g's argument and main's %arg1 ...
-    assert got["g:%arg0"] == got["main:%arg1"] == '<@mesh, [{"x", ?}, {"y", ?}]>'
+    assert got["main:%1>g:%arg0"] == got["main:%arg1"] == '<@mesh, [{"x", ?}, {"y", ?}]>'
     # ... but not forward across the barrier: @g's result gets only what the add gives it
-    assert got["g:%2"] == got["main:%1"] == '<@mesh, [{"x", ?}, {?}]>'
+    assert got["main:%1>g:%2"] == got["main:%1"] == '<@mesh, [{"x", ?}, {?}]>'
+
+
+CALLED_TWICE = '''func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>}) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %0 = call @f(%arg0) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = call @f(%arg1) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0, %1 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+func.func private @f(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+'''
+
+
+def test_a_function_called_twice_gets_shardings_per_call_site():
+    got = _propagated_calls(CALLED_TWICE)
+    assert got["main:%0>f:%0"] == got["main:%0"] == '<@mesh, [{"x", ?}, {?}]>'
+    assert got["main:%1>f:%0"] == got["main:%1"] == '<@mesh, [{?}, {"y", ?}]>'

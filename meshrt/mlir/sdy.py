@@ -721,7 +721,13 @@ class SdyProgram:
     def _op(self, op, vals, local, env):
         name = op.name
         if name == "func.call":
-            return self._call(op.attributes["callee"].name, vals, local, consume=True)
+            # the callee's values take the shardings propagation gave them at this call site
+            outer = self._prop
+            self._prop = getattr(outer, "calls", {}).get(op, {})
+            try:
+                return self._call(op.attributes["callee"].name, vals, local, consume=True)
+            finally:
+                self._prop = outer
         if name in _PASS_THROUGH or name == "sdy.named_computation":
             if name == "sdy.named_computation":
                 return self._block(op.regions[0].entry, vals, local, dict(env))

@@ -30,7 +30,7 @@ from . import stablehlo as H
 from ._sdy_attrs import DimSharding, TensorSharding, direction_name, parse_sharding, parse_sharding_list
 from .ir import TensorType
 
-__all__ = ["propagate"]
+__all__ = ["propagate", "Shardings", "reshape_axes"]
 
 # a sharding_constraint's sharding also says how its operand should be sharded (its only use, or dangling)
 _IDENTITY = frozenset(list(H.ELEMENTWISE) + ["stablehlo.compare", "stablehlo.select", "stablehlo.convert",
@@ -206,20 +206,20 @@ def _merge(cur: TensorSharding, new: TensorSharding):
     return TensorSharding(cur.mesh, tuple(dims), cur.replicated, cur.unreduced) if changed else None
 
 
-def _block_ops(block, module=None, seen=None):
-    """The ops of ``block``, of the named computations in it, and of the private functions its
-    ``func.call`` ops call (each function once)."""
-    seen = set() if seen is None else seen
+def _block_ops(block, module=None, ctx=(), stack=()):
+    """``(call sites, op)`` for the ops of ``block``, of the named computations in it, and of the
+    private functions its ``func.call`` ops call: a callee's ops once per call site (``ctx``, the
+    calls that lead there), as Shardy's inlining of the call graph would (a recursive call is not
+    followed)."""
     for op in block.operations:
-        yield op
+        yield ctx, op
         if op.name in ("sdy.named_computation",):
             for r in op.regions:
-                yield from _block_ops(r.entry, module, seen)
+                yield from _block_ops(r.entry, module, ctx, stack)
         elif op.name == "func.call" and module is not None:
             callee = _callee(module, op)
-            if callee is not None and callee not in seen:
-                seen.add(callee)
-                yield from _block_ops(callee.regions[0].entry, module, seen)
+            if callee is not None and callee not in stack:
+                yield from _block_ops(callee.regions[0].entry, module, ctx + (op,), stack + (callee,))
 
 
 def _callee(module, op):
@@ -250,16 +250,26 @@ def shardings_attr(op, key):
     return parse_sharding_list(str(op.attributes[key]), str(op.location))
 
 
-def propagate(module, name) -> dict:
-    """``{Value: TensorSharding}`` for the values of ``@name`` (its own body and named computations)."""
+class Shardings(dict):
+    """``{Value: TensorSharding}`` for one function's values at one call site; ``calls`` maps each
+    ``func.call`` op in it to the shardings of its callee's values there."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.calls = {}
+
+
+def propagate(module, name) -> Shardings:
+    """``{Value: TensorSharding}`` for the values of ``@name`` (its own body and named computations);
+    its ``calls`` hold the private functions' values per call site."""
     f = module.functions()[name]
     block = f.regions[0].entry
-    ops = list(_block_ops(block, module, {f}))
-    seeds = []  # (priority, order, value, sharding)
+    ops = list(_block_ops(block, module, (), (f,)))
+    seeds = []  # (priority, order, (call sites, value), sharding)
 
-    def seed(v, ts):
+    def seed(v, ts, ctx=()):
         if ts is not None and isinstance(v.type, TensorType):
-            seeds.append((_priority(ts), len(seeds), v, ts))
+            seeds.append((_priority(ts), len(seeds), (ctx, v), ts))
 
     for i, a in enumerate(block.arguments):
         seed(a, _arg_sharding(f, i))
@@ -267,46 +277,49 @@ def propagate(module, name) -> dict:
     for i, v in enumerate(ret.operands):
         seed(v, _arg_sharding(f, i, "res_attrs"))
     groups = {}
-    edges = _edges(ops, _mesh_sizes(module))
-    for op in ops:
+    by_ctx = {}
+    for ctx, op in ops:
+        by_ctx.setdefault(ctx, []).append(op)
+    sizes = _mesh_sizes(module)
+    edges = [((ctx, a), (ctx, b), m) for ctx, ops_here in by_ctx.items() for a, b, m in _edges(ops_here, sizes)]
+    for ctx, op in ops:
         if "sdy.sharding" in op.attributes:
             for r, ts in zip(op.results, shardings_attr(op, "sdy.sharding")):
-                seed(r, ts.without_unreduced())
+                seed(r, ts.without_unreduced(), ctx)
         if op.name in _SEED_OPS:
             key = "sharding" if op.name in ("sdy.sharding_constraint", "sdy.reshard") else "out_sharding"
-            seed(op.results[0], sharding_attr(op, key).without_unreduced())
+            seed(op.results[0], sharding_attr(op, key).without_unreduced(), ctx)
         elif op.name == "sdy.data_flow_edge" and op.attributes.get("sharding") is not None:
-            seed(op.results[0], sharding_attr(op, "sharding"))
+            seed(op.results[0], sharding_attr(op, "sharding"), ctx)
         elif op.name == "sdy.manual_computation":
             for v, ts in zip(op.operands, shardings_attr(op, "in_shardings")):
-                seed(v, ts)
+                seed(v, ts, ctx)
             for v, ts in zip(op.results, shardings_attr(op, "out_shardings")):
-                seed(v, ts)
+                seed(v, ts, ctx)
         elif op.name == "sdy.sharding_group":
-            groups.setdefault(op.attributes.get("group_id"), []).append(op.operands[0])
-        elif op.name == "func.call" and _callee(module, op) is not None:
+            groups.setdefault(op.attributes.get("group_id"), []).append((ctx, op.operands[0]))
+        elif op.name == "func.call" and (ctx + (op,)) in by_ctx:
             # a private function's arguments and results are its call's operands and results
-            callee = _callee(module, op)
+            callee, inner = _callee(module, op), ctx + (op,)
             body = callee.regions[0].entry
-            if callee is not f:
-                for i, a in enumerate(body.arguments):
-                    seed(a, _arg_sharding(callee, i))
-                for i, v in enumerate(body.operations[-1].operands):
-                    seed(v, _arg_sharding(callee, i, "res_attrs"))
+            for i, a in enumerate(body.arguments):
+                seed(a, _arg_sharding(callee, i), inner)
+            for i, v in enumerate(body.operations[-1].operands):
+                seed(v, _arg_sharding(callee, i, "res_attrs"), inner)
             for v, a in zip(op.operands, body.arguments):
                 r = tuple(range(a.type.rank)) if isinstance(a.type, TensorType) else ()
-                edges += [(v, a, r), (a, v, r)]
+                edges += [((ctx, v), (inner, a), r), ((inner, a), (ctx, v), r)]
             for v, r_ in zip(body.operations[-1].operands, op.results):
                 r = tuple(range(r_.type.rank)) if isinstance(r_.type, TensorType) else ()
-                edges += [(v, r_, r), (r_, v, r)]
+                edges += [((inner, v), (ctx, r_), r), ((ctx, r_), (inner, v), r)]
         elif op.name == "sdy.named_computation":
             body = op.regions[0].entry
             for v, a in zip(op.operands, body.arguments):
                 r = tuple(range(a.type.rank)) if isinstance(a.type, TensorType) else ()
-                edges += [(v, a, r), (a, v, r)]
+                edges += [((ctx, v), (ctx, a), r), ((ctx, a), (ctx, v), r)]
             for v, r_ in zip(body.operations[-1].operands, op.results):
                 r = tuple(range(r_.type.rank)) if isinstance(r_.type, TensorType) else ()
-                edges += [(v, r_, r), (r_, v, r)]
+                edges += [((ctx, v), (ctx, r_), r), ((ctx, r_), (ctx, v), r)]
 
     got = {}
     seeded = set()
@@ -341,5 +354,12 @@ def propagate(module, name) -> dict:
                     if first is not None and got.get(v) != first:
                         got[v] = first
                         changed = True
-    return got
+    out = {ctx: Shardings() for ctx in by_ctx}
+    out.setdefault((), Shardings())
+    for (ctx, v), ts in got.items():
+        out[ctx][v] = ts
+    for ctx in sorted(out, key=len, reverse=True):
+        if ctx:
+            out[ctx[:-1]].calls[ctx[-1]] = out[ctx]
+    return out[()]
 
