@@ -482,3 +482,14 @@ def test_a_function_called_twice_gets_shardings_per_call_site():
     got = _propagated_calls(CALLED_TWICE)
     assert got["main:%0>f:%0"] == got["main:%0"] == '<@mesh, [{"x", ?}, {?}]>'
     assert got["main:%1>f:%0"] == got["main:%1"] == '<@mesh, [{?}, {"y", ?}]>'
+
+
+def test_a_constrained_value_returned_keeps_its_constraint():
+    """The function result's sharding is where the return moves the value to; the constraint is the
+    value's own (JAX's `with_sharding_constraint` on a returned value, the `uneven` program)."""
+    got = _propagated(
+        '  %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>\n'
+        '  %1 = sdy.sharding_constraint %0 <@mesh, [{"x"}, {}]> : tensor<8x8xf32>\n'
+        '  return %1 : tensor<8x8xf32>',
+        results='(tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>})')
+    assert got["%1"] == '<@mesh, [{"x"}, {}]>' and got["%0"] == '<@mesh, [{"x", ?}, {?}]>'

@@ -271,15 +271,24 @@ def propagate(module, name) -> Shardings:
         if ts is not None and isinstance(v.type, TensorType):
             seeds.append((_priority(ts), len(seeds), (ctx, v), ts))
 
-    for i, a in enumerate(block.arguments):
-        seed(a, _arg_sharding(f, i))
-    ret = block.operations[-1]
-    for i, v in enumerate(ret.operands):
-        seed(v, _arg_sharding(f, i, "res_attrs"))
-    groups = {}
     by_ctx = {}
     for ctx, op in ops:
         by_ctx.setdefault(ctx, []).append(op)
+    # a value an op gives a user sharding (a constraint's result, ...) keeps it where it is also a result
+    # of the function: the result's sharding is the return's to move to
+    own = {(ctx, r) for ctx, op in ops for r in op.results
+           if "sdy.sharding" in op.attributes or op.name in _SEED_OPS or op.name == "sdy.manual_computation"
+           or (op.name == "sdy.data_flow_edge" and op.attributes.get("sharding") is not None)}
+
+    def seed_results(func, ctx):
+        for i, v in enumerate(func.regions[0].entry.operations[-1].operands):
+            if (ctx, v) not in own:
+                seed(v, _arg_sharding(func, i, "res_attrs"), ctx)
+
+    for i, a in enumerate(block.arguments):
+        seed(a, _arg_sharding(f, i))
+    seed_results(f, ())
+    groups = {}
     sizes = _mesh_sizes(module)
     edges = [((ctx, a), (ctx, b), m) for ctx, ops_here in by_ctx.items() for a, b, m in _edges(ops_here, sizes)]
     for ctx, op in ops:
@@ -304,8 +313,7 @@ def propagate(module, name) -> Shardings:
             body = callee.regions[0].entry
             for i, a in enumerate(body.arguments):
                 seed(a, _arg_sharding(callee, i), inner)
-            for i, v in enumerate(body.operations[-1].operands):
-                seed(v, _arg_sharding(callee, i, "res_attrs"), inner)
+            seed_results(callee, inner)
             for v, a in zip(op.operands, body.arguments):
                 r = tuple(range(a.type.rank)) if isinstance(a.type, TensorType) else ()
                 edges += [((ctx, v), (inner, a), r), ((inner, a), (ctx, v), r)]
