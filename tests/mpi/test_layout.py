@@ -181,6 +181,9 @@ def test_reshape_split_and_merge_stay_views(meshes):
     check(merged, np.arange(a * 6.0 * b), "merge")
     with pytest.raises(TypeError, match="sharding: "):
         t.reshape(-1, sharding="x")
+    # a sharding that does not fit the new shape: the same error on every process, before any message
+    with pytest.raises(ShardingError, match="splits 2 dims, but the tensor has only 1"):
+        u.reshape(-1, sharding=Sharding(m, [[0], [1]]))
 
 
 def test_concatenate_and_stack(meshes):
