@@ -132,3 +132,21 @@ def test_planning_on_ten_thousand_devices_touches_only_peers(old, src_axes, new,
         assert sum(int(n.sum()) for _, _, n in sends) == block
         assert sum(int(n.sum()) for _, _, n in recvs) == math.prod(dst.shard_shape(new, r))
         assert len(sends) <= 100 and len(recvs) <= 100
+
+
+@pytest.mark.parametrize("offs,lens", [([3], [5]), ([0, 6, 12], [4, 4, 4]), ([0, 5, 12], [4, 4, 4]),
+                                       ([1, 9], [3, 5])])
+def test_runs_are_taken_and_put_as_views_or_by_index(offs, lens):
+    from meshrt.tensor.distributed_tensor import _put_runs, _runs_view, _take_runs
+
+    offs, lens = np.array(offs), np.array(lens)
+    flat = np.arange(20.0)
+    idx = run_indices(offs, lens)
+    np.testing.assert_array_equal(_take_runs(flat, offs, lens), flat[idx])
+    out = np.zeros(20)
+    _put_runs(out, offs, lens, flat[idx] + 1)
+    want = np.zeros(20)
+    want[idx] = flat[idx] + 1
+    np.testing.assert_array_equal(out, want)
+    # evenly spaced runs of one length are a view, no index array
+    assert (_runs_view(flat, offs, lens) is not None) == (len(set(lens)) == 1 and len(set(np.diff(offs))) <= 1)

@@ -1223,7 +1223,7 @@ def _reshape_exchange(t: "DistributedTensor", new, want: Sharding) -> np.ndarray
     """This process's block of ``t`` reshaped to ``new`` and laid out by ``want`` (same mesh and
     partial axes, no halos): a view where the block stays as it is, else one exchange of the
     row-major runs that change owner (`meshrt.tensor.reshape_plan`)."""
-    from .reshape_plan import is_local, reshape_pieces, run_indices
+    from .reshape_plan import is_local, reshape_pieces
 
     src = _abstract_sharding(t.sharding.replace(halo_sizes=None))
     dst = _abstract_sharding(want)
@@ -1240,7 +1240,7 @@ def _reshape_exchange(t: "DistributedTensor", new, want: Sharding) -> np.ndarray
     for peer, offs, lens in recvs:
         if peer == mesh.rank:
             (_, s_offs, s_lens), = [p for p in sends if p[0] == peer]
-            oflat[run_indices(offs, lens)] = flat[run_indices(s_offs, s_lens)]
+            _put_runs(oflat, offs, lens, _take_runs(flat, s_offs, s_lens))
         elif len(offs) == 1:
             rbufs.append((oflat[offs[0]:offs[0] + lens[0]], peer))
         else:
@@ -1249,11 +1249,41 @@ def _reshape_exchange(t: "DistributedTensor", new, want: Sharding) -> np.ndarray
             unpack.append((offs, lens, buf))
     for peer, offs, lens in sends:
         if peer != mesh.rank:
-            sbufs.append((flat[offs[0]:offs[0] + lens[0]] if len(offs) == 1 else flat[run_indices(offs, lens)], peer))
+            sbufs.append((_take_runs(flat, offs, lens), peer))
     _point_to_point(mesh, rbufs, sbufs, "reshape: exchange of the runs that change owner")
     for offs, lens, buf in unpack:
-        oflat[run_indices(offs, lens)] = buf
+        _put_runs(oflat, offs, lens, buf)
     return out
+
+
+def _runs_view(flat, offs, lens):
+    """Runs ``[o, o + n)`` of ``flat`` as one view (1-d, or 2-d where they are evenly spaced and of
+    one length), else None."""
+    if len(offs) == 1:
+        return flat[offs[0]:offs[0] + lens[0]]
+    step = offs[1] - offs[0]
+    if (lens != lens[0]).any() or (np.diff(offs) != step).any() or step < lens[0]:
+        return None
+    return np.lib.stride_tricks.as_strided(flat[offs[0]:], shape=(len(offs), int(lens[0])),
+                                           strides=(int(step) * flat.itemsize, flat.itemsize))
+
+
+def _take_runs(flat, offs, lens) -> np.ndarray:
+    """The runs of ``flat``, concatenated (contiguous; a view where there is one run)."""
+    from .reshape_plan import run_indices
+
+    v = _runs_view(flat, offs, lens)
+    return np.ascontiguousarray(v).reshape(-1) if v is not None else flat[run_indices(offs, lens)]
+
+
+def _put_runs(flat, offs, lens, values) -> None:
+    from .reshape_plan import run_indices
+
+    v = _runs_view(flat, offs, lens)
+    if v is not None:
+        v[...] = values.reshape(v.shape)
+    else:
+        flat[run_indices(offs, lens)] = values
 
 
 _TAG_RESHAPE = 0x5e6
