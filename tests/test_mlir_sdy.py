@@ -366,3 +366,130 @@ def test_every_sdy_op_prints_as_jax_reads_it():
         generic = theirs.operation.get_asm(print_generic_op_form=True)
     m = verify_sdy(parse(generic))
     assert [op.name for op in m.walk()] == [op.name for op in parse(prog).walk()]
+
+
+def test_propagation_through_reshape_split_merge_and_both_directions():
+    # forward: a split dim split into (4, 24) keeps its axis on the major dim
+    got = _propagated(
+        '  %0 = stablehlo.reshape %arg0 : (tensor<96xf32>) -> tensor<4x24xf32>\n'
+        '  %1 = stablehlo.exponential %0 : tensor<4x24xf32>\n'
+        '  return %1 : tensor<4x24xf32>',
+        args='%arg0: tensor<96xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}', results="tensor<4x24xf32>")
+    assert got["%0"] == got["%1"] == '<@mesh, [{"x", ?}, {?}]>'
+    # backward: a constraint on the merged (24,) puts "x" on the split-whole major dim, "y" on the next
+    got = _propagated(
+        '  %0 = stablehlo.exponential %arg0 : tensor<2x12xf32>\n'
+        '  %1 = stablehlo.reshape %0 : (tensor<2x12xf32>) -> tensor<24xf32>\n'
+        '  %2 = sdy.sharding_constraint %1 <@mesh, [{"x", "y"}]> : tensor<24xf32>\n'
+        '  return %2 : tensor<24xf32>',
+        args='%arg0: tensor<2x12xf32>', results="tensor<24xf32>")
+    assert got["%0"] == got["%arg0"] == '<@mesh, [{"x", ?}, {"y", ?}]>'
+    # the corpus's (8, 12) -> (4, 24): "x" on the major dims carries, "y" on a minor factor stays behind
+    got = _propagated(
+        '  %0 = stablehlo.reshape %arg0 : (tensor<8x12xf32>) -> tensor<4x24xf32>\n'
+        '  return %0 : tensor<4x24xf32>',
+        args='%arg0: tensor<8x12xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}',
+        results="tensor<4x24xf32>")
+    assert got["%0"] == '<@mesh, [{"x", ?}, {?}]>'
+    # a dim of the same size keeps its axes (size-1 dims in between); one the axes do not divide does not
+    got = _propagated(
+        '  %0 = stablehlo.reshape %arg0 : (tensor<6x5xf32>) -> tensor<6x1x5xf32>\n'
+        '  %1 = stablehlo.reshape %arg0 : (tensor<6x5xf32>) -> tensor<3x10xf32>\n'
+        '  return %0 : tensor<6x1x5xf32>',
+        args='%arg0: tensor<6x5xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y"}, {}]>}',
+        results="tensor<6x1x5xf32>")
+    assert got["%0"] == '<@mesh, [{"x", "y", ?}, {?}, {?}]>'
+    assert got["%1"] == '<@mesh, [{?}, {?}]>'  # 4 devices do not split 3 rows evenly: Shardy pads, meshrt waits
+
+
+def test_propagation_through_reshape_keeps_priorities_and_closed_dims():
+    got = _propagated(
+        '  %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>\n'
+        '  %1 = sdy.sharding_constraint %0 <@mesh, [{?}, {"y"}p0]> : tensor<8x8xf32>\n'
+        '  %2 = stablehlo.reshape %0 : (tensor<8x8xf32>) -> tensor<64xf32>\n'
+        '  %3 = sdy.sharding_constraint %2 <@mesh, [{"x"}p1]> : tensor<64xf32>\n'
+        '  %4 = stablehlo.reshape %3 : (tensor<64xf32>) -> tensor<8x8xf32>\n'
+        '  %5 = sdy.sharding_constraint %4 <@mesh, [{}, {}]> : tensor<8x8xf32>\n'
+        '  return %5 : tensor<8x8xf32>', results="tensor<8x8xf32>")
+    # p0's column split first; p1's "x" comes back through the reshape onto the open row dim
+    assert got["%0"] == '<@mesh, [{"x", ?}, {"y", ?}]>'
+    # %2 took nothing from %0's columns (a minor factor), then the constraint
+    assert got["%2"] == '<@mesh, [{"x", ?}]>'
+    assert got["%5"] == '<@mesh, [{}, {}]>'  # closed: the reshape gives it nothing
+
+
+def _propagated_calls(text):
+    """Propagated shardings by ``function:value`` name: main's, then each call site's callee."""
+    from meshrt.mlir.sdy_propagate import propagate
+
+    m = verify_sdy(parse(HEAD + text))
+
+    def named(shardings, fname, out, prefix=""):
+        f = m.functions()[fname]
+        names = {a: a.name for a in f.regions[0].entry.arguments}
+        names.update({r: r.name for op in f.walk() for r in op.results})
+        for v, s in shardings.items():
+            out[f"{prefix}{fname}:{names[v]}"] = str(s.body())
+        for call, inner in shardings.calls.items():
+            named(inner, call.attributes["callee"].name, out, f"{prefix}{fname}:{call.results[0].name}>")
+        return out
+
+    return named(propagate(m, "main"), "main", {})
+
+
+CALLS = '''func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = call @f(%arg0) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = call @g(%arg1) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %2 = stablehlo.add %0, %1 : tensor<8x8xf32>
+  return %2 : tensor<8x8xf32>
+}
+func.func private @f(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+func.func private @g(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.negate %arg0 : tensor<8x8xf32>
+  %1 = sdy.sharding_constraint %0 <@mesh, [{?}, {"y"}]> : tensor<8x8xf32>
+  %2 = sdy.propagation_barrier %1 allowed_direction=BACKWARD : tensor<8x8xf32>
+  return %2 : tensor<8x8xf32>
+}
+'''
+
+
+def test_propagation_through_calls_of_private_functions():
+    got = _propagated_calls(CALLS)
+    # into the callee's argument, through its body, out of its result, and on to the add
+    assert got["main:%0>f:%arg0"] == got["main:%0>f:%0"] == got["main:%0"] == '<@mesh, [{"x", ?}, {?}]>'
+    # back out of a callee: the constraint in @g reaches @g's argument and main's %arg1 ...
+    assert got["main:%1>g:%arg0"] == got["main:%arg1"] == '<@mesh, [{"x", ?}, {"y", ?}]>'
+    # ... but not forward across the barrier: @g's result gets only what the add gives it
+    assert got["main:%1>g:%2"] == got["main:%1"] == '<@mesh, [{"x", ?}, {?}]>'
+
+
+CALLED_TWICE = '''func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>}) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %0 = call @f(%arg0) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = call @f(%arg1) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0, %1 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+func.func private @f(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+'''
+
+
+def test_a_function_called_twice_gets_shardings_per_call_site():
+    got = _propagated_calls(CALLED_TWICE)
+    assert got["main:%0>f:%0"] == got["main:%0"] == '<@mesh, [{"x", ?}, {?}]>'
+    assert got["main:%1>f:%0"] == got["main:%1"] == '<@mesh, [{?}, {"y", ?}]>'
+
+
+def test_a_constrained_value_returned_keeps_its_constraint():
+    """The function result's sharding is where the return moves the value to; the constraint is the
+    value's own (JAX's `with_sharding_constraint` on a returned value, the `uneven` program)."""
+    got = _propagated(
+        '  %0 = stablehlo.exponential %arg0 : tensor<8x8xf32>\n'
+        '  %1 = sdy.sharding_constraint %0 <@mesh, [{"x"}, {}]> : tensor<8x8xf32>\n'
+        '  return %1 : tensor<8x8xf32>',
+        results='(tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>})')
+    assert got["%1"] == '<@mesh, [{"x"}, {}]>' and got["%0"] == '<@mesh, [{"x", ?}, {?}]>'

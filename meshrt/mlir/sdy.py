@@ -745,7 +745,13 @@ class SdyProgram:
     def _op(self, op, vals, local, env):
         name = op.name
         if name == "func.call":
-            return self._call(op.attributes["callee"].name, vals, local, consume=True)
+            # the callee's values take the shardings propagation gave them at this call site
+            outer = self._prop
+            self._prop = getattr(outer, "calls", {}).get(op, {})
+            try:
+                return self._call(op.attributes["callee"].name, vals, local, consume=True)
+            finally:
+                self._prop = outer
         if name in _PASS_THROUGH or name == "sdy.named_computation":
             if name == "sdy.named_computation":
                 return self._block(op.regions[0].entry, vals, local, dict(env))
@@ -929,7 +935,8 @@ class SdyProgram:
                 return [_Splat(x.value if isinstance(x, _Splat) else x, t.shape)]
             return [self._broadcast(op, x)]
         if name == "stablehlo.reshape" and isinstance(vals[0], DT):
-            return [vals[0].reshape(t.shape)]
+            # straight to the result's sharding: one exchange of what changes owner, never a gather
+            return [vals[0].reshape(t.shape, sharding=self._result_sharding(op))]
         if name == "stablehlo.transpose" and isinstance(vals[0], DT):
             return [vals[0].transpose(*H._attr_ints(op, "permutation"))]
         if name == "stablehlo.slice" and isinstance(vals[0], DT):
@@ -993,6 +1000,15 @@ class SdyProgram:
         # no sharded implementation: run on the gathered operands; the result is replicated
         self.fallbacks.append((op, "computed on gathered operands"))
         return self._local_op(op, [self.whole(v) for v in vals], env)
+
+    def _result_sharding(self, op) -> Sharding | None:
+        """The sharding ``op``'s first result gets after it runs (its ``sdy.sharding``, else the
+        propagated one); None where it is replicated or unknown."""
+        if op.attributes.get("sdy.sharding") is not None:
+            ts = shardings_attr(op, "sdy.sharding")[0]
+        else:
+            ts = self._prop.get(op.results[0])
+        return None if ts is None else self.sharding(ts.without_unreduced())
 
     def _is_argmax(self, op, env):
         """Whether a two-operand ``reduce`` is numpy's argmax (NaN counts as the largest, ties go to the

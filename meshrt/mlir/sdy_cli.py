@@ -89,7 +89,19 @@ def explain(module, name="main", comm=None) -> str:
             p.count("gather whole: " + " ".join(str(st) for st in plan.steps), plan.elements_moved * t.dtype.itemsize)
         return orig_gather(t, root)
 
+    from ..tensor import distributed_tensor as _dt_module
+    from ..tensor.reshape_plan import elements_sent
+
+    orig_exchange = _dt_module._reshape_exchange
+
+    def reshape_exchange(t, new, want):
+        src = _dt_module._abstract_sharding(t.sharding.replace(halo_sizes=None))
+        sent = elements_sent(src, t.global_shape, _dt_module._abstract_sharding(want), tuple(new), t.mesh.rank)
+        p.count("reshape exchange of the runs that change owner", sent * t.dtype.itemsize, same_everywhere=False)
+        return orig_exchange(t, new, want)
+
     try:
+        _dt_module._reshape_exchange = reshape_exchange
         p.check(name)
         f = module.functions()[name]
         args = [np.zeros(t.shape, H.np_dtype(t)) if isinstance(t, TensorType) else np.zeros((), H.np_dtype(t))
@@ -104,6 +116,7 @@ def explain(module, name="main", comm=None) -> str:
         p.run(name, args)
     finally:
         DT.reshard, DT.gather = orig_reshard, orig_gather
+        _dt_module._reshape_exchange = orig_exchange
         trace = p.trace or {}
         p.free()
     def key(op):
@@ -130,7 +143,8 @@ def explain(module, name="main", comm=None) -> str:
         if local:
             text = (text + "; " if text else "") + f"{items[0][0] if not shared else 'manual collectives'} " \
                                                    f"[{local} B over all processes]"
-        by_line.setdefault(op.location.line, []).append(text)
+        if text:
+            by_line.setdefault(op.location.line, []).append(text)
     shard_line = {}
     for op, sh in seen.items():
         if sh:

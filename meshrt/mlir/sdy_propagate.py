@@ -30,7 +30,7 @@ from . import stablehlo as H
 from ._sdy_attrs import DimSharding, TensorSharding, direction_name, parse_sharding, parse_sharding_list
 from .ir import TensorType
 
-__all__ = ["propagate"]
+__all__ = ["propagate", "Shardings", "reshape_axes"]
 
 # a sharding_constraint's sharding also says how its operand should be sharded (its only use, or dangling)
 _IDENTITY = frozenset(list(H.ELEMENTWISE) + ["stablehlo.compare", "stablehlo.select", "stablehlo.convert",
@@ -45,9 +45,11 @@ def _priority(ts: TensorSharding):
     return min(ps) if ps else 1 << 30
 
 
-def _edges(ops):
-    """(src, dst, dim map: dst dim -> src dim or None) for every value pair a sharding flows between."""
+def _edges(ops, mesh_sizes=None):
+    """(src, dst, dim map: dst dim -> src dim or None, or a function of the src sharding) for every
+    value pair a sharding flows between."""
     out = []
+    mesh_sizes = mesh_sizes or {}
 
     def both(a, b, m_ab, m_ba):
         out.append((a, b, m_ab))
@@ -97,6 +99,11 @@ def _edges(ops):
                 for i, d in enumerate(free):
                     fwd[offset + i], back[d] = d, offset + i
                 both(v, res, tuple(fwd), tuple(back))
+        elif name == "stablehlo.reshape":
+            v = op.operands[0]
+            if isinstance(v.type, TensorType):
+                old, new = tuple(v.type.shape), tuple(res.type.shape)
+                both(v, res, _ReshapeMap(old, new, mesh_sizes), _ReshapeMap(new, old, mesh_sizes))
         elif name == "stablehlo.reduce" and len(op.operands) == 2:
             v = op.operands[0]
             kept = [d for d in range(v.type.rank) if d not in H._attr_ints(op, "dimensions")]
@@ -105,6 +112,68 @@ def _edges(ops):
                 back[d] = i
             both(v, res, tuple(kept), tuple(back))
     return out
+
+
+def reshape_axes(old, new, axes_per_dim, length) -> list:
+    """Per dim of ``new``, the axes a reshape from ``old`` carries over (Shardy's reshape rule on
+    the dims' common factors): a dim of the same size keeps its axes; otherwise the axes that split
+    a run of merged/split dims major first (a dim's axes, then the next dim's only where the first
+    is split whole) go onto the new run's dims major first, each where it divides what is left of
+    the dim (``length(axis)``: its size); the rest stay behind.
+
+    >>> reshape_axes((96,), (4, 24), [["x"]], lambda a: 2)
+    [['x'], []]
+    >>> reshape_axes((2, 12), (24,), [["x"], ["y"]], lambda a: 2)
+    [['x', 'y']]
+    >>> reshape_axes((8, 12), (4, 24), [["x"], ["y"]], lambda a: 2)
+    [['x'], []]
+    """
+    from ..tensor.layout import _reshape_groups
+
+    out = [[] for _ in new]
+    for gi, gj in _reshape_groups(tuple(old), tuple(new)):
+        gi = [d for d in gi if old[d] != 1]
+        gj = [e for e in gj if new[e] != 1]
+        if not gi or not gj:
+            continue
+        if len(gi) == 1 and len(gj) == 1:  # the same dim: same layout, even where the split is uneven
+            out[gj[0]] = list(axes_per_dim[gi[0]])
+            continue
+        chain = []
+        for d in gi:
+            whole = 1
+            for a in axes_per_dim[d]:
+                if old[d] % (whole * length(a)):  # an uneven split is no factor of the run
+                    break
+                chain.append(a)
+                whole *= length(a)
+            if whole != old[d]:
+                break
+        j, room = 0, new[gj[0]]
+        for a in chain:
+            n = length(a)
+            while room == 1 and j + 1 < len(gj):
+                j += 1
+                room = new[gj[j]]
+            if room % n:
+                break
+            out[gj[j]].append(a)
+            room //= n
+    return out
+
+
+class _ReshapeMap:
+    """A reshape's edge: the source sharding's axes per `reshape_axes`, on open dims."""
+
+    def __init__(self, old, new, mesh_sizes):
+        self.old, self.new, self.mesh_sizes = old, new, mesh_sizes
+
+    def __call__(self, ts: TensorSharding) -> TensorSharding:
+        sizes = self.mesh_sizes.get(ts.mesh, {})
+        axes = [d.axes for d in ts.dims] + [()] * (len(self.old) - len(ts.dims))
+        carried = reshape_axes(self.old, self.new, axes, lambda a: a.length(sizes) if a.name in sizes or a.pre
+                               is not None else 1 << 62)
+        return TensorSharding(ts.mesh, tuple(DimSharding(tuple(a), False) for a in carried))
 
 
 def _mapped(ts: TensorSharding, m) -> TensorSharding:
@@ -137,12 +206,32 @@ def _merge(cur: TensorSharding, new: TensorSharding):
     return TensorSharding(cur.mesh, tuple(dims), cur.replicated, cur.unreduced) if changed else None
 
 
-def _block_ops(block):
+def _block_ops(block, module=None, ctx=(), stack=()):
+    """``(call sites, op)`` for the ops of ``block``, of the named computations in it, and of the
+    private functions its ``func.call`` ops call: a callee's ops once per call site (``ctx``, the
+    calls that lead there), as Shardy's inlining of the call graph would (a recursive call is not
+    followed)."""
     for op in block.operations:
-        yield op
+        yield ctx, op
         if op.name in ("sdy.named_computation",):
             for r in op.regions:
-                yield from _block_ops(r.entry)
+                yield from _block_ops(r.entry, module, ctx, stack)
+        elif op.name == "func.call" and module is not None:
+            callee = _callee(module, op)
+            if callee is not None and callee not in stack:
+                yield from _block_ops(callee.regions[0].entry, module, ctx + (op,), stack + (callee,))
+
+
+def _callee(module, op):
+    f = module.functions().get(op.attributes["callee"].name)
+    return f if f is not None and f.regions and f.regions[0].blocks else None
+
+
+def _mesh_sizes(module) -> dict:
+    from ._sdy_attrs import parse_mesh
+
+    return {op.attributes.get("sym_name"): parse_mesh(str(op.attributes.get("mesh")), str(op.location)).sizes()
+            for op in module.operations if op.name == "sdy.mesh"}
 
 
 def _arg_sharding(func, i, key="arg_attrs"):
@@ -161,64 +250,104 @@ def shardings_attr(op, key):
     return parse_sharding_list(str(op.attributes[key]), str(op.location))
 
 
-def propagate(module, name) -> dict:
-    """``{Value: TensorSharding}`` for the values of ``@name`` (its own body and named computations)."""
+class Shardings(dict):
+    """``{Value: TensorSharding}`` for one function's values at one call site; ``calls`` maps each
+    ``func.call`` op in it to the shardings of its callee's values there."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.calls = {}
+
+
+def propagate(module, name) -> Shardings:
+    """``{Value: TensorSharding}`` for the values of ``@name`` (its own body and named computations);
+    its ``calls`` hold the private functions' values per call site."""
     f = module.functions()[name]
     block = f.regions[0].entry
-    ops = list(_block_ops(block))
-    seeds = []  # (priority, order, value, sharding)
+    ops = list(_block_ops(block, module, (), (f,)))
+    seeds = []  # (priority, order, (call sites, value), sharding)
 
-    def seed(v, ts):
+    def seed(v, ts, ctx=()):
         if ts is not None and isinstance(v.type, TensorType):
-            seeds.append((_priority(ts), len(seeds), v, ts))
+            seeds.append((_priority(ts), len(seeds), (ctx, v), ts))
+
+    by_ctx = {}
+    for ctx, op in ops:
+        by_ctx.setdefault(ctx, []).append(op)
+    # a value an op gives a user sharding (a constraint's result, ...) keeps it where it is also a result
+    # of the function: the result's sharding is the return's to move to
+    own = {(ctx, r) for ctx, op in ops for r in op.results
+           if "sdy.sharding" in op.attributes or op.name in _SEED_OPS or op.name == "sdy.manual_computation"
+           or (op.name == "sdy.data_flow_edge" and op.attributes.get("sharding") is not None)}
+
+    def seed_results(func, ctx):
+        for i, v in enumerate(func.regions[0].entry.operations[-1].operands):
+            if (ctx, v) not in own:
+                seed(v, _arg_sharding(func, i, "res_attrs"), ctx)
 
     for i, a in enumerate(block.arguments):
         seed(a, _arg_sharding(f, i))
-    ret = block.operations[-1]
-    for i, v in enumerate(ret.operands):
-        seed(v, _arg_sharding(f, i, "res_attrs"))
+    seed_results(f, ())
     groups = {}
-    edges = _edges(ops)
-    for op in ops:
+    sizes = _mesh_sizes(module)
+    edges = [((ctx, a), (ctx, b), m) for ctx, ops_here in by_ctx.items() for a, b, m in _edges(ops_here, sizes)]
+    for ctx, op in ops:
         if "sdy.sharding" in op.attributes:
             for r, ts in zip(op.results, shardings_attr(op, "sdy.sharding")):
-                seed(r, ts.without_unreduced())
+                seed(r, ts.without_unreduced(), ctx)
         if op.name in _SEED_OPS:
             key = "sharding" if op.name in ("sdy.sharding_constraint", "sdy.reshard") else "out_sharding"
-            seed(op.results[0], sharding_attr(op, key).without_unreduced())
+            seed(op.results[0], sharding_attr(op, key).without_unreduced(), ctx)
         elif op.name == "sdy.data_flow_edge" and op.attributes.get("sharding") is not None:
-            seed(op.results[0], sharding_attr(op, "sharding"))
+            seed(op.results[0], sharding_attr(op, "sharding"), ctx)
         elif op.name == "sdy.manual_computation":
             for v, ts in zip(op.operands, shardings_attr(op, "in_shardings")):
-                seed(v, ts)
+                seed(v, ts, ctx)
             for v, ts in zip(op.results, shardings_attr(op, "out_shardings")):
-                seed(v, ts)
+                seed(v, ts, ctx)
         elif op.name == "sdy.sharding_group":
-            groups.setdefault(op.attributes.get("group_id"), []).append(op.operands[0])
+            groups.setdefault(op.attributes.get("group_id"), []).append((ctx, op.operands[0]))
+        elif op.name == "func.call" and (ctx + (op,)) in by_ctx:
+            # a private function's arguments and results are its call's operands and results
+            callee, inner = _callee(module, op), ctx + (op,)
+            body = callee.regions[0].entry
+            for i, a in enumerate(body.arguments):
+                seed(a, _arg_sharding(callee, i), inner)
+            seed_results(callee, inner)
+            for v, a in zip(op.operands, body.arguments):
+                r = tuple(range(a.type.rank)) if isinstance(a.type, TensorType) else ()
+                edges += [((ctx, v), (inner, a), r), ((inner, a), (ctx, v), r)]
+            for v, r_ in zip(body.operations[-1].operands, op.results):
+                r = tuple(range(r_.type.rank)) if isinstance(r_.type, TensorType) else ()
+                edges += [((inner, v), (ctx, r_), r), ((ctx, r_), (inner, v), r)]
         elif op.name == "sdy.named_computation":
             body = op.regions[0].entry
             for v, a in zip(op.operands, body.arguments):
                 r = tuple(range(a.type.rank)) if isinstance(a.type, TensorType) else ()
-                edges += [(v, a, r), (a, v, r)]
+                edges += [((ctx, v), (ctx, a), r), ((ctx, a), (ctx, v), r)]
             for v, r_ in zip(body.operations[-1].operands, op.results):
                 r = tuple(range(r_.type.rank)) if isinstance(r_.type, TensorType) else ()
-                edges += [(v, r_, r), (r_, v, r)]
+                edges += [((ctx, v), (ctx, r_), r), ((ctx, r_), (ctx, v), r)]
 
     got = {}
+    seeded = set()
     for prio, _, v, ts in sorted(seeds, key=lambda s: (s[0], s[1])):
         if v not in got:
             got[v] = ts
-        else:
+        elif v in seeded:  # an earlier (higher priority) user sharding: this one may only extend its open dims
             merged = _merge(got[v], ts)
             if merged is not None:
                 got[v] = merged
+        else:  # what propagation gave it so far yields to the user's sharding, on the open dims too
+            got[v] = _merge(ts, got[v]) or ts
+        seeded.add(v)
         changed = True
         while changed:
             changed = False
             for src, dst, m in edges:
                 if src not in got:
                     continue
-                cand = _mapped(got[src], m)
+                cand = m(got[src]) if callable(m) else _mapped(got[src], m)
                 if dst not in got:
                     got[dst] = cand
                     changed = True
@@ -233,5 +362,12 @@ def propagate(module, name) -> dict:
                     if first is not None and got.get(v) != first:
                         got[v] = first
                         changed = True
-    return got
+    out = {ctx: Shardings() for ctx in by_ctx}
+    out.setdefault((), Shardings())
+    for (ctx, v), ts in got.items():
+        out[ctx][v] = ts
+    for ctx in sorted(out, key=len, reverse=True):
+        if ctx:
+            out[ctx[:-1]].calls[ctx[-1]] = out[ctx]
+    return out[()]
 

@@ -44,7 +44,7 @@ from ..sharding.spec import Sharding
 from .dispatch import ABOVE, _HANDLED_FUNCTIONS, _np_name
 from .layout import (
     _ALLGATHERS, _agree, _axes_tuple, _block_layout, _check_global, _check_perm, _check_root, _check_sharding,
-    _checked_layout, _displs, _from_dims, _gather_layout, _normalize_periodic, _per_dim, _permute_sharding,
+    _checked_layout, _displs, _from_dims, _gather_layout, _normalize_periodic, _permute_sharding,
     _reshape_groups, _reshape_target, _to_view_index, _zero_halos,
 )
 from .files import _TensorFiles
@@ -738,20 +738,26 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
 
     T = property(lambda self: self.transpose(), doc="The transposed tensor (a view; see `transpose`).")
 
-    def reshape(self, *shape) -> "DistributedTensor":
+    def reshape(self, *shape, sharding: Sharding | None = None) -> "DistributedTensor":
         """The tensor with a new global shape (numpy's C order; one ``-1`` allowed).
 
-        No data moves where every split dim stays whole, or is the major dim of
-        the dims merged with it (a row split of ``(n, m)`` reshaped to
-        ``(n * m,)``) and its shard boundaries fall on whole rows of the new
-        dim; otherwise the split dims in the way are gathered first (a
-        reshard), then split again along their axes (a local slice).  Halos are
+        A reshape never gathers a split dim.  Where every process's block
+        stays as it is (a split dim split into ``(split, whole...)`` dims, or
+        merged with whole trailing dims, with shard boundaries on whole rows of
+        the new dim; split major dims merged whole) it is a view, with no
+        communication.  Otherwise each process sends exactly the row-major runs
+        of its block that another process owns in the result, in one
+        point-to-point exchange (`meshrt.tensor.reshape_plan`).  Halos are
         dropped.
 
         Parameters
         ----------
         *shape : int or sequence of int
             The new global shape.
+        sharding : Sharding, optional
+            The result's sharding (same mesh).  By default a split dim keeps its
+            axes on the first (non-1) dim of the new dims it becomes, where no
+            data moves that way; other split dims' axes go there too.
 
         Returns
         -------
@@ -770,11 +776,15 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
         >>> t.reshape(-1, 3).gather()
         array([[0, 1, 2],
                [3, 4, 5]])
+        >>> t.reshape(6, sharding=Sharding(t.mesh, [[0]])).sharding.dim_axes(0)
+        (0,)
         """
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
         new = _reshape_target(self._global_shape, shape)
-        return _reshape(self, new)
+        if sharding is not None and not isinstance(sharding, Sharding):
+            raise TypeError(f"sharding: {sharding!r} is not a Sharding")
+        return _reshape(self, new, sharding)
 
     def cumsum(self, axis=None, dtype=None) -> "DistributedTensor":
         """Cumulative sum along ``axis`` (``None``: of the flattened tensor, as numpy).
@@ -1166,42 +1176,137 @@ def _as_array(array, dtype) -> np.ndarray:
     return arr
 
 
-def _reshape(t: "DistributedTensor", new) -> "DistributedTensor":
+def _reshape(t: "DistributedTensor", new, sharding: "Sharding | None" = None) -> "DistributedTensor":
     old, s = t.global_shape, t.sharding
     if 0 in old:
-        return DistributedTensor.empty(new, s.replace(split_axes=[], halo_sizes=None, sharded_dims_offsets=None),
-                                       t.dtype)
+        empty = DistributedTensor.empty(new, s.replace(split_axes=[], halo_sizes=None, sharded_dims_offsets=None),
+                                        t.dtype)
+        return empty if sharding is None else empty.reshard(sharding)
+    target = _reshape_sharding(s, old, new) if sharding is None else sharding
+    if target.mesh != s.mesh:  # a refined mesh (Shardy sub-axes): reshape on this one, then reshard
+        return _reshape(t, new).reshard(target)
+    want = target.replace(halo_sizes=None)
+    if (want.partial_axes, want.partial_type) != (s.partial_axes, s.partial_type):
+        if s.is_partial and not set(s.partial_axes) & {a for d in range(len(new)) for a in want.dim_axes(d)}:
+            want = want.replace(partial_axes=s.partial_axes, partial_type=s.partial_type)
+        else:  # the partial axes split the result: sum first
+            t = t.reshard(s.replace(partial_axes=None, partial_type=None, halo_sizes=None))
+            s = t.sharding
+            want = want.replace(partial_axes=s.partial_axes, partial_type=s.partial_type)
+    out = DistributedTensor(_reshape_exchange(t, new, want), want, new)
+    return out if out.sharding == target else out.reshard(target)
+
+
+def _reshape_sharding(s: Sharding, old, new) -> Sharding:
+    """The sharding a reshape gives by default: a split dim keeps its axes and shard boundaries
+    on the first (non-1) dim of the new run of dims it becomes, where those fall on whole rows of
+    it (no data moves); other split dims' axes go there too, evenly."""
     offs = s.dim_offsets(old)
     new_dims = [((), None, (0, 0))] * len(new)
-    gather = set()  # old dims to unsplit first
-    resplit = {}  # new dim -> axes to split it along again afterwards
     for gi, gj in _reshape_groups(old, new):
         split = [d for d in gi if s.dim_axes(d)]
-        if not split:
+        if not split or not gj:
             continue
-        d, k = split[0], gj[0] if gj else None
+        d = split[0]
+        k = next((e for e in gj if new[e] != 1), gj[0])
         r_old = math.prod(old[e] for e in gi[gi.index(d) + 1:])
-        r_new = math.prod(new[e] for e in gj[1:])
-        local_ok = (len(split) == 1 and k is not None and all(old[e] == 1 for e in gi[:gi.index(d)])
-                    and all(o * r_old % r_new == 0 for o in offs[d]))
-        if local_ok:
+        r_new = math.prod(new[e] for e in gj[gj.index(k) + 1:])
+        if (len(split) == 1 and all(old[e] == 1 for e in gi[:gi.index(d)])
+                and all(o * r_old % r_new == 0 for o in offs[d])):
             new_dims[k] = (s.dim_axes(d), tuple(o * r_old // r_new for o in offs[d]), (0, 0))
         else:
-            gather.update(split)
-            if k is not None:
-                resplit[k] = tuple(a for e in split for a in s.dim_axes(e))
-    if gather:
-        dims = _per_dim(s, old)
-        dims = [((), None, (0, 0)) if d in gather else (a, o, (0, 0)) for d, (a, o, _) in enumerate(dims)]
-        t = t.reshard(_from_dims(s, dims, old, keep_halos=False))
-        s = t.sharding
-    mid = _from_dims(s, new_dims, new, keep_halos=False)
-    out = DistributedTensor(t.interior.reshape(mid.shard_shape(new)), mid, new)
-    if resplit:
-        dims = _per_dim(mid, new)
-        for k, axes in resplit.items():
-            dims[k] = (axes, None, (0, 0))
-        out = out.reshard(_from_dims(mid, dims, new, keep_halos=False))
+            new_dims[k] = (tuple(a for e in split for a in s.dim_axes(e)), None, (0, 0))
+    return _from_dims(s, new_dims, new, keep_halos=False)
+
+
+def _reshape_exchange(t: "DistributedTensor", new, want: Sharding) -> np.ndarray:
+    """This process's block of ``t`` reshaped to ``new`` and laid out by ``want`` (same mesh and
+    partial axes, no halos): a view where the block stays as it is, else one exchange of the
+    row-major runs that change owner (`meshrt.tensor.reshape_plan`)."""
+    from .reshape_plan import is_local, reshape_pieces
+
+    src = _abstract_sharding(t.sharding.replace(halo_sizes=None))
+    dst = _abstract_sharding(want)
+    old, mesh = t.global_shape, t.mesh
+    x = t.interior
+    block = want.shard_shape(new)
+    if is_local(src, old, dst, tuple(new), mesh.rank):
+        return np.ascontiguousarray(x).reshape(block)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(block, t.dtype)
+    oflat = out.reshape(-1)
+    sends, recvs = reshape_pieces(src, old, dst, tuple(new), mesh.rank)
+    rbufs, sbufs, unpack = [], [], []
+    for peer, offs, lens in recvs:
+        if peer == mesh.rank:
+            (_, s_offs, s_lens), = [p for p in sends if p[0] == peer]
+            _put_runs(oflat, offs, lens, _take_runs(flat, s_offs, s_lens))
+        elif len(offs) == 1:
+            rbufs.append((oflat[offs[0]:offs[0] + lens[0]], peer))
+        else:
+            buf = np.empty(int(lens.sum()), t.dtype)
+            rbufs.append((buf, peer))
+            unpack.append((offs, lens, buf))
+    for peer, offs, lens in sends:
+        if peer != mesh.rank:
+            sbufs.append((_take_runs(flat, offs, lens), peer))
+    _point_to_point(mesh, rbufs, sbufs, "reshape: exchange of the runs that change owner")
+    for offs, lens, buf in unpack:
+        _put_runs(oflat, offs, lens, buf)
     return out
+
+
+def _runs_view(flat, offs, lens):
+    """Runs ``[o, o + n)`` of ``flat`` as one view (1-d, or 2-d where they are evenly spaced and of
+    one length), else None."""
+    if len(offs) == 1:
+        return flat[offs[0]:offs[0] + lens[0]]
+    step = offs[1] - offs[0]
+    if (lens != lens[0]).any() or (np.diff(offs) != step).any() or step < lens[0]:
+        return None
+    return np.lib.stride_tricks.as_strided(flat[offs[0]:], shape=(len(offs), int(lens[0])),
+                                           strides=(int(step) * flat.itemsize, flat.itemsize))
+
+
+def _take_runs(flat, offs, lens) -> np.ndarray:
+    """The runs of ``flat``, concatenated (contiguous; a view where there is one run)."""
+    from .reshape_plan import run_indices
+
+    v = _runs_view(flat, offs, lens)
+    return np.ascontiguousarray(v).reshape(-1) if v is not None else flat[run_indices(offs, lens)]
+
+
+def _put_runs(flat, offs, lens, values) -> None:
+    from .reshape_plan import run_indices
+
+    v = _runs_view(flat, offs, lens)
+    if v is not None:
+        v[...] = values.reshape(v.shape)
+    else:
+        flat[run_indices(offs, lens)] = values
+
+
+_TAG_RESHAPE = 0x5e6
+
+
+def _point_to_point(mesh, rbufs, sbufs, what):
+    from mpi4py import MPI
+
+    from .. import _collfront
+
+    peers = _mpi.Peers(mesh, tuple(sorted({mesh.rank} | {p for _, p in rbufs} | {p for _, p in sbufs})))
+    with _mpi.internal("DistributedTensor.reshape", what, peers):
+        if not _collfront.exchange(mesh.comm, rbufs, sbufs, _TAG_RESHAPE):
+            reqs = [mesh.comm.Irecv([b.view(np.uint8).reshape(-1) if b.size else b, MPI.BYTE], p, _TAG_RESHAPE)
+                    for b, p in rbufs]
+            reqs += [mesh.comm.Isend([b.view(np.uint8).reshape(-1) if b.size else b, MPI.BYTE], p, _TAG_RESHAPE)
+                     for b, p in sbufs]
+            MPI.Request.Waitall(reqs)
+
+
+def _abstract_sharding(s: Sharding) -> Sharding:
+    from ..mesh import AbstractMesh
+
+    return s.replace(mesh=s.mesh.abstract()) if type(s.mesh) is not AbstractMesh else s
 
 

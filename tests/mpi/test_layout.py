@@ -111,6 +111,81 @@ def test_reshape(meshes):
         t.reshape(5, -1)
 
 
+def _random_sharding(rng, mesh, shape, halos=False):
+    split = [[] for _ in shape]
+    for a in rng.permutation(mesh.ndim):
+        d = int(rng.integers(-1, len(shape)))
+        if d >= 0:
+            split[d].append(int(a))
+    offsets = None
+    if rng.random() < 0.3 and any(split):  # uneven shard boundaries, zero-width shards too
+        offsets = []
+        for axes, n in zip(split, shape):
+            if axes:
+                k = int(np.prod([mesh.shape[a] for a in axes]))
+                offsets += [0, *sorted(int(c) for c in rng.integers(0, n + 1, k - 1)), n]
+    nsplit = sum(1 for axes in split if axes)
+    wide = all(n >= np.prod([mesh.shape[a] for a in axes]) for axes, n in zip(split, shape) if axes)
+    halo_sizes = [1, 0] * nsplit if halos and nsplit and offsets is None and wide else None
+    return Sharding(mesh, split, sharded_dims_offsets=offsets, halo_sizes=halo_sizes)
+
+
+def test_reshape_to_a_given_sharding_never_gathers(meshes, monkeypatch):
+    """Random shapes and shardings (1-d and 2-d meshes, uneven, source halos): the result has the
+    sharding asked for, equals numpy, and comes from one exchange of the runs that change owner
+    (no reshard, so no gather), each element sent once to each process that lacks it."""
+    from meshrt.tensor.reshape_plan import elements_sent
+
+    rng = np.random.default_rng(29)
+    resharded = []
+    monkeypatch.setattr(DT, "reshard", lambda *a, **k: resharded.append(a) or (_ for _ in ()).throw(AssertionError))
+    for i in range(40):
+        mesh = meshes["1d" if i % 2 else "2d"]
+        size = int(rng.choice([6, 12, 24, 30, 36, 60]))
+        old = random_reshape(rng, (size,))
+        new = random_reshape(rng, (size,))
+        src = _random_sharding(rng, mesh, old, halos=i % 3 == 0)
+        dst = _random_sharding(rng, mesh, new)
+        g = g_of(old, np.float32, i)
+        t = DT.from_global(g, src)
+        r = t.reshape(new, sharding=dst)
+        assert r.sharding == dst, (old, src, new, dst)
+        assert np.array_equal(r.interior, g.reshape(new)[dst.shard_slices(new)]), (old, src, new, dst)
+        # what moved: the elements each process lacks, no more
+        flat = np.arange(size).reshape(old)
+        have = set(flat[src.shard_slices(old)].ravel().tolist())
+        need = set(flat.reshape(new)[dst.shard_slices(new)].ravel().tolist())
+        lacking = comm.allreduce(len(need - have))
+        sent = comm.allreduce(elements_sent(src.replace(halo_sizes=None, mesh=mesh.abstract()), old,
+                                            dst.replace(mesh=mesh.abstract()), new, comm.rank))
+        assert sent == lacking, (old, src, new, dst, sent, lacking)
+    assert not resharded
+
+
+def test_reshape_split_and_merge_stay_views(meshes):
+    """A split dim split into (split, whole) dims, or merged with whole trailing dims, keeps its axes
+    on the major dim and moves nothing: the result shares the block's memory."""
+    m = meshes["2d"]
+    a, b = m.shape
+    g = np.arange(4.0 * a * b * 6).reshape(4 * a * b, 6)
+    t = DT.from_global(g.reshape(-1), Sharding(m, [[0, 1]]))
+    r = t.reshape(4 * a * b, 6)
+    assert r.sharding.dim_axes(0) == (0, 1) and np.shares_memory(r.interior, t.interior)
+    check(r, g, "split")
+    back = r.reshape(-1)
+    assert back.sharding.dim_axes(0) == (0, 1) and np.shares_memory(back.interior, t.interior)
+    # a split major dim merged with a split minor one, the major split whole: one dim on both axes
+    u = DT.from_global(np.arange(a * 6.0 * b).reshape(a, 6 * b), Sharding(m, [[0], [1]]))
+    merged = u.reshape(-1, sharding=Sharding(m, [[0, 1]]))
+    assert np.shares_memory(merged.interior, u.interior)
+    check(merged, np.arange(a * 6.0 * b), "merge")
+    with pytest.raises(TypeError, match="sharding: "):
+        t.reshape(-1, sharding="x")
+    # a sharding that does not fit the new shape: the same error on every process, before any message
+    with pytest.raises(ShardingError, match="splits 2 dims, but the tensor has only 1"):
+        u.reshape(-1, sharding=Sharding(m, [[0], [1]]))
+
+
 def test_concatenate_and_stack(meshes):
     rng = np.random.default_rng(3)
     for name, s, shape in cases(meshes):

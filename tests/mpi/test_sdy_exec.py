@@ -254,3 +254,45 @@ def test_sharded_argmax_keeps_jax_ties_and_nan():
                   [2, 1, 0, -1], [np.inf, 1, np.inf, 0], [0, 1, 2, 3], [3, 2, 1, 0]], np.float32)
     res = run_sdy(parse_file(os.path.join(CORPUS, "reductions", f"n{N}.mlir")), "main", [x], comm)
     _compare(res[0], np.argmax(x, axis=1).astype(np.int32), "argmax")
+
+
+RESHAPES = """{mesh}
+func.func @main(%arg0: tensor<8x12xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{"y"}}]>}}) -> (tensor<96xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}]>}}, tensor<4x2x12xf32>, tensor<8x12xf32>) {{
+  %0 = stablehlo.reshape %arg0 : (tensor<8x12xf32>) -> tensor<4x24xf32>
+  %1 = call @twice(%0) : (tensor<4x24xf32>) -> tensor<4x24xf32>
+  %2 = sdy.sharding_constraint %1 <@mesh, [{{"x"}}, {{}}]> : tensor<4x24xf32>
+  %3 = stablehlo.reshape %2 : (tensor<4x24xf32>) -> tensor<96xf32>
+  %4 = stablehlo.reshape %arg0 : (tensor<8x12xf32>) -> tensor<4x2x12xf32>
+  %5 = stablehlo.sine %4 : tensor<4x2x12xf32>
+  %6 = stablehlo.reshape %3 : (tensor<96xf32>) -> tensor<8x12xf32>
+  %7 = sdy.sharding_constraint %6 <@mesh, [{{"y"}}, {{"x"}}]> : tensor<8x12xf32>
+  return %3, %5, %7 : tensor<96xf32>, tensor<4x2x12xf32>, tensor<8x12xf32>
+}}
+func.func private @twice(%arg0: tensor<4x24xf32>) -> tensor<4x24xf32> {{
+  %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>
+  %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4x24xf32>
+  %1 = stablehlo.multiply %arg0, %0 : tensor<4x24xf32>
+  return %1 : tensor<4x24xf32>
+}}
+"""
+
+
+def test_reshapes_and_calls_equal_numpy_and_never_gather():
+    """Reshapes across split dims (to a constraint's sharding, split, merged, back to a transposed
+    split) and a private function's call: the values equal numpy, and no reshape gathers."""
+    from meshrt.mlir.sdy_cli import explain
+
+    x = np.arange(96, dtype=np.float32).reshape(8, 12) / 7
+    m = parse(RESHAPES.format(mesh=_mesh_text()))
+    flat, sines, back = run_sdy(m, "main", [x], comm)
+    _compare(flat, 2 * x.reshape(96), "reshape to the constraint")
+    _compare(sines, np.sin(x.reshape(4, 2, 12)), "split")
+    _compare(back, 2 * x, "back, transposed split")
+    text = explain(m, "main", comm)
+    if comm.rank == 0:
+        lines = [ln for ln in text.splitlines() if "stablehlo.reshape" in ln]
+        assert len(lines) == 4 and not any("all_gather" in ln or "gather whole" in ln for ln in lines), lines
+        if N == 4:  # each process lacks half its (4, 24) block: 4 x 24 float32
+            assert "reshape exchange of the runs that change owner [384 B over all processes]" in lines[0], lines[0]
+        # the split and the merge of a row-split tensor move nothing
+        assert "moves" not in lines[1] and "moves" not in lines[2], lines
