@@ -1198,9 +1198,9 @@ cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis,
         return _MISS
     if layout[5] is not None:  # uneven pieces: MPI_Alltoallv of bytes, any byte order
         buf = np.empty(<tuple>layout[2], _dtype(x))
-        v = <tuple>layout[5]
-        h = _c_vmove(_VM_ALLTOALLV, g, x, buf,
-                     _v_of(layout, ((<tuple>v[0])[0], (<tuple>v[0])[1], (<tuple>v[1])[0], (<tuple>v[1])[1])), 0, 0, wait)
+        v = <tuple>layout[5]  # ((send counts, displs), (receive counts, displs))
+        a = _v_of(layout, ((<tuple>v[0])[0], (<tuple>v[0])[1], (<tuple>v[1])[0], (<tuple>v[1])[1]))
+        h = _c_vmove(_VM_ALLTOALLV, g, x, buf, a, 0, 0, wait)
         if h is None:
             return _MISS
         return buf if wait else h

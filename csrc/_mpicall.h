@@ -141,7 +141,8 @@ static inline int meshrt_ialltoallv(CV s, const int *sc, const int *sd, void *r,
 static inline int meshrt_gatherv(CV s, int sn, void *r, const int *rc, const int *rd, size_t dt, int root, size_t c) {
     return MESHRT_CALL(MF_GATHERV, (CV, int, int, void *, const int *, const int *, int, int, int),
                        (CV, int, void *, void *, const int *, const int *, void *, int, void *),
-                       (s, sn, H4(dt), r, rc, rd, H4(dt), root, H4(c)), (s, sn, HP(dt), r, rc, rd, HP(dt), root, HP(c)));
+                       (s, sn, H4(dt), r, rc, rd, H4(dt), root, H4(c)),
+                       (s, sn, HP(dt), r, rc, rd, HP(dt), root, HP(c)));
 }
 static inline int meshrt_igatherv(CV s, int sn, void *r, const int *rc, const int *rd, size_t dt, int root, size_t c,
                                   void *req) {
@@ -153,7 +154,8 @@ static inline int meshrt_igatherv(CV s, int sn, void *r, const int *rc, const in
 static inline int meshrt_scatterv(CV s, const int *sc, const int *sd, void *r, int rn, size_t dt, int root, size_t c) {
     return MESHRT_CALL(MF_SCATTERV, (CV, const int *, const int *, int, void *, int, int, int, int),
                        (CV, const int *, const int *, void *, void *, int, void *, int, void *),
-                       (s, sc, sd, H4(dt), r, rn, H4(dt), root, H4(c)), (s, sc, sd, HP(dt), r, rn, HP(dt), root, HP(c)));
+                       (s, sc, sd, H4(dt), r, rn, H4(dt), root, H4(c)),
+                       (s, sc, sd, HP(dt), r, rn, HP(dt), root, HP(c)));
 }
 static inline int meshrt_iscatterv(CV s, const int *sc, const int *sd, void *r, int rn, size_t dt, int root, size_t c,
                                    void *req) {
