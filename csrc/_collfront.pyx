@@ -491,80 +491,55 @@ cdef inline Handle _c_handle(result, keep, int nreq, unsigned long long *reqs):
     return h
 
 
-cdef object _c_allreduce(Group g, cnp.ndarray send, cnp.ndarray res, object op, int typenum, bint wait):
-    """MPI_Allreduce (MPI_Iallreduce) of C-ordered ``send`` into ``res``: True, or a `Handle`;
-    None where the C path cannot (mpi4py's path then)."""
-    cdef cnp.npy_intp count = cnp.PyArray_SIZE(send)
+cdef enum:
+    _RD_ALLREDUCE, _RD_REDUCE, _RD_REDUCE_SCATTER_BLOCK, _RD_REDUCE_SCATTER
+
+
+cdef object _c_reduction(int kind, Group g, cnp.ndarray send, object res, object op, int typenum, int root,
+                         object counts, bint wait):
+    """MPI_Allreduce, MPI_Reduce (to in-group ``root``; ``res`` None elsewhere), MPI_Reduce_scatter_block
+    or MPI_Reduce_scatter (``counts``: a C int array of each member's element count), or their I- forms,
+    of C-ordered ``send`` into ``res`` in the builtin type ``typenum``: True, or a `Handle`; None
+    where the C path cannot (mpi4py's path then)."""
     cdef size_t c = _c_comm(g), dt, o
-    cdef int err
+    cdef int err, n
     cdef unsigned long long req[2]
-    cdef void *sbuf
-    cdef void *rbuf
-    if c == 0 or not _count_ok(count):
-        return None
-    dt = _dt_handle(typenum)
-    if dt == 0:
-        return None
-    o = _op_handle(op)
-    sbuf, rbuf = cnp.PyArray_DATA(send), cnp.PyArray_DATA(res)
-    if wait:
-        with nogil:
-            err = meshrt_allreduce(sbuf, rbuf, <int>count, dt, o, c)
-        _done_c(err)
-        return True
-    req[0] = req[1] = 0
-    err = meshrt_iallreduce(sbuf, rbuf, <int>count, dt, o, c, <void *>req)
-    _done_c(err)
-    return _c_handle(res, send, 1, req)
-
-
-
-cdef object _c_reduce(Group g, cnp.ndarray send, object res, object op, int typenum, int root, bint wait):
-    """MPI_Reduce (MPI_Ireduce) to in-group ``root`` (``res`` None elsewhere): True, a `Handle`, or None."""
-    cdef cnp.npy_intp count = cnp.PyArray_SIZE(send)
-    cdef size_t c = _c_comm(g), dt, o
-    cdef int err
-    cdef unsigned long long req[2]
-    cdef void *sbuf = cnp.PyArray_DATA(send)
-    cdef void *rbuf = NULL if res is None else cnp.PyArray_DATA(<cnp.ndarray>res)
-    if c == 0 or not _count_ok(count):
-        return None
-    dt = _dt_handle(typenum)
-    if dt == 0:
-        return None
-    o = _op_handle(op)
-    if wait:
-        with nogil:
-            err = meshrt_reduce(sbuf, rbuf, <int>count, dt, o, root, c)
-        _done_c(err)
-        return True
-    req[0] = req[1] = 0
-    _done_c(meshrt_ireduce(sbuf, rbuf, <int>count, dt, o, root, c, <void *>req))
-    return _c_handle(res, send, 1, req)
-
-
-cdef object _c_reduce_scatter(Group g, cnp.ndarray send, cnp.ndarray res, object op, int typenum, bint wait):
-    """MPI_Reduce_scatter_block (MPI_Ireduce_scatter_block): True, a `Handle`, or None."""
-    cdef cnp.npy_intp count = cnp.PyArray_SIZE(res)
-    cdef size_t c = _c_comm(g), dt, o
-    cdef int err
-    cdef unsigned long long req[2]
-    cdef void *sbuf = cnp.PyArray_DATA(send)
-    cdef void *rbuf = cnp.PyArray_DATA(res)
+    cdef const void *s = cnp.PyArray_DATA(send)
+    cdef void *r = NULL if res is None else cnp.PyArray_DATA(<cnp.ndarray>res)
+    cdef const int *rc = NULL
+    if counts is not None:
+        rc = _ints(counts)
     if c == 0 or not _count_ok(cnp.PyArray_SIZE(send)):
         return None
     dt = _dt_handle(typenum)
     if dt == 0:
         return None
     o = _op_handle(op)
+    # the block form counts the piece each member keeps; the others the whole array
+    n = <int>(cnp.PyArray_SIZE(<cnp.ndarray>res) if kind == _RD_REDUCE_SCATTER_BLOCK else cnp.PyArray_SIZE(send))
     if wait:
         with nogil:
-            err = meshrt_reduce_scatter_block(sbuf, rbuf, <int>count, dt, o, c)
+            if kind == _RD_ALLREDUCE:
+                err = meshrt_allreduce(s, r, n, dt, o, c)
+            elif kind == _RD_REDUCE:
+                err = meshrt_reduce(s, r, n, dt, o, root, c)
+            elif kind == _RD_REDUCE_SCATTER_BLOCK:
+                err = meshrt_reduce_scatter_block(s, r, n, dt, o, c)
+            else:
+                err = meshrt_reduce_scatter(s, r, rc, dt, o, c)
         _done_c(err)
         return True
     req[0] = req[1] = 0
-    _done_c(meshrt_ireduce_scatter_block(sbuf, rbuf, <int>count, dt, o, c, <void *>req))
-    return _c_handle(res, send, 1, req)
+    if kind == _RD_ALLREDUCE:
+        err = meshrt_iallreduce(s, r, n, dt, o, c, <void *>req)
+    elif kind == _RD_REDUCE:
+        err = meshrt_ireduce(s, r, n, dt, o, root, c, <void *>req)
+    elif kind == _RD_REDUCE_SCATTER_BLOCK:
+        err = meshrt_ireduce_scatter_block(s, r, n, dt, o, c, <void *>req)
+    else:
+        err = meshrt_ireduce_scatter(s, r, rc, dt, o, c, <void *>req)
+    _done_c(err)
+    return _c_handle(res, send if counts is None else (send, counts), 1, req)
 
 
 cdef object _c_bcast(Group g, cnp.ndarray buf, int root, bint wait):
@@ -691,12 +666,12 @@ cdef object _c_p2p(Group g, cnp.ndarray buf, int peer, int tag, bint sending, bi
 
 
 
-# -- unequal pieces: MPI_Allgatherv / MPI_Alltoallv of bytes ------------------------------
-cdef dict _v_arrays = {}  # id(layout) -> (layout, int32 arrays of its byte counts and displacements)
+# -- unequal pieces: MPI_Allgatherv, MPI_Gatherv, MPI_Scatterv, MPI_Alltoallv of bytes ----
+cdef dict _v_arrays = {}  # id(layout) -> (layout, int32 arrays of its counts and displacements)
 cdef size_t _byte_handle = 0
 
 
-cdef inline bint _v_ready(cnp.npy_intp n):
+cdef inline bint _v_ready():
     """The C path can take a v-collective now (on, found, and MPI.BYTE's handle known)."""
     global _byte_handle
     if not _c_calls or not _c_found:
@@ -707,8 +682,8 @@ cdef inline bint _v_ready(cnp.npy_intp n):
 
 
 cdef tuple _v_of(tuple layout, tuple lists):
-    """``lists`` (byte counts and displacements of ``layout``) as C int arrays, made once per
-    layout; None where one does not fit an int."""
+    """``lists`` (counts and displacements of ``layout``, a planned tuple that holds them) as C int
+    arrays, made once per layout; None where one does not fit an int."""
     e = _v_arrays.get(id(layout))
     if e is not None and (<tuple>e)[0] is layout:
         return <tuple>(<tuple>e)[1]
@@ -727,60 +702,54 @@ cdef inline const int *_ints(object a):
     return <const int *>cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
-cdef object _c_allgatherv(Group g, cnp.ndarray x, cnp.ndarray buf, tuple layout, bint wait):
-    """MPI_Allgatherv (MPI_Iallgatherv) of ``x``'s bytes into ``buf`` by ``layout``'s byte counts
-    and displacements: True, a `Handle`, or None."""
-    # layout: (axis, counts, displs, equal, shape, oshape, direct), counts and displs in bytes
-    cdef size_t c = _c_comm(g)
-    cdef int err, mine
+cdef enum:
+    _VM_ALLGATHERV, _VM_GATHERV, _VM_SCATTERV, _VM_ALLTOALLV
+
+
+cdef object _c_vmove(int kind, Group g, object send, object recv, tuple a, cnp.npy_intp mine, int root, bint wait):
+    """MPI_Allgatherv, MPI_Gatherv, MPI_Scatterv or MPI_Alltoallv (or their I- forms) of bytes.
+    ``a`` (from `_v_of`) holds the byte counts and displacements: the receive side's for the
+    gathers, the send side's for scatter, send then receive for all_to_all; ``mine`` is this
+    member's own byte count (what a gather sends, what a scatter receives); ``send`` is None off a
+    scatter's root, ``recv`` None off a gather's.  True, a `Handle`, or None (a None ``a``, or
+    the C path off)."""
+    cdef size_t c = _c_comm(g), b
+    cdef int err, n
     cdef unsigned long long req[2]
-    if c == 0:
+    if c == 0 or a is None or not _v_ready() or not _count_ok(mine):
         return None
-    a = _v_of(layout, (layout[1], layout[2]))
-    if a is None:
-        return None
-    mine = <int>(<list>layout[1])[g.rank]
-    cdef const void *s = cnp.PyArray_DATA(x)
-    cdef void *r = cnp.PyArray_DATA(buf)
-    cdef const int *rc = _ints(a[0])
-    cdef const int *rd = _ints(a[1])
+    b, n = _byte_handle, <int>mine
+    cdef const void *s = NULL if send is None else cnp.PyArray_DATA(<cnp.ndarray>send)
+    cdef void *r = NULL if recv is None else cnp.PyArray_DATA(<cnp.ndarray>recv)
+    cdef const int *c0 = _ints(a[0])
+    cdef const int *d0 = _ints(a[1])
+    cdef const int *c1 = NULL
+    cdef const int *d1 = NULL
+    if kind == _VM_ALLTOALLV:
+        c1, d1 = _ints(a[2]), _ints(a[3])
     if wait:
         with nogil:
-            err = meshrt_allgatherv(s, mine, r, rc, rd, _byte_handle, c)
+            if kind == _VM_ALLGATHERV:
+                err = meshrt_allgatherv(s, n, r, c0, d0, b, c)
+            elif kind == _VM_GATHERV:
+                err = meshrt_gatherv(s, n, r, c0, d0, b, root, c)
+            elif kind == _VM_SCATTERV:
+                err = meshrt_scatterv(s, c0, d0, r, n, b, root, c)
+            else:
+                err = meshrt_alltoallv(s, c0, d0, r, c1, d1, b, c)
         _done_c(err)
         return True
     req[0] = req[1] = 0
-    _done_c(meshrt_iallgatherv(s, mine, r, rc, rd, _byte_handle, c, <void *>req))
-    return _c_handle(buf, (x, a), 1, req)
-
-
-cdef object _c_alltoallv(Group g, cnp.ndarray x, cnp.ndarray buf, tuple layout, bint wait):
-    """MPI_Alltoallv (MPI_Ialltoallv) of bytes by ``layout``'s v = ((send counts, displs), (receive
-    counts, displs)): True, a `Handle`, or None."""
-    cdef size_t c = _c_comm(g)
-    cdef int err
-    cdef unsigned long long req[2]
-    if c == 0 or not _v_ready(0):
-        return None
-    v = <tuple>layout[5]
-    a = _v_of(layout, ((<tuple>v[0])[0], (<tuple>v[0])[1], (<tuple>v[1])[0], (<tuple>v[1])[1]))
-    if a is None:
-        return None
-    cdef const void *s = cnp.PyArray_DATA(x)
-    cdef void *r = cnp.PyArray_DATA(buf)
-    cdef const int *sc = _ints(a[0])
-    cdef const int *sd = _ints(a[1])
-    cdef const int *rc = _ints(a[2])
-    cdef const int *rd = _ints(a[3])
-    if wait:
-        with nogil:
-            err = meshrt_alltoallv(s, sc, sd, r, rc, rd, _byte_handle, c)
-        _done_c(err)
-        return True
-    req[0] = req[1] = 0
-    _done_c(meshrt_ialltoallv(s, sc, sd, r, rc, rd, _byte_handle, c, <void *>req))
-    return _c_handle(buf, (x, a), 1, req)
-
+    if kind == _VM_ALLGATHERV:
+        err = meshrt_iallgatherv(s, n, r, c0, d0, b, c, <void *>req)
+    elif kind == _VM_GATHERV:
+        err = meshrt_igatherv(s, n, r, c0, d0, b, root, c, <void *>req)
+    elif kind == _VM_SCATTERV:
+        err = meshrt_iscatterv(s, c0, d0, r, n, b, root, c, <void *>req)
+    else:
+        err = meshrt_ialltoallv(s, c0, d0, r, c1, d1, b, c, <void *>req)
+    _done_c(err)
+    return _c_handle(recv, (send, a), 1, req)
 
 
 # -- point-to-point exchanges (reshard's permute and exchange steps) ---------------------
@@ -863,7 +832,7 @@ cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, w
     else:
         return _MISS
     send = _send_buffer(x, (<tuple>e)[2], typenum)
-    h = _c_allreduce(g, <cnp.ndarray>send, <cnp.ndarray>res, (<tuple>f)[0], typenum, wait)
+    h = _c_reduction(_RD_ALLREDUCE, g, <cnp.ndarray>send, res, (<tuple>f)[0], typenum, 0, None, wait)
     if wait:
         if h is None:
             g.comm.Allreduce(send, res, (<tuple>f)[0])
@@ -907,7 +876,7 @@ cdef object _reduce(cnp.ndarray x, mesh, mesh_axes, reduction, root, dtype, wait
         return _MISS
     res = _new_of(x, typenum) if g.rank == r else None
     send = _send_buffer(x, (<tuple>e)[2], typenum)
-    h = _c_reduce(g, <cnp.ndarray>send, res, (<tuple>f)[0], typenum, r, wait)
+    h = _c_reduction(_RD_REDUCE, g, <cnp.ndarray>send, res, (<tuple>f)[0], typenum, r, None, wait)
     if wait:
         if h is None:
             g.comm.Reduce(send, res, (<tuple>f)[0], r)
@@ -945,11 +914,20 @@ cdef object _reduce_scatter(cnp.ndarray x, mesh, mesh_axes, reduction, scatter_a
     cdef Group g = <Group>(<tuple>e)[0]
     # (g, plan, same, axis, rshape, oshape, counts, (op, result type number, average))
     f = (<tuple>e)[7]
-    if f is None or (<tuple>e)[3] != 0 or (<tuple>e)[6] is not None or g.size == 1 or not _plain(x):
+    if f is None or (<tuple>e)[3] != 0 or g.size == 1 or not _plain(x):
         return _MISS
     cdef int typenum = (<tuple>f)[1], avg = (<tuple>f)[2]
     if avg and not wait:
         return _MISS
+    counts = (<tuple>e)[6]  # uneven pieces: each member's element count, for MPI_Reduce_scatter
+    ca = None
+    if counts is not None:
+        if not _v_ready():
+            return _MISS
+        a = _v_of(<tuple>e, (counts,))
+        if a is None:
+            return _MISS
+        ca = a[0]
     rshape = <tuple>(<tuple>e)[4]
     if out is None:
         res = _new(rshape, typenum)
@@ -958,14 +936,21 @@ cdef object _reduce_scatter(cnp.ndarray x, mesh, mesh_axes, reduction, scatter_a
     else:
         return _MISS
     send = _send_buffer(x, (<tuple>e)[2], typenum)
-    h = _c_reduce_scatter(g, <cnp.ndarray>send, <cnp.ndarray>res, (<tuple>f)[0], typenum, wait)
+    op = (<tuple>f)[0]
+    h = _c_reduction(_RD_REDUCE_SCATTER_BLOCK if ca is None else _RD_REDUCE_SCATTER, g, <cnp.ndarray>send, res, op,
+                     typenum, 0, ca, wait)
     if wait:
         if h is None:
-            g.comm.Reduce_scatter_block(send, res, (<tuple>f)[0])
+            if ca is None:
+                g.comm.Reduce_scatter_block(send, res, op)
+            else:
+                g.comm.Reduce_scatter(send, res, counts, op)
         return _average(res, avg, g.size)
     if h is not None:
         return h
-    return _handle(g.comm.Ireduce_scatter_block(send, res, (<tuple>f)[0]), res, send)
+    if ca is None:
+        return _handle(g.comm.Ireduce_scatter_block(send, res, op), res, send)
+    return _handle(g.comm.Ireduce_scatter(send, res, counts, op), res, send)
 
 
 def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dtype=None, *, out=None, wait=True):
@@ -1027,10 +1012,9 @@ def broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
         _current = prev
 
 
-cdef object _gather_layout(_Last last, str op, cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes,
-                           bint v_ok=False):
-    """The cached entry ``(g, r, layout)`` of an axis-0, equal-piece, bare-dtype gather (``v_ok``:
-    or of unequal pieces, any dtype: they travel as bytes), or None."""
+cdef object _gather_layout(_Last last, str op, cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes):
+    """The cached entry ``(g, r, layout)`` of an axis-0 gather of equal pieces of a bare dtype, or of
+    unequal pieces of any dtype (they travel as bytes) while the C calls are on; else None."""
     if type(gather_axis) is not int:
         return None
     e = _recall(last, mesh, mesh_axes, gather_axis, root, sizes, _dtype(x), x, True)
@@ -1049,13 +1033,13 @@ cdef object _gather_layout(_Last last, str op, cnp.ndarray x, mesh, mesh_axes, g
         return None
     if layout[3] is True and layout[6] is True:
         return e
-    if v_ok and layout[3] is not True and _v_ready(cnp.PyArray_SIZE(x)):
+    if layout[3] is not True and _v_ready():
         return e
     return None
 
 
 cdef object _all_gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, sizes, out, wait):
-    e = _gather_layout(_LAST_ALL_GATHER, "all_gather", x, mesh, mesh_axes, gather_axis, None, sizes, True)
+    e = _gather_layout(_LAST_ALL_GATHER, "all_gather", x, mesh, mesh_axes, gather_axis, None, sizes)
     if e is None:
         return _MISS
     cdef Group g = <Group>(<tuple>e)[0]
@@ -1067,7 +1051,9 @@ cdef object _all_gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, sizes, out,
             buf = out
         else:
             return _MISS
-        h = _c_allgatherv(g, x, <cnp.ndarray>buf, <tuple>(<tuple>e)[2], wait)
+        layout = <tuple>(<tuple>e)[2]
+        h = _c_vmove(_VM_ALLGATHERV, g, x, buf, _v_of(layout, (layout[1], layout[2])), cnp.PyArray_NBYTES(x), 0,
+                     wait)
         if h is None:
             return _MISS
         return buf if wait else h
@@ -1107,6 +1093,13 @@ cdef object _gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes, wa
         return _MISS
     cdef Group g = <Group>(<tuple>e)[0]
     r = (<tuple>e)[1]
+    layout = <tuple>(<tuple>e)[2]
+    if layout[3] is not True:  # unequal pieces: MPI_Gatherv of bytes, any byte order
+        buf = np.empty(<tuple>layout[4], _dtype(x)) if g.rank == r else None
+        h = _c_vmove(_VM_GATHERV, g, x, buf, _v_of(layout, (layout[1], layout[2])), cnp.PyArray_NBYTES(x), r, wait)
+        if h is None:
+            return _MISS
+        return buf if wait else h
     buf = _new(<tuple>(<tuple>(<tuple>e)[2])[4], cnp.PyArray_TYPE(x)) if g.rank == r else None
     h = _c_move(_MV_GATHER, g, x, buf, cnp.PyArray_SIZE(x), r, wait)
     if h is not None:
@@ -1144,9 +1137,9 @@ cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, wait):
         _note(_LAST_SCATTER, e, mesh_axes, scatter_axis, root, None, _dtype(x), _shape(x))
     cdef Group g = <Group>(<tuple>e)[0]
     r = (<tuple>e)[1]
-    # layout: (axis, bshape, count, counts, displs, direct)
+    # layout: (axis, bshape, count, counts, displs, direct); counts and displs in bytes, None when equal
     layout = <tuple>(<tuple>e)[2]
-    if layout is None or layout[0] != 0 or layout[3] is not None or layout[5] is not True:
+    if layout is None or layout[0] != 0:
         return _MISS
     if g.rank == r:
         if not _plain(x):
@@ -1154,6 +1147,15 @@ cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, wait):
         send = x
     else:
         send = None
+    if layout[3] is not None:  # uneven pieces: MPI_Scatterv of bytes, any byte order
+        buf = np.empty(<tuple>layout[1], _dtype(x))
+        h = _c_vmove(_VM_SCATTERV, g, send, buf, _v_of(layout, (layout[3], layout[4])),
+                     cnp.PyArray_NBYTES(<cnp.ndarray>buf), r, wait)
+        if h is None:
+            return _MISS
+        return buf if wait else h
+    if layout[5] is not True:
+        return _MISS
     buf = _new(<tuple>layout[1], cnp.PyArray_TYPE(x))
     h = _c_move(_MV_SCATTER, g, send, <cnp.ndarray>buf, cnp.PyArray_SIZE(<cnp.ndarray>buf), r, wait)
     if h is not None:
@@ -1196,7 +1198,9 @@ cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis,
         return _MISS
     if layout[5] is not None:  # uneven pieces: MPI_Alltoallv of bytes, any byte order
         buf = np.empty(<tuple>layout[2], _dtype(x))
-        h = _c_alltoallv(g, x, <cnp.ndarray>buf, layout, wait)
+        v = <tuple>layout[5]  # ((send counts, displs), (receive counts, displs))
+        a = _v_of(layout, ((<tuple>v[0])[0], (<tuple>v[0])[1], (<tuple>v[1])[0], (<tuple>v[1])[1]))
+        h = _c_vmove(_VM_ALLTOALLV, g, x, buf, a, 0, 0, wait)
         if h is None:
             return _MISS
         return buf if wait else h

@@ -20,7 +20,8 @@ enum {
     MF_ALLREDUCE, MF_IALLREDUCE, MF_REDUCE, MF_IREDUCE, MF_REDUCE_SCATTER_BLOCK, MF_IREDUCE_SCATTER_BLOCK,
     MF_BCAST, MF_IBCAST, MF_ALLGATHER, MF_IALLGATHER, MF_GATHER, MF_IGATHER, MF_SCATTER, MF_ISCATTER,
     MF_ALLTOALL, MF_IALLTOALL, MF_SENDRECV, MF_SEND, MF_RECV, MF_ISEND, MF_IRECV, MF_WAITALL, MF_TESTALL,
-    MF_BARRIER, MF_ALLGATHERV, MF_IALLGATHERV, MF_ALLTOALLV, MF_IALLTOALLV, MF_COUNT
+    MF_BARRIER, MF_ALLGATHERV, MF_IALLGATHERV, MF_ALLTOALLV, MF_IALLTOALLV, MF_GATHERV, MF_IGATHERV,
+    MF_SCATTERV, MF_ISCATTERV, MF_REDUCE_SCATTER, MF_IREDUCE_SCATTER, MF_COUNT
 };
 
 static void *meshrt_fn[MF_COUNT];
@@ -133,6 +134,46 @@ static inline int meshrt_ialltoallv(CV s, const int *sc, const int *sd, void *r,
                        (CV, const int *, const int *, void *, void *, const int *, const int *, void *, void *, void *),
                        (s, sc, sd, H4(dt), r, rc, rd, H4(dt), H4(c), req),
                        (s, sc, sd, HP(dt), r, rc, rd, HP(dt), HP(c), req));
+}
+
+/* Gatherv: (send, n, dt, recv, counts, displs, dt, root, comm); Scatterv: (send, counts, displs, dt, recv, n,
+   dt, root, comm) */
+static inline int meshrt_gatherv(CV s, int sn, void *r, const int *rc, const int *rd, size_t dt, int root, size_t c) {
+    return MESHRT_CALL(MF_GATHERV, (CV, int, int, void *, const int *, const int *, int, int, int),
+                       (CV, int, void *, void *, const int *, const int *, void *, int, void *),
+                       (s, sn, H4(dt), r, rc, rd, H4(dt), root, H4(c)),
+                       (s, sn, HP(dt), r, rc, rd, HP(dt), root, HP(c)));
+}
+static inline int meshrt_igatherv(CV s, int sn, void *r, const int *rc, const int *rd, size_t dt, int root, size_t c,
+                                  void *req) {
+    return MESHRT_CALL(MF_IGATHERV, (CV, int, int, void *, const int *, const int *, int, int, int, void *),
+                       (CV, int, void *, void *, const int *, const int *, void *, int, void *, void *),
+                       (s, sn, H4(dt), r, rc, rd, H4(dt), root, H4(c), req),
+                       (s, sn, HP(dt), r, rc, rd, HP(dt), root, HP(c), req));
+}
+static inline int meshrt_scatterv(CV s, const int *sc, const int *sd, void *r, int rn, size_t dt, int root, size_t c) {
+    return MESHRT_CALL(MF_SCATTERV, (CV, const int *, const int *, int, void *, int, int, int, int),
+                       (CV, const int *, const int *, void *, void *, int, void *, int, void *),
+                       (s, sc, sd, H4(dt), r, rn, H4(dt), root, H4(c)),
+                       (s, sc, sd, HP(dt), r, rn, HP(dt), root, HP(c)));
+}
+static inline int meshrt_iscatterv(CV s, const int *sc, const int *sd, void *r, int rn, size_t dt, int root, size_t c,
+                                   void *req) {
+    return MESHRT_CALL(MF_ISCATTERV, (CV, const int *, const int *, int, void *, int, int, int, int, void *),
+                       (CV, const int *, const int *, void *, void *, int, void *, int, void *, void *),
+                       (s, sc, sd, H4(dt), r, rn, H4(dt), root, H4(c), req),
+                       (s, sc, sd, HP(dt), r, rn, HP(dt), root, HP(c), req));
+}
+/* Reduce_scatter: (send, recv, counts, dt, op, comm) */
+static inline int meshrt_reduce_scatter(CV s, void *r, const int *rc, size_t dt, size_t op, size_t c) {
+    return MESHRT_CALL(MF_REDUCE_SCATTER, (CV, void *, const int *, int, int, int),
+                       (CV, void *, const int *, void *, void *, void *),
+                       (s, r, rc, H4(dt), H4(op), H4(c)), (s, r, rc, HP(dt), HP(op), HP(c)));
+}
+static inline int meshrt_ireduce_scatter(CV s, void *r, const int *rc, size_t dt, size_t op, size_t c, void *req) {
+    return MESHRT_CALL(MF_IREDUCE_SCATTER, (CV, void *, const int *, int, int, int, void *),
+                       (CV, void *, const int *, void *, void *, void *, void *),
+                       (s, r, rc, H4(dt), H4(op), H4(c), req), (s, r, rc, HP(dt), HP(op), HP(c), req));
 }
 
 static inline int meshrt_sendrecv(CV s, int sn, int dst, int stag, void *r, int rn, int src, int rtag, size_t dt,

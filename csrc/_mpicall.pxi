@@ -29,6 +29,14 @@ cdef extern from "_mpicall.h" nogil:
                          size_t dt, size_t c)
     int meshrt_ialltoallv(const void *s, const int *sc, const int *sd, void *r, const int *rc, const int *rd,
                           size_t dt, size_t c, void *req)
+    int meshrt_gatherv(const void *s, int sn, void *r, const int *rc, const int *rd, size_t dt, int root, size_t c)
+    int meshrt_igatherv(const void *s, int sn, void *r, const int *rc, const int *rd, size_t dt, int root, size_t c,
+                        void *req)
+    int meshrt_scatterv(const void *s, const int *sc, const int *sd, void *r, int rn, size_t dt, int root, size_t c)
+    int meshrt_iscatterv(const void *s, const int *sc, const int *sd, void *r, int rn, size_t dt, int root, size_t c,
+                         void *req)
+    int meshrt_reduce_scatter(const void *s, void *r, const int *rc, size_t dt, size_t op, size_t c)
+    int meshrt_ireduce_scatter(const void *s, void *r, const int *rc, size_t dt, size_t op, size_t c, void *req)
     int meshrt_sendrecv(const void *s, int sn, int dst, int stag, void *r, int rn, int src, int rtag, size_t dt,
                         size_t c)
     int meshrt_send(const void *b, int n, size_t dt, int dst, int tag, size_t c)
@@ -46,7 +54,9 @@ _MPI_NAMES = ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Reduce", "MPI_Ireduce", "M
               "MPI_Ireduce_scatter_block", "MPI_Bcast", "MPI_Ibcast", "MPI_Allgather", "MPI_Iallgather",
               "MPI_Gather", "MPI_Igather", "MPI_Scatter", "MPI_Iscatter", "MPI_Alltoall", "MPI_Ialltoall",
               "MPI_Sendrecv", "MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Waitall", "MPI_Testall",
-              "MPI_Barrier", "MPI_Allgatherv", "MPI_Iallgatherv", "MPI_Alltoallv", "MPI_Ialltoallv")
+              "MPI_Barrier", "MPI_Allgatherv", "MPI_Iallgatherv", "MPI_Alltoallv", "MPI_Ialltoallv",
+              "MPI_Gatherv", "MPI_Igatherv", "MPI_Scatterv", "MPI_Iscatterv", "MPI_Reduce_scatter",
+              "MPI_Ireduce_scatter")
 
 
 def _mpi_library():

@@ -196,3 +196,170 @@ def test_reshard_exchange_takes_the_c_path(mesh):
     np.testing.assert_array_equal(got, g[need])
     took = F.c_hits() - before
     assert took == (1 if F.c_calls() and n > 1 else 0)
+
+
+# -- unequal pieces of gather, scatter and reduce_scatter (MPI_Gatherv, MPI_Scatterv, MPI_Reduce_scatter) --
+PAIR = np.dtype([("a", "<i2"), ("b", ">f8")])  # structured, one field of non-native byte order
+V_DTYPES = ["float64", "int16", ">f4", "complex128", "pair"]
+
+
+def _vx(j, shape, dtype):
+    """`_x` for any dtype of V_DTYPES (``"pair"``: the structured PAIR, both fields set)."""
+    if dtype != "pair":
+        return _x(j, shape, dtype)
+    out = np.empty(shape, PAIR)
+    out["a"], out["b"] = _x(j, shape, "int16"), _x(j + 3, shape, "float64") / 4
+    return out
+
+
+def _v_meshes(n):
+    """``(mesh, mesh_axes)``: the 1-D mesh's whole group, and a 2-D mesh with the op over each of
+    its axes and over both in reverse order."""
+    flat, square = Mesh((n,), comm=comm), Mesh((-1, -1), comm=comm)
+    return [flat, square], [(flat, None), (square, (0,)), (square, (1,)), (square, (1, 0))]
+
+
+def _v_cases(n, k, dtype):
+    """``(name, call(mesh, axes, wait), want, on the C path)`` for group size ``n`` and in-group
+    rank ``k``: uneven gathers (with a zero-row piece), scatters and reduce_scatters, roots other
+    than 0, new arrays each time so a result cannot alias the input."""
+    from meshrt.sharding import split_offsets
+
+    cases = []
+    for sizes in ([j % 3 + 1 for j in range(n)], [(2 * j) % 3 for j in range(n)]):
+        pieces = [_vx(j, (sizes[j], 2), dtype) for j in range(n)]
+        for root in {n - 1, n // 2}:
+            cases.append((f"gather sizes={sizes} root={root}",
+                          lambda m, a, w, p=pieces[k], s=sizes, r=root: C.gather(p.copy(), m, a, 0, r, sizes=s, wait=w),
+                          # (concatenate gives a structured dtype's fields native byte order)
+                          np.concatenate(pieces).astype(pieces[0].dtype) if k == root else None, True))
+    for rows in (2 * n + 1, n - 1):
+        whole = _vx(11, (rows, 3), dtype)
+        off = split_offsets(rows, n)
+        for root in {n - 1, n // 2}:
+            # the other members' x gives only shape and dtype: theirs is zeros
+            mine = whole if k == root else np.zeros_like(whole)
+            cases.append((f"scatter rows={rows} root={root}",
+                          lambda m, a, w, x=mine, r=root: C.scatter(x.copy(), m, a, 0, r, wait=w),
+                          whole[off[k]:off[k + 1]], True))
+    return cases
+
+
+def _rs_cases(n, k):
+    """reduce_scatter of uneven pieces: ``(name, call(mesh, axes, wait), want, on the C path)``;
+    float16 takes the C path where the MPI has a datatype for it (else mpi4py's, with a datatype
+    meshrt makes), ``average`` with ``wait=False`` always mpi4py's."""
+    from meshrt.sharding import split_offsets
+
+    rows = 2 * n + 1
+    off = split_offsets(rows, n)
+    cases = []
+    for dt, kind, cast in [("float64", "sum", None), ("int32", "max", None), ("complex128", "product", None),
+                           ("int16", "sum", "float64"), ("float16", "sum", None), ("float64", "average", None)]:
+        xs = [_x(j, (rows, 2), dt) for j in range(n)]
+        st = np.stack(xs).astype(cast or dt)
+        full = {"sum": st.sum(0), "max": st.max(0), "product": st.prod(0), "average": st.sum(0) / n}[kind]
+        full = full.astype(cast or dt)
+        cases.append((f"reduce_scatter {dt} {kind} dtype={cast}",
+                      lambda m, a, w, x=xs[k], kd=kind, c=cast: C.reduce_scatter(x.copy(), m, a, kd, 0, c, wait=w),
+                      full[off[k]:off[k + 1]], np.dtype(cast or dt).char in MPI._typedict))
+    return cases
+
+
+def _run_v(cases, mesh, axes, wait, label):
+    n = len(mesh.group_devices(axes))
+    for name, call, want, compiled in cases:
+        for rep in range(3):
+            before = F.c_hits()
+            got = call(mesh, axes, wait)
+            if not wait:
+                assert isinstance(got, C.Handle), name
+                h = got
+                got = h.wait()
+                assert h.test() and h.wait() is got
+            took = F.c_hits() - before
+            if want is None:
+                assert got is None, (label, name, rep)
+            else:
+                assert got.dtype == want.dtype, (label, name)
+                np.testing.assert_array_equal(got, want, err_msg=f"{label} {name} wait={wait} call {rep}")
+            # a group of one returns early; the first call plans in Python; "average" waits
+            on_c = F.c_calls() and n > 1 and compiled and (wait or "average" not in name)
+            if not on_c:
+                assert took == 0, (label, name, rep, took)
+            elif rep > 0:
+                assert took == 1, (label, name, rep, took)
+
+
+@pytest.mark.parametrize("dtype", V_DTYPES)
+@pytest.mark.parametrize("wait", [True, False])
+@pytest.mark.parametrize("c_calls", [True, False])
+def test_uneven_gather_scatter(dtype, wait, c_calls):
+    """gather with ``sizes=`` (MPI_Gatherv) and an uneven scatter (MPI_Scatterv) take the C path in
+    bytes, whatever the dtype (non-native, complex, structured), on 1-D and 2-D meshes, any root,
+    blocking and not; off (`set_c_calls(False)`), mpi4py's path gives the same results."""
+    old = F.c_calls()
+    meshes, groups = _v_meshes(comm.size)
+    try:
+        available = F.set_c_calls(c_calls)
+        if c_calls:
+            assert available, "the C calls found no MPI library functions"
+        for mesh, axes in groups:
+            grp = mesh.group_devices(axes)
+            _run_v(_v_cases(len(grp), grp.index(mesh.rank), dtype), mesh, axes, wait, f"{mesh.shape} {axes}")
+    finally:
+        F.set_c_calls(old)
+        for m in meshes:
+            m.free()
+
+
+@pytest.mark.parametrize("wait", [True, False])
+@pytest.mark.parametrize("c_calls", [True, False])
+def test_uneven_reduce_scatter(wait, c_calls):
+    """An uneven reduce_scatter is one MPI_Reduce_scatter (MPI_Ireduce_scatter) from C for every
+    dtype with an MPI datatype, with ``dtype=`` casts; the same results with the C calls off."""
+    old = F.c_calls()
+    meshes, groups = _v_meshes(comm.size)
+    try:
+        available = F.set_c_calls(c_calls)
+        if c_calls:
+            assert available, "the C calls found no MPI library functions"
+        for mesh, axes in groups:
+            grp = mesh.group_devices(axes)
+            _run_v(_rs_cases(len(grp), grp.index(mesh.rank)), mesh, axes, wait, f"{mesh.shape} {axes}")
+    finally:
+        F.set_c_calls(old)
+        for m in meshes:
+            m.free()
+
+
+def test_uneven_out_and_fallbacks():
+    """reduce_scatter's ``out=`` receives the uneven piece from C; a gather of a non-contiguous
+    piece and a tensor axis other than 0 keep mpi4py's path with the same result."""
+    from meshrt.sharding import split_offsets
+
+    n, k = comm.size, comm.rank
+    mesh = Mesh((n,), comm=comm)
+    try:
+        off = split_offsets(2 * n + 1, n)
+        x = _x(k, (2 * n + 1, 3), "float64")
+        want = sum(_x(j, (2 * n + 1, 3), "float64") for j in range(n))[off[k]:off[k + 1]]
+        out = np.empty((off[k + 1] - off[k], 3))
+        sizes = [j % 3 + 2 for j in range(n)]  # 2 columns or more: a piece's transpose is not C-contiguous
+        pieces = [_x(j, (3, sizes[j]), "int32") for j in range(n)]
+        for rep in range(3):
+            before = F.c_hits()
+            assert C.reduce_scatter(x, mesh, out=out) is out
+            np.testing.assert_array_equal(out, want)
+            assert F.c_hits() - before == (1 if F.c_calls() and n > 1 and rep else 0)
+            before = F.c_hits()
+            got = C.gather(pieces[k].T, mesh, None, 0, 0, sizes=sizes)  # a transposed view
+            got1 = C.gather(pieces[k], mesh, None, 1, 0, sizes=sizes)  # along axis 1
+            assert F.c_hits() - before == 0
+            if k == 0:
+                np.testing.assert_array_equal(got, np.concatenate([p.T for p in pieces]))
+                np.testing.assert_array_equal(got1, np.concatenate(pieces, axis=1))
+            else:
+                assert got is None and got1 is None
+    finally:
+        mesh.free()
