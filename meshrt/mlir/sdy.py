@@ -382,6 +382,27 @@ class _LazySlice:
         return self.src[tuple(slice(a, b) for a, b in zip(self.starts, self.limits))]
 
 
+class _Deferred:
+    """An elementwise result (or a roll) on the shards kept as meshrt's deferred expression (a
+    `LazyTensor`) with its layout known without evaluating it: a chain of ``add``, ``multiply``,
+    ... and rolls (how ``jnp.roll`` stencils lower) then runs as one fused, halo-reading pass
+    when a value is first used by anything else, as the same numpy code on DistributedTensors
+    does (`meshrt.tensor.lazy`)."""
+
+    __slots__ = ("value", "sharding", "global_shape", "dtype")
+
+    def __init__(self, value, sharding, global_shape, dtype):
+        self.value, self.sharding, self.global_shape, self.dtype = value, sharding, tuple(global_shape), dtype
+
+    def take(self):
+        return self.value
+
+
+#: StableHLO ops that are numpy's ufunc exactly (divide: floats only), deferred on the shards
+_DEFERRED_UFUNCS = {"stablehlo.add": np.add, "stablehlo.subtract": np.subtract, "stablehlo.multiply": np.multiply,
+                    "stablehlo.negate": np.negative, "stablehlo.divide": np.divide}
+
+
 def _roll_of(vals, dim):
     """The shift when ``concatenate(vals, dim)`` is ``roll(src, shift, dim)`` of one source, else None."""
     if len(vals) != 2 or not all(isinstance(v, _LazySlice) for v in vals) or vals[0].src is not vals[1].src:
@@ -449,6 +470,7 @@ class SdyProgram:
                                 f"permutation of 0..{m.size - 1}")
         self._meshes = {}
         self._sub_axes = {}   # sdy text -> Sharding on a refined mesh
+        self._shardings = {}  # (sdy text, manual axes) -> Sharding (`sharding`)
         self._propagated = {}  # function -> {Value: TensorSharding} (meshrt.mlir.sdy_propagate)
         self._checked_argmax = {}
         self._dead = {}
@@ -523,7 +545,16 @@ class SdyProgram:
     # -- shardings -------------------------------------------------------------------------------------
     def sharding(self, ts: TensorSharding, manual_only=None) -> Sharding | None:
         """meshrt's `Sharding` of ``ts`` (unreduced axes dropped: global values are whole); None when it
-        splits nothing."""
+        splits nothing.  One object per distinct sharding, so that the plans meshrt caches by
+        sharding (fused elementwise passes, reshards) are found again on the next run."""
+        key = (str(ts), None if manual_only is None else tuple(sorted(manual_only)))
+        try:
+            return self._shardings[key]
+        except KeyError:
+            s = self._shardings[key] = self._make_sharding(ts, manual_only)
+            return s
+
+    def _make_sharding(self, ts: TensorSharding, manual_only=None) -> Sharding | None:
         dims = []
         for d in ts.dims:
             dims.append([a for a in d.axes if manual_only is None or a.name in manual_only])
@@ -547,6 +578,8 @@ class SdyProgram:
         DT = _dt()
         if isinstance(value, _Splat):
             value = value.full()
+        elif isinstance(value, _Deferred):
+            value = value.take()
         s = None if ts is None else self.sharding(ts, manual_only)
         if s is None:
             if isinstance(value, DT):
@@ -666,6 +699,8 @@ class SdyProgram:
 
     def whole(self, v, root=None):
         DT = _dt()
+        if isinstance(v, _Deferred):
+            v = v.take()
         if isinstance(v, DT):
             return v.gather(root)
         if isinstance(v, _Splat):
@@ -710,7 +745,9 @@ class SdyProgram:
             try:
                 vals = [env[v] for v in op.operands]
                 if op.name != "stablehlo.concatenate":
-                    vals = [v.take() if isinstance(v, _LazySlice) else v for v in vals]
+                    keep = _Deferred if op.name in _DEFERRED_UFUNCS and not local else ()
+                    vals = [v.take() if isinstance(v, (_LazySlice, _Deferred)) and not isinstance(v, keep) else v
+                            for v in vals]
                 res = self._op(op, vals, local, env)
             except MLIRError:
                 raise
@@ -727,7 +764,8 @@ class SdyProgram:
                 elif self._prop:  # the propagated sharding, where the pass gave one
                     outer, self._op_now = self._op_now, op
                     try:
-                        res = [self.to_sharding(r, self._prop[v].without_unreduced(), op)
+                        res = [self._deferred_to(r, self._prop[v].without_unreduced(), op) if isinstance(r, _Deferred)
+                               else self.to_sharding(r, self._prop[v].without_unreduced(), op)
                                if v in self._prop and (isinstance(r, _dt()) or (isinstance(r, np.ndarray) and r.ndim))
                                else r for v, r in zip(op.results, res)]
                     finally:
@@ -923,7 +961,7 @@ class SdyProgram:
                                 "than one device: a global program has no per-device values to exchange")
             # JAX inlines a shard_map body on a 1-device mesh: a collective over single-device groups is the identity
             return [self.whole(v) for v in vals]
-        if not any(isinstance(v, (DT, _Splat, _LazySlice)) for v in vals):
+        if not any(isinstance(v, (DT, _Splat, _LazySlice, _Deferred)) for v in vals):
             return self._local_op(op, vals, env)
         t = op.results[0].type if op.results else None
         if name in H.ELEMENTWISE or name in ("stablehlo.compare", "stablehlo.select", "stablehlo.convert",
@@ -952,8 +990,10 @@ class SdyProgram:
             dim = int(op.attributes["dimension"])
             shift = _roll_of(vals, dim)
             if shift is not None:
-                return [np.roll(vals[0].src, shift, axis=dim)]
-            vals = [v.take() if isinstance(v, _LazySlice) else v for v in vals]
+                src = vals[0].src
+                r = np.roll(src, shift, axis=dim)
+                return [_Deferred(r, src.sharding, src.global_shape, src.dtype) if self._defers(r) else r]
+            vals = [v.take() if isinstance(v, (_LazySlice, _Deferred)) else v for v in vals]
             if not any(isinstance(v, (DT, _Splat)) for v in vals):
                 return self._local_op(op, vals, env)
             return [np.concatenate([self._as_dt(v, vals) for v in vals], axis=dim)]
@@ -1047,7 +1087,51 @@ class SdyProgram:
         ref = next(x for x in vals if isinstance(x, DT))
         return DT.from_global(np.ascontiguousarray(v), Sharding(ref.mesh, [[] for _ in range(np.ndim(v))]))
 
+    def _defers(self, r):
+        """Whether ``r`` is a deferred expression to keep as one (not under ``explain``, which
+        counts each op's moves as it runs)."""
+        from ..tensor.lazy import LazyTensor
+
+        return type(r) is LazyTensor and self.on_result is None and self.trace is None
+
+    def _deferred_to(self, r, ts, op):
+        """A `_Deferred` result where ``ts`` is the layout it has, else evaluated and moved there."""
+        return r if self.sharding(ts) == r.sharding else self.to_sharding(r.take(), ts, op)
+
+    def _deferred_elementwise(self, op, vals):
+        """``op`` as a deferred numpy ufunc (`_Deferred`) when it is one of `_DEFERRED_UFUNCS` on
+        operands of one layout and the result's dtype, or scalars; else None."""
+        DT = _dt()
+        uf = _DEFERRED_UFUNCS.get(op.name)
+        dt = H.np_dtype(op.results[0].type)
+        if uf is None or (uf is np.divide and dt.kind != "f"):
+            return None
+        layout, args = None, []
+        for v in vals:
+            if isinstance(v, _Splat) and v.value.ndim == 0 and v.dtype == dt:
+                args.append(v.value[()])
+                continue
+            if isinstance(v, _Deferred):
+                here = (v.sharding, v.global_shape, v.dtype)
+                args.append(v.value)
+            elif type(v) is DT:
+                here = (v.sharding, tuple(v.global_shape), v.dtype)
+                args.append(v)
+            else:
+                return None
+            if here[2] != dt or (layout is not None and here[:2] != layout[:2]):
+                return None
+            layout = here
+        if layout is None:
+            return None
+        r = uf(*args)
+        return _Deferred(r, layout[0], layout[1], dt) if self._defers(r) else r
+
     def _elementwise(self, op, vals):
+        r = self._deferred_elementwise(op, vals)
+        if r is not None:
+            return [r]
+        vals = [v.take() if isinstance(v, _Deferred) else v for v in vals]
         fn = H.local_function(op)
         return [self._elementwise_fn(lambda *xs: fn(*xs)[0], vals, H.np_dtype(op.results[0].type))]
 
