@@ -38,6 +38,7 @@ from ..runtime import mpi as _mpi
 from ..mesh import Mesh
 from ..sharding.spec import Sharding
 from . import stablehlo as H
+from . import _sdy_window
 from ._sdy_attrs import (
     direction_name, DimSharding, TensorSharding, parse_axes_per_dim, parse_axis_list, parse_mesh, parse_sharding,
     parse_sharding_list,
@@ -966,6 +967,10 @@ class SdyProgram:
             axis = _cumulative_axis(op, vals[0].global_shape)
             if axis is not None and np.all(np.asarray(self.whole(vals[1])) == 0):
                 return [vals[0].cumsum(axis=axis)]  # jnp.cumsum: a prefix sum along one (maybe split) dim
+        if name in _sdy_window.SHARDED_OPS:  # pad, dynamic_(update_)slice, reduce_window, sort on the shards
+            res = _sdy_window.run_global(self, op, vals, env)
+            if res is not None:
+                return res
         # no sharded implementation: run on the gathered operands; the result is replicated
         self.fallbacks.append((op, "computed on gathered operands"))
         return self._local_op(op, [self.whole(v) for v in vals], env)

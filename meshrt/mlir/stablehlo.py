@@ -27,7 +27,7 @@ from ..errors import MLIRError
 from .ir import DenseElements, ScalarType, TensorType
 
 __all__ = ["local_function", "LOCAL_OPS", "REGION_OPS", "np_dtype", "reduce_with", "reduce_window_with",
-           "simple_reduction", "ELEMENTWISE"]
+           "simple_reduction", "ELEMENTWISE", "pad_array", "window_params"]
 
 
 def np_dtype(t) -> np.dtype:
@@ -258,26 +258,33 @@ def _clamp(op):
     return lambda lo, x, hi: (np.minimum(np.maximum(x, lo), hi).astype(np.asarray(x).dtype),)
 
 
+def pad_array(a, v, low, high, interior):
+    """StableHLO ``pad`` of a whole array: ``interior`` values ``v`` between elements, then ``low``/``high``
+    at the edges (negative: cropped).
+
+    >>> pad_array(np.array([1, 2, 3]), 0, (-1,), (2,), (1,))
+    array([0, 2, 0, 3, 0, 0])
+    """
+    a = np.asarray(a)
+    full = [(n - 1) * (k + 1) + 1 if n else 0 for n, k in zip(a.shape, interior)]
+    out_shape = [max(0, lo + n + hi) for lo, n, hi in zip(low, full, high)]
+    body = np.full(full, v, a.dtype)
+    body[tuple(slice(None, None, k + 1) for k in interior)] = a
+    out = np.full(out_shape, v, a.dtype)
+    src, dst = [], []
+    for lo, n, hi in zip(low, full, high):
+        s0, s1 = max(0, -lo), n - max(0, -hi)
+        d0 = max(0, lo)
+        src.append(slice(s0, s1))
+        dst.append(slice(d0, d0 + max(0, s1 - s0)))
+    out[tuple(dst)] = body[tuple(src)]
+    return out
+
+
 def _pad(op):
     low, high = _attr_ints(op, "edge_padding_low"), _attr_ints(op, "edge_padding_high")
     interior = _attr_ints(op, "interior_padding")
-    out_shape = op.results[0].type.shape
-
-    def run(a, v):
-        a = np.asarray(a)
-        full = [(n - 1) * (k + 1) + 1 if n else 0 for n, k in zip(a.shape, interior)]
-        body = np.full(full, v, a.dtype)
-        body[tuple(slice(None, None, k + 1) for k in interior)] = a
-        out = np.full(out_shape, v, a.dtype)
-        src, dst = [], []
-        for lo, n, hi in zip(low, full, high):
-            s0, s1 = max(0, -lo), n - max(0, -hi)
-            d0 = max(0, lo)
-            src.append(slice(s0, s1))
-            dst.append(slice(d0, d0 + max(0, s1 - s0)))
-        out[tuple(dst)] = body[tuple(src)]
-        return (out,)
-    return run
+    return lambda a, v: (pad_array(a, v, low, high, interior),)
 
 
 def _dynamic_slice(op):
@@ -429,20 +436,32 @@ def reduce_with(inputs, inits, dims, body, kind=None):
     return accs
 
 
-def reduce_window_with(op, inputs, inits, body, kind=None):
-    """StableHLO ``reduce_window`` (base and window dilations 1): pad with the init values, then
-    fold the body over every window element, vectorized over the output positions."""
-    rank = np.asarray(inputs[0]).ndim
+def window_params(op, rank):
+    """``(window_dimensions, window_strides, base_dilations, window_dilations, padding)`` of a
+    ``reduce_window``, defaults filled in (padding: ``rank`` (low, high) pairs)."""
     wd = _attr_ints(op, "window_dimensions")
     ws = _attr_ints(op, "window_strides", (1,) * rank)
+    bd = _attr_ints(op, "base_dilations", (1,) * rank)
+    wdl = _attr_ints(op, "window_dilations", (1,) * rank)
     pad = op.attributes.get("padding")
     pad = np.asarray(pad.array).reshape(rank, 2) if isinstance(pad, DenseElements) else np.zeros((rank, 2), int)
-    padded = [np.pad(np.asarray(x), [tuple(map(int, p)) for p in pad], constant_values=np.asarray(i))
+    return wd, ws, bd, wdl, tuple((int(a), int(b)) for a, b in pad)
+
+
+def reduce_window_with(op, inputs, inits, body, kind=None, out_shape=None):
+    """StableHLO ``reduce_window``: dilate by ``base_dilations`` and pad with the init values, then
+    fold the body over every window element (``window_dilations`` apart), vectorized over the output
+    positions; ``out_shape`` (default: the op's result type) lets a caller run it on a block."""
+    rank = np.asarray(inputs[0]).ndim
+    wd, ws, bd, wdl, pad = window_params(op, rank)
+    padded = [pad_array(x, np.asarray(i), [p[0] for p in pad], [p[1] for p in pad], [b - 1 for b in bd])
               for x, i in zip(inputs, inits)]
-    out_shape = op.results[0].type.shape
+    out_shape = op.results[0].type.shape if out_shape is None else tuple(out_shape)
     accs = [np.full(out_shape, np.asarray(i), np.asarray(x).dtype) for x, i in zip(inputs, inits)]
+    if 0 in out_shape:
+        return accs
     for offset in np.ndindex(*wd):
-        sl = tuple(slice(o, o + (n - 1) * s + 1, s) for o, n, s in zip(offset, out_shape, ws))
+        sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, n, s in zip(offset, wdl, out_shape, ws))
         vals = [p[sl] for p in padded]
         if kind is not None:
             accs = [np.asarray(_NP_REDUCE[kind](accs[0], vals[0])).astype(accs[0].dtype)]
@@ -455,12 +474,13 @@ def check_region_op(op):
     """Errors for the attribute values the region ops here do not implement (before any run)."""
     if op.name == "stablehlo.reduce_window":
         rank = op.operands[0].type.rank
-        for key in ("base_dilations", "window_dilations"):
-            if key in op.attributes and any(int(x) != 1 for x in _attr_ints(op, key)):
-                raise MLIRError(f"{op.location}: unsupported 'stablehlo.reduce_window' with {key} "
-                                f"{list(_attr_ints(op, key))} (only 1s run)")
-        if len(_attr_ints(op, "window_dimensions")) != rank:
-            raise MLIRError(f"{op.location}: 'stablehlo.reduce_window' window_dimensions must have rank {rank}")
+        for key in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
+            if key in op.attributes and len(_attr_ints(op, key)) != rank:
+                raise MLIRError(f"{op.location}: 'stablehlo.reduce_window' {key} must have rank {rank}")
+        for key in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
+            if key in op.attributes and any(int(x) < 1 for x in _attr_ints(op, key)):
+                raise MLIRError(f"{op.location}: 'stablehlo.reduce_window' {key} must be positive, got "
+                                f"{list(_attr_ints(op, key))}")
 
 
 # -- gather, scatter, sort --------------------------------------------------------------------------------
