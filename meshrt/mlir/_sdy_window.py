@@ -36,7 +36,7 @@ from ..runtime import mpi as _mpi
 from ..sharding.spec import Sharding, split_offsets
 from . import stablehlo as H
 from ._sdy_attrs import parse_sharding_list
-from .ir import DenseElements
+from .stablehlo import merge_sort_perm, stable_sort_perm
 
 __all__ = ["SHARDED_OPS", "run_global", "pad_slices", "clamp_starts", "window_slices", "merge_sort_perm",
            "count_before", "rebalance_counts", "sample_sort"]
@@ -85,47 +85,6 @@ def window_slices(offset, window_dilations, strides, out_shape):
     """
     return tuple(slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, s, n in zip(offset, window_dilations, strides,
                                                                                out_shape))
-
-
-def merge_sort_perm(cols, less):
-    """The stable sorting permutation of each row of ``cols`` (arrays of one shape ``(R, n)``, sorted
-    together) under ``less(a_cols, b_cols) -> bool array``, called on vectors only: a bottom-up merge
-    sort whose every merge places each element by a vectorized binary search in the other run.
-
-    >>> merge_sort_perm([np.array([[3, 1, 2, 1]])], lambda a, b: a[0] < b[0])
-    array([[1, 3, 2, 0]])
-    """
-    rows, n = cols[0].shape
-    perm = np.broadcast_to(np.arange(n), (rows, n)).copy()
-    p = np.arange(n)
-    w = 1
-    while w < n:
-        base = (p // (2 * w)) * (2 * w)
-        t = p - base
-        left = t < w
-        other_start = np.where(left, base + w, base)
-        other_len = np.where(left, np.clip(n - base - w, 0, w), w)
-        cur = [np.take_along_axis(c, perm, 1) for c in cols]
-        # a left element goes after the right run's elements strictly before it, a right element after
-        # the left run's elements not after it: stable
-        lo = np.zeros((rows, n), np.int64)
-        hi = np.broadcast_to(other_len, (rows, n)).astype(np.int64)
-        for _ in range(int(w).bit_length()):
-            mid = (lo + hi) // 2
-            q = np.minimum(other_start + mid, n - 1)
-            other = [np.take_along_axis(c, q, 1) for c in cur]
-            a = [np.where(left, o, e) for o, e in zip(other, cur)]
-            b = [np.where(left, e, o) for o, e in zip(other, cur)]
-            res = np.broadcast_to(np.asarray(less(a, b), bool), (rows, n))
-            before = np.where(left, res, ~res)
-            active = lo < hi
-            lo = np.where(active & before, mid + 1, lo)
-            hi = np.where(active & ~before, mid, hi)
-        new = np.empty_like(perm)
-        np.put_along_axis(new, base + np.where(left, t, t - w) + lo, perm, 1)
-        perm = new
-        w *= 2
-    return perm
 
 
 def count_before(sorted_cols, probe_cols, before):
@@ -369,7 +328,7 @@ def _sort_blocks(blocks, dim, less):
     moved = [np.moveaxis(b, dim, -1) for b in blocks]
     shape = moved[0].shape
     flat = [m.reshape(-1, shape[-1]) for m in moved]
-    perm = merge_sort_perm(flat, less)
+    perm = stable_sort_perm(flat, less)
     return [np.ascontiguousarray(np.moveaxis(np.take_along_axis(f, perm, 1).reshape(shape), -1, dim)) for f in flat]
 
 
@@ -440,7 +399,7 @@ def sample_sort(cols, g0, n, comm, less, p, where="sort"):
     at global index ``g0``) by ``less``, stable; this process gets elements ``split_offsets(n, k)[rank]``
     up to the next offset of the sorted sequence.  Every process holds O(n/k) elements throughout."""
     k, me = comm.Get_size(), comm.Get_rank()
-    perm = merge_sort_perm([c[None] for c in cols], less)[0]
+    perm = stable_sort_perm([c[None] for c in cols], less)[0]
     cols = [c[perm] for c in cols]
     if k == 1:
         return cols
@@ -460,7 +419,7 @@ def sample_sort(cols, g0, n, comm, less, p, where="sort"):
             comm.Allgatherv(piece.view(np.uint8), [buf.view(np.uint8), (np.asarray(counts) * w, displs)])
         samples.append(buf)
     # samples arrive in process order, each sorted: a stable sort orders ties by global index
-    sperm = merge_sort_perm([s[None] for s in samples[:-1]], less)[0]
+    sperm = stable_sort_perm([s[None] for s in samples[:-1]], less)[0]
     samples = [s[sperm] for s in samples]
     total = len(samples[0])
     picks = [(j * total) // k for j in range(1, k)]
@@ -481,7 +440,7 @@ def sample_sort(cols, g0, n, comm, less, p, where="sort"):
         recv = comm.alltoall(send)
     got = _alltoallv(comm, cols, send, recv, "exchange of the buckets", p)
     # the pieces come in process order, each sorted: a stable merge keeps global-index order on ties
-    mperm = merge_sort_perm([g[None] for g in got], less)[0]
+    mperm = stable_sort_perm([g[None] for g in got], less)[0]
     got = [g[mperm] for g in got]
     with _mpi.internal("stablehlo.sort", "allgather of the bucket sizes", comm):
         sizes = comm.allgather(len(got[0]))

@@ -448,6 +448,28 @@ def test_distributed_sort_with_a_two_key_comparator():
     check(vs, v[order], "values")
 
 
+ABS = f"""{MESH}
+func.func @main(%x: tensor<NNxi32> {{sdy.sharding = {sh("x,y")}}}) -> (tensor<NNxi32> {{sdy.sharding = {sh("x,y")}}}) {{
+  %0 = "stablehlo.sort"(%x) <{{dimension = 0 : i64, is_stable = true}}> ({{
+    ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+      %aa = stablehlo.abs %a : tensor<i32>
+      %ab = stablehlo.abs %b : tensor<i32>
+      %lt = stablehlo.compare LT, %aa, %ab, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+  }}) : (tensor<NNxi32>) -> tensor<NNxi32>
+  return %0 : tensor<NNxi32>
+}}"""
+
+
+@pytest.mark.parametrize("n", [7, 301])
+def test_sort_by_a_comparator_that_is_no_plain_key(n):
+    """|a| < |b| is no operand's own order: the merge sort that only calls the comparator runs (stable:
+    x and -x keep their order)."""
+    x = np.random.default_rng(n).integers(-9, 10, n).astype(np.int32)
+    (y,) = run(ABS.replace("NN", str(n)), [x])
+    check(y, x[np.argsort(np.abs(x), kind="stable")], "sorted by |x|")
+
+
 # -- the JAX corpus ---------------------------------------------------------------------------------------
 
 @pytest.mark.skipif(N == 3, reason="the corpus is exported for 1, 2 and 4 devices")
