@@ -15,11 +15,13 @@
   dim moves its axes to another dim that can take them; a dim no other can relieve (1-D) is sorted
   by a distributed sample sort (local sort, splitters from regular samples, one ``Alltoallv`` of the
   buckets, a local merge, one ``Alltoallv`` to the result's block sizes), stable with respect to the
-  global index.  The comparator region is only ever called on vectors (a merge sort whose merges
-  are vectorized binary searches), so any strict weak order sorts, as StableHLO's does.
+  global index.  Local sorts are `meshrt.mlir.stablehlo.stable_sort_perm`: numpy's stable sort on
+  the key order the comparator shows on probe values, kept only when the comparator agrees on
+  every adjacent pair of the result, else a merge sort that calls the comparator on vectors
+  only; so any strict weak order sorts, as StableHLO's does, and no comparator is refused.
 
-The planning functions (`pad_slices`, `clamp_starts`, `window_slices`, `merge_sort_perm`,
-`count_before`, `rebalance_counts`) are pure; `sample_sort` is the one that talks to MPI.
+The planning functions (`pad_slices`, `clamp_starts`, `window_slices`, `count_before`,
+`rebalance_counts`) are pure; `sample_sort` is the one that talks to MPI.
 
 >>> pad_slices((4,), low=(-1,), high=(2,), interior=(1,))
 ((slice(1, 4, 1),), (slice(1, 6, 2),))
@@ -36,10 +38,10 @@ from ..runtime import mpi as _mpi
 from ..sharding.spec import Sharding, split_offsets
 from . import stablehlo as H
 from ._sdy_attrs import parse_sharding_list
-from .stablehlo import merge_sort_perm, stable_sort_perm
+from .stablehlo import stable_sort_perm
 
-__all__ = ["SHARDED_OPS", "run_global", "pad_slices", "clamp_starts", "window_slices", "merge_sort_perm",
-           "count_before", "rebalance_counts", "sample_sort"]
+__all__ = ["SHARDED_OPS", "run_global", "pad_slices", "clamp_starts", "window_slices", "count_before",
+           "rebalance_counts", "sample_sort"]
 
 SHARDED_OPS = frozenset(["stablehlo.pad", "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice",
                          "stablehlo.reduce_window", "stablehlo.sort"])
@@ -401,7 +403,7 @@ def sample_sort(cols, g0, n, comm, less, p, where="sort"):
     k, me = comm.Get_size(), comm.Get_rank()
     perm = stable_sort_perm([c[None] for c in cols], less)[0]
     cols = [c[perm] for c in cols]
-    if k == 1:
+    if k == 1 or n == 0:
         return cols
     gidx = g0 + perm.astype(np.int64)
     m = len(cols[0])
