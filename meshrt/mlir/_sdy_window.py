@@ -6,7 +6,8 @@
   strided place by distributed slice assignment: only the elements whose owner changes move.
 * ``dynamic_slice`` / ``dynamic_update_slice``: the start indices (replicated scalars) are clamped as
   StableHLO says, then it is a static slice (a view, no data moves) / slice assignment.
-* ``reduce_window``: where every split dim has a trivial window (size 1, stride 1, no padding or
+* ``reduce_window``: a running sum/product/max/min (``cummax``...) is a scan of each block plus the
+  totals of the shards before it; where every split dim has a trivial window (size 1, stride 1, no padding or
   dilation) each process reduces its own block; otherwise the padded, base-dilated operand is cut
   into one strided slice per window offset, each resharded to the result's layout (halo-sized
   moves) and folded with the body.  A window wider than a shard would move more than halos: the
@@ -20,7 +21,7 @@
   every adjacent pair of the result, else a merge sort that calls the comparator on vectors
   only; so any strict weak order sorts, as StableHLO's does, and no comparator is refused.
 
-The planning functions (`pad_slices`, `clamp_starts`, `window_slices`, `count_before`,
+The planning functions (`pad_slices`, `clamp_starts`, `window_slices`, `prefix_axis`, `count_before`,
 `rebalance_counts`) are pure; `sample_sort` is the one that talks to MPI.
 
 >>> pad_slices((4,), low=(-1,), high=(2,), interior=(1,))
@@ -40,7 +41,7 @@ from . import stablehlo as H
 from ._sdy_attrs import parse_sharding_list
 from .stablehlo import stable_sort_perm
 
-__all__ = ["SHARDED_OPS", "run_global", "pad_slices", "clamp_starts", "window_slices", "count_before",
+__all__ = ["SHARDED_OPS", "run_global", "pad_slices", "clamp_starts", "window_slices", "prefix_axis", "count_before",
            "rebalance_counts", "sample_sort"]
 
 SHARDED_OPS = frozenset(["stablehlo.pad", "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice",
@@ -127,6 +128,23 @@ def rebalance_counts(counts, targets, rank):
     send = [overlap(starts[rank], starts[rank + 1], targets[j], targets[j + 1]) for j in range(k)]
     recv = [overlap(starts[i], starts[i + 1], targets[rank], targets[rank + 1]) for i in range(k)]
     return [int(x) for x in send], [int(x) for x in recv]
+
+
+def prefix_axis(wd, ws, bd, wdl, padding, shape):
+    """The dim along which a ``reduce_window`` is a running reduction (a window of the whole dim, padded
+    by its size - 1 in front; every other dim, stride and dilation trivial), else None.
+
+    >>> prefix_axis((1, 5), (1, 1), (1, 1), (1, 1), ((0, 0), (4, 0)), (3, 5))
+    1
+    """
+    rank = len(shape)
+    if any(x != 1 for x in (*ws, *bd, *wdl)):
+        return None
+    dims = [d for d in range(rank) if wd[d] != 1 or padding[d] != (0, 0)]
+    if len(dims) != 1:
+        return None
+    d = dims[0]
+    return d if wd[d] == shape[d] and padding[d] == (shape[d] - 1, 0) else None
 
 
 def _even(mesh, split_axes) -> Sharding | None:
@@ -246,6 +264,21 @@ def reduce_window(p, op, xs, inits, env):
     body = p._region_fn(op.regions[0], True, env)
     out_shape = tuple(op.results[0].type.shape)
     dtypes = [H.np_dtype(r.type) for r in op.results]
+    axis = prefix_axis(wd, ws, bd, wdl, padding, ref.global_shape)
+    if axis is not None and kind in ("sum", "prod", "max", "min") and ref.dtype != bool and (
+            kind in ("max", "min") or np.all(inits[0] == (0 if kind == "sum" else 1))):
+        # a running sum/product/max/min (cummax, cumprod...): a scan of each block, then the totals of the
+        # shards before it combined in (DistributedTensor's accumulate), never a window per offset
+        uf = H._NP_REDUCE[kind]
+        x = _as_dt(xs[0], ref.sharding, ref.global_shape)
+        split = x.sharding.dim_axes(axis)
+        if split:  # every process receives the k - 1 other shards' totals
+            k = _count(x.mesh, split)
+            rest = x.interior.size // max(1, x.interior.shape[axis])
+            p.count(f"reduce_window: running {kind} along dim {axis}: all_gather of the {k} shards' totals",
+                    x.mesh.size * (k - 1) * rest * x.dtype.itemsize)
+        r = uf.accumulate(x, axis=axis, dtype=ref.dtype)
+        return [uf(r, inits[0].astype(ref.dtype)) if kind in ("max", "min") else r]
     trivial = [wd[d] == 1 and ws[d] == 1 and bd[d] == 1 and padding[d] == (0, 0) for d in range(rank)]
     axes = _axes_of(ref.sharding, rank)
     mesh = ref.mesh

@@ -215,7 +215,8 @@ WINDOWS = [  # window, strides, base dilations, window dilations, padding
     ((2, 2), (1, 2), (2, 1), (1, 2), ((0, 1), (1, 0))),
     ((3, 2), (3, 1), (1, 1), (2, 1), ((2, 2), (0, 1))),
     ((1, 3), (1, 1), (1, 1), (1, 1), ((0, 0), (2, 0))),   # windowed along dim 1 only
-    ((13, 1), (1, 1), (1, 1), (1, 1), ((12, 0), (0, 0))),  # a running max: wider than any shard
+    ((13, 1), (1, 1), (1, 1), (1, 1), ((12, 0), (0, 0))),  # a running max, product...: a scan
+    ((9, 1), (1, 1), (1, 1), (1, 1), ((4, 4), (0, 0))),    # wider than a shard: the split moves to dim 1
 ]
 
 
@@ -468,6 +469,22 @@ def test_sort_by_a_comparator_that_is_no_plain_key(n):
     x = np.random.default_rng(n).integers(-9, 10, n).astype(np.int32)
     (y,) = run(ABS.replace("NN", str(n)), [x])
     check(y, x[np.argsort(np.abs(x), kind="stable")], "sorted by |x|")
+
+
+def test_explain_says_what_ran():
+    """``explain`` names the plans: the split moved off a wide window's dim, the sample sort's exchanges;
+    nothing on gathered operands."""
+    from meshrt.mlir.sdy_cli import explain
+
+    wide = reduce_window_text((13, 7), (13, 7), np.float32, ("x,y", ""), ("x,y", ""), (9, 1), (1, 1), (1, 1),
+                              (1, 1), ((4, 4), (0, 0)), "maximum")
+    sort = sort_text((50,), np.float32, 0, ("x,y",), ("x,y",), False, with_iota=True)
+    for text, want in ((wide, "the split moves to dim 1"), (sort, "sort: alltoallv (exchange of the buckets)")):
+        out = explain(parse(text), "main", comm)
+        if comm.rank == 0:
+            assert "gathered operands" not in out, out
+            if N > 1:
+                assert want in out, out
 
 
 # -- the JAX corpus ---------------------------------------------------------------------------------------
