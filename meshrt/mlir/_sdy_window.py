@@ -295,7 +295,8 @@ def reduce_window(p, op, xs, inits, env):
                 split = [list(axes[d]) + (moved if d == e else []) if trivial[d] else [] for d in range(rank)]
                 p.count(f"reduce_window: a window of {extent} is wider than a shard along dims {too_wide}: "
                         f"the split moves to dim {e}, the windowed dims whole", 0)
-                ref = ref.reshard(Sharding(mesh, split))
+                xs = [_as_dt(v, Sharding(mesh, split), ref.global_shape) for v in xs]
+                ref = xs[0]
                 axes = _axes_of(ref.sharding, rank)
         if any(axes[d] for d in range(rank) if not trivial[d]):
             return _reduce_window_by_offsets(p, op, xs, inits, ref, kind, body, out_shape, dtypes)

@@ -118,6 +118,28 @@ func.func @main(%a: {tt(x.shape, dtype)} {{sdy.sharding = {sh(*split)}}}, %v: {t
     check(y, want, f"pad {low} {high} {interior}")
 
 
+def test_pad_writes_straight_into_the_sharding_its_op_names():
+    """An ``sdy.sharding`` on the op: the padded result is allocated split that way (rows in, columns out)."""
+    x = data((7, 5), np.float32)
+    v = np.float32(0.5)
+    want = np_pad(x, v, (1, 2), (0, 1), (1, 0))
+    text = f"""{MESH}
+func.func @main(%a: tensor<7x5xf32> {{sdy.sharding = {sh("x,y", "")}}}, %v: tensor<f32>) -> (tensor<14x8xf32> {{sdy.sharding = {sh("", "x,y")}}}) {{
+  %0 = stablehlo.pad %a, %v, low = [1, 2], high = [0, 1], interior = [1, 0] {{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{{}}, {{"x", "y"}}]>]>}} : (tensor<7x5xf32>, tensor<f32>) -> tensor<14x8xf32>
+  return %0 : tensor<14x8xf32>
+}}"""
+    moves = []
+    reshard = DistributedTensor.reshard
+    DistributedTensor.reshard = lambda t, s, out=None: moves.append(str(s)) or reshard(t, s, out=out)
+    try:
+        (y,) = run(text, [x, v])
+    finally:
+        DistributedTensor.reshard = reshard
+    check(y, want, "pad into the op's sharding")
+    if N > 1:  # one move: the operand's rows into the result's column blocks; none after the op
+        assert len(moves) == 1, moves
+
+
 # -- dynamic_slice / dynamic_update_slice --------------------------------------------------------------
 
 STARTS = [(2, 1), (-3, 100), (8, -1), (5, 3)]
