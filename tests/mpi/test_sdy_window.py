@@ -435,6 +435,39 @@ def test_distributed_sort_1d(dtype, descending, n):
     check(only, x[perm], "sorted values, one operand")
 
 
+@pytest.mark.parametrize("split", ["y", "x"])
+def test_distributed_sort_over_one_mesh_axis(split):
+    """Split over one axis of a 2-D mesh: each group of processes along the other axis sorts its copy."""
+    x = with_ties_and_nan((23,), np.float64, seed=11)
+    perm = np_sort_perm(x, 0, True)
+    values, idx = run(sort_text(x.shape, np.float64, 0, (split,), (split,), True, with_iota=True), [x],
+                      split_results=MESH_2D[N][split == "y"] > 1)
+    check(idx, perm.astype(np.int32), "argsort indices")
+    check(values, x[perm], "sorted values")
+
+
+def test_distributed_sort_buckets_stay_small_even_when_every_value_ties(monkeypatch):
+    """Ties are split by global index, so equal values spread over the buckets (O(n/P) each) and keep
+    their order."""
+    from meshrt.mlir import _sdy_window
+
+    sizes = []
+    exchange = _sdy_window._alltoallv
+
+    def recording(comm, arrays, send, recv, what, p):
+        if what == "exchange of the buckets":
+            sizes.append(sum(recv))
+        return exchange(comm, arrays, send, recv, what, p)
+
+    monkeypatch.setattr(_sdy_window, "_alltoallv", recording)
+    n = 1000
+    x = np.full(n, 2.0, np.float32)
+    values, idx = run(sort_text(x.shape, np.float32, 0, ("x,y",), ("x,y",), False, with_iota=True), [x])
+    check(idx, np.arange(n, dtype=np.int32), "ties keep their order")
+    if N > 1:
+        assert sizes and max(sizes) <= 2 * -(-n // N) + N, sizes
+
+
 def test_distributed_sort_of_lines_along_a_split_dim():
     """(37, 2) sorted along dim 0 split over every process: dim 1 cannot take the split beyond 2 processes,
     so each column is sorted by the distributed sort."""
