@@ -638,6 +638,8 @@ def key_order(dtypes, less):
     [(0, 'signed', True)]
     """
     keys = []
+    if any(np.dtype(dt).kind not in "fiub" for dt in dtypes):
+        return None
     for j, dt in enumerate(dtypes):
         dt = np.dtype(dt)
         v = _probe_values(dt)
