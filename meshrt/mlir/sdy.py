@@ -966,7 +966,8 @@ class SdyProgram:
         if name == "stablehlo.reduce_window" and len(vals) == 2 and isinstance(vals[0], DT):
             axis = _cumulative_axis(op, vals[0].global_shape)
             if axis is not None and np.all(np.asarray(self.whole(vals[1])) == 0):
-                return [vals[0].cumsum(axis=axis, dtype=vals[0].dtype)]  # jnp.cumsum: a prefix sum along one (maybe split) dim
+                # jnp.cumsum: a prefix sum along one (maybe split) dim, in the operand's type (as StableHLO)
+                return [vals[0].cumsum(axis=axis, dtype=vals[0].dtype)]
         if name in _sdy_window.SHARDED_OPS:  # pad, dynamic_(update_)slice, reduce_window, sort on the shards
             res = _sdy_window.run_global(self, op, vals, env)
             if res is not None:
