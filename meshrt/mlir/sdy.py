@@ -10,7 +10,8 @@ name (meshrt's reshard planner moves the minimum), and so does every value that
 DistributedTensor operations (elementwise on the local blocks, ``dot_general`` through
 meshrt's einsum planner, ``reduce`` locally then across the mesh axes, ``reshape``,
 ``transpose``, ``slice``, ``concatenate``, ``reverse``, cumsum and argmax with their own
-plans); an op without a sharded implementation runs on the gathered operands and gives a
+plans; ``pad``, the dynamic slices, ``reduce_window`` and ``sort`` in `meshrt.mlir._sdy_window`);
+an op without a sharded implementation runs on the gathered operands and gives a
 replicated result (``meshrt mlir explain`` lists these).  Each value is freed after its last use.
 ``sdy.manual_computation`` bodies run on the local blocks; their StableHLO collectives map
 replica groups and ``source_target_pairs`` of device ids onto MPI communicators, built once
