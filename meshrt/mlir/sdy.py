@@ -10,7 +10,8 @@ name (meshrt's reshard planner moves the minimum), and so does every value that
 DistributedTensor operations (elementwise on the local blocks, ``dot_general`` through
 meshrt's einsum planner, ``reduce`` locally then across the mesh axes, ``reshape``,
 ``transpose``, ``slice``, ``concatenate``, ``reverse``, cumsum and argmax with their own
-plans); an op without a sharded implementation runs on the gathered operands and gives a
+plans; ``pad``, the dynamic slices, ``reduce_window`` and ``sort`` in `meshrt.mlir._sdy_window`);
+an op without a sharded implementation runs on the gathered operands and gives a
 replicated result (``meshrt mlir explain`` lists these).  Each value is freed after its last use.
 ``sdy.manual_computation`` bodies run on the local blocks; their StableHLO collectives map
 replica groups and ``source_target_pairs`` of device ids onto MPI communicators, built once
@@ -38,6 +39,7 @@ from ..runtime import mpi as _mpi
 from ..mesh import Mesh
 from ..sharding.spec import Sharding
 from . import stablehlo as H
+from . import _sdy_window
 from ._sdy_attrs import (
     direction_name, DimSharding, TensorSharding, parse_axes_per_dim, parse_axis_list, parse_mesh, parse_sharding,
     parse_sharding_list,
@@ -1036,7 +1038,12 @@ class SdyProgram:
         if name == "stablehlo.reduce_window" and len(vals) == 2 and isinstance(vals[0], DT):
             axis = _cumulative_axis(op, vals[0].global_shape)
             if axis is not None and np.all(np.asarray(self.whole(vals[1])) == 0):
-                return [vals[0].cumsum(axis=axis)]  # jnp.cumsum: a prefix sum along one (maybe split) dim
+                # jnp.cumsum: a prefix sum along one (maybe split) dim, in the operand's type (as StableHLO)
+                return [vals[0].cumsum(axis=axis, dtype=vals[0].dtype)]
+        if name in _sdy_window.SHARDED_OPS:  # pad, dynamic_(update_)slice, reduce_window, sort on the shards
+            res = _sdy_window.run_global(self, op, vals, env)
+            if res is not None:
+                return res
         # no sharded implementation: run on the gathered operands; the result is replicated
         self.fallbacks.append((op, "computed on gathered operands"))
         return self._local_op(op, [self.whole(v) for v in vals], env)

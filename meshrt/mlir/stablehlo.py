@@ -27,7 +27,8 @@ from ..errors import MLIRError
 from .ir import DenseElements, ScalarType, TensorType
 
 __all__ = ["local_function", "LOCAL_OPS", "REGION_OPS", "np_dtype", "reduce_with", "reduce_window_with",
-           "simple_reduction", "ELEMENTWISE"]
+           "simple_reduction", "ELEMENTWISE", "pad_array", "window_params",
+           "merge_sort_perm", "stable_sort_perm", "key_order"]
 
 
 def np_dtype(t) -> np.dtype:
@@ -258,26 +259,33 @@ def _clamp(op):
     return lambda lo, x, hi: (np.minimum(np.maximum(x, lo), hi).astype(np.asarray(x).dtype),)
 
 
+def pad_array(a, v, low, high, interior):
+    """StableHLO ``pad`` of a whole array: ``interior`` values ``v`` between elements, then ``low``/``high``
+    at the edges (negative: cropped).
+
+    >>> pad_array(np.array([1, 2, 3]), 0, (-1,), (2,), (1,))
+    array([0, 2, 0, 3, 0, 0])
+    """
+    a = np.asarray(a)
+    full = [(n - 1) * (k + 1) + 1 if n else 0 for n, k in zip(a.shape, interior)]
+    out_shape = [max(0, lo + n + hi) for lo, n, hi in zip(low, full, high)]
+    body = np.full(full, v, a.dtype)
+    body[tuple(slice(None, None, k + 1) for k in interior)] = a
+    out = np.full(out_shape, v, a.dtype)
+    src, dst = [], []
+    for lo, n, hi in zip(low, full, high):
+        s0, s1 = max(0, -lo), n - max(0, -hi)
+        d0 = max(0, lo)
+        src.append(slice(s0, s1))
+        dst.append(slice(d0, d0 + max(0, s1 - s0)))
+    out[tuple(dst)] = body[tuple(src)]
+    return out
+
+
 def _pad(op):
     low, high = _attr_ints(op, "edge_padding_low"), _attr_ints(op, "edge_padding_high")
     interior = _attr_ints(op, "interior_padding")
-    out_shape = op.results[0].type.shape
-
-    def run(a, v):
-        a = np.asarray(a)
-        full = [(n - 1) * (k + 1) + 1 if n else 0 for n, k in zip(a.shape, interior)]
-        body = np.full(full, v, a.dtype)
-        body[tuple(slice(None, None, k + 1) for k in interior)] = a
-        out = np.full(out_shape, v, a.dtype)
-        src, dst = [], []
-        for lo, n, hi in zip(low, full, high):
-            s0, s1 = max(0, -lo), n - max(0, -hi)
-            d0 = max(0, lo)
-            src.append(slice(s0, s1))
-            dst.append(slice(d0, d0 + max(0, s1 - s0)))
-        out[tuple(dst)] = body[tuple(src)]
-        return (out,)
-    return run
+    return lambda a, v: (pad_array(a, v, low, high, interior),)
 
 
 def _dynamic_slice(op):
@@ -429,20 +437,32 @@ def reduce_with(inputs, inits, dims, body, kind=None):
     return accs
 
 
-def reduce_window_with(op, inputs, inits, body, kind=None):
-    """StableHLO ``reduce_window`` (base and window dilations 1): pad with the init values, then
-    fold the body over every window element, vectorized over the output positions."""
-    rank = np.asarray(inputs[0]).ndim
+def window_params(op, rank):
+    """``(window_dimensions, window_strides, base_dilations, window_dilations, padding)`` of a
+    ``reduce_window``, defaults filled in (padding: ``rank`` (low, high) pairs)."""
     wd = _attr_ints(op, "window_dimensions")
     ws = _attr_ints(op, "window_strides", (1,) * rank)
+    bd = _attr_ints(op, "base_dilations", (1,) * rank)
+    wdl = _attr_ints(op, "window_dilations", (1,) * rank)
     pad = op.attributes.get("padding")
     pad = np.asarray(pad.array).reshape(rank, 2) if isinstance(pad, DenseElements) else np.zeros((rank, 2), int)
-    padded = [np.pad(np.asarray(x), [tuple(map(int, p)) for p in pad], constant_values=np.asarray(i))
+    return wd, ws, bd, wdl, tuple((int(a), int(b)) for a, b in pad)
+
+
+def reduce_window_with(op, inputs, inits, body, kind=None, out_shape=None):
+    """StableHLO ``reduce_window``: dilate by ``base_dilations`` and pad with the init values, then
+    fold the body over every window element (``window_dilations`` apart), vectorized over the output
+    positions; ``out_shape`` (default: the op's result type) lets a caller run it on a block."""
+    rank = np.asarray(inputs[0]).ndim
+    wd, ws, bd, wdl, pad = window_params(op, rank)
+    padded = [pad_array(x, np.asarray(i), [p[0] for p in pad], [p[1] for p in pad], [b - 1 for b in bd])
               for x, i in zip(inputs, inits)]
-    out_shape = op.results[0].type.shape
+    out_shape = op.results[0].type.shape if out_shape is None else tuple(out_shape)
     accs = [np.full(out_shape, np.asarray(i), np.asarray(x).dtype) for x, i in zip(inputs, inits)]
+    if 0 in out_shape:
+        return accs
     for offset in np.ndindex(*wd):
-        sl = tuple(slice(o, o + (n - 1) * s + 1, s) for o, n, s in zip(offset, out_shape, ws))
+        sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, n, s in zip(offset, wdl, out_shape, ws))
         vals = [p[sl] for p in padded]
         if kind is not None:
             accs = [np.asarray(_NP_REDUCE[kind](accs[0], vals[0])).astype(accs[0].dtype)]
@@ -455,12 +475,13 @@ def check_region_op(op):
     """Errors for the attribute values the region ops here do not implement (before any run)."""
     if op.name == "stablehlo.reduce_window":
         rank = op.operands[0].type.rank
-        for key in ("base_dilations", "window_dilations"):
-            if key in op.attributes and any(int(x) != 1 for x in _attr_ints(op, key)):
-                raise MLIRError(f"{op.location}: unsupported 'stablehlo.reduce_window' with {key} "
-                                f"{list(_attr_ints(op, key))} (only 1s run)")
-        if len(_attr_ints(op, "window_dimensions")) != rank:
-            raise MLIRError(f"{op.location}: 'stablehlo.reduce_window' window_dimensions must have rank {rank}")
+        for key in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
+            if key in op.attributes and len(_attr_ints(op, key)) != rank:
+                raise MLIRError(f"{op.location}: 'stablehlo.reduce_window' {key} must have rank {rank}")
+        for key in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
+            if key in op.attributes and any(int(x) < 1 for x in _attr_ints(op, key)):
+                raise MLIRError(f"{op.location}: 'stablehlo.reduce_window' {key} must be positive, got "
+                                f"{list(_attr_ints(op, key))}")
 
 
 # -- gather, scatter, sort --------------------------------------------------------------------------------
@@ -544,19 +565,151 @@ def scatter(op, operand, indices, updates, combine):
     return out
 
 
+def merge_sort_perm(cols, less):
+    """The stable sorting permutation of each row of ``cols`` (arrays of one shape ``(R, n)``, sorted
+    together) under ``less(a_cols, b_cols) -> bool array``, called on vectors only: a bottom-up merge
+    sort whose every merge places each element by a vectorized binary search in the other run.
+
+    >>> merge_sort_perm([np.array([[3, 1, 2, 1]])], lambda a, b: a[0] < b[0])
+    array([[1, 3, 2, 0]])
+    """
+    rows, n = cols[0].shape
+    perm = np.broadcast_to(np.arange(n), (rows, n)).copy()
+    p = np.arange(n)
+    w = 1
+    while w < n:
+        base = (p // (2 * w)) * (2 * w)
+        t = p - base
+        left = t < w
+        other_start = np.where(left, base + w, base)
+        other_len = np.where(left, np.clip(n - base - w, 0, w), w)
+        cur = [np.take_along_axis(c, perm, 1) for c in cols]
+        # a left element goes after the right run's elements strictly before it, a right element after
+        # the left run's elements not after it: stable
+        lo = np.zeros((rows, n), np.int64)
+        hi = np.broadcast_to(other_len, (rows, n)).astype(np.int64)
+        for _ in range(int(w).bit_length()):
+            mid = (lo + hi) // 2
+            q = np.minimum(other_start + mid, n - 1)
+            other = [np.take_along_axis(c, q, 1) for c in cur]
+            a = [np.where(left, o, e) for o, e in zip(other, cur)]
+            b = [np.where(left, e, o) for o, e in zip(other, cur)]
+            res = np.broadcast_to(np.asarray(less(a, b), bool), (rows, n))
+            before = np.where(left, res, ~res)
+            active = lo < hi
+            lo = np.where(active & before, mid + 1, lo)
+            hi = np.where(active & ~before, mid, hi)
+        new = np.empty_like(perm)
+        np.put_along_axis(new, base + np.where(left, t, t - w) + lo, perm, 1)
+        perm = new
+        w *= 2
+    return perm
+
+
+def _order_keys(x, how):
+    """An integer array that orders ``x`` as ``how`` says (see `key_order`)."""
+    x = np.asarray(x)
+    if how in ("total", "total_canonical"):
+        if how == "total_canonical":  # JAX's comparator: -0 is 0, every NaN the positive quiet NaN
+            x = np.where(x == 0, np.zeros((), x.dtype), x)
+            x = np.where(np.isnan(x), np.asarray(np.nan, x.dtype), x)
+        return _total_order_key(np.ascontiguousarray(x)).astype(np.int64)
+    if how == "unsigned":
+        return x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
+    return x.astype(np.int64)
+
+
+def _probe_values(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, np.inf, -np.inf, 1e-30, -3.0], dtype)
+    if dtype.kind == "b":
+        return np.array([False, True])
+    info = np.iinfo(dtype)
+    return np.array([0, 1, -1 if dtype.kind == "i" else 2, info.max, info.min, 7, 3, info.max - 1], dtype)
+
+
+def key_order(dtypes, less):
+    """Guess the key order ``less`` sorts by: ``[(operand, how, descending)]``, lexicographic in operand
+    order, from the comparator's answers on probe values (each operand varied alone); None when no
+    candidate fits.  A guess only: `stable_sort_perm` checks it on the data it sorts.
+
+    >>> key_order([np.dtype("int32")], lambda a, b: a[0] > b[0])
+    [(0, 'signed', True)]
+    """
+    keys = []
+    if any(np.dtype(dt).kind not in "fiub" for dt in dtypes):
+        return None
+    for j, dt in enumerate(dtypes):
+        dt = np.dtype(dt)
+        v = _probe_values(dt)
+        n = len(v)
+        base = [np.broadcast_to(_probe_values(d)[:1], (n, n)) for d in dtypes]
+        a, b = list(base), list(base)
+        a[j], b[j] = np.broadcast_to(v[:, None], (n, n)), np.broadcast_to(v[None, :], (n, n))
+        got = np.broadcast_to(np.asarray(less(a, b), bool), (n, n))
+        if not got.any():
+            continue  # not a key (with the others equal)
+        hows = ("total_canonical", "total") if dt.kind == "f" else ("signed", "unsigned") if dt.kind in "iu" else \
+            ("signed",)
+        for how in hows:
+            k = _order_keys(v, how)
+            if np.array_equal(got, k[:, None] < k[None, :]):
+                keys.append((j, how, False))
+                break
+            if np.array_equal(got, k[:, None] > k[None, :]):
+                keys.append((j, how, True))
+                break
+        else:
+            return None
+    return keys or None
+
+
+def stable_sort_perm(cols, less):
+    """The stable sorting permutation of each row of ``cols`` (``(R, n)`` arrays sorted together) under
+    the comparator ``less(a_cols, b_cols)``: numpy's stable sort on the keys `key_order` guesses, kept
+    only when the comparator agrees on every adjacent pair of the result (strictly before where the
+    keys differ, tied where they are equal, which makes it the comparator's own stable order); else
+    `merge_sort_perm`.
+
+    >>> stable_sort_perm([np.array([[3, 1, 2, 1]])], lambda a, b: a[0] < b[0])
+    array([[1, 3, 2, 0]])
+    """
+    rows, n = cols[0].shape
+    keys = key_order([c.dtype for c in cols], less) if n > 1 else None
+    if keys is None:
+        return merge_sort_perm(cols, less)
+    ks = []
+    for j, how, desc in keys:
+        k = _order_keys(cols[j], how)
+        ks.append(~k if desc else k)
+    perm = np.lexsort(ks[::-1], axis=-1) if len(ks) > 1 else np.argsort(ks[0], axis=-1, kind="stable")
+    s = [np.take_along_axis(c, perm, 1) for c in cols]
+    sk = [np.take_along_axis(k, perm, 1) for k in ks]
+    a, b = [x[:, :-1] for x in s], [x[:, 1:] for x in s]
+    equal = np.ones((rows, n - 1), bool)
+    for k in sk:
+        equal &= k[:, :-1] == k[:, 1:]
+    before = np.broadcast_to(np.asarray(less(a, b), bool), equal.shape)
+    after = np.broadcast_to(np.asarray(less(b, a), bool), equal.shape)
+    if np.all(np.where(equal, ~before & ~after, before)):
+        return perm
+    return merge_sort_perm(cols, less)
+
+
 def sort_with(op, inputs, less):
     """StableHLO ``sort`` along ``dimension`` with the comparator ``less(a_l, a_r, b_l, b_r, ...)``,
-    evaluated on all pairs at once; stable (ties keep their order)."""
+    evaluated on vectors (`stable_sort_perm`); stable (ties keep their order)."""
     dim = int(op.attributes.get("dimension", -1))
     xs = [np.moveaxis(np.asarray(x), dim, -1) for x in inputs]
-    args = []
-    for x in xs:
-        args += [x[..., :, None], x[..., None, :]]
-    lt = np.asarray(less(*args)).astype(bool)           # lt[..., i, j]: x_i before x_j
-    n = xs[0].shape[-1]
-    before = np.swapaxes(lt, -1, -2)                    # [..., i, j]: x_j before x_i
-    tie = ~lt & ~before
-    earlier = np.tril(np.ones((n, n), bool), -1)        # j < i
-    rank = before.sum(-1) + (tie & earlier).sum(-1)
-    order = np.argsort(rank, axis=-1, kind="stable")
-    return [np.moveaxis(np.take_along_axis(x, order, axis=-1), -1, dim) for x in xs]
+    shape = xs[0].shape
+    flat = [x.reshape(-1, shape[-1]) for x in xs]
+
+    def pairs(a, b):
+        args = []
+        for x, y in zip(a, b):
+            args += [x, y]
+        return less(*args)
+
+    perm = stable_sort_perm(flat, pairs)
+    return [np.moveaxis(np.take_along_axis(f, perm, 1).reshape(shape), -1, dim) for f in flat]
