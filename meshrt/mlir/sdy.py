@@ -54,7 +54,7 @@ _SDY_COLLECTIVES = frozenset(["sdy.all_gather", "sdy.all_slice", "sdy.all_to_all
 _HLO_COLLECTIVES = frozenset(["stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
                               "stablehlo.all_to_all", "stablehlo.collective_permute"])
 _TERMINATORS = frozenset(["func.return", "stablehlo.return", "sdy.return"])
-_PASS_THROUGH = frozenset(["sdy.propagation_barrier", "sdy.data_flow_edge"])
+_PASS_THROUGH = frozenset(["sdy.propagation_barrier", "sdy.data_flow_edge", "stablehlo.optimization_barrier"])
 _GLOBAL_ONLY = frozenset(["sdy.sharding_constraint", "sdy.reshard", "sdy.manual_computation", *_SDY_COLLECTIVES])
 _CONTROL = frozenset(["func.call", "stablehlo.while", "stablehlo.reduce", "stablehlo.reduce_window",
                       "stablehlo.gather", "stablehlo.scatter", "stablehlo.sort",
