@@ -473,6 +473,7 @@ class SdyProgram:
         self._meshes = {}
         self._sub_axes = {}   # sdy text -> Sharding on a refined mesh
         self._shardings = {}  # (sdy text, manual axes) -> Sharding (`sharding`)
+        self._users = None    # value -> the ops that read it (`_elementwise_users_only`)
         self._propagated = {}  # function -> {Value: TensorSharding} (meshrt.mlir.sdy_propagate)
         self._checked_argmax = {}
         self._dead = {}
@@ -766,9 +767,10 @@ class SdyProgram:
                 elif self._prop:  # the propagated sharding, where the pass gave one
                     outer, self._op_now = self._op_now, op
                     try:
-                        res = [self._deferred_to(r, self._prop[v].without_unreduced(), op) if isinstance(r, _Deferred)
+                        res = [r if v not in self._prop
+                               else self._deferred_to(r, self._prop[v].without_unreduced(), op) if isinstance(r, _Deferred)
                                else self.to_sharding(r, self._prop[v].without_unreduced(), op)
-                               if v in self._prop and (isinstance(r, _dt()) or (isinstance(r, np.ndarray) and r.ndim))
+                               if isinstance(r, _dt()) or (isinstance(r, np.ndarray) and r.ndim)
                                else r for v, r in zip(op.results, res)]
                     finally:
                         self._op_now = outer
@@ -963,6 +965,10 @@ class SdyProgram:
                                 "than one device: a global program has no per-device values to exchange")
             # JAX inlines a shard_map body on a 1-device mesh: a collective over single-device groups is the identity
             return [self.whole(v) for v in vals]
+        if (name == "stablehlo.broadcast_in_dim" and not isinstance(vals[0], (DT, _Splat)) and np.ndim(vals[0]) == 0
+                and self._elementwise_users_only(op.results[0])):
+            # a scalar broadcast that only elementwise ops read stays a scalar (not a block of copies)
+            return [_Splat(vals[0], op.results[0].type.shape)]
         if not any(isinstance(v, (DT, _Splat, _LazySlice, _Deferred)) for v in vals):
             return self._local_op(op, vals, env)
         t = op.results[0].type if op.results else None
@@ -1093,6 +1099,16 @@ class SdyProgram:
             v = v.full()
         ref = next(x for x in vals if isinstance(x, DT))
         return DT.from_global(np.ascontiguousarray(v), Sharding(ref.mesh, [[] for _ in range(np.ndim(v))]))
+
+    def _elementwise_users_only(self, value) -> bool:
+        """Whether every op that reads ``value`` is elementwise (each takes a `_Splat` as it is)."""
+        if self._users is None:
+            self._users = {}
+            for o in self.module.walk():
+                for v in o.operands:
+                    self._users.setdefault(v, []).append(o)
+        users = self._users.get(value, ())
+        return bool(users) and all(o.name in H.ELEMENTWISE or o.name in _DEFERRED_UFUNCS for o in users)
 
     def _defers(self, r):
         """Whether ``r`` is a deferred expression to keep as one (not under ``explain``, which
