@@ -939,6 +939,12 @@ class SdyProgram:
             r = np.einsum(sub, a, b)
             dt = H.np_dtype(t)
             return [r if r.dtype == dt else r.astype(dt)]
+        if name in ("stablehlo.gather", "stablehlo.scatter"):
+            from ._sdy_index import run_index_op  # each process answers for the rows it owns
+
+            r = run_index_op(self, op, vals, env, _Splat)
+            if r is not None:
+                return r
         if name == "stablehlo.reduce" and len(vals) == 2 and isinstance(vals[0], DT):
             kind = H.simple_reduction(op.regions[0])
             if kind is not None:
