@@ -47,7 +47,8 @@ from ..tensor.distributed_tensor import DistributedTensor
 from . import stablehlo as H
 from ._sdy_attrs import parse_sharding_list
 
-__all__ = ["IndexForm", "gather_form", "scatter_form", "lookups", "route", "run_index_op", "combiner_kind"]
+__all__ = ["IndexForm", "check_index_op", "gather_form", "scatter_form", "lookups", "route", "run_index_op",
+           "combiner_kind", "apply_updates"]
 
 
 # -- the index form (pure) ----------------------------------------------------------------------------
@@ -120,6 +121,17 @@ def scatter_form(op, operand_shape, indices_shape, updates_shape) -> IndexForm:
         size[d] = updates_shape[u]
     return _form(op, operand_shape, indices_shape, n["scatter_dims_to_operand_dims"], inserted, uwd, tuple(size),
                  len(updates_shape), n["index_vector_dim"], False)
+
+
+def check_index_op(op) -> None:
+    """`MLIRError` at the op for dimension numbers that do not fit its operand types (before any run)."""
+    types = [v.type for v in op.operands]
+    if not all(hasattr(t, "shape") for t in types):
+        return
+    if op.name == "stablehlo.gather":
+        gather_form(op, tuple(types[0].shape), tuple(types[1].shape))
+    elif op.name == "stablehlo.scatter" and len(types) == 3:
+        scatter_form(op, tuple(types[0].shape), tuple(types[1].shape), tuple(types[2].shape))
 
 
 def block_ranges(form: IndexForm, value_slices) -> tuple:

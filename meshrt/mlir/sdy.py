@@ -586,6 +586,10 @@ class SdyProgram:
                     raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{n})")
                 if op.name == "stablehlo.reduce_window":
                     H.check_region_op(op)
+                if op.name in ("stablehlo.gather", "stablehlo.scatter"):
+                    from ._sdy_index import check_index_op
+
+                    check_index_op(op)
                 if op.name == "func.call":
                     callee = getattr(op.attributes.get("callee"), "name", None)
                     if callee not in funcs:
