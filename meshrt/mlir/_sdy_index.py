@@ -428,7 +428,9 @@ def _gather(prog, op, vals, target, Splat):
     if isinstance(idx, Splat):
         idx = np.asarray(idx.full())
     dts = [v for v in (x, idx) if isinstance(v, DT)]
-    if not dts or any(not _plain(v, DT) for v in dts) or len({v.mesh for v in dts}) > 1:
+    if not dts:
+        return prog._local_op(op, [x, idx], env)
+    if any(not _plain(v, DT) for v in dts) or len({v.mesh for v in dts}) > 1:
         return None
     mesh = dts[0].mesh
     xshape = tuple(x.global_shape) if isinstance(x, DT) else np.shape(x)
@@ -440,7 +442,7 @@ def _gather(prog, op, vals, target, Splat):
         target = None
     nd = len(ishape)
     if isinstance(idx, DT):
-        want = _batch_split_of(form, target, nd) if target is not None else []
+        want = [tuple(target.dim_axes(d)) for d in form.batch_dims] if target is not None else []
         if not any(want):  # keep the indices' split of the batch dims (never gather them whole)
             want = _batch_split_of(form, idx.sharding, nd)
         s = _indices_sharding_for(form, want, mesh, nd)
@@ -591,14 +593,12 @@ def _gather_is_local(form, xs, res_s, out_shape, mesh):
     process decides alike): point dims whole, and every result block's box inside its operand block."""
     if any(xs.dim_axes(d) for d in form.point):
         return False
-    offs = xs.dim_offsets(form.shape)
     for p in range(mesh.size):
         win = block_ranges(form, _result_slices(res_s, out_shape, p))[1]
         xsl = xs.shard_slices(form.shape, p)
         for d, (a, b) in zip(form.box, box_ranges(form, win)):
             if b > a and xs.dim_axes(d) and not (xsl[d].start <= a and b <= xsl[d].stop):
                 return False
-    del offs
     return True
 
 
@@ -612,11 +612,13 @@ def _scatter(prog, op, vals, env, target, Splat):
     if isinstance(upd, Splat):
         upd = upd.full()
     dts = [v for v in (x, idx, upd) if isinstance(v, DT)]
-    if not dts or any(not _plain(v, DT) for v in dts) or len({v.mesh for v in dts}) > 1:
-        return None
-    mesh = dts[0].mesh
-    if target is not None and target.mesh != mesh:
+    if target is not None and dts and target.mesh != dts[0].mesh:
         target = None
+    if not dts and target is None:  # nothing is split, nor wanted split: every process computes it all
+        return prog._local_op(op, [x.full() if isinstance(x, Splat) else x, idx, upd], env)
+    if any(not _plain(v, DT) for v in dts) or len({v.mesh for v in dts}) > 1:
+        return None
+    mesh = dts[0].mesh if dts else target.mesh
     ishape = tuple(idx.global_shape) if isinstance(idx, DT) else np.shape(idx)
     ushape = tuple(upd.global_shape) if isinstance(upd, DT) else np.shape(upd)
     form = scatter_form(op, shape, ishape, ushape)

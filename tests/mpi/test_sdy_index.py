@@ -187,13 +187,14 @@ def test_gather_sharding_attribute_on_the_op():
 
 
 @pytest.mark.parametrize("xs", [[[], ["x"]], [["y"], ["x"]], [["x"], ["y"]]])
+@pytest.mark.parametrize("is_", [[[], []], [["x"], []], [["y"], []]])
 @pytest.mark.parametrize("os_", [[[], []], [["y"], ["x"]], [[], ["x"]]])
-def test_gather_columns_x_colon_idx(xs, os_):
-    """``x[:, idx]``: result (5, 4) = offset dim 0, batch dim 1."""
+def test_gather_columns_x_colon_idx(xs, is_, os_):
+    """``x[:, idx]``: result (5, 4) = offset dim 0, batch dim 1 (the indices' dim 0)."""
     x = _data((5, 9), "f32", 3)
     idx = np.array([8, 1, 1, 11], np.int32)
     dims = dict(offset_dims=[0], collapsed_slice_dims=[1], start_index_map=[1], index_vector_dim=1)
-    text = gather_program((5, 9), (4, 1), (5, 4), "f32", dims, (5, 1), xs, [[], []], os_)
+    text = gather_program((5, 9), (4, 1), (5, 4), "f32", dims, (5, 1), xs, is_, os_)
     (y,) = run(text, [x, idx[:, None]], [(5, 9)])
     _compare(y, x[:, np.clip(idx, 0, 8)], "x[:, idx]")
 
