@@ -315,7 +315,16 @@ _AT = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
 
 def apply_updates(flat, idx, keys, vals, kind, fn=None):
     """Apply updates ``vals`` at flat positions ``idx`` of ``flat`` in the order of ``keys``
-    (stable: equal keys keep their order), combining with ``kind`` (`combiner_kind`) or ``fn``."""
+    (stable: equal keys keep their order), combining with ``kind`` (`combiner_kind`) or ``fn``.
+
+    >>> flat = np.zeros(3)
+    >>> apply_updates(flat, np.array([2, 0, 2]), np.array([5, 1, 0]), np.array([1., 2., 3.]), "set")
+    >>> flat                            # position 2: key 5 comes after key 0, its update wins
+    array([2., 0., 1.])
+    >>> apply_updates(flat, np.array([2, 2]), np.array([0, 1]), np.array([4., 8.]), None, lambda a, b: (a + b) / 2)
+    >>> flat                            # ((1 + 4) / 2 + 8) / 2: the body in the updates' order
+    array([2.  , 0.  , 5.25])
+    """
     if idx.size == 0 or kind == "keep":
         return
     order = np.argsort(keys, kind="stable")
