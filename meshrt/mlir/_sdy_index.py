@@ -545,15 +545,16 @@ def _gather_blocks(prog, form, x, idx, res_s, out_shape, mesh, DT):
         sends = [None] * size
         if split_idx:  # requests first: the point coords of the rows wanted from each owner
             reqs = [None] * size
+            width = max(len(form.point), 1)  # no point dims: one placeholder per lookup still counts them
             for r, (pos, _) in need.items():
                 if r != me:
-                    reqs[r] = np.ascontiguousarray(coords[pos])
+                    reqs[r] = np.ascontiguousarray(coords[pos]) if form.point else np.zeros((len(pos), 1), np.int64)
             got = _exchange(comm, reqs, None, "stablehlo.gather")
             sent = sum(q.nbytes for r, q in enumerate(reqs) if q is not None)
             for p in range(size):
                 if p == me or got[p].size == 0:
                     continue
-                c = got[p].view(np.int64).reshape(-1, len(form.point))
+                c = got[p].view(np.int64).reshape(-1, width)[:, :len(form.point)]
                 sl = _result_slices(res_s, out_shape, p)
                 pbox = box_ranges(form, block_ranges(form, sl)[1])
                 rngs = tuple((max(a, my_lo[d]), min(b, my_hi[d])) for d, (a, b) in zip(form.box, pbox))
