@@ -392,3 +392,82 @@ def test_corpus_indexing_runs_gather_and_scatter_sharded():
         p.free()
     for k in (0, 1):
         _compare(res[k], np.load(os.path.join(d, f"n{N}.out{k}.npy")), f"indexing result {k}")
+
+
+def test_gather_windows_covering_the_operand_with_split_indices():
+    """Windows as large as the operand (no dim picked by an index): every lookup asks each owner
+    for its whole block; the requests still count the lookups."""
+    x = _data((5, 2), "f32", 17)
+    starts = np.array([[-1, 4], [5, 0], [3, 6], [-2, 0], [2, 3]], np.int32)
+    dims = dict(offset_dims=[0, 2], start_index_map=[0, 1], index_vector_dim=1)
+    text = gather_program((5, 2), (5, 2), (5, 5, 2), "f32", dims, (5, 2), [["x"], []], [["x"], []], [[], [], []])
+    (y,) = run(text, [x, starts], [(5, 2)])
+    _compare(y, np.broadcast_to(x[:, None, :], (5, 5, 2)), "whole windows")
+
+
+# -- random dimension numbers, against the single-process StableHLO semantics -------------------------
+
+def _random_case(rng):
+    rank = int(rng.integers(2, 4))
+    shape = tuple(int(rng.integers(4, 8)) for _ in range(rank))
+    k = int(rng.integers(1, rank + 1))
+    index_map = sorted(rng.choice(rank, k, replace=False).tolist())
+    nb = int(rng.integers(1, 3))
+    batch = tuple(int(rng.integers(4, 6)) for _ in range(nb))
+    return shape, index_map, batch
+
+
+def _random_split(rng, rank):
+    used, out = set(), []
+    for _ in range(rank):
+        opts = [a for a in ([], ["x"], ["y"], ["x", "y"], ["y", "x"]) if not used & set(a)]
+        c = opts[rng.integers(len(opts))]
+        used |= set(c)
+        out.append(list(c))
+    return out
+
+
+def _interleave(batch, window, window_dims):
+    it = iter(batch)
+    return tuple(window[window_dims.index(d)] if d in window_dims else next(it)
+                 for d in range(len(batch) + len(window)))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_dimension_numbers_equal_stablehlo(seed):
+    from meshrt.mlir import stablehlo as H
+
+    rng = np.random.default_rng(seed)
+    shape, index_map, batch = _random_case(rng)
+    ishape = batch + (len(index_map),)
+    el = ("f32", "i32")[seed % 2]
+    x = _data(shape, el, seed)
+    # gather: random window sizes, some size-1 dims of the index map collapsed
+    sizes = [int(rng.integers(1, n + 1)) for n in shape]
+    collapsed = [d for d in index_map if sizes[d] == 1 and rng.random() < 0.7]
+    nc = [d for d in range(len(shape)) if d not in collapsed]
+    offset = sorted(rng.choice(len(batch) + len(nc), len(nc), replace=False).tolist())
+    oshape = _interleave(batch, [sizes[d] for d in nc], offset)
+    dims = dict(offset_dims=offset, collapsed_slice_dims=collapsed, start_index_map=index_map,
+                index_vector_dim=len(batch))
+    idx = rng.integers(-3, max(shape) + 3, ishape).astype(np.int32)
+    text = gather_program(shape, ishape, oshape, el, dims, sizes, _random_split(rng, len(shape)),
+                          _random_split(rng, len(ishape)), _random_split(rng, len(oshape)))
+    (y,) = run(text, [x, idx], [shape] if shape != oshape else [])
+    op = next(o for o in parse(text).walk() if o.name == "stablehlo.gather")
+    _compare(y, H.gather(op, x, idx), f"gather {dims} {sizes}")
+    # scatter: random update windows, some dims of the index map inserted
+    inserted = [d for d in index_map if rng.random() < 0.5]
+    nc = [d for d in range(len(shape)) if d not in inserted]
+    uwd = sorted(rng.choice(len(batch) + len(nc), len(nc), replace=False).tolist())
+    ushape = _interleave(batch, [int(rng.integers(1, shape[d] + 1)) for d in nc], uwd)
+    body = sorted(BODIES)[seed % len(BODIES)] if el == "f32" else ("add", "set", "max", "min")[seed % 4]
+    dims = dict(update_window_dims=uwd, inserted_window_dims=inserted, scatter_dims_to_operand_dims=index_map,
+                index_vector_dim=len(batch))
+    v = _data(ushape, el, seed + 100)
+    idx = rng.integers(-2, max(shape) + 1, ishape).astype(np.int32)
+    text = scatter_program(shape, ishape, ushape, el, dims, body, _random_split(rng, len(shape)),
+                           _random_split(rng, len(ishape)), _random_split(rng, len(ushape)))
+    (y,) = run(text, [x, idx, v], [shape] if shape != ishape else [])
+    op = next(o for o in parse(text).walk() if o.name == "stablehlo.scatter")
+    _compare(y, H.scatter(op, x, idx, v, COMBINE[body]), f"scatter {dims} {body}")
