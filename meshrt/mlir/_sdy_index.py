@@ -273,22 +273,13 @@ def route(form: IndexForm, sharding: Sharding, coords, boxes, me, mesh_shape, fr
     return out
 
 
-def natural_result_sharding(form: IndexForm, operand_s, indices_s, mesh):
-    """The gather result's sharding when nothing asks for one: its batch dims split like the
-    indices', its window dims over box dims split like the operand's (axes not used twice)."""
+def natural_result_sharding(form: IndexForm, operand_s, mesh):
+    """The gather result's sharding when nothing asks for one: its window dims over box dims split
+    like the operand's dims (so that ``x[idx]`` with ``x`` split on another dim moves nothing)."""
     split = [[] for _ in range(len(form.batch_dims) + len(form.win_dims))]
-    used = set()
-    if indices_s is not None:
-        idims = [d for d in range(len(form.batch_dims) + 1) if d != form.ivd]
-        for bd, idim in zip(form.batch_dims, idims):
-            split[bd] = list(indices_s.dim_axes(idim))
-            used.update(split[bd])
-    if operand_s is not None:
-        for d, w in zip(form.nc, form.win_dims):
-            if d in form.box:
-                axes = [a for a in operand_s.dim_axes(d) if a not in used]
-                split[w] = axes
-                used.update(axes)
+    for d, w in zip(form.nc, form.win_dims):
+        if d in form.box:
+            split[w] = list(operand_s.dim_axes(d))
     return Sharding(mesh, split) if any(split) else None
 
 
@@ -392,10 +383,6 @@ def _local_dt(DT, array, sharding, shape):
     return DT(np.ascontiguousarray(np.broadcast_to(array, shape)[sl]), sharding, shape)
 
 
-def _index_vectors_block(form, indices_block):
-    return H._index_vectors(indices_block, form.ivd)
-
-
 def _indices_sharding_for(form, batch_split, mesh, nd):
     """The indices' sharding that splits their batch dims as ``batch_split`` (per batch dim)."""
     split = [[] for _ in range(nd)]
@@ -421,13 +408,13 @@ def run_index_op(prog, op, vals, env, splat):
     ts = ss[0] if ss else prog._prop.get(op.results[0])
     target = None if ts is None else prog.sharding(ts.without_unreduced())
     if op.name == "stablehlo.gather":
-        return _gather(prog, op, vals, target, splat)
+        return _gather(prog, op, vals, env, target, splat)
     if len(vals) != 3:
         return None
     return _scatter(prog, op, vals, env, target, splat)
 
 
-def _gather(prog, op, vals, target, Splat):
+def _gather(prog, op, vals, env, target, Splat):
     DT = DistributedTensor
     x, idx = vals
     t = op.results[0].type
@@ -461,7 +448,7 @@ def _gather(prog, op, vals, target, Splat):
             idx = idx.interior  # split on index_vector_dim only, now whole: replicated
     if isinstance(idx, DT):
         used = {a for axes in want for a in axes}
-        base = target if target is not None else natural_result_sharding(form, x.sharding, None, mesh)
+        base = target if target is not None else natural_result_sharding(form, x.sharding, mesh)
         split = [[] for _ in out_shape]
         for bd, axes in zip(form.batch_dims, want):
             split[bd] = list(axes)
@@ -470,7 +457,7 @@ def _gather(prog, op, vals, target, Splat):
                 split[w] = [a for a in base.dim_axes(w) if a not in used]
         res_s = Sharding(mesh, split)
     else:
-        res_s = target if target is not None else natural_result_sharding(form, x.sharding, None, mesh)
+        res_s = target if target is not None else natural_result_sharding(form, x.sharding, mesh)
         if res_s is not None and not any(res_s.split_axes):
             res_s = None
     block = _gather_blocks(prog, form, x, idx, res_s, out_shape, mesh, DT)
@@ -506,10 +493,10 @@ def _gather_blocks(prog, form, x, idx, res_s, out_shape, mesh, DT):
     blk_t = x.interior.transpose(list(form.point) + list(form.box))
     split_idx = isinstance(idx, DT)
     if split_idx:
-        myvec = _index_vectors_block(form, idx.interior)
+        myvec = H._index_vectors(idx.interior, form.ivd)
         vec_of = None
     else:
-        allvec = _index_vectors_block(form, np.asarray(idx))
+        allvec = H._index_vectors(np.asarray(idx), form.ivd)
         vec_of = lambda batch: allvec[tuple(batch)]  # noqa: E731
 
     def piece(coords, rngs):
@@ -677,7 +664,7 @@ def _scatter_blocks(prog, form, block, xs, idx, upd, ushape, mesh, DT, kind, fn)
         us, ublock, usl = upd.sharding, upd.interior, upd.shard_slices
     else:
         us, ublock, usl = None, np.asarray(upd), tuple(slice(0, n) for n in ushape)
-    vec = _index_vectors_block(form, idx.interior if isinstance(idx, DT) else np.asarray(idx))
+    vec = H._index_vectors(idx.interior if isinstance(idx, DT) else np.asarray(idx), form.ivd)
     batch, win = block_ranges(form, usl)
     if not isinstance(idx, DT):
         vec = vec[tuple(batch)]

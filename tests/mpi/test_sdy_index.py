@@ -471,3 +471,25 @@ def test_random_dimension_numbers_equal_stablehlo(seed):
     (y,) = run(text, [x, idx, v], [shape] if shape != ishape else [])
     op = next(o for o in parse(text).walk() if o.name == "stablehlo.scatter")
     _compare(y, H.scatter(op, x, idx, v, COMBINE[body]), f"scatter {dims} {body}")
+
+
+SPLATS = """{mesh}
+func.func public @main(%x: tensor<10x6xf32> {{sdy.sharding = {xs}}}) -> (tensor<2x6xf32>, tensor<2x6xf32>) {{
+  %c = stablehlo.constant dense<3> : tensor<i32>
+  %i = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<i32>) -> tensor<2x1xi32>
+  %0 = "stablehlo.gather"(%x, %i) <{{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, 6>}}> : (tensor<10x6xf32>, tensor<2x1xi32>) -> tensor<2x6xf32>
+  %z = stablehlo.constant dense<2.500000e+00> : tensor<f32>
+  %b = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<10x6xf32>
+  %1 = "stablehlo.gather"(%b, %i) <{{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, 6>}}> : (tensor<10x6xf32>, tensor<2x1xi32>) -> tensor<2x6xf32>
+  return %0, %1 : tensor<2x6xf32>, tensor<2x6xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("xs", [[[], []], [["x"], ["y"]]])
+def test_gather_with_broadcast_scalars(xs):
+    """Broadcast-scalar indices (``x[jnp.full(2, 3)]``) and a broadcast-scalar operand."""
+    x = _data((10, 6), "f32", 18)
+    y, z = run(SPLATS.format(mesh=_mesh(), xs=_sh(xs)), [x], [(10, 6)] if any(xs) else [])
+    _compare(y, x[[3, 3]], "broadcast indices")
+    _compare(z, np.full((2, 6), 2.5, np.float32), "broadcast operand")
