@@ -364,9 +364,10 @@ def _exchange(comm, sends, recv_counts, what):
         if s is not None and s.nbytes:
             sbuf[sdispl[r]:sdispl[r] + scount[r]] = np.ascontiguousarray(s).view(np.uint8).reshape(-1)
     rbuf = np.empty(int(rcount.sum()), np.uint8)
+    # counts as Python ints: mpi4py takes MPI-4's large-count call where one exceeds a C int
     with _mpi.internal(what, "alltoallv", comm):
-        comm.Alltoallv([sbuf, (scount.astype(np.int32), sdispl.astype(np.int32)), MPI.BYTE],
-                       [rbuf, (rcount.astype(np.int32), rdispl.astype(np.int32)), MPI.BYTE])
+        comm.Alltoallv([sbuf, (scount.tolist(), sdispl.tolist()), MPI.BYTE],
+                       [rbuf, (rcount.tolist(), rdispl.tolist()), MPI.BYTE])
     return [rbuf[rdispl[r]:rdispl[r] + rcount[r]] for r in range(size)]
 
 
