@@ -371,17 +371,17 @@ def _exchange(comm, sends, recv_counts, what):
     return [rbuf[rdispl[r]:rdispl[r] + rcount[r]] for r in range(size)]
 
 
-def _plain(t, DT):
+def _plain(t):
     """Whether a DistributedTensor has no halos and no partial values (the index ops' layouts)."""
     s = t.sharding
     return not s.partial_axes and not any(s.halo_widths(d) != (0, 0) for d in range(t.ndim))
 
 
-def _local_dt(DT, array, sharding, shape):
+def _local_dt(array, sharding, shape):
     """A replicated array (or a _Splat's scalar) as a tensor laid out by ``sharding``: each process
     takes its block, nothing moves."""
     sl = sharding.shard_slices(shape)
-    return DT(np.ascontiguousarray(np.broadcast_to(array, shape)[sl]), sharding, shape)
+    return DistributedTensor(np.ascontiguousarray(np.broadcast_to(array, shape)[sl]), sharding, shape)
 
 
 def _indices_sharding_for(form, batch_split, mesh, nd):
@@ -427,14 +427,14 @@ def _gather(prog, op, vals, env, target, Splat):
     dts = [v for v in (x, idx) if isinstance(v, DT)]
     if not dts:
         return prog._local_op(op, [x, idx], env)
-    if any(not _plain(v, DT) for v in dts) or len({v.mesh for v in dts}) > 1:
+    if any(not _plain(v) for v in dts) or len({v.mesh for v in dts}) > 1:
         return None
     mesh = dts[0].mesh
     xshape = tuple(x.global_shape) if isinstance(x, DT) else np.shape(x)
     ishape = tuple(idx.global_shape) if isinstance(idx, DT) else np.shape(idx)
     form = gather_form(op, xshape, ishape)
     if not isinstance(x, DT):
-        x = _local_dt(DT, np.asarray(x), Sharding(mesh, []), xshape)
+        x = _local_dt(np.asarray(x), Sharding(mesh, []), xshape)
     if target is not None and target.mesh != mesh:
         target = None
     nd = len(ishape)
@@ -461,7 +461,7 @@ def _gather(prog, op, vals, env, target, Splat):
         res_s = target if target is not None else natural_result_sharding(form, x.sharding, mesh)
         if res_s is not None and not any(res_s.split_axes):
             res_s = None
-    block = _gather_blocks(prog, form, x, idx, res_s, out_shape, mesh, DT)
+    block = _gather_blocks(prog, form, x, idx, res_s, out_shape, mesh)
     block = block.astype(dtype, copy=False)
     if res_s is None or not any(res_s.split_axes):
         return [block]
@@ -483,7 +483,8 @@ def _requests_of(form, res_s, out_shape, rank, vec_of, batch_shape):
     return coords, box_ranges(form, win), tuple(b.stop - b.start for b in batch), win
 
 
-def _gather_blocks(prog, form, x, idx, res_s, out_shape, mesh, DT):
+def _gather_blocks(prog, form, x, idx, res_s, out_shape, mesh):
+    DT = DistributedTensor
     comm, me = mesh.comm, mesh.rank
     ms, size = mesh.shape, mesh.size
     xs = x.sharding
@@ -614,7 +615,7 @@ def _scatter(prog, op, vals, env, target, Splat):
         target = None
     if not dts and target is None:  # nothing is split, nor wanted split: every process computes it all
         return prog._local_op(op, [x.full() if isinstance(x, Splat) else x, idx, upd], env)
-    if any(not _plain(v, DT) for v in dts) or len({v.mesh for v in dts}) > 1:
+    if any(not _plain(v) for v in dts) or len({v.mesh for v in dts}) > 1:
         return None
     mesh = dts[0].mesh if dts else target.mesh
     ishape = tuple(idx.global_shape) if isinstance(idx, DT) else np.shape(idx)
@@ -622,7 +623,7 @@ def _scatter(prog, op, vals, env, target, Splat):
     form = scatter_form(op, shape, ishape, ushape)
     if not isinstance(x, DT):  # a replicated or splat operand: laid out as the result is wanted, locally
         xs = target if target is not None else Sharding(mesh, [])
-        x = _local_dt(DT, x.value if isinstance(x, Splat) else np.asarray(x), xs, shape)
+        x = _local_dt(x.value if isinstance(x, Splat) else np.asarray(x), xs, shape)
     xs = x.sharding
     nd = len(ishape)
     # indices and updates aligned on the batch dims: each holder of updates holds their indices
@@ -633,7 +634,7 @@ def _scatter(prog, op, vals, env, target, Splat):
             if idx.sharding != s:
                 idx = idx.reshard(s)
         elif any(ub):
-            idx = _local_dt(DT, np.asarray(idx), s, ishape)
+            idx = _local_dt(np.asarray(idx), s, ishape)
     elif isinstance(idx, DT):
         want = _batch_split_of(form, idx.sharding, nd)
         s = _indices_sharding_for(form, want, mesh, nd)
@@ -643,7 +644,7 @@ def _scatter(prog, op, vals, env, target, Splat):
             split = [[] for _ in ushape]
             for bd, axes in zip(form.batch_dims, want):
                 split[bd] = list(axes)
-            upd = _local_dt(DT, np.asarray(upd), Sharding(mesh, split), ushape)
+            upd = _local_dt(np.asarray(upd), Sharding(mesh, split), ushape)
         else:
             idx = idx.interior
     kind = combiner_kind(op.regions[0])
@@ -652,13 +653,14 @@ def _scatter(prog, op, vals, env, target, Splat):
         f = prog._region_fn(op.regions[0], True, env)
         fn = lambda a, b: f(a, b)[0]  # noqa: E731
     block = np.array(x.interior, dtype=dtype)
-    _scatter_blocks(prog, form, block, xs, idx, upd, ushape, mesh, DT, kind, fn)
+    _scatter_blocks(prog, form, block, xs, idx, upd, ushape, mesh, kind, fn)
     if not any(xs.split_axes):
         return [block]
     return [DT(block, xs, shape)]
 
 
-def _scatter_blocks(prog, form, block, xs, idx, upd, ushape, mesh, DT, kind, fn):
+def _scatter_blocks(prog, form, block, xs, idx, upd, ushape, mesh, kind, fn):
+    DT = DistributedTensor
     comm, me, size, ms = mesh.comm, mesh.rank, mesh.size, mesh.shape
     batch_shape = tuple(ushape[d] for d in form.batch_dims)
     if isinstance(upd, DT):
