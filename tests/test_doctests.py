@@ -21,6 +21,7 @@ MODULES = [
     "meshrt.stencil", "meshrt.stencil.apply", "meshrt.io", "meshrt.io.npy", "meshrt.io.vtk", "meshrt.io.series",
     "meshrt.io.dataset",
     "meshrt.mlir._sdy_attrs", "meshrt.mlir.stablehlo", "meshrt.mlir.sdy_propagate", "meshrt.mlir.sdy", "meshrt.mlir.sdy_cli",
+    "meshrt.mlir._sdy_index",
 ]
 
 # Names the examples of a module's docstrings use that the module itself does not import, and the

@@ -622,6 +622,10 @@ class SdyProgram:
                     raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{n})")
                 if op.name == "stablehlo.reduce_window":
                     H.check_region_op(op)
+                if op.name in ("stablehlo.gather", "stablehlo.scatter"):
+                    from ._sdy_index import check_index_op
+
+                    check_index_op(op)
                 if op.name == "func.call":
                     callee = getattr(op.attributes.get("callee"), "name", None)
                     if callee not in funcs:
@@ -1018,6 +1022,12 @@ class SdyProgram:
             r = np.einsum(sub, a, b)
             dt = H.np_dtype(t)
             return [r if r.dtype == dt else r.astype(dt)]
+        if name in ("stablehlo.gather", "stablehlo.scatter"):
+            from ._sdy_index import run_index_op  # each process answers for the rows it owns
+
+            r = run_index_op(self, op, vals, env, _Splat)
+            if r is not None:
+                return r
         if name == "stablehlo.reduce" and len(vals) == 2 and isinstance(vals[0], DT):
             kind = H.simple_reduction(op.regions[0])
             if kind is not None:
