@@ -104,3 +104,16 @@ def test_zero_size_tensors_change_block_shapes(mesh_index):
         plan = plan_reshard(src, dst, g.shape)
         out = np.empty(dst.shard_shape(g.shape), g.dtype)
         assert execute_reshard(plan, owned_input(g, src, mesh.rank), mesh, out=out) is out
+
+
+@pytest.mark.parametrize("mesh_index", [0, 1])
+def test_empty_shards_on_both_sides_of_a_local_slice(mesh_index):
+    """Dims of size 1 split over every process leave empty blocks on all but one, before and
+    after: the local step gives each empty block the target's shape (it raised a shape error on
+    the empty processes only, and the others waited)."""
+    mesh = meshes()[mesh_index]
+    g = np.arange(16).reshape(1, 4, 1, 2, 2)
+    for src_split, dst_split in (([[], [], [0]], [[0]]), ([[0]], [[], [], [0]]), ([[], [], [0]], [[], [], [], [0]])):
+        if mesh_index == 1:
+            src_split, dst_split = [a + ([1] if a else []) for a in src_split], dst_split
+        run_case(mesh, g, Sharding(mesh, src_split), Sharding(mesh, dst_split))
