@@ -1051,6 +1051,8 @@ class SdyProgram:
             t0, t1 = (H.np_dtype(r.type) for r in op.results)
             return [self._elementwise_fn(lambda a: a, [x.max(axis=axis)], t0),
                     self._elementwise_fn(lambda a: a, [idx], t1)]
+        if name == "stablehlo.reduce" and any(isinstance(v, DT) for v in vals[:len(vals) // 2]):
+            return self._reduce_on_shards(op, vals, env)
         if name == "stablehlo.reduce_window" and len(vals) == 2 and isinstance(vals[0], DT):
             axis = _cumulative_axis(op, vals[0].global_shape)
             if axis is not None and np.all(np.asarray(self.whole(vals[1])) == 0):
@@ -1063,6 +1065,57 @@ class SdyProgram:
         # no sharded implementation: run on the gathered operands; the result is replicated
         self.fallbacks.append((op, "computed on gathered operands"))
         return self._local_op(op, [self.whole(v) for v in vals], env)
+
+    def _reduce_on_shards(self, op, vals, env):
+        """``reduce`` with any body on split operands: each process folds its blocks over the
+        reduced dims (from their first element, so the initial values enter once), the groups
+        across the reduced dims' mesh axes gather the folds (one per process, the size of its
+        result block) and fold them in shard order, then with the initial values.  StableHLO
+        leaves the order of a reduction's combinations to the implementation; this one folds each
+        block in order, then the blocks in order."""
+        from .. import collectives
+
+        DT = _dt()
+        n = len(vals) // 2
+        xs, inits = vals[:n], [np.asarray(self.whole(v)) for v in vals[n:]]
+        ref = next(v for v in xs if isinstance(v, DT))
+        xs = [v if isinstance(v, DT) and v.sharding == ref.sharding else self._as_dt(self.whole(v), [ref]).reshard(
+            ref.sharding) for v in xs]
+        dims = tuple(sorted(H._attr_ints(op, "dimensions")))
+        body = self._region_fn(op.regions[0], True, env)
+        keep = [d for d in range(ref.ndim) if d not in dims]
+        blocks = [np.moveaxis(x.interior, dims, range(len(keep), ref.ndim)) for x in xs]
+        kept = blocks[0].shape[:len(keep)]
+        flat = [b.reshape(kept + (-1,)) for b in blocks]
+        have = flat[0].shape[-1] > 0
+        accs = [f[..., 0] for f in flat] if have else [np.zeros(kept, f.dtype) for f in flat]
+        for k in range(1, flat[0].shape[-1]):
+            accs = [np.asarray(a) for a in body(*accs, *[f[..., k] for f in flat])]
+        axes = [a for d in dims for a in ref.sharding.dim_axes(d)]
+        if axes:  # fold the group's partial results in shard order
+            with _mpi.internal("stablehlo.reduce", "all_gather of partial results", self.comm):
+                flags = collectives.all_gather(np.array([have], np.int8), ref.mesh, axes, 0)
+                parts = [collectives.all_gather(np.array(a)[None], ref.mesh, axes, 0) for a in accs]
+            k = len(flags)  # each process receives the k - 1 other partial results of its group
+            self.count(f"all_gather of partial reduce results over mesh axes "
+                       f"{[ref.mesh.axis_names[a] for a in axes]}",
+                       sum(p.nbytes for p in parts) * (k - 1) // k * self.comm.size)
+            have, accs = False, None
+            for j in range(len(flags)):
+                if flags[j]:
+                    accs = [p[j] for p in parts] if not have else [np.asarray(a) for a in body(*accs, *[p[j] for p in parts])]
+                    have = True
+        dts = [H.np_dtype(r.type) for r in op.results]
+        if have:
+            out = [np.asarray(a) for a in body(*[np.broadcast_to(i, kept) for i in inits], *accs)]
+        else:
+            out = [np.broadcast_to(i, kept) for i in inits]
+        out = [np.array(o, dtype=dt) for o, dt in zip(out, dts)]  # a copy in C order (0-d stays 0-d)
+        if not keep:
+            return out
+        s = Sharding(ref.mesh, [list(ref.sharding.dim_axes(d)) for d in keep])
+        shape = tuple(ref.global_shape[d] for d in keep)
+        return [DT(o, s, shape) if any(s.split_axes) else o for o in out]
 
     def _result_sharding(self, op) -> Sharding | None:
         """The sharding ``op``'s first result gets after it runs (its ``sdy.sharding``, else the
