@@ -47,11 +47,11 @@ def _clean_env(**extra):
 
 
 @pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec")
-def test_two_processes_on_this_node_share_its_cores():
+def test_two_processes_on_this_node_share_its_cores(tmp_path):
     cores = os.cpu_count()
     bound = len(os.sched_getaffinity(0))
     r = subprocess.run([find_mpiexec(), "-n", "2", sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                       timeout=120, env=_clean_env())
+                       timeout=120, env=_clean_env(), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     want = blas_threads({"MPI_LOCALNRANKS": "2"}, cores, bound)
     for line in r.stdout.splitlines():
@@ -59,9 +59,9 @@ def test_two_processes_on_this_node_share_its_cores():
         assert applied == want and all(n == want for n in pools), (line, want)
     # MESHRT_BLAS_THREADS=keep: numpy's own pools, as in a process started without mpiexec
     alone = json.loads(subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120,
-                                      env=_clean_env()).stdout)
+                                      env=_clean_env(), cwd=tmp_path).stdout)
     assert alone[0] is None
     r = subprocess.run([find_mpiexec(), "-n", "2", sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                       timeout=120, env=_clean_env(MESHRT_BLAS_THREADS="keep"))
+                       timeout=120, env=_clean_env(MESHRT_BLAS_THREADS="keep"), cwd=tmp_path)
     for line in r.stdout.splitlines():
         assert json.loads(line) == alone
