@@ -139,7 +139,7 @@ def test_reshape_to_a_given_sharding_never_gathers(meshes, monkeypatch):
     rng = np.random.default_rng(29)
     resharded = []
     monkeypatch.setattr(DT, "reshard", lambda *a, **k: resharded.append(a) or (_ for _ in ()).throw(AssertionError))
-    for i in range(40):
+    for i in range(40 if N <= 4 else 12):  # oversubscribed (8 on 2 cores): fewer cases, the same kinds
         mesh = meshes["1d" if i % 2 else "2d"]
         size = int(rng.choice([6, 12, 24, 30, 36, 60]))
         old = random_reshape(rng, (size,))

@@ -381,6 +381,8 @@ def test_transposed_views_as_operands(meshes):
 def test_large_gather_runs_as_a_ring_of_shifts(meshes, subscripts, split_a, split_b, dtype):
     """An all_gather of at least RING_MIN_ELEMENTS feeding a contraction runs as N-1 shifts, each
     overlapped with the multiply of one piece: the same result as numpy, and the plan says so."""
+    if N > 4:
+        pytest.skip("oversubscribed: the ring runs at 2, 3 and 4 processes (1152x576 operands)")
     mesh = meshes["1d"]
     inputs, _ = subscripts.split("->")
     dims = {"i": 1152, "j": 576, "k": 576, "b": 2}  # equal pieces on 2, 3, 4, 6, 8; the larger operand stays
