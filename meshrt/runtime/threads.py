@@ -41,6 +41,7 @@ USER_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
 
 #: the thread count set at import, or None (nothing changed)
 applied = None
+_limits = None  # threadpoolctl's handle: kept, as threadpoolctl restores the pools when it goes
 
 
 def blas_threads(env, cores: int, bound: int) -> int | None:
@@ -78,7 +79,7 @@ def blas_threads(env, cores: int, bound: int) -> int | None:
 
 def limit_blas_threads() -> int | None:
     """Apply `blas_threads` to this process's BLAS pools (import time); the count set, or None."""
-    global applied
+    global applied, _limits
     cores = os.cpu_count() or 1
     try:
         bound = len(os.sched_getaffinity(0))
@@ -90,10 +91,6 @@ def limit_blas_threads() -> int | None:
     import numpy  # noqa: F401  (loads the BLAS library, which threadpoolctl finds among the loaded ones)
     from threadpoolctl import threadpool_limits
 
-    global _limits
-    _limits = threadpool_limits(limits=n, user_api="blas")  # kept: threadpoolctl restores the pools when it goes
+    _limits = threadpool_limits(limits=n, user_api="blas")
     applied = n
     return n
-
-
-_limits = None
