@@ -725,11 +725,10 @@ def _ring_contract(plan: ContractionPlan, want: tuple, tensors, local_fn, ring) 
 
 def _run(plan: ContractionPlan, want: tuple, tensors, local_fn) -> DistributedTensor:
     mesh = tensors[0].mesh
+    blocks = []  # the local operands, where the result could be a view of one
     if plan.ring is not None and math.prod(want):
-        blocks = []
-        y = _ring_contract(plan, want, tensors, local_fn, plan.ring)
+        y = _ring_contract(plan, want, tensors, local_fn, plan.ring)  # a new array, written piece by piece
     else:
-        blocks = []
         for t, rp in zip(tensors, plan.operand_reshards):
             x = t.interior
             blocks.append(x if rp is None else execute_reshard(rp, x, mesh))
