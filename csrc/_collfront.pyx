@@ -886,17 +886,17 @@ cdef object _reduce(cnp.ndarray x, mesh, mesh_axes, reduction, root, dtype, wait
     return _handle(g.comm.Ireduce(send, res, (<tuple>f)[0], r), res, send)
 
 
-def reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wait=True):
+def reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, out=None, wait=True):
     global _current, _hits
     prev = _current
     _current = (_REDUCE, x, mesh, mesh_axes, reduction, root)
     try:
-        if not _check and type(x) is ndarray:
+        if not _check and type(x) is ndarray and out is None:
             r = _reduce(<cnp.ndarray>x, mesh, mesh_axes, reduction, root, dtype, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_reduce(x, mesh, mesh_axes, reduction, root, dtype, wait=wait)
+        return _slow_reduce(x, mesh, mesh_axes, reduction, root, dtype, out=out, wait=wait)
     finally:
         _current = prev
 
@@ -997,17 +997,17 @@ cdef object _broadcast(cnp.ndarray x, mesh, mesh_axes, root, wait):
     return _handle(g.comm.Ibcast(buf, r), buf, None)
 
 
-def broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
+def broadcast(x, mesh, mesh_axes=None, root=0, *, out=None, wait=True):
     global _current, _hits
     prev = _current
     _current = (_BROADCAST, x, mesh, mesh_axes, root)
     try:
-        if not _check and type(x) is ndarray:
+        if not _check and type(x) is ndarray and out is None:
             r = _broadcast(<cnp.ndarray>x, mesh, mesh_axes, root, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_broadcast(x, mesh, mesh_axes, root, wait=wait)
+        return _slow_broadcast(x, mesh, mesh_axes, root, out=out, wait=wait)
     finally:
         _current = prev
 
@@ -1110,17 +1110,17 @@ cdef object _gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes, wa
     return _handle(g.comm.Igather(x, buf, r), buf, x)
 
 
-def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=True):
+def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, out=None, wait=True):
     global _current, _hits
     prev = _current
     _current = (_GATHER, x, mesh, mesh_axes, gather_axis, root, sizes)
     try:
-        if not _check and type(x) is ndarray:
+        if not _check and type(x) is ndarray and out is None:
             r = _gather(<cnp.ndarray>x, mesh, mesh_axes, gather_axis, root, sizes, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_gather(x, mesh, mesh_axes, gather_axis, root, sizes=sizes, wait=wait)
+        return _slow_gather(x, mesh, mesh_axes, gather_axis, root, sizes=sizes, out=out, wait=wait)
     finally:
         _current = prev
 
@@ -1166,17 +1166,17 @@ cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, wait):
     return _handle(g.comm.Iscatter(send, buf, r), buf, send)
 
 
-def scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
+def scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, out=None, wait=True):
     global _current, _hits
     prev = _current
     _current = (_SCATTER, x, mesh, mesh_axes, scatter_axis, root)
     try:
-        if not _check and type(x) is ndarray:
+        if not _check and type(x) is ndarray and out is None:
             r = _scatter(<cnp.ndarray>x, mesh, mesh_axes, scatter_axis, root, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_scatter(x, mesh, mesh_axes, scatter_axis, root, wait=wait)
+        return _slow_scatter(x, mesh, mesh_axes, scatter_axis, root, out=out, wait=wait)
     finally:
         _current = prev
 
@@ -1216,17 +1216,17 @@ cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis,
     return _handle(g.comm.Ialltoall(x, buf), buf, x)
 
 
-def all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=True):
+def all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, out=None, wait=True):
     global _current, _hits
     prev = _current
     _current = (_ALL_TO_ALL, x, mesh, mesh_axes, split_axis, concat_axis)
     try:
-        if not _check and type(x) is ndarray:
+        if not _check and type(x) is ndarray and out is None:
             r = _all_to_all(<cnp.ndarray>x, mesh, mesh_axes, split_axis, concat_axis, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_all_to_all(x, mesh, mesh_axes, split_axis, concat_axis, wait=wait)
+        return _slow_all_to_all(x, mesh, mesh_axes, split_axis, concat_axis, out=out, wait=wait)
     finally:
         _current = prev
 
@@ -1281,17 +1281,17 @@ cdef object _shift(cnp.ndarray x, mesh, mesh_axes, shift_axis, offset, rotate, w
     return _handle([g.comm.Isend(x, dst, _TAG), g.comm.Irecv(res, src, _TAG)], res, x)
 
 
-def shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wait=True):
+def shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, out=None, wait=True):
     global _current, _hits
     prev = _current
     _current = (_SHIFT, x, mesh, mesh_axes, shift_axis, offset, rotate)
     try:
-        if not _check and type(x) is ndarray:
+        if not _check and type(x) is ndarray and out is None:
             r = _shift(<cnp.ndarray>x, mesh, mesh_axes, shift_axis, offset, rotate, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_shift(x, mesh, mesh_axes, shift_axis, offset, rotate, wait=wait)
+        return _slow_shift(x, mesh, mesh_axes, shift_axis, offset, rotate, out=out, wait=wait)
     finally:
         _current = prev
 
