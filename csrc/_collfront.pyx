@@ -38,7 +38,7 @@ cnp.import_array()
 
 include "_mpicall.pxi"
 
-__all__ = ["Group", "Handle", "done", "current", "hits", "set_check", "set_c_calls", "c_calls", "c_hits", "exchange", "install", "internal",
+__all__ = ["Group", "Handle", "done", "current", "hits", "hot_hits", "set_check", "set_c_calls", "c_calls", "c_hits", "exchange", "install", "internal",
            "current_internal"]
 
 cdef type ndarray = np.ndarray
@@ -163,7 +163,8 @@ def hits():
 
 def current():
     """``((name, argument names), value, ...)`` of the compiled collective this process is in, or None."""
-    return _current
+    mark = _hot_current()
+    return _current if mark is None else mark
 
 
 # ``_internal`` is ``(operation, step, group)`` of the `internal` block the main thread is in
@@ -217,6 +218,7 @@ def install(fast, groups, direct, slow, check):
     global _slow_all_reduce, _slow_reduce, _slow_reduce_scatter, _slow_broadcast, _slow_all_gather
     global _slow_gather, _slow_scatter, _slow_all_to_all, _slow_all_slice, _slow_shift, _slow_send, _slow_recv
     _fast, _groups, _direct, _check = fast, groups, direct, check
+    _hot_switch()
     _slow_all_reduce, _slow_reduce = slow["all_reduce"], slow["reduce"]
     _slow_reduce_scatter, _slow_broadcast = slow["reduce_scatter"], slow["broadcast"]
     _slow_all_gather, _slow_gather, _slow_scatter = slow["all_gather"], slow["gather"], slow["scatter"]
@@ -228,6 +230,7 @@ def set_check(bint flag):
     """``MESHRT_CHECK``: when on, every call takes the Python path (which checks)."""
     global _check
     _check = flag
+    _hot_switch()
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -348,6 +351,14 @@ cdef bint _fits(object out, tuple shape, int typenum):
     return True
 
 
+cdef inline object _result_buffer(object out, tuple shape, int typenum):
+    """A new C-ordered array of ``shape`` and builtin ``typenum``, ``out`` if it can take the result as
+    it is, else _MISS (the Python path then checks ``out`` and says why)."""
+    if out is None:
+        return _new(shape, typenum)
+    return out if _fits(out, shape, typenum) else _MISS
+
+
 cdef inline object _send_buffer(cnp.ndarray x, object same, int typenum):
     """``x`` itself, or ``x`` cast to the reduction's dtype (``dtype=``) as a new C-ordered array."""
     return x if same is True else cnp.PyArray_Cast(x, typenum)
@@ -430,6 +441,7 @@ def set_c_calls(bint flag):
     if flag and not _c_tried:
         _c_tried = True
         _c_found = _mpicall_init() == 1
+    _hot_switch()
     return _c_calls and _c_found
 
 
@@ -808,6 +820,206 @@ def exchange(comm, list recvs, list sends, int tag):
 set_c_calls(os.environ.get("MESHRT_C_CALLS", "1") not in ("0", "", "false", "False", "no"))
 
 
+# -- the hot path: a loop repeating one blocking call ------------------------------------
+# A planned blocking call that the MPI library took directly leaves, per op, all that its
+# C call needs in a `_Hot`: the arguments it matched (as `_Last`), x's shape, the result's
+# shape and type, the MPI handles and counts.  The next call that matches it by identity
+# goes straight to the MPI call: no plan tuple to unpack, no dict of handles, no shape tuple,
+# no mark tuple.  At 8 B that work was ~0.2 us of CPU per call (perf, one process), and
+# between two processes it costs more than its CPU time (docs/benchmarks.md).
+cdef enum:
+    _H_ALLREDUCE, _H_REDUCE, _H_REDUCE_SCATTER, _H_BCAST, _H_ALLGATHER, _H_GATHER, _H_SCATTER, _H_ALLTOALL, _H_SHIFT
+
+cdef enum:
+    _HOT_MAXDIM = 8  # a call of more dims takes the regular path
+
+
+cdef class _Hot:
+    """One op's last blocking call that went straight to MPI: what it matched and what its C call needs."""
+
+    cdef bint ready, gets, is_root
+    cdef int kind, nd, rnd, rtype, avg, size, root, dst, src, count
+    cdef object live, mesh_ref, k0, k1, k2, k3, descr, comm_obj
+    cdef Group g
+    cdef tuple head, args  # the watchdog's mark: (name, argument names), and the values after x and mesh
+    cdef cnp.npy_intp dims[8]
+    cdef cnp.npy_intp rdims[8]
+    cdef size_t comm, dt, op
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyInterpreterState:
+        pass
+    ctypedef struct PyThreadState:
+        pass
+    PyInterpreterState *PyInterpreterState_Get()
+    PyThreadState *PyInterpreterState_ThreadHead(PyInterpreterState *)
+    PyThreadState *PyThreadState_Next(PyThreadState *)
+
+
+cdef inline bint _alone():
+    """This is the interpreter's only thread, so no thread can want the GIL while an MPI call holds
+    it.  (Signal handlers run in this thread after the call either way.)"""
+    cdef PyThreadState *t = PyInterpreterState_ThreadHead(PyInterpreterState_Get())
+    return t != NULL and PyThreadState_Next(t) == NULL
+
+
+cdef _Hot _HOT_ALL_REDUCE = _Hot(), _HOT_REDUCE = _Hot(), _HOT_REDUCE_SCATTER = _Hot(), _HOT_BROADCAST = _Hot()
+cdef _Hot _HOT_ALL_GATHER = _Hot(), _HOT_GATHER = _Hot(), _HOT_SCATTER = _Hot(), _HOT_ALL_TO_ALL = _Hot()
+cdef _Hot _HOT_SHIFT = _Hot()
+cdef bint _hot_on = True  # the C calls on and found, MESHRT_CHECK off (`_hot_switch`)
+cdef _Hot _hot_now = None  # the hot call this process is in (the watchdog's mark), its x, and a count of calls
+cdef object _hot_x = None
+cdef unsigned long long _hot_seq = 0  # also: how many calls took the hot path (`hot_hits`)
+cdef object _hot_mark = None
+cdef unsigned long long _hot_mark_seq = 0
+
+
+def hot_hits():
+    """How many calls took the hot path (a repeat of the op's last blocking call, straight to MPI)."""
+    return _hot_seq
+
+
+cdef void _hot_switch():
+    global _hot_on
+    _hot_on = _c_calls and _c_found and not _check
+
+
+cdef bint _hot_set(_Hot h, int kind, tuple head, Group g, object mesh, cnp.ndarray x, object k0, object k1,
+                   object k2, object k3, tuple args, object rshape, int rtype, int typenum, object op):
+    """Fill ``h`` from a call that has just gone to MPI; False (``h`` left unready) where the call cannot be hot.
+    ``rshape`` is the result's shape (None: no result here); ``typenum`` the type MPI moves."""
+    cdef Py_ssize_t i, nd = cnp.PyArray_NDIM(x)
+    h.ready = False
+    if not _hot_on or nd > _HOT_MAXDIM or (rshape is not None and len(<tuple>rshape) > _HOT_MAXDIM):
+        return False
+    h.kind, h.head, h.args, h.nd, h.descr = kind, head, args, <int>nd, _dtype(x)
+    for i in range(nd):
+        h.dims[i] = cnp.PyArray_DIM(x, <int>i)
+    h.gets = rshape is not None
+    h.rnd = 0 if rshape is None else <int>len(<tuple>rshape)
+    for i in range(h.rnd):
+        h.rdims[i] = (<tuple>rshape)[i]
+    h.rtype, h.size, h.avg = rtype, g.size, 0
+    h.comm, h.dt, h.op = g.handle, _dt_handle(typenum), 0 if op is None else _op_handle(op)
+    h.live, h.mesh_ref, h.g, h.comm_obj = g.live, g.mesh_ref, g, g.comm
+    h.k0, h.k1, h.k2, h.k3 = _canon(k0), _canon(k1), _canon(k2), _canon(k3)
+    return True
+
+
+cdef inline bint _hot_match(_Hot h, object x, object mesh, object k0, object k1, object k2, object k3):
+    """The call ``(x, mesh, k0..k3)`` repeats ``h``'s."""
+    cdef cnp.ndarray a
+    cdef int i
+    if not h.ready or not _hot_on or type(x) is not ndarray:
+        return False
+    a = <cnp.ndarray>x
+    if <object>cnp.PyArray_DESCR(a) is not h.descr or cnp.PyArray_NDIM(a) != h.nd or not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        return False
+    for i in range(h.nd):
+        if cnp.PyArray_DIM(a, i) != h.dims[i]:
+            return False
+    if not (_same(k0, h.k0) and _same(k1, h.k1) and _same(k2, h.k2) and _same(k3, h.k3)):
+        return False
+    if h.g.comm is not h.comm_obj:  # the group's communicator replaced (e.g. wrapped to count calls)
+        return False
+    try:
+        return mesh._groups is h.live  # another mesh, or this one freed since, is not
+    except AttributeError:
+        return False
+
+
+cdef inline bint _hot_fits(_Hot h, object out):
+    """``out`` can take ``h``'s result as it is."""
+    cdef cnp.ndarray o
+    cdef int i
+    if type(out) is not ndarray:
+        return False
+    o = <cnp.ndarray>out
+    if cnp.PyArray_NDIM(o) != h.rnd or cnp.PyArray_TYPE(o) != h.rtype:
+        return False
+    if not cnp.PyArray_IS_C_CONTIGUOUS(o) or not cnp.PyArray_ISWRITEABLE(o):
+        return False
+    for i in range(h.rnd):
+        if cnp.PyArray_DIM(o, i) != h.rdims[i]:
+            return False
+    return True
+
+
+cdef inline int _hot_call(int kind, const void *s, void *r, int n, size_t dt, size_t op, int root, bint is_root,
+                          int dst, int src, size_t c) noexcept nogil:
+    if kind == _H_ALLREDUCE:
+        return meshrt_allreduce(s, r, n, dt, op, c)
+    if kind == _H_REDUCE:
+        return meshrt_reduce(s, r, n, dt, op, root, c)
+    if kind == _H_REDUCE_SCATTER:
+        return meshrt_reduce_scatter_block(s, r, n, dt, op, c)
+    if kind == _H_BCAST:
+        return meshrt_bcast(r if r != NULL else <void *>s, n, dt, root, c)
+    if kind == _H_ALLGATHER:
+        return meshrt_allgather(s, n, r, n, dt, c)
+    if kind == _H_GATHER:
+        return meshrt_gather(s, n, r, n, dt, root, c)
+    if kind == _H_SCATTER:
+        return meshrt_scatter(s if is_root else NULL, n, r, n, dt, root, c)
+    if kind == _H_ALLTOALL:
+        return meshrt_alltoall(s, n, r, n, dt, c)
+    return meshrt_sendrecv(s, n, dst, _TAG, r, n, src, _TAG, dt, c)
+
+
+cdef object _hot_run(_Hot h, cnp.ndarray x, object out):
+    """``h``'s call on ``x``, into ``out`` (or a new array): its result, or _MISS where ``out`` does
+    not fit (the regular path then says why)."""
+    global _hot_now, _hot_x, _hot_seq, _hits, _c_count
+    cdef object res = None
+    cdef const void *s = cnp.PyArray_DATA(x)
+    cdef void *r = NULL
+    cdef int err = 0, kind = h.kind, n = h.count, root = h.root
+    cdef size_t c = h.comm, dt = h.dt, op = h.op
+    if h.gets:
+        if out is None:
+            res = cnp.PyArray_SimpleNew(h.rnd, h.rdims, h.rtype)
+        elif _hot_fits(h, out):
+            res = out
+        else:
+            return _MISS
+        r = cnp.PyArray_DATA(<cnp.ndarray>res)
+    elif kind == _H_BCAST and out is not None and out is not x:  # the root's result is x; out= gets a copy
+        return _MISS
+    _hot_now, _hot_x = h, x
+    _hot_seq += 1
+    if _alone():  # releasing the GIL would cost ~50 ns and serve no thread
+        err = _hot_call(kind, s, r, n, dt, op, root, h.is_root, h.dst, h.src, c)
+    else:
+        with nogil:
+            err = _hot_call(kind, s, r, n, dt, op, root, h.is_root, h.dst, h.src, c)
+    _hot_now = _hot_x = None
+    if err:
+        raise MPI.Exception(err)
+    _hits += 1
+    _c_count += 1
+    if kind == _H_BCAST and not h.gets:
+        return x
+    if h.avg and res is not None:
+        return _average(res, h.avg, h.size)
+    return res
+
+
+cdef object _hot_current():
+    """The watchdog's mark of the hot call this process is in (one tuple per call), or None."""
+    global _hot_mark, _hot_mark_seq
+    cdef _Hot h = _hot_now
+    if h is None:
+        return None
+    if _hot_mark is None or _hot_mark_seq != _hot_seq:
+        _hot_mark = (h.head, _hot_x, h.mesh_ref()) + h.args
+        _hot_mark_seq = _hot_seq
+    return _hot_mark
+
+
+_hot_switch()
+
+
 # -- reductions -------------------------------------------------------------------------
 cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, wait):
     e = _recall(_LAST_ALL_REDUCE, mesh, mesh_axes, reduction, dtype, None, _dtype(x), x, False)
@@ -836,6 +1048,10 @@ cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, w
     if wait:
         if h is None:
             g.comm.Allreduce(send, res, (<tuple>f)[0])
+        elif send is x and _hot_set(_HOT_ALL_REDUCE, _H_ALLREDUCE, _ALL_REDUCE, g, mesh, x, mesh_axes, reduction,
+                                    dtype, None, (mesh_axes, reduction), _shape(x), typenum, typenum, (<tuple>f)[0]):
+            _HOT_ALL_REDUCE.count, _HOT_ALL_REDUCE.avg = <int>cnp.PyArray_SIZE(x), avg
+            _HOT_ALL_REDUCE.ready = True
         return _average(res, avg, g.size)
     if h is not None:
         return h
@@ -844,6 +1060,10 @@ cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, w
 
 def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None, wait=True):
     global _current, _hits
+    if wait is True and _hot_match(_HOT_ALL_REDUCE, x, mesh, mesh_axes, reduction, dtype, None):
+        r = _hot_run(_HOT_ALL_REDUCE, <cnp.ndarray>x, out)
+        if r is not _MISS:
+            return r
     prev = _current
     _current = (_ALL_REDUCE, x, mesh, mesh_axes, reduction)
     try:
@@ -857,7 +1077,7 @@ def all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=None
         _current = prev
 
 
-cdef object _reduce(cnp.ndarray x, mesh, mesh_axes, reduction, root, dtype, wait):
+cdef object _reduce(cnp.ndarray x, mesh, mesh_axes, reduction, root, dtype, out, wait):
     e = _recall(_LAST_REDUCE, mesh, mesh_axes, reduction, root, dtype, _dtype(x), x, False)
     if e is None:
         e = _entry(("reduce", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), reduction,
@@ -874,12 +1094,19 @@ cdef object _reduce(cnp.ndarray x, mesh, mesh_axes, reduction, root, dtype, wait
     cdef int typenum = (<tuple>f)[1], avg = (<tuple>f)[2]
     if avg and not wait:
         return _MISS
-    res = _new_of(x, typenum) if g.rank == r else None
+    res = _result_buffer(out, _shape(x), typenum) if g.rank == r else None
+    if res is _MISS:
+        return _MISS
     send = _send_buffer(x, (<tuple>e)[2], typenum)
     h = _c_reduction(_RD_REDUCE, g, <cnp.ndarray>send, res, (<tuple>f)[0], typenum, r, None, wait)
     if wait:
         if h is None:
             g.comm.Reduce(send, res, (<tuple>f)[0], r)
+        elif send is x and _hot_set(_HOT_REDUCE, _H_REDUCE, _REDUCE, g, mesh, x, mesh_axes, reduction, root, dtype,
+                                    (mesh_axes, reduction, root), None if res is None else _shape(x), typenum, typenum,
+                                    (<tuple>f)[0]):
+            _HOT_REDUCE.count, _HOT_REDUCE.avg, _HOT_REDUCE.root = <int>cnp.PyArray_SIZE(x), avg, r
+            _HOT_REDUCE.ready = True
         return None if res is None else _average(res, avg, g.size)
     if h is not None:
         return h
@@ -888,15 +1115,19 @@ cdef object _reduce(cnp.ndarray x, mesh, mesh_axes, reduction, root, dtype, wait
 
 def reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, out=None, wait=True):
     global _current, _hits
+    if wait is True and _hot_match(_HOT_REDUCE, x, mesh, mesh_axes, reduction, root, dtype):
+        r = _hot_run(_HOT_REDUCE, <cnp.ndarray>x, out)
+        if r is not _MISS:
+            return r
     prev = _current
     _current = (_REDUCE, x, mesh, mesh_axes, reduction, root)
     try:
-        if not _check and type(x) is ndarray and out is None:
-            r = _reduce(<cnp.ndarray>x, mesh, mesh_axes, reduction, root, dtype, wait)
+        if not _check and type(x) is ndarray:
+            r = _reduce(<cnp.ndarray>x, mesh, mesh_axes, reduction, root, dtype, out, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_reduce(x, mesh, mesh_axes, reduction, root, dtype, out=out, wait=wait)
+        return _slow_reduce(x, mesh, mesh_axes, reduction, root, dtype, wait=wait, **({} if out is None else {'out': out}))
     finally:
         _current = prev
 
@@ -945,6 +1176,11 @@ cdef object _reduce_scatter(cnp.ndarray x, mesh, mesh_axes, reduction, scatter_a
                 g.comm.Reduce_scatter_block(send, res, op)
             else:
                 g.comm.Reduce_scatter(send, res, counts, op)
+        elif ca is None and send is x and _hot_set(
+                _HOT_REDUCE_SCATTER, _H_REDUCE_SCATTER, _REDUCE_SCATTER, g, mesh, x, mesh_axes, reduction, scatter_axis,
+                dtype, (mesh_axes, reduction, scatter_axis), rshape, typenum, typenum, op):
+            _HOT_REDUCE_SCATTER.count, _HOT_REDUCE_SCATTER.avg = <int>cnp.PyArray_SIZE(<cnp.ndarray>res), avg
+            _HOT_REDUCE_SCATTER.ready = True
         return _average(res, avg, g.size)
     if h is not None:
         return h
@@ -955,6 +1191,10 @@ cdef object _reduce_scatter(cnp.ndarray x, mesh, mesh_axes, reduction, scatter_a
 
 def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dtype=None, *, out=None, wait=True):
     global _current, _hits
+    if wait is True and _hot_match(_HOT_REDUCE_SCATTER, x, mesh, mesh_axes, reduction, scatter_axis, dtype):
+        r = _hot_run(_HOT_REDUCE_SCATTER, <cnp.ndarray>x, out)
+        if r is not _MISS:
+            return r
     prev = _current
     _current = (_REDUCE_SCATTER, x, mesh, mesh_axes, reduction, scatter_axis)
     try:
@@ -969,7 +1209,7 @@ def reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dty
 
 
 # -- data movement ----------------------------------------------------------------------
-cdef object _broadcast(cnp.ndarray x, mesh, mesh_axes, root, wait):
+cdef object _broadcast(cnp.ndarray x, mesh, mesh_axes, root, out, wait):
     e = _recall(_LAST_BROADCAST, mesh, mesh_axes, root, None, None, _dtype(x), x, False)
     if e is None:
         e = _entry(("broadcast", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), _canon(root), _dtype(x)),
@@ -983,13 +1223,21 @@ cdef object _broadcast(cnp.ndarray x, mesh, mesh_axes, root, wait):
     if (<tuple>e)[2] is not True or g.size == 1:
         return _MISS
     if g.rank == r:
-        if not _plain(x):
+        if not _plain(x) or (out is not None and out is not x):  # out= on the root: the Python path copies x
             return _MISS
         buf = x
     else:
-        buf = _like(x)
+        buf = _result_buffer(out, _shape(x), cnp.PyArray_TYPE(x))
+        if buf is _MISS:
+            return _MISS
     h = _c_bcast(g, <cnp.ndarray>buf, r, wait)
     if h is not None:
+        if wait and _hot_set(_HOT_BROADCAST, _H_BCAST, _BROADCAST, g, mesh, x, mesh_axes, root, None, None,
+                             (mesh_axes, root), None if g.rank == r else _shape(x), cnp.PyArray_TYPE(x),
+                             cnp.PyArray_TYPE(x), None):
+            _HOT_BROADCAST.count, _HOT_BROADCAST.root = <int>cnp.PyArray_SIZE(x), r
+            _HOT_BROADCAST.is_root = g.rank == r
+            _HOT_BROADCAST.ready = True
         return buf if wait else h
     if wait:
         g.comm.Bcast(buf, r)
@@ -999,15 +1247,19 @@ cdef object _broadcast(cnp.ndarray x, mesh, mesh_axes, root, wait):
 
 def broadcast(x, mesh, mesh_axes=None, root=0, *, out=None, wait=True):
     global _current, _hits
+    if wait is True and _hot_match(_HOT_BROADCAST, x, mesh, mesh_axes, root, None, None):
+        r = _hot_run(_HOT_BROADCAST, <cnp.ndarray>x, out)
+        if r is not _MISS:
+            return r
     prev = _current
     _current = (_BROADCAST, x, mesh, mesh_axes, root)
     try:
-        if not _check and type(x) is ndarray and out is None:
-            r = _broadcast(<cnp.ndarray>x, mesh, mesh_axes, root, wait)
+        if not _check and type(x) is ndarray:
+            r = _broadcast(<cnp.ndarray>x, mesh, mesh_axes, root, out, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_broadcast(x, mesh, mesh_axes, root, out=out, wait=wait)
+        return _slow_broadcast(x, mesh, mesh_axes, root, wait=wait, **({} if out is None else {'out': out}))
     finally:
         _current = prev
 
@@ -1065,6 +1317,11 @@ cdef object _all_gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, sizes, out,
         return _MISS
     h = _c_move(_MV_ALLGATHER, g, x, <cnp.ndarray>buf, cnp.PyArray_SIZE(x), 0, wait)
     if h is not None:
+        if wait and _hot_set(_HOT_ALL_GATHER, _H_ALLGATHER, _ALL_GATHER, g, mesh, x, mesh_axes, gather_axis, None,
+                             sizes, (mesh_axes, gather_axis, sizes), shape, cnp.PyArray_TYPE(x), cnp.PyArray_TYPE(x),
+                             None):
+            _HOT_ALL_GATHER.count = <int>cnp.PyArray_SIZE(x)
+            _HOT_ALL_GATHER.ready = True
         return buf if wait else h
     if wait:
         g.comm.Allgather(x, buf)
@@ -1074,6 +1331,10 @@ cdef object _all_gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, sizes, out,
 
 def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, wait=True):
     global _current, _hits
+    if wait is True and _hot_match(_HOT_ALL_GATHER, x, mesh, mesh_axes, gather_axis, None, sizes):
+        r = _hot_run(_HOT_ALL_GATHER, <cnp.ndarray>x, out)
+        if r is not _MISS:
+            return r
     prev = _current
     _current = (_ALL_GATHER, x, mesh, mesh_axes, gather_axis, sizes)
     try:
@@ -1087,7 +1348,7 @@ def all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None, 
         _current = prev
 
 
-cdef object _gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes, wait):
+cdef object _gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes, out, wait):
     e = _gather_layout(_LAST_GATHER, "gather", x, mesh, mesh_axes, gather_axis, root, sizes)
     if e is None:
         return _MISS
@@ -1095,14 +1356,23 @@ cdef object _gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes, wa
     r = (<tuple>e)[1]
     layout = <tuple>(<tuple>e)[2]
     if layout[3] is not True:  # unequal pieces: MPI_Gatherv of bytes, any byte order
+        if out is not None:
+            return _MISS
         buf = np.empty(<tuple>layout[4], _dtype(x)) if g.rank == r else None
         h = _c_vmove(_VM_GATHERV, g, x, buf, _v_of(layout, (layout[1], layout[2])), cnp.PyArray_NBYTES(x), r, wait)
         if h is None:
             return _MISS
         return buf if wait else h
-    buf = _new(<tuple>(<tuple>(<tuple>e)[2])[4], cnp.PyArray_TYPE(x)) if g.rank == r else None
+    buf = _result_buffer(out, <tuple>layout[4], cnp.PyArray_TYPE(x)) if g.rank == r else None
+    if buf is _MISS:
+        return _MISS
     h = _c_move(_MV_GATHER, g, x, buf, cnp.PyArray_SIZE(x), r, wait)
     if h is not None:
+        if wait and _hot_set(_HOT_GATHER, _H_GATHER, _GATHER, g, mesh, x, mesh_axes, gather_axis, root, sizes,
+                             (mesh_axes, gather_axis, root, sizes), None if buf is None else layout[4],
+                             cnp.PyArray_TYPE(x), cnp.PyArray_TYPE(x), None):
+            _HOT_GATHER.count, _HOT_GATHER.root = <int>cnp.PyArray_SIZE(x), r
+            _HOT_GATHER.ready = True
         return buf if wait else h
     if wait:
         g.comm.Gather(x, buf, r)
@@ -1112,20 +1382,24 @@ cdef object _gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes, wa
 
 def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, out=None, wait=True):
     global _current, _hits
+    if wait is True and _hot_match(_HOT_GATHER, x, mesh, mesh_axes, gather_axis, root, sizes):
+        r = _hot_run(_HOT_GATHER, <cnp.ndarray>x, out)
+        if r is not _MISS:
+            return r
     prev = _current
     _current = (_GATHER, x, mesh, mesh_axes, gather_axis, root, sizes)
     try:
-        if not _check and type(x) is ndarray and out is None:
-            r = _gather(<cnp.ndarray>x, mesh, mesh_axes, gather_axis, root, sizes, wait)
+        if not _check and type(x) is ndarray:
+            r = _gather(<cnp.ndarray>x, mesh, mesh_axes, gather_axis, root, sizes, out, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_gather(x, mesh, mesh_axes, gather_axis, root, sizes=sizes, out=out, wait=wait)
+        return _slow_gather(x, mesh, mesh_axes, gather_axis, root, sizes=sizes, wait=wait, **({} if out is None else {'out': out}))
     finally:
         _current = prev
 
 
-cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, wait):
+cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, out, wait):
     if type(scatter_axis) is not int:
         return _MISS
     e = _recall(_LAST_SCATTER, mesh, mesh_axes, scatter_axis, root, None, _dtype(x), x, True)
@@ -1148,6 +1422,8 @@ cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, wait):
     else:
         send = None
     if layout[3] is not None:  # uneven pieces: MPI_Scatterv of bytes, any byte order
+        if out is not None:
+            return _MISS
         buf = np.empty(<tuple>layout[1], _dtype(x))
         h = _c_vmove(_VM_SCATTERV, g, send, buf, _v_of(layout, (layout[3], layout[4])),
                      cnp.PyArray_NBYTES(<cnp.ndarray>buf), r, wait)
@@ -1156,9 +1432,17 @@ cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, wait):
         return buf if wait else h
     if layout[5] is not True:
         return _MISS
-    buf = _new(<tuple>layout[1], cnp.PyArray_TYPE(x))
+    buf = _result_buffer(out, <tuple>layout[1], cnp.PyArray_TYPE(x))
+    if buf is _MISS:
+        return _MISS
     h = _c_move(_MV_SCATTER, g, send, <cnp.ndarray>buf, cnp.PyArray_SIZE(<cnp.ndarray>buf), r, wait)
     if h is not None:
+        if wait and _hot_set(_HOT_SCATTER, _H_SCATTER, _SCATTER, g, mesh, x, mesh_axes, scatter_axis, root, None,
+                             (mesh_axes, scatter_axis, root), layout[1], cnp.PyArray_TYPE(x), cnp.PyArray_TYPE(x),
+                             None):
+            _HOT_SCATTER.count, _HOT_SCATTER.root = <int>cnp.PyArray_SIZE(<cnp.ndarray>buf), r
+            _HOT_SCATTER.is_root = g.rank == r
+            _HOT_SCATTER.ready = True
         return buf if wait else h
     if wait:
         g.comm.Scatter(send, buf, r)
@@ -1168,20 +1452,24 @@ cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, wait):
 
 def scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, out=None, wait=True):
     global _current, _hits
+    if wait is True and _hot_match(_HOT_SCATTER, x, mesh, mesh_axes, scatter_axis, root, None):
+        r = _hot_run(_HOT_SCATTER, <cnp.ndarray>x, out)
+        if r is not _MISS:
+            return r
     prev = _current
     _current = (_SCATTER, x, mesh, mesh_axes, scatter_axis, root)
     try:
-        if not _check and type(x) is ndarray and out is None:
-            r = _scatter(<cnp.ndarray>x, mesh, mesh_axes, scatter_axis, root, wait)
+        if not _check and type(x) is ndarray:
+            r = _scatter(<cnp.ndarray>x, mesh, mesh_axes, scatter_axis, root, out, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_scatter(x, mesh, mesh_axes, scatter_axis, root, out=out, wait=wait)
+        return _slow_scatter(x, mesh, mesh_axes, scatter_axis, root, wait=wait, **({} if out is None else {'out': out}))
     finally:
         _current = prev
 
 
-cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis, wait):
+cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis, out, wait):
     if type(split_axis) is not int or type(concat_axis) is not int:
         return _MISS
     e = _recall(_LAST_ALL_TO_ALL, mesh, mesh_axes, split_axis, concat_axis, None, _dtype(x), x, True)
@@ -1197,6 +1485,8 @@ cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis,
     if layout is None or layout[0] != 0 or layout[1] != 0 or not _plain(x):
         return _MISS
     if layout[5] is not None:  # uneven pieces: MPI_Alltoallv of bytes, any byte order
+        if out is not None:
+            return _MISS
         buf = np.empty(<tuple>layout[2], _dtype(x))
         v = <tuple>layout[5]  # ((send counts, displs), (receive counts, displs))
         a = _v_of(layout, ((<tuple>v[0])[0], (<tuple>v[0])[1], (<tuple>v[1])[0], (<tuple>v[1])[1]))
@@ -1206,9 +1496,16 @@ cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis,
         return buf if wait else h
     if layout[6] is not True:
         return _MISS
-    buf = _new(<tuple>layout[2], cnp.PyArray_TYPE(x))
+    buf = _result_buffer(out, <tuple>layout[2], cnp.PyArray_TYPE(x))
+    if buf is _MISS:
+        return _MISS
     h = _c_move(_MV_ALLTOALL, g, x, <cnp.ndarray>buf, cnp.PyArray_SIZE(x) // g.size, 0, wait)
     if h is not None:
+        if wait and _hot_set(_HOT_ALL_TO_ALL, _H_ALLTOALL, _ALL_TO_ALL, g, mesh, x, mesh_axes, split_axis, concat_axis,
+                             None, (mesh_axes, split_axis, concat_axis), layout[2], cnp.PyArray_TYPE(x),
+                             cnp.PyArray_TYPE(x), None):
+            _HOT_ALL_TO_ALL.count = <int>(cnp.PyArray_SIZE(x) // g.size)
+            _HOT_ALL_TO_ALL.ready = True
         return buf if wait else h
     if wait:
         g.comm.Alltoall(x, buf)
@@ -1218,15 +1515,19 @@ cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis,
 
 def all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, out=None, wait=True):
     global _current, _hits
+    if wait is True and _hot_match(_HOT_ALL_TO_ALL, x, mesh, mesh_axes, split_axis, concat_axis, None):
+        r = _hot_run(_HOT_ALL_TO_ALL, <cnp.ndarray>x, out)
+        if r is not _MISS:
+            return r
     prev = _current
     _current = (_ALL_TO_ALL, x, mesh, mesh_axes, split_axis, concat_axis)
     try:
-        if not _check and type(x) is ndarray and out is None:
-            r = _all_to_all(<cnp.ndarray>x, mesh, mesh_axes, split_axis, concat_axis, wait)
+        if not _check and type(x) is ndarray:
+            r = _all_to_all(<cnp.ndarray>x, mesh, mesh_axes, split_axis, concat_axis, out, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_all_to_all(x, mesh, mesh_axes, split_axis, concat_axis, out=out, wait=wait)
+        return _slow_all_to_all(x, mesh, mesh_axes, split_axis, concat_axis, wait=wait, **({} if out is None else {'out': out}))
     finally:
         _current = prev
 
@@ -1258,7 +1559,7 @@ def all_slice(x, mesh, mesh_axes=None, slice_axis=0):
     return _slow_all_slice(x, mesh, mesh_axes, slice_axis)
 
 
-cdef object _shift(cnp.ndarray x, mesh, mesh_axes, shift_axis, offset, rotate, wait):
+cdef object _shift(cnp.ndarray x, mesh, mesh_axes, shift_axis, offset, rotate, out, wait):
     e = _recall(_LAST_SHIFT, mesh, mesh_axes, shift_axis, offset, rotate, _dtype(x), x, False)
     if e is None:
         e = _entry(("shift", PyLong_FromVoidPtr(<void *>mesh), _canon(mesh_axes), shift_axis, offset, rotate,
@@ -1271,9 +1572,16 @@ cdef object _shift(cnp.ndarray x, mesh, mesh_axes, shift_axis, offset, rotate, w
     if (<tuple>e)[5] != 0 or (<tuple>e)[4] is not True or not _plain(x):
         return _MISS
     src, dst = (<tuple>e)[1], (<tuple>e)[2]
-    res = _like(x)
+    res = _result_buffer(out, _shape(x), cnp.PyArray_TYPE(x))
+    if res is _MISS:
+        return _MISS
     h = _c_sendrecv(g, x, <cnp.ndarray>res, dst, src, _TAG, wait)
     if h is not None:
+        if wait and _hot_set(_HOT_SHIFT, _H_SHIFT, _SHIFT, g, mesh, x, mesh_axes, shift_axis, offset, rotate,
+                             (mesh_axes, shift_axis, offset, rotate), _shape(x), cnp.PyArray_TYPE(x),
+                             cnp.PyArray_TYPE(x), None):
+            _HOT_SHIFT.count, _HOT_SHIFT.dst, _HOT_SHIFT.src = <int>cnp.PyArray_SIZE(x), dst, src
+            _HOT_SHIFT.ready = True
         return res if wait else h
     if wait:
         g.comm.Sendrecv(x, dst, _TAG, res, src, _TAG)
@@ -1283,15 +1591,19 @@ cdef object _shift(cnp.ndarray x, mesh, mesh_axes, shift_axis, offset, rotate, w
 
 def shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, out=None, wait=True):
     global _current, _hits
+    if wait is True and _hot_match(_HOT_SHIFT, x, mesh, mesh_axes, shift_axis, offset, rotate):
+        r = _hot_run(_HOT_SHIFT, <cnp.ndarray>x, out)
+        if r is not _MISS:
+            return r
     prev = _current
     _current = (_SHIFT, x, mesh, mesh_axes, shift_axis, offset, rotate)
     try:
-        if not _check and type(x) is ndarray and out is None:
-            r = _shift(<cnp.ndarray>x, mesh, mesh_axes, shift_axis, offset, rotate, wait)
+        if not _check and type(x) is ndarray:
+            r = _shift(<cnp.ndarray>x, mesh, mesh_axes, shift_axis, offset, rotate, out, wait)
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_shift(x, mesh, mesh_axes, shift_axis, offset, rotate, out=out, wait=wait)
+        return _slow_shift(x, mesh, mesh_axes, shift_axis, offset, rotate, wait=wait, **({} if out is None else {'out': out}))
     finally:
         _current = prev
 

@@ -205,17 +205,19 @@ def test_timeout_under_plain_mpiexec(tmp_path):
     _assert_no_survivors(marker)
 
 
-def test_timeout_names_a_compiled_collective(tmp_path):
-    # The second all_reduce runs the compiled front (no Python frame): the watchdog still
-    # names it, with its arguments and the script's line.
+@pytest.mark.parametrize("before", [1, 2], ids=["front", "hot"])
+def test_timeout_names_a_compiled_collective(tmp_path, before):
+    # After one all_reduce the next runs the compiled front, after two the hot path (neither has
+    # a Python frame): the watchdog still names it, with its arguments and the script's line.
     marker = f"meshrt-compiled-timeout-{os.getpid()}"
-    proc = _start_plain(tmp_path, """
+    proc = _start_plain(tmp_path, f"""
         import time
         import numpy as np
         from meshrt import Mesh, all_reduce
         mesh = Mesh((-1,))
         x = np.ones(4)
-        all_reduce(x, mesh)
+        for _ in range({before}):
+            all_reduce(x, mesh)
         if mesh.rank != 1:
             all_reduce(x, mesh)
         time.sleep(120)
@@ -223,7 +225,7 @@ def test_timeout_names_a_compiled_collective(tmp_path):
     rc, out, err, _ = _finish(proc, 30)
     assert rc == 124, (out, err)
     assert re.search(r"\[meshrt\] rank [023] blocked in all_reduce\(x=array\(shape=\(4,\), dtype=float64\), "
-                     r"mesh=mesh\(4,\), reduction='sum'\) at job.py:9 for 3\.\d s", err), err
+                     r"mesh=mesh\(4,\), reduction='sum'\) at job.py:10 for 3\.\d s", err), err
     _assert_no_survivors(marker)
 
 

@@ -107,6 +107,107 @@ def test_out_and_test(mesh):
         np.testing.assert_array_equal(h.wait(), np.repeat(np.arange(1.0, n + 1), 4))
 
 
+def test_hot_path_follows_every_change(mesh):
+    """The hot path (a repeat of an op's last blocking call, straight to MPI) takes only exact
+    repeats: new data in a new or the same array, ``out=`` or not, and then every change of
+    root, reduction, shape, dtype, mesh, switch or group communicator between two calls gives
+    the numpy model's answer (counted by ``hot_hits``: repeats must take it)."""
+    n, k = comm.size, comm.rank
+    rng = np.random.default_rng(7)
+    roots = [0, n - 1]
+    for rep in range(8):
+        vals = rng.integers(-9, 9, size=(n, 2 * n, 3)).astype(np.float64)  # every rank's input this round
+        x = vals[k].copy()
+        root = roots[(rep // 4) % 2]  # the same root 4 rounds in a row, then the other
+        out = np.full((2 * n, 3), np.nan)
+        before = F.hot_hits()
+        np.testing.assert_array_equal(C.all_reduce(x, mesh), vals.sum(0))
+        assert C.all_reduce(x, mesh, out=out) is out
+        np.testing.assert_array_equal(out, vals.sum(0))
+        np.testing.assert_array_equal(C.all_reduce(x, mesh, None, "average"), vals.sum(0) / n)
+        got = C.reduce(x, mesh, None, "max", root)
+        if k == root:
+            np.testing.assert_array_equal(got, vals.max(0))
+        else:
+            assert got is None
+        got = C.broadcast(x, mesh, root=root)
+        np.testing.assert_array_equal(got, vals[root])
+        assert (got is x) == (k == root)
+        np.testing.assert_array_equal(C.all_gather(x, mesh), vals.reshape(-1, 3))
+        got = C.gather(x, mesh, root=root)
+        np.testing.assert_array_equal(got, vals.reshape(-1, 3)) if k == root else None
+        np.testing.assert_array_equal(C.scatter(x, mesh, root=root), vals[root][2 * k:2 * k + 2])
+        np.testing.assert_array_equal(C.all_to_all(x, mesh), np.concatenate([v[2 * k:2 * k + 2] for v in vals]))
+        np.testing.assert_array_equal(C.reduce_scatter(x, mesh), vals.sum(0)[2 * k:2 * k + 2])
+        np.testing.assert_array_equal(C.shift(x, mesh, None, 0, 1, rotate=True), vals[(k - 1) % n])
+        # another shape and dtype in the same loop: the hot record is replaced, not misused
+        xi = x[:n].astype(np.int32)
+        np.testing.assert_array_equal(C.all_reduce(xi, mesh), vals[:, :n].sum(0).astype(np.int32))
+        if n > 1 and F.c_calls() and rep % 4 >= 2:
+            assert F.hot_hits() > before, "repeats did not take the hot path"
+    # a freed mesh's hot record is never taken for the next mesh
+    m2 = Mesh((n,), comm=comm)
+    try:
+        for _ in range(3):
+            np.testing.assert_array_equal(C.all_reduce(np.full(2, k + 1.0), m2), np.full(2, n * (n + 1) / 2))
+        m2.free()
+        m3 = Mesh((n,), comm=comm)
+        np.testing.assert_array_equal(C.all_reduce(np.full(2, k + 2.0), m3), np.full(2, n * (n + 3) / 2))
+        m3.free()
+    finally:
+        m2.free()
+    # MESHRT_CHECK on: no call takes the hot path (the Python path checks every call)
+    old = C.set_check(True)
+    try:
+        before = F.hot_hits()
+        for _ in range(3):
+            np.testing.assert_array_equal(C.all_reduce(np.ones(2), mesh), np.full(2, n))
+        assert F.hot_hits() == before
+    finally:
+        C.set_check(old)
+    # an out= that does not fit leaves the hot path for the Python one, which says why
+    C.all_reduce(np.ones(2), mesh)
+    C.all_reduce(np.ones(2), mesh)
+    with pytest.raises(Exception, match="out"):
+        C.all_reduce(np.ones(2), mesh, out=np.empty(3))
+
+
+def test_hot_call_lets_other_threads_run(mesh):
+    """A hot call holds the GIL only while this is the process's one thread: with another thread
+    alive, that thread runs while the call waits for a late partner."""
+    import threading
+    import time
+
+    if comm.size < 2:
+        pytest.skip("needs 2 processes")
+    x = np.ones(2)
+    for _ in range(3):
+        C.all_reduce(x, mesh)
+    ticks, stop = [], threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    try:
+        comm.Barrier()
+        if comm.rank == 1:
+            time.sleep(0.5)
+        before, hot = len(ticks), F.hot_hits()
+        C.all_reduce(x, mesh)
+        during = len(ticks) - before
+    finally:
+        stop.set()
+        t.join()
+    if F.c_calls():
+        assert F.hot_hits() == hot + 1
+    if comm.rank != 1:
+        assert during >= 5, f"the other thread ran {during} times in 0.5 s: the call held the GIL"
+
+
 def test_send_recv(mesh):
     """send/recv between ranks 0 and 1, blocking and not, through the C calls."""
     if comm.size < 2:
