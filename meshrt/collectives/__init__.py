@@ -16,7 +16,9 @@ array([[1, 2, 5, 6],
 
 Results are new arrays, except where the data is unchanged: `all_slice`
 returns a view of ``x``, `broadcast` returns ``x`` itself on the root, and the
-data-moving ops on a group of one return ``x``.  ``average`` on int dtypes is
+data-moving ops on a group of one return ``x``.  Every collective that returns
+an array takes ``out=``, a C-contiguous array that gets the result and is
+returned (`reduce` and `gather` use it on the root only).  ``average`` on int dtypes is
 the floor of the mean (sum, then floor division by the group size).
 
 ``MESHRT_CHECK=1`` makes every collective first compare op, attributes,

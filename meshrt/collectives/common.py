@@ -125,6 +125,15 @@ def _into(out, result):
     return out
 
 
+def _receiver(out, send, shape, dtype):
+    """The array an MPI call receives a result into: ``out`` itself, or a new array of ``shape``
+    and ``dtype`` when there is no ``out`` or it may overlap the send buffer (MPI forbids that
+    aliasing: the result is then copied into ``out`` with `_into` after the call)."""
+    if out is None or (send is not None and np.may_share_memory(out, send)):
+        return _empty(shape, dtype)
+    return out
+
+
 def _c(x: np.ndarray) -> np.ndarray:
     return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
@@ -141,6 +150,12 @@ def _back(buf: np.ndarray, axis: int) -> np.ndarray:
     if axis == 0:
         return buf
     return np.ascontiguousarray(np.moveaxis(buf, 0, axis))
+
+
+def _back_into(out: np.ndarray, buf: np.ndarray, axis: int) -> np.ndarray:
+    """`_back` written into ``out`` (one copy, no temporary); returns ``out``."""
+    np.copyto(out, np.moveaxis(buf, 0, axis))
+    return out
 
 
 _digests: dict = {}  # fingerprint of (op, attributes, shape) -> its (h, -h), made once

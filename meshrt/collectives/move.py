@@ -14,8 +14,8 @@ import numpy as np
 
 from ..runtime import check as _settings
 from .common import (
-    _BYTE, _DIRECT_DTYPES, _array, _axis, _back, _bytes, _check, _contiguous, _empty, _fast, _finish, _front, _group,
-    _into, _ndarray, _remember, _result, _root,
+    _BYTE, _DIRECT_DTYPES, _array, _axis, _back, _back_into, _bytes, _check, _contiguous, _empty, _fast, _finish,
+    _front, _group, _into, _ndarray, _receiver, _remember, _result, _root,
 )
 from .._collfront import Group, Handle
 from ..errors import CollectiveError
@@ -46,11 +46,11 @@ def _gather_setup(op, x, mesh, mesh_axes, gather_axis, root, sizes, out):
     _array(x, op)
     axis = _axis(gather_axis, x.ndim, op, "gather_axis")
     r = _root(g, mesh, root, "root") if op == "gather" else None
+    if out is not None and (r is None or r == g.rank):  # where out is used, checked before communicating
+        _gathered_out(g, op, x, axis, sizes, out)
     if _settings.CHECK:
         _gather_check(g, op, axis, r, x, sizes)
     if g.size == 1:
-        if out is not None:
-            _result(out, x.shape, x.dtype, "all_gather")
         return g, r, None
     layout = _cached_layout(g, op, x, axis, x.shape[axis] if sizes is None else sizes)
     ts = type(sizes)
@@ -58,6 +58,19 @@ def _gather_setup(op, x, mesh, mesh_axes, gather_axis, root, sizes, out):
         _remember((op, id(mesh), mesh_axes, x.shape, x.dtype, gather_axis, root,
                    tuple(sizes) if ts is list else sizes), (g, r, layout))
     return g, r, layout
+
+
+def _gathered_out(g, op, x, axis, sizes, out):
+    """Check that ``out`` can take the gathered array (`_result`).  Bad ``sizes`` are left to the
+    caller, which raises them after the agreement check (on every process alike)."""
+    if g.size == 1:
+        shape = x.shape
+    else:
+        try:
+            shape = _cached_layout(g, op, x, axis, x.shape[axis] if sizes is None else sizes)[5]
+        except CollectiveError:
+            return
+    _result(out, shape, x.dtype, op)
 
 
 def _gather_check(g, op, axis, r, x, sizes):
@@ -243,7 +256,7 @@ def _concatenate_pieces(buf, x, axis, counts, displs, oshape, out):
     return np.concatenate(pieces, axis=axis, out=res)
 
 
-def _gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=True):
+def _gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, out=None, wait=True):
     """`all_gather` onto ``root`` only; ``None`` on the other devices.
 
     The pieces are equal unless ``sizes`` is given.
@@ -262,20 +275,24 @@ def _gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=
         The in-group multi-index (or linear index) of the receiving device.
     sizes : int or sequence of int, optional
         The pieces' sizes along ``gather_axis``, one per group member.
+    out : numpy.ndarray, optional
+        On ``root``: a C-contiguous writeable array of the result's shape and
+        ``x``'s dtype that receives the result and is returned.  Ignored on the
+        other devices (it may be None or anything there; they return None).
     wait : bool, optional
         False returns a `Handle`; its ``wait()`` returns the result.
 
     Returns
     -------
     numpy.ndarray or None or Handle
-        The concatenated array on ``root``, None elsewhere.
+        The concatenated array on ``root`` (``out`` when given), None elsewhere.
 
     Raises
     ------
     CollectiveError
-        ``x`` is not a numpy array, ``gather_axis`` is out of range, ``sizes``
-        does not fit, ``mesh`` is not a `Mesh`, or (with ``MESHRT_CHECK=1``) the
-        group's arguments disagree.
+        ``x`` is not a numpy array, ``out`` does not fit (on ``root``),
+        ``gather_axis`` is out of range, ``sizes`` does not fit, ``mesh`` is not
+        a `Mesh`, or (with ``MESHRT_CHECK=1``) the group's arguments disagree.
     MeshError
         A bad ``mesh_axes`` or a ``root`` outside the group.
 
@@ -292,6 +309,9 @@ def _gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=
     >>> mesh = Mesh((-1,), ("x",))
     >>> gather(np.array([[1, 2]]), mesh, ["x"], gather_axis=0, root=0)
     array([[1, 2]])
+    >>> out = np.zeros((1, 2), int)
+    >>> gather(np.array([[1, 2]]), mesh, ["x"], gather_axis=0, root=0, out=out) is out
+    True
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -306,22 +326,25 @@ def _gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, wait=
         if g.live is not mesh._groups or not isinstance(x, _ndarray):
             raise KeyError
     except (KeyError, TypeError, AttributeError):
-        g, r, layout = _gather_setup("gather", x, mesh, mesh_axes, gather_axis, root, sizes, None)
-        if layout is None:
-            return _finish(x, wait)
+        g, r, layout = _gather_setup("gather", x, mesh, mesh_axes, gather_axis, root, sizes, out)
+        if layout is None:  # a group of one: this device is the root
+            return _finish(_into(out, x), wait)
     else:
+        if out is not None and g.rank == r:  # checked before communicating
+            _result(out, layout[5], x.dtype, "gather")
         if _settings.CHECK:
             _gather_check(g, "gather", layout[0], r, x, sizes)
     axis, counts, displs, equal, shape, oshape, direct = layout
     me = g.rank == r
+    if not me:
+        out = None  # the result exists on the root only
+    send = x if x.flags.c_contiguous else _contiguous(x)
     if axis == 0:
-        send = x if x.flags.c_contiguous else _contiguous(x)
-        post = None
+        buf = _receiver(out, send, shape, x.dtype) if me else None
+        post = (lambda b: _into(out, b)) if buf is not out and out is not None else None
     else:  # as in all_gather: the pieces in x's own layout, concatenated once on the root
-        send = x if x.flags.c_contiguous else _contiguous(x)
-        post = (lambda b: _concatenate_pieces(b, x, axis, counts, displs, oshape, None)) if me else None
-        shape = (sum(counts) // x.itemsize,)
-    buf = _empty(shape, x.dtype) if me else None
+        post = (lambda b: _concatenate_pieces(b, x, axis, counts, displs, oshape, out)) if me else None
+        buf = _empty((sum(counts) // x.itemsize,), x.dtype) if me else None
     if equal:
         if direct:
             sb, rb = send, buf
@@ -345,7 +368,7 @@ def _bcast_setup(x, mesh, mesh_axes, root):
     return _remember(("broadcast", id(mesh), mesh_axes, root, x.dtype), (g, r, x.dtype in _DIRECT_DTYPES))
 
 
-def _broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
+def _broadcast(x, mesh, mesh_axes=None, root=0, *, out=None, wait=True):
     """Every device gets ``root``'s ``x``; the others' ``x`` gives shape and dtype.
 
     The shard dialect's ``broadcast``.
@@ -361,19 +384,24 @@ def _broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
         The mesh axes spanning the group (None = all, ``()`` = a group of one).
     root : int or tuple of int, optional
         The in-group multi-index (or linear index) of the sending device.
+    out : numpy.ndarray, optional
+        A C-contiguous writeable array of ``x``'s shape and dtype that gets
+        ``root``'s data and is returned, on every device: received into it
+        elsewhere, a copy of ``x`` on the root (none when ``out`` is ``x``).
     wait : bool, optional
         False returns a `Handle`; its ``wait()`` returns the result.
 
     Returns
     -------
     numpy.ndarray or Handle
-        ``root``'s data: ``x`` itself on the root, a new array elsewhere.
+        ``root``'s data: ``out`` when given; else ``x`` itself on the root, a
+        new array elsewhere.
 
     Raises
     ------
     CollectiveError
-        ``x`` is not a numpy array, ``mesh`` is not a `Mesh`, or (with
-        ``MESHRT_CHECK=1``) the group's arguments disagree.
+        ``x`` is not a numpy array, ``out`` does not fit, ``mesh`` is not a
+        `Mesh`, or (with ``MESHRT_CHECK=1``) the group's arguments disagree.
     MeshError
         A bad ``mesh_axes`` or a ``root`` outside the group.
 
@@ -391,6 +419,9 @@ def _broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
     >>> x = np.array([1.5, 2.5])
     >>> broadcast(x, mesh, ["x"], root=0) is x
     True
+    >>> out = np.empty(2)
+    >>> broadcast(x, mesh, ["x"], root=0, out=out) is out, out
+    (True, array([1.5, 2.5]))
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -402,14 +433,18 @@ def _broadcast(x, mesh, mesh_axes=None, root=0, *, wait=True):
             raise KeyError
     except (KeyError, TypeError, AttributeError):
         g, r, direct = _bcast_setup(x, mesh, mesh_axes, root)
+    if out is not None:
+        _result(out, x.shape, x.dtype, "broadcast")
     if _settings.CHECK:
         _check(g, "broadcast", (r,), x)
     if g.size == 1:
-        return _finish(x, wait)
-    if g.rank == r:
+        return _finish(_into(out, x), wait)
+    if g.rank != r:
+        buf = _empty(x.shape, x.dtype) if out is None else out  # x's values are not read here
+    elif out is None:
         buf = x if x.flags.c_contiguous else _contiguous(x)
-    else:
-        buf = _empty(x.shape, x.dtype)
+    else:  # the root sends from out, a copy of x
+        buf = _into(out, x)
     msg = buf if direct else _bytes(buf)
     if wait:
         g.comm.Bcast(msg, r)
@@ -443,7 +478,7 @@ def _scatter_setup(x, mesh, mesh_axes, scatter_axis, root):
     return _remember(("scatter", id(mesh), mesh_axes, x.shape, x.dtype, axis, root), entry)
 
 
-def _scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
+def _scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, out=None, wait=True):
     """Device ``k`` gets piece ``k`` of ``root``'s ``x`` along ``scatter_axis``.
 
     Pieces follow MLIR's uneven rule (extra elements on the trailing pieces);
@@ -462,20 +497,24 @@ def _scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
         The tensor axis split into one piece per device; default 0.
     root : int or tuple of int, optional
         The in-group multi-index (or linear index) of the sending device.
+    out : numpy.ndarray, optional
+        A C-contiguous writeable array of this device's piece's shape and
+        ``x``'s dtype that receives the piece and is returned.
     wait : bool, optional
         False returns a `Handle`; its ``wait()`` returns the result.
 
     Returns
     -------
     numpy.ndarray or Handle
-        This device's piece.
+        This device's piece (``out`` when given; ``x`` itself for a group of
+        one without ``out``).
 
     Raises
     ------
     CollectiveError
-        ``x`` is not a numpy array, ``scatter_axis`` is out of range, ``mesh`` is
-        not a `Mesh`, or (with ``MESHRT_CHECK=1``) the group's arguments
-        disagree.
+        ``x`` is not a numpy array, ``out`` does not fit, ``scatter_axis`` is
+        out of range, ``mesh`` is not a `Mesh`, or (with ``MESHRT_CHECK=1``) the
+        group's arguments disagree.
     MeshError
         A bad ``mesh_axes`` or a ``root`` outside the group.
 
@@ -492,6 +531,9 @@ def _scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
     >>> mesh = Mesh((-1,), ("x",))
     >>> scatter(np.arange(4), mesh, ["x"], scatter_axis=0, root=0)
     array([0, 1, 2, 3])
+    >>> out = np.empty(4, int)
+    >>> scatter(np.arange(4), mesh, ["x"], scatter_axis=0, root=0, out=out) is out
+    True
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -505,13 +547,16 @@ def _scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
             raise KeyError
     except (KeyError, TypeError, AttributeError):
         g, r, layout = _scatter_setup(x, mesh, mesh_axes, scatter_axis, root)
-        if layout is None:
-            return _finish(x, wait)
+        if layout is None:  # a group of one
+            if out is not None:
+                _result(out, x.shape, x.dtype, "scatter")
+            return _finish(_into(out, x), wait)
     else:
         if _settings.CHECK:
             _check(g, "scatter", (layout[0], r), x)
     axis, bshape, count, counts, displs, direct = layout
-    buf = _empty(bshape, x.dtype)
+    if out is not None:
+        _result(out, x.shape[:axis] + bshape[:1] + x.shape[axis + 1:], x.dtype, "scatter")
     me = g.rank == r
     if not me:
         send = None
@@ -519,7 +564,12 @@ def _scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, wait=True):
         send = x if x.flags.c_contiguous else _contiguous(x)
     else:
         send = _front(x, axis)
-    post = (lambda b: _back(b, axis)) if axis else None
+    if axis:
+        buf = _empty(bshape, x.dtype)
+        post = (lambda b: _back(b, axis)) if out is None else (lambda b: _back_into(out, b, axis))
+    else:
+        buf = _receiver(out, send, bshape, x.dtype)
+        post = (lambda b: _into(out, b)) if buf is not out and out is not None else None
     if counts is None:
         if direct:
             sb, rb = send, buf
@@ -566,7 +616,7 @@ def _a2a_setup(x, mesh, mesh_axes, split_axis, concat_axis):
     return _remember(("all_to_all", id(mesh), mesh_axes, x.shape, x.dtype, sa, ca), entry)
 
 
-def _all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=True):
+def _all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, out=None, wait=True):
     """Split ``x`` into one piece per device, exchange, and concatenate what arrives.
 
     ``x`` is split along ``split_axis`` (uneven rule); piece ``j`` goes to device
@@ -586,19 +636,24 @@ def _all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=Tr
         The tensor axis split into pieces; default 0.
     concat_axis : int, optional
         The tensor axis along which the received pieces are joined; default 0.
+    out : numpy.ndarray, optional
+        A C-contiguous writeable array of the result's shape and ``x``'s dtype
+        that receives the joined pieces and is returned.
     wait : bool, optional
         False returns a `Handle`; its ``wait()`` returns the result.
 
     Returns
     -------
     numpy.ndarray or Handle
-        The joined pieces (``x`` itself for a group of one).
+        The joined pieces (``out`` when given; ``x`` itself for a group of one
+        without ``out``).
 
     Raises
     ------
     CollectiveError
-        ``x`` is not a numpy array, an axis is out of range, ``mesh`` is not a
-        `Mesh`, or (with ``MESHRT_CHECK=1``) the group's arguments disagree.
+        ``x`` is not a numpy array, ``out`` does not fit, an axis is out of
+        range, ``mesh`` is not a `Mesh`, or (with ``MESHRT_CHECK=1``) the
+        group's arguments disagree.
     MeshError
         A bad ``mesh_axes``.
 
@@ -616,6 +671,9 @@ def _all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=Tr
     >>> all_to_all(np.arange(6).reshape(2, 3), mesh, ["x"], split_axis=1, concat_axis=0)
     array([[0, 1, 2],
            [3, 4, 5]])
+    >>> out = np.empty((2, 3), int)
+    >>> all_to_all(np.arange(6).reshape(2, 3), mesh, ["x"], 1, 0, out=out) is out
+    True
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -627,24 +685,30 @@ def _all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=Tr
             raise KeyError
     except (KeyError, TypeError, AttributeError):
         g, layout = _a2a_setup(x, mesh, mesh_axes, split_axis, concat_axis)
-        if layout is None:
-            return _finish(x, wait)
+        if layout is None:  # a group of one
+            if out is not None:
+                _result(out, x.shape, x.dtype, "all_to_all")
+            return _finish(_into(out, x), wait)
     else:
         if _settings.CHECK:
             _check(g, "all_to_all", (layout[0], layout[1]), x)
     sa, ca, bshape, bview, count, v, direct = layout
+    if out is not None:
+        _result(out, _a2a_shape(x.shape, sa, ca, bview[0], bview[1]), x.dtype, "all_to_all")
     if sa == 0:
         send = x if x.flags.c_contiguous else _contiguous(x)
     else:
         send = _contiguous(np.moveaxis(x, sa, 0))
-    buf = _empty(bshape, x.dtype)
     if sa == 0 and ca == 0:
-        post = None
+        buf = _receiver(out, send, bshape, x.dtype)
+        post = (lambda b: _into(out, b)) if buf is not out and out is not None else None
     else:
+        buf = _empty(bshape, x.dtype)
+
         def post(b):
             blocks = b.reshape(bview)
             # block i in x's axis order: move its front axis back to sa, then join along ca
-            return np.concatenate([np.moveaxis(blocks[i], 0, sa) for i in range(bview[0])], axis=ca)
+            return np.concatenate([np.moveaxis(blocks[i], 0, sa) for i in range(bview[0])], axis=ca, out=out)
 
     if v is None:
         if direct:
@@ -660,6 +724,19 @@ def _all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, wait=Tr
         g.comm.Alltoallv(*args)
         return post(buf) if post else buf
     return Handle(g.comm.Ialltoallv(*args), buf, post, send)
+
+
+def _a2a_shape(shape: tuple, sa: int, ca: int, n: int, mine: int) -> tuple:
+    """The shape of `all_to_all`'s result on a device whose piece along ``sa`` has ``mine`` elements:
+    ``n`` such pieces joined along ``ca``.
+
+    >>> _a2a_shape((4, 3), 0, 1, 2, 2), _a2a_shape((5, 3), 0, 0, 2, 3)
+    ((2, 6), (6, 3))
+    """
+    res = list(shape)
+    res[sa] = mine
+    res[ca] *= n
+    return tuple(res)
 
 
 def _all_slice(x, mesh, mesh_axes=None, slice_axis=0):

@@ -14,8 +14,8 @@ from mpi4py import MPI
 from ..runtime import check as _settings
 from .. import _collfront
 from .common import (
-    _DIRECT_DTYPES, _PROC_NULL, _array, _bytes, _check, _contiguous, _empty, _fast, _finish, _group, _ndarray,
-    _remember, _root,
+    _DIRECT_DTYPES, _PROC_NULL, _array, _bytes, _check, _contiguous, _empty, _fast, _finish, _group, _into,
+    _ndarray, _receiver, _remember, _result, _root,
 )
 from .._collfront import Handle
 from ..errors import CollectiveError, MeshError
@@ -188,7 +188,7 @@ def _shift_setup(x, mesh, mesh_axes, shift_axis, offset, rotate):
                      (g, src, dst, bool(rotate), x.dtype in _DIRECT_DTYPES, case))
 
 
-def _shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wait=True):
+def _shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, out=None, wait=True):
     """Shift ``x`` by ``offset`` places along the mesh axis ``shift_axis`` inside each group.
 
     As ``MPI_Cart_shift``: device ``j`` receives from ``j - offset``.  Without
@@ -208,21 +208,26 @@ def _shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wai
         How many places to shift; default 1.
     rotate : bool, optional
         Wrap around the ends of the axis (default False).
+    out : numpy.ndarray, optional
+        A C-contiguous writeable array of ``x``'s shape and dtype that receives
+        the result and is returned.  A device with no source gets a copy of its
+        ``x`` in it (none when ``out`` is ``x``).
     wait : bool, optional
         False returns a `Handle`; its ``wait()`` returns the result.
 
     Returns
     -------
     numpy.ndarray or Handle
-        A new array: the source device's ``x``, or a copy of this device's ``x``
-        where there is no source.
+        ``out`` when given, else a new array: the source device's ``x``, or a
+        copy of this device's ``x`` where there is no source.
 
     Raises
     ------
     CollectiveError
-        ``x`` is not a numpy array, ``shift_axis`` is unknown or not among
-        ``mesh_axes``, ``offset`` is not an int, ``mesh`` is not a `Mesh`, or
-        (with ``MESHRT_CHECK=1``) the group's arguments disagree.
+        ``x`` is not a numpy array, ``out`` does not fit, ``shift_axis`` is
+        unknown or not among ``mesh_axes``, ``offset`` is not an int, ``mesh`` is
+        not a `Mesh`, or (with ``MESHRT_CHECK=1``) the group's arguments
+        disagree.
     MeshError
         A bad ``mesh_axes``.
 
@@ -239,6 +244,9 @@ def _shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wai
     >>> mesh = Mesh((-1,), ("x",))
     >>> shift(np.array([1, 2]), mesh, ["x"], shift_axis="x", offset=1, rotate=True)
     array([1, 2])
+    >>> out = np.empty(2, int)
+    >>> shift(np.array([1, 2]), mesh, ["x"], shift_axis="x", offset=1, out=out) is out
+    True
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -248,20 +256,23 @@ def _shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, wai
             raise KeyError
     except (KeyError, TypeError, AttributeError):
         g, src, dst, rotate, direct, case = _shift_setup(x, mesh, mesh_axes, shift_axis, offset, rotate)
+    if out is not None:
+        _result(out, x.shape, x.dtype, "shift")
     if _settings.CHECK:
         _check(g, "shift", (shift_axis, offset, rotate), x)
     buf = x if x.flags.c_contiguous else _contiguous(x)
     if case == 0:
-        res = _empty(x.shape, x.dtype)
+        res = _receiver(out, buf, x.shape, x.dtype)
+        post = (lambda r: _into(out, r)) if res is not out and out is not None else None
         if wait:
             if direct:
                 g.comm.Sendrecv(buf, dst, _TAG, res, src, _TAG)
             else:
                 g.comm.Sendrecv(_bytes(buf), dst, _TAG, _bytes(res), src, _TAG)
-            return res
+            return post(res) if post else res
         sb, rb = (buf, res) if direct else (_bytes(buf), _bytes(res))
-        return Handle([g.comm.Isend(sb, dst, _TAG), g.comm.Irecv(rb, src, _TAG)], res, None, buf)
-    res = buf.copy()
+        return Handle([g.comm.Isend(sb, dst, _TAG), g.comm.Irecv(rb, src, _TAG)], res, post, buf)
+    res = buf.copy() if out is None else _into(out, buf)  # no source: the result equals x
     if case == 2 or dst == _PROC_NULL:  # 2: offset a multiple of the axis size with rotate
         return _finish(res, wait)
     sb = buf if direct else _bytes(buf)

@@ -13,7 +13,7 @@ import numpy as np
 from ..runtime import check as _settings
 from .common import (
     _array, _axis, _back, _check, _contiguous, _empty, _fast, _finish, _finish_average, _front, _group, _into,
-    _ndarray, _remember, _result, _root,
+    _ndarray, _receiver, _remember, _result, _root,
 )
 from .._collfront import Handle
 from ..runtime.mpi import reduce_plan
@@ -133,7 +133,7 @@ def _all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=Non
     return Handle(req, res, _finish_average(plan, g.size) if plan.average else None, send)
 
 
-def _reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wait=True):
+def _reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, out=None, wait=True):
     """Reduce ``x`` over the group onto ``root``; ``None`` on the other devices.
 
     The shard dialect's ``reduce``.
@@ -153,19 +153,25 @@ def _reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wai
         gets the result; default 0.
     dtype : numpy.dtype, optional
         The type of the result; default ``x.dtype``.
+    out : numpy.ndarray, optional
+        On ``root``: a C-contiguous writeable array of ``x``'s shape and the
+        result's dtype that receives the result and is returned.  Ignored on
+        the other devices (it may be None or anything there; they return None).
     wait : bool, optional
         False returns a `Handle`; its ``wait()`` returns the result.
 
     Returns
     -------
     numpy.ndarray or None or Handle
-        The reduced array on ``root``, None on the other devices.
+        The reduced array on ``root`` (``out`` when given), None on the other
+        devices.
 
     Raises
     ------
     CollectiveError
-        ``x`` is not a numpy array, the reduction is unknown, ``mesh`` is not a
-        `Mesh`, or (with ``MESHRT_CHECK=1``) the group's arguments disagree.
+        ``x`` is not a numpy array, ``out`` does not fit (on ``root``), the
+        reduction is unknown, ``mesh`` is not a `Mesh`, or (with
+        ``MESHRT_CHECK=1``) the group's arguments disagree.
     MeshError
         A bad ``mesh_axes`` or a ``root`` outside the group.
 
@@ -182,6 +188,9 @@ def _reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wai
     >>> mesh = Mesh((-1,), ("x",))
     >>> reduce(np.array([4, 5]), mesh, ["x"], "sum", root=0)
     array([4, 5])
+    >>> out = np.empty(2)
+    >>> reduce(np.array([4, 5]), mesh, ["x"], "max", root=0, dtype=np.float64, out=out) is out
+    True
     """
     if type(mesh_axes) is list:
         mesh_axes = tuple(mesh_axes)
@@ -194,20 +203,29 @@ def _reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, wai
     except (KeyError, TypeError, AttributeError):
         g, plan, same, r, _ = _reduce_setup("reduce", x, mesh, mesh_axes, reduction, dtype, root)
     pd = plan.dtype
+    me = g.rank == r
+    if me and out is not None:  # the result exists on the root only: out is checked (and used) there
+        _result(out, x.shape, pd, "reduce")
     send = x if same and x.flags.c_contiguous else _contiguous(x, dtype=pd)
     if _settings.CHECK:
         _check(g, "reduce", (str(plan.kind), pd.str, r), x)
     if g.size == 1:
-        res = np.array(send, dtype=pd, copy=True)
-        return _finish(res, wait)
-    me = g.rank == r
-    res = _empty(x.shape, pd) if me else None
+        if out is None:
+            return _finish(np.array(send, dtype=pd, copy=True), wait)
+        out[...] = send
+        return _finish(out, wait)
+    res = _receiver(out, send, x.shape, pd) if me else None
     if plan.direct:
         sb, rb = send, res
     else:
         dt = plan.datatype
         sb, rb = [send, dt], ([res, dt] if me else None)
     post = _finish_average(plan, g.size) if plan.average and me else None
+    if me and out is not None and res is not out:  # out overlaps x: received beside it, then copied
+        avg = post
+
+        def post(r):
+            return _into(out, avg(r) if avg else r)
     if wait:
         g.comm.Reduce(sb, rb, plan.op, r)
         return post(res) if post else res

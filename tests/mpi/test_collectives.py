@@ -128,6 +128,15 @@ def check_reductions(mesh, axes, combos, rng, tag):
             assert_same(got, want)
         else:
             assert got is None
+        # out= on the root (x itself every other time: received beside it, then copied); ignored elsewhere
+        y = x.copy()
+        out = (y if seed % 2 else np.empty_like(x)) if grp[root] == mesh.rank else "ignored here"
+        got = C.reduce(y, mesh, axes, kind, root, out=out)
+        if grp[root] == mesh.rank:
+            assert got is out
+            assert_same(got, want)
+        else:
+            assert got is None
 
 
 ALL_COMBOS = list(itertools.product(DTYPES, KINDS))
@@ -227,6 +236,14 @@ def test_all_gather_and_gather_unequal_pieces():
                     assert got is None
             got = C.gather(x, mesh, axes, axis, root_k, sizes=gs, wait=False).wait()
             assert (got is None) == (me != root_k)
+            out = np.empty_like(want) if me == root_k else None
+            for wait in (True, False):
+                got = C.gather(x, mesh, axes, axis, root, sizes=gs, out=out, wait=wait)
+                got = got if wait else got.wait()
+                assert got is out
+                if out is not None:
+                    assert_same(out, want)
+                    out[...] = 0
             # equal pieces along a non-leading axis of a non-contiguous input
             y = np.asfortranarray(local_input(mi, mesh.rank, (2, 3, 2), dt))
             want = np.concatenate([local_input(mi, d, (2, 3, 2), dt) for d in grp], axis=1)
@@ -248,12 +265,27 @@ def test_broadcast_scatter_with_in_group_roots():
             for r in (root, list(root), rk):  # the dialect's coordinates (tuple or list) or the index
                 assert_same(C.broadcast(x, mesh, axes, r), rootx)
             assert_same(C.broadcast(x, mesh, axes, rk, wait=False).wait(), rootx)
+            out = np.empty(shape, dt)
+            assert C.broadcast(x, mesh, axes, root, out=out) is out
+            assert_same(out, rootx)
+            y = x.copy()  # in place: the root's out is its x, the others receive into theirs
+            h = C.broadcast(y, mesh, axes, rk, out=y, wait=False)
+            assert h.wait() is y
+            assert_same(y, rootx)
+            h = C.broadcast(np.asfortranarray(x), mesh, axes, root, out=out, wait=False)  # the root copies x
+            assert h.wait() is out
+            assert_same(out, rootx)
             axis = int(rng.randint(3))
             off = split_offsets(shape[axis], n)
             want = np.take(rootx, range(off[me], off[me + 1]), axis=axis)
             assert_same(C.scatter(x, mesh, axes, axis, root), want)
             assert_same(C.scatter(x, mesh, axes, axis, list(root)), want)
             assert_same(C.scatter(x, mesh, axes, axis, rk, wait=False).wait(), want)
+            for wait in (True, False):
+                out = np.empty(want.shape, dt)
+                got = C.scatter(x, mesh, axes, axis, root, out=out, wait=wait)
+                assert (got if wait else got.wait()) is out
+                assert_same(out, want)
             # all_slice is scatter without communication for replicated data
             assert_same(np.ascontiguousarray(C.all_slice(rootx, mesh, axes, axis)), want)
 
@@ -271,6 +303,10 @@ def test_all_to_all_uneven_any_axes():
                 want = np.concatenate([np.take(xs[i], range(off[me], off[me + 1]), axis=sa) for i in range(n)], axis=ca)
                 assert_same(C.all_to_all(xs[me], mesh, axes, sa, ca), want)
                 assert_same(C.all_to_all(xs[me], mesh, axes, sa, ca, wait=False).wait(), want)
+                out = np.empty_like(want)
+                got = C.all_to_all(xs[me], mesh, axes, sa, ca, out=out, wait=sa != 1)
+                assert (got if sa != 1 else got.wait()) is out
+                assert_same(out, want)
 
 
 def test_shift_any_offset_rotate_or_not():
@@ -299,6 +335,12 @@ def test_shift_any_offset_rotate_or_not():
                         assert_same(C.shift(x, mesh, axes, shift_axis, offset, rotate), want)
                         if offset == 1:
                             assert_same(C.shift(x, mesh, axes, shift_axis, offset, rotate, wait=False).wait(), want)
+                        # into out (a device with no source gets its x copied there), or in place
+                        y = x.copy()
+                        out = y if offset % 2 else np.empty_like(x)
+                        got = C.shift(y, mesh, axes, shift_axis, offset, rotate, out=out, wait=rotate)
+                        assert (got if rotate else got.wait()) is out
+                        assert_same(out, want)
 
 
 def test_send_recv_ring():
@@ -335,6 +377,10 @@ def test_index_ops():
 FRONT_DTYPES = ["float64", "int32", "bool", "float16", ">f8"]  # the last two travel as bytes
 
 
+# the spellings with out= that the compiled fronts hand to the Python implementations
+PYTHON_OUT = {f"{op}(out=)" for op in ("reduce", "broadcast", "gather", "scatter", "all_to_all", "shift")}
+
+
 def _repeated_cases(mesh, axes, dt, rows):
     """(name, call(x, w, out, wait), wanted result of this device or None, out's shape or None) per
     spelling, for inputs made by ``inputs(device)`` (shape (rows, 3)) and ``wide(device)``
@@ -363,6 +409,9 @@ def _repeated_cases(mesh, axes, dt, rows):
             total, xs[me].shape
         yield "reduce", lambda x, w, out, wait: C.reduce(x, mesh, axes, "sum", root_coords, wait=wait), \
             total if me == root else None, None
+        # out= is used on the root only: the others' out (of a wrong shape here) is ignored
+        yield "reduce(out=)", lambda x, w, out, wait: C.reduce(x, mesh, axes, "sum", root, out=out, wait=wait), \
+            total if me == root else None, xs[me].shape if me == root else (1,)
         yield "reduce_scatter", lambda x, w, out, wait: C.reduce_scatter(w, mesh, axes, wait=wait), \
             piece(np_reduce("sum", ws, dt), me), None
         yield "reduce_scatter(out=)", lambda x, w, out, wait: C.reduce_scatter(w, mesh, axes, out=out, wait=wait), \
@@ -392,6 +441,8 @@ def _repeated_cases(mesh, axes, dt, rows):
             xs[root], None
         yield "broadcast(int root)", lambda x, w, out, wait: C.broadcast(x, mesh, axes, root, wait=wait), \
             xs[root], None
+        yield "broadcast(out=)", lambda x, w, out, wait: C.broadcast(x, mesh, axes, root_coords, out=out,
+                                                                     wait=wait), xs[root], xs[me].shape
         yield "all_gather", lambda x, w, out, wait: C.all_gather(x, mesh, axes, 0, wait=wait), gathered, None
         yield "all_gather(sizes=)", lambda x, w, out, wait: C.all_gather(x, mesh, as_list, 0, sizes=[rows] * n,
                                                                           wait=wait), gathered, None
@@ -399,10 +450,17 @@ def _repeated_cases(mesh, axes, dt, rows):
             gathered, gathered.shape
         yield "gather", lambda x, w, out, wait: C.gather(x, mesh, axes, 0, root_coords, wait=wait), \
             gathered if me == root else None, None
+        yield "gather(out=)", lambda x, w, out, wait: C.gather(x, mesh, axes, 0, root, out=out, wait=wait), \
+            gathered if me == root else None, gathered.shape if me == root else (1,)
         yield "scatter", lambda x, w, out, wait: C.scatter(w, mesh, axes, 0, root, wait=wait), \
             piece(ws[root], me), None
+        yield "scatter(out=)", lambda x, w, out, wait: C.scatter(w, mesh, axes, 0, root_coords, out=out, wait=wait), \
+            piece(ws[root], me), piece(ws[root], me).shape
         yield "all_to_all", lambda x, w, out, wait: C.all_to_all(w, mesh, axes, 0, 0, wait=wait), \
             np.concatenate([piece(ws[j], me) for j in range(n)]), None
+        exchanged = np.concatenate([piece(ws[j], me) for j in range(n)])
+        yield "all_to_all(out=)", lambda x, w, out, wait: C.all_to_all(w, mesh, axes, 0, 0, out=out, wait=wait), \
+            exchanged, exchanged.shape
         moved = [a for a in gaxes if mesh.shape[a] > 1]  # along an axis of one, shift is a copy
         if moved:
             src = list(mesh.coords)
@@ -410,6 +468,8 @@ def _repeated_cases(mesh, axes, dt, rows):
             src[a] = (src[a] - 1) % mesh.shape[a]
             yield "shift", lambda x, w, out, wait: C.shift(x, mesh, as_list, a, 1, True, wait=wait), \
                 inputs(mesh.linear_index(src)), None
+            yield "shift(out=)", lambda x, w, out, wait: C.shift(x, mesh, axes, a, 1, True, out=out, wait=wait), \
+                inputs(mesh.linear_index(src)), xs[me].shape
 
     return cases
 
@@ -442,8 +502,9 @@ def test_repeated_calls_take_the_compiled_path_and_agree_with_numpy():
                             uneven = wide_rows % n != 0 and name.startswith(("reduce_scatter", "scatter",
                                                                              "all_to_all"))
                             for wait in (True, False):
-                                # average's division runs after the wait: wait=False takes the Python path
-                                stays_python = uneven or ("average" in name and not wait)
+                                # average's division runs after the wait: wait=False takes the Python path;
+                                # so do the ops whose compiled front does not take out= (yet)
+                                stays_python = uneven or ("average" in name and not wait) or name in PYTHON_OUT
                                 out = None if out_shape is None else np.empty(out_shape, np.dtype(dt))
                                 before = _collfront.hits()
                                 got = call(inputs(mesh.rank), wide(mesh.rank), out, wait)
@@ -545,6 +606,65 @@ def test_compiled_path_refuses_what_the_python_path_refuses():
     y = np.arange(12.0).reshape(3, 4)[:, ::2]
     assert_same(C.all_reduce(np.ascontiguousarray(y), mesh), y * comm.size)
     assert_same(C.all_reduce(y, mesh), y * comm.size)
+    mesh.free()
+
+
+def _bad_outs(shape, dtype):
+    """(what is wrong, an out that cannot take a result of ``shape`` (2-D) and ``dtype``, the error's words)."""
+    ro = np.empty(shape, dtype)
+    ro.flags.writeable = False
+    return [("shape", np.empty((shape[0] + 1,) + shape[1:], dtype), "out has shape"),
+            ("dtype", np.empty(shape, np.float32), "out has shape .* and dtype float32"),
+            ("order", np.empty(shape, dtype, order="F"), "out must be a writeable C-contiguous"),
+            ("read-only", ro, "out must be a writeable C-contiguous"),
+            ("list", np.zeros(shape).tolist(), "out must be a numpy.ndarray, got list")]
+
+
+def test_out_that_does_not_fit_raises_before_communicating():
+    # Every process passes the same bad out: where out is used, the call raises before any
+    # communication (no process is left waiting).  reduce and gather use out on the root only:
+    # the others go ahead, and the root, after raising, makes the call they are in.
+    mesh = Mesh((-1,))
+    n, me = comm.size, comm.rank
+    root = n - 1
+    x, wide = local_input(21, me, (2, 3), "int64"), local_input(22, me, (2 * n, 3), "int64")
+    everywhere = {  # op: (the result's shape, call)
+        "broadcast": ((2, 3), lambda out, wait: C.broadcast(x, mesh, None, root, out=out, wait=wait)),
+        "scatter": ((2, 3), lambda out, wait: C.scatter(wide, mesh, None, 0, root, out=out, wait=wait)),
+        "all_to_all": ((2 * n, 3), lambda out, wait: C.all_to_all(wide, mesh, None, 0, 0, out=out, wait=wait)),
+        "shift": ((2, 3), lambda out, wait: C.shift(x, mesh, None, 0, 1, True, out=out, wait=wait)),
+    }
+    for planned in (False, True):  # the first call's path, then the plan cache's
+        for op, (shape, call) in everywhere.items():
+            for what, bad, words in _bad_outs(shape, "int64"):
+                for wait in (True, False):
+                    if planned:
+                        call(None, True)
+                    else:
+                        _collectives_common._fast.clear()
+                    with pytest.raises(CollectiveError, match=f"{op}: {words}"):
+                        call(bad, wait)
+    rooted = {
+        "reduce": ((2, 3), lambda out, wait: C.reduce(x, mesh, None, "sum", root, out=out, wait=wait),
+                   np_reduce("sum", [local_input(21, d, (2, 3), "int64") for d in range(n)], "int64")),
+        "gather": ((2 * n, 3), lambda out, wait: C.gather(x, mesh, None, 0, [root], out=out, wait=wait),
+                   np.concatenate([local_input(21, d, (2, 3), "int64") for d in range(n)])),
+    }
+    for op, (shape, call, want) in rooted.items():
+        for what, bad, words in _bad_outs(shape, "int64"):
+            for wait in (True, False):
+                if wait:  # the first call's path; after it, the plan cache's
+                    _collectives_common._fast.clear()
+                if me == root:
+                    with pytest.raises(CollectiveError, match=f"{op}: {words}"):
+                        call(bad, wait)
+                    good = np.empty(shape, np.int64)
+                    got = call(good, wait)  # the call the others are in (blocking or not, as theirs)
+                    assert (got if wait else got.wait()) is good
+                    assert_same(good, want)
+                else:
+                    got = call(bad, wait)
+                    assert (got if wait else got.wait()) is None
     mesh.free()
 
 
