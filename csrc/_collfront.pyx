@@ -351,12 +351,20 @@ cdef bint _fits(object out, tuple shape, int typenum):
     return True
 
 
-cdef inline object _result_buffer(object out, tuple shape, int typenum):
+cdef inline bint _apart(object out, cnp.ndarray x):
+    """C-contiguous ``out`` and ``x`` share no byte (MPI forbids receiving into the send buffer)."""
+    cdef char *o = <char *>cnp.PyArray_DATA(<cnp.ndarray>out)
+    cdef char *a = <char *>cnp.PyArray_DATA(x)
+    return o + cnp.PyArray_NBYTES(<cnp.ndarray>out) <= a or a + cnp.PyArray_NBYTES(x) <= o
+
+
+cdef inline object _result_buffer(object out, tuple shape, int typenum, cnp.ndarray x):
     """A new C-ordered array of ``shape`` and builtin ``typenum``, ``out`` if it can take the result as
-    it is, else _MISS (the Python path then checks ``out`` and says why)."""
+    it is and does not overlap the send buffer ``x``, else _MISS (the Python path then checks ``out``
+    and says why, or receives apart and copies)."""
     if out is None:
         return _new(shape, typenum)
-    return out if _fits(out, shape, typenum) else _MISS
+    return out if _fits(out, shape, typenum) and _apart(out, x) else _MISS
 
 
 cdef inline object _send_buffer(cnp.ndarray x, object same, int typenum):
@@ -979,7 +987,7 @@ cdef object _hot_run(_Hot h, cnp.ndarray x, object out):
     if h.gets:
         if out is None:
             res = cnp.PyArray_SimpleNew(h.rnd, h.rdims, h.rtype)
-        elif _hot_fits(h, out):
+        elif _hot_fits(h, out) and _apart(out, x):
             res = out
         else:
             return _MISS
@@ -1039,7 +1047,7 @@ cdef object _all_reduce(cnp.ndarray x, mesh, mesh_axes, reduction, dtype, out, w
         return _MISS
     if out is None:
         res = _new_of(x, typenum)
-    elif _fits(out, _shape(x), typenum):
+    elif _fits(out, _shape(x), typenum) and _apart(out, x):
         res = out
     else:
         return _MISS
@@ -1094,7 +1102,7 @@ cdef object _reduce(cnp.ndarray x, mesh, mesh_axes, reduction, root, dtype, out,
     cdef int typenum = (<tuple>f)[1], avg = (<tuple>f)[2]
     if avg and not wait:
         return _MISS
-    res = _result_buffer(out, _shape(x), typenum) if g.rank == r else None
+    res = _result_buffer(out, _shape(x), typenum, x) if g.rank == r else None
     if res is _MISS:
         return _MISS
     send = _send_buffer(x, (<tuple>e)[2], typenum)
@@ -1127,7 +1135,7 @@ def reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, out=
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_reduce(x, mesh, mesh_axes, reduction, root, dtype, wait=wait, **({} if out is None else {'out': out}))
+        return _slow_reduce(x, mesh, mesh_axes, reduction, root, dtype, out=out, wait=wait)
     finally:
         _current = prev
 
@@ -1162,7 +1170,7 @@ cdef object _reduce_scatter(cnp.ndarray x, mesh, mesh_axes, reduction, scatter_a
     rshape = <tuple>(<tuple>e)[4]
     if out is None:
         res = _new(rshape, typenum)
-    elif _fits(out, rshape, typenum):
+    elif _fits(out, rshape, typenum) and _apart(out, x):
         res = out
     else:
         return _MISS
@@ -1227,7 +1235,7 @@ cdef object _broadcast(cnp.ndarray x, mesh, mesh_axes, root, out, wait):
             return _MISS
         buf = x
     else:
-        buf = _result_buffer(out, _shape(x), cnp.PyArray_TYPE(x))
+        buf = _result_buffer(out, _shape(x), cnp.PyArray_TYPE(x), x)
         if buf is _MISS:
             return _MISS
     h = _c_bcast(g, <cnp.ndarray>buf, r, wait)
@@ -1259,7 +1267,7 @@ def broadcast(x, mesh, mesh_axes=None, root=0, *, out=None, wait=True):
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_broadcast(x, mesh, mesh_axes, root, wait=wait, **({} if out is None else {'out': out}))
+        return _slow_broadcast(x, mesh, mesh_axes, root, out=out, wait=wait)
     finally:
         _current = prev
 
@@ -1299,7 +1307,7 @@ cdef object _all_gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, sizes, out,
     if (<tuple>(<tuple>e)[2])[3] is not True:  # unequal pieces: MPI_Allgatherv of bytes, any byte order
         if out is None:
             buf = np.empty(shape, _dtype(x))
-        elif _fits(out, shape, cnp.PyArray_TYPE(x)) and (<cnp.ndarray>out).dtype == _dtype(x):
+        elif _fits(out, shape, cnp.PyArray_TYPE(x)) and (<cnp.ndarray>out).dtype == _dtype(x) and _apart(out, x):
             buf = out
         else:
             return _MISS
@@ -1311,7 +1319,7 @@ cdef object _all_gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, sizes, out,
         return buf if wait else h
     if out is None:
         buf = _new(shape, cnp.PyArray_TYPE(x))
-    elif _fits(out, shape, cnp.PyArray_TYPE(x)):
+    elif _fits(out, shape, cnp.PyArray_TYPE(x)) and _apart(out, x):
         buf = out
     else:
         return _MISS
@@ -1363,7 +1371,7 @@ cdef object _gather(cnp.ndarray x, mesh, mesh_axes, gather_axis, root, sizes, ou
         if h is None:
             return _MISS
         return buf if wait else h
-    buf = _result_buffer(out, <tuple>layout[4], cnp.PyArray_TYPE(x)) if g.rank == r else None
+    buf = _result_buffer(out, <tuple>layout[4], cnp.PyArray_TYPE(x), x) if g.rank == r else None
     if buf is _MISS:
         return _MISS
     h = _c_move(_MV_GATHER, g, x, buf, cnp.PyArray_SIZE(x), r, wait)
@@ -1394,7 +1402,7 @@ def gather(x, mesh, mesh_axes=None, gather_axis=0, root=0, *, sizes=None, out=No
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_gather(x, mesh, mesh_axes, gather_axis, root, sizes=sizes, wait=wait, **({} if out is None else {'out': out}))
+        return _slow_gather(x, mesh, mesh_axes, gather_axis, root, sizes=sizes, out=out, wait=wait)
     finally:
         _current = prev
 
@@ -1432,7 +1440,7 @@ cdef object _scatter(cnp.ndarray x, mesh, mesh_axes, scatter_axis, root, out, wa
         return buf if wait else h
     if layout[5] is not True:
         return _MISS
-    buf = _result_buffer(out, <tuple>layout[1], cnp.PyArray_TYPE(x))
+    buf = _result_buffer(out, <tuple>layout[1], cnp.PyArray_TYPE(x), x)
     if buf is _MISS:
         return _MISS
     h = _c_move(_MV_SCATTER, g, send, <cnp.ndarray>buf, cnp.PyArray_SIZE(<cnp.ndarray>buf), r, wait)
@@ -1464,7 +1472,7 @@ def scatter(x, mesh, mesh_axes=None, scatter_axis=0, root=0, *, out=None, wait=T
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_scatter(x, mesh, mesh_axes, scatter_axis, root, wait=wait, **({} if out is None else {'out': out}))
+        return _slow_scatter(x, mesh, mesh_axes, scatter_axis, root, out=out, wait=wait)
     finally:
         _current = prev
 
@@ -1496,7 +1504,7 @@ cdef object _all_to_all(cnp.ndarray x, mesh, mesh_axes, split_axis, concat_axis,
         return buf if wait else h
     if layout[6] is not True:
         return _MISS
-    buf = _result_buffer(out, <tuple>layout[2], cnp.PyArray_TYPE(x))
+    buf = _result_buffer(out, <tuple>layout[2], cnp.PyArray_TYPE(x), x)
     if buf is _MISS:
         return _MISS
     h = _c_move(_MV_ALLTOALL, g, x, <cnp.ndarray>buf, cnp.PyArray_SIZE(x) // g.size, 0, wait)
@@ -1527,7 +1535,7 @@ def all_to_all(x, mesh, mesh_axes=None, split_axis=0, concat_axis=0, *, out=None
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_all_to_all(x, mesh, mesh_axes, split_axis, concat_axis, wait=wait, **({} if out is None else {'out': out}))
+        return _slow_all_to_all(x, mesh, mesh_axes, split_axis, concat_axis, out=out, wait=wait)
     finally:
         _current = prev
 
@@ -1572,7 +1580,7 @@ cdef object _shift(cnp.ndarray x, mesh, mesh_axes, shift_axis, offset, rotate, o
     if (<tuple>e)[5] != 0 or (<tuple>e)[4] is not True or not _plain(x):
         return _MISS
     src, dst = (<tuple>e)[1], (<tuple>e)[2]
-    res = _result_buffer(out, _shape(x), cnp.PyArray_TYPE(x))
+    res = _result_buffer(out, _shape(x), cnp.PyArray_TYPE(x), x)
     if res is _MISS:
         return _MISS
     h = _c_sendrecv(g, x, <cnp.ndarray>res, dst, src, _TAG, wait)
@@ -1603,7 +1611,7 @@ def shift(x, mesh, mesh_axes=None, shift_axis=0, offset=1, rotate=False, *, out=
             if r is not _MISS:
                 _hits += 1
                 return r
-        return _slow_shift(x, mesh, mesh_axes, shift_axis, offset, rotate, wait=wait, **({} if out is None else {'out': out}))
+        return _slow_shift(x, mesh, mesh_axes, shift_axis, offset, rotate, out=out, wait=wait)
     finally:
         _current = prev
 

@@ -168,8 +168,10 @@ def _all_gather(x, mesh, mesh_axes=None, gather_axis=0, *, sizes=None, out=None,
     axis, counts, displs, equal, shape, oshape, direct = layout
     if axis == 0:
         send = x if x.flags.c_contiguous else _contiguous(x)
-        buf = _empty(shape, x.dtype) if out is None else _result(out, oshape, x.dtype, "all_gather")
-        post = None
+        if out is not None:
+            _result(out, oshape, x.dtype, "all_gather")
+        buf = _receiver(out, send, shape, x.dtype)  # not out itself where out overlaps x (MPI forbids it)
+        post = (lambda b: _into(out, b)) if buf is not out and out is not None else None
     else:  # the pieces arrive one after another, each in x's own layout, and are concatenated once
         send = x if x.flags.c_contiguous else _contiguous(x)
         if out is not None:

@@ -116,21 +116,24 @@ def _all_reduce(x, mesh, mesh_axes=None, reduction="sum", dtype=None, *, out=Non
     send = x if same and x.flags.c_contiguous else _contiguous(x, dtype=pd)
     if _settings.CHECK:
         _check(g, "all_reduce", (str(plan.kind), pd.str), x)
-    res = _empty(x.shape, pd) if out is None else _result(out, x.shape, pd, "all_reduce")
+    if out is not None:
+        _result(out, x.shape, pd, "all_reduce")
     if g.size == 1:
+        res = _empty(x.shape, pd) if out is None else out
         res[...] = send
         return _finish(res, wait)
+    res = _receiver(out, send, x.shape, pd)  # not out itself where out overlaps x (MPI forbids it)
     if plan.direct:
         sb, rb = send, res
     else:
         sb, rb = [send, plan.datatype], [res, plan.datatype]
+    avg = _finish_average(plan, g.size) if plan.average else None
+    post = avg if res is out or out is None else (lambda r: _into(out, avg(r) if avg else r))
     if wait:
         g.comm.Allreduce(sb, rb, plan.op)
-        if plan.average:
-            _finish_average(plan, g.size)(res)
-        return res
+        return post(res) if post else res
     req = g.comm.Iallreduce(sb, rb, plan.op)
-    return Handle(req, res, _finish_average(plan, g.size) if plan.average else None, send)
+    return Handle(req, res, post, send)
 
 
 def _reduce(x, mesh, mesh_axes=None, reduction="sum", root=0, dtype=None, *, out=None, wait=True):
@@ -321,8 +324,11 @@ def _reduce_scatter(x, mesh, mesh_axes=None, reduction="sum", scatter_axis=0, dt
     n = g.size
     if axis == 0:
         send = x if same and x.flags.c_contiguous else _contiguous(x, dtype=pd)
-        res = _empty(rshape, pd) if out is None else _result(out, rshape, pd, "reduce_scatter")
-        post = _finish_average(plan, n) if plan.average else None
+        if out is not None:
+            _result(out, rshape, pd, "reduce_scatter")
+        res = _receiver(out, send, rshape, pd)  # not out itself where out overlaps x (MPI forbids it)
+        avg0 = _finish_average(plan, n) if plan.average else None
+        post = avg0 if res is out or out is None else (lambda r: _into(out, avg0(r) if avg0 else r))
     else:
         send = _front(x, axis)
         if not same:
