@@ -104,7 +104,7 @@ class _Inputs:
     sx: object
     bare: bool
     reduction: str
-    reuse: bool = False  # one result array reused by every call (IMB's fixed receive buffer), else new each call
+    reuse: bool = False  # one result array reused by every call (IMB's fixed receive buffer; meshrt's out=), else new each call
     new: object = np.empty  # the result allocator: np.empty, or `_Reuse` under ``reuse``
 
     def inputs(self, m=None):
@@ -131,8 +131,8 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction, reuse=False):
     arrays (mpi4py finds the datatype), buffer specs of the fixed inputs made once, nothing but
     ``np.empty`` and the MPI call per call -- within a few percent of an inline loop of the
     same call (``tests/test_bench.py`` checks it).  ``reuse``: both sides receive into one
-    result array every call, as IMB-MPI1 does (meshrt through ``out=`` where the op takes it:
-    all_reduce, all_gather, reduce_scatter)."""
+    result array every call, as IMB-MPI1 does (meshrt through ``out=``; the broadcast root's
+    result is its input)."""
     from mpi4py import MPI
 
     g = mesh.group(axes)
@@ -194,6 +194,9 @@ def _reduce_case(i: _Inputs) -> Case:
     sx, rt, rop, average, divide = _reducing(i)
     new = i.new
     fm = lambda: C.reduce(x, mesh, axes, reduction, 0)  # noqa: E731
+    if i.reuse:
+        ym = np.zeros(count, dtype)
+        fm = lambda: C.reduce(x, mesh, axes, reduction, 0, out=ym)  # noqa: E731
 
     def fr():
         if k:
@@ -248,6 +251,9 @@ def _broadcast_case(i: _Inputs) -> Case:
     BYTE = MPI.BYTE
     new = i.new
     fm = lambda: C.broadcast(x, mesh, axes, 0)  # noqa: E731
+    if i.reuse and k != 0:  # the root's result is x itself
+        ym = np.zeros(count, dtype)
+        fm = lambda: C.broadcast(x, mesh, axes, 0, out=ym)  # noqa: E731
 
     def fr():
         if k == 0:
@@ -283,6 +289,9 @@ def _gather_case(i: _Inputs, op: str) -> Case:
             return big
     else:
         fm = lambda: C.gather(x, mesh, axes, 0, 0)  # noqa: E731
+        if i.reuse:
+            ym = np.zeros(cn, dtype)
+            fm = lambda: C.gather(x, mesh, axes, 0, 0, out=ym)  # noqa: E731
 
         def fr():
             if k:
@@ -310,6 +319,9 @@ def _scatter_case(i: _Inputs) -> Case:
     new = i.new
     xs = np.concatenate(i.inputs()) if k == 0 else np.empty(count * i.n, dtype)
     fm = lambda: C.scatter(xs, mesh, axes, 0, 0)  # noqa: E731
+    if i.reuse:
+        ym = np.zeros(count, dtype)
+        fm = lambda: C.scatter(xs, mesh, axes, 0, 0, out=ym)  # noqa: E731
 
     sxs = (xs if bare else [xs, BYTE]) if k == 0 else None
 
@@ -332,6 +344,9 @@ def _all_to_all_case(i: _Inputs) -> Case:
     new = i.new
     m = count // i.n
     fm = lambda: C.all_to_all(x, mesh, axes, 0, 0)  # noqa: E731
+    if i.reuse:
+        ym = np.zeros(count, dtype)
+        fm = lambda: C.all_to_all(x, mesh, axes, 0, 0, out=ym)  # noqa: E731
 
     def fr():
         out = new(count, dtype)
@@ -372,6 +387,9 @@ def _shift_case(i: _Inputs) -> Case:
     dst = k + ((c + 1) % mesh.shape[a] - c) * stride
     tag = 0x7B1
     fm = lambda: C.shift(x, mesh, axes, a, 1, rotate=True)  # noqa: E731
+    if i.reuse:
+        ym = np.zeros(count, dtype)
+        fm = lambda: C.shift(x, mesh, axes, a, 1, rotate=True, out=ym)  # noqa: E731
 
     def fr():
         out = new(count, dtype)
