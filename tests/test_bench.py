@@ -144,6 +144,27 @@ def test_imb_method_times_one_loop_after_a_barrier():
     assert tm > 0 and tr > 0
 
 
+@pytest.mark.parametrize("method", ["osu", "imb", "imb-nosync"])
+def test_compiled_timing_loop_times_every_call(method):
+    """`timing_loop` times a Python side from C (the clock around each call, the barriers from C):
+    ``warmup`` untimed then ``iters`` timed calls, in seconds; a sleep inside is counted."""
+    import time
+
+    from mpi4py import MPI
+
+    from meshrt import _cfloor
+
+    calls = []
+    loop = B.timing_loop(method, MPI.COMM_SELF)
+    if not _cfloor.available():
+        assert loop in (B._loop, B._imb_loop)
+        return
+    t = loop(lambda: calls.append(1) or time.sleep(0.002), 2, 3, None)
+    assert len(calls) == 5
+    assert 3 * 0.002 <= t < 1.0
+    assert B.timing_loop(method, None) is (B._imb_loop if method == "imb-nosync" else B._loop)
+
+
 def test_raw_only_times_one_side_and_prints_its_columns():
     calls = []
     tm, tr = B._time(None, lambda: calls.append("r"), 0, 4, lambda: None, B._imb_loop)

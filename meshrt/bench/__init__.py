@@ -629,6 +629,21 @@ def _imb_loop(fn, warmup, iters, barrier, clock=time.perf_counter):
     return clock() - t0
 
 
+def timing_loop(method: str, comm):
+    """The loop that times a Python side under ``method``: compiled where it can be
+    (`meshrt._cfloor.time_calls`: the clock read in C right around each call and the barriers on
+    ``comm`` from C, as IMB-MPI1 and the C loop time theirs, so a column holds the call and not
+    ~0.05 us of the timing loop's own Python), else `_loop` (`_imb_loop` for ``imb-nosync``)."""
+    from mpi4py import MPI
+
+    from .. import _cfloor
+
+    sync = method != "imb-nosync"
+    if not _cfloor.available() or not isinstance(comm, MPI.Comm):
+        return _loop if sync else _imb_loop
+    return lambda fn, warmup, iters, barrier: _cfloor.time_calls(fn, comm, warmup, iters, sync)
+
+
 def _time(fm, fr, warmup, iters, barrier, loop=_loop):
     """Per-call mean seconds of ``fm`` and ``fr``: each in its own loops, in the order
     fm, fr, fr, fm (``iters`` timed calls per side in all, split over its two loops).
@@ -742,6 +757,7 @@ def run(o: BenchOptions, comm=None, out=None, compare=None) -> int:
             emit("# --no-meshrt: every column is plain mpi4py + numpy (a new result each call); bandwidth as "
                  "nccl-tests")
     rows, failed, done = [], False, set()
+    loop = timing_loop(o.method, comm)
     header = False
     try:
         for nb in sizes:
@@ -759,8 +775,7 @@ def run(o: BenchOptions, comm=None, out=None, compare=None) -> int:
             warmup, iters = default_iterations(case.size, o.method)
             warmup = warmup if o.warmup is None else o.warmup
             iters = iters if o.iters is None else o.iters
-            tm, tr = _time(case.meshrt if o.meshrt else None, case.raw, warmup, iters, comm.Barrier,
-                           _imb_loop if o.method == "imb-nosync" else _loop)
+            tm, tr = _time(case.meshrt if o.meshrt else None, case.raw, warmup, iters, comm.Barrier, loop)
             ok = None
             if o.validate:
                 fm, fr = case.check_calls or (case.meshrt, case.raw)

@@ -312,7 +312,7 @@ def run_compare(o, comm, out) -> int:
         found = None
     if not _cfloor.available():
         note = (note + "; " if note else "") + "the C loop found no MPI functions: no c_avg_us column"
-    loop = B._imb_loop if o.method == "imb-nosync" else B._loop
+    loop = B.timing_loop(o.method, comm)
     emit = (lambda line: print(line, file=out, flush=True)) if rank0 else (lambda line: None)
     emit(f"# meshrt bench {o.op} --compare {o.compare}: {comm.Get_size()} processes, group size {n}, {o.dtype}"
          + (f", {o.reduction}" if set(ops) & set(B.REDUCING) else ""))
