@@ -420,3 +420,11 @@ def test_compiled_all_reduce_call_agrees_with_mpi4py(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("ok") == 2
+
+
+def test_header_names_the_thread_level():
+    from mpi4py import MPI
+
+    names = {MPI.THREAD_SINGLE: "single", MPI.THREAD_FUNNELED: "funneled", MPI.THREAD_SERIALIZED: "serialized",
+             MPI.THREAD_MULTIPLE: "multiple"}
+    assert B.thread_level_text().startswith(f"thread level {names[MPI.Query_thread()]} ")

@@ -629,6 +629,16 @@ def _imb_loop(fn, warmup, iters, barrier, clock=time.perf_counter):
     return clock() - t0
 
 
+def thread_level_text() -> str:
+    """The MPI thread level this process runs at, as the tables' header says it: MPICH takes a lock
+    around every call at ``multiple`` (mpi4py's default), which IMB-MPI1 (``single``) does not."""
+    from mpi4py import MPI
+
+    names = {MPI.THREAD_SINGLE: "single", MPI.THREAD_FUNNELED: "funneled", MPI.THREAD_SERIALIZED: "serialized",
+             MPI.THREAD_MULTIPLE: "multiple"}
+    return f"thread level {names.get(MPI.Query_thread(), MPI.Query_thread())} (MPI4PY_RC_THREAD_LEVEL sets it)"
+
+
 def timing_loop(method: str, comm):
     """The loop that times a Python side under ``method``: compiled where it can be
     (`meshrt._cfloor.time_calls`: the clock read in C right around each call and the barriers on
@@ -747,7 +757,7 @@ def run(o: BenchOptions, comm=None, out=None, compare=None) -> int:
         what = f", {o.reduction}" if o.op in REDUCING else ""
         emit(f"# meshrt bench {o.op}: {comm.Get_size()} processes, mesh {dims}, mesh_axes "
              f"{','.join(map(str, mesh.axes(axes)))}, group size {n}, {o.dtype}{what}")
-        emit(f"# {lib}")
+        emit(f"# {lib}; {thread_level_text()}")
         emit(f"# method {o.method}: {_METHOD_TEXT[o.method]}" + (
             "" if not o.meshrt else "; each side in its own loops (meshrt, raw, raw, meshrt)"))
         if o.meshrt:

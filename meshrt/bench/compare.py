@@ -316,7 +316,7 @@ def run_compare(o, comm, out) -> int:
     emit = (lambda line: print(line, file=out, flush=True)) if rank0 else (lambda line: None)
     emit(f"# meshrt bench {o.op} --compare {o.compare}: {comm.Get_size()} processes, group size {n}, {o.dtype}"
          + (f", {o.reduction}" if set(ops) & set(B.REDUCING) else ""))
-    emit(f"# {lib}")
+    emit(f"# {lib}; {B.thread_level_text()}")
     emit(f"# method {o.method}: {B._METHOD_TEXT[o.method]}; result {o.result}; median over {o.repeat} round(s) "
          f"of the average over processes; order per round: IMB-MPI1, then per op and size meshrt, raw, C, C, raw, "
          f"meshrt")
