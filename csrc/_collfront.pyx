@@ -938,6 +938,7 @@ cdef bint _hot_set(_Hot h, int kind, tuple head, Group g, object mesh, cnp.ndarr
     for i in range(h.rnd):
         h.rdims[i] = (<tuple>rshape)[i]
     h.rtype, h.size, h.avg = rtype, g.size, 0
+    h.root, h.dst, h.src, h.count, h.is_root = 0, -1, -1, 0, False  # the caller sets those its op uses
     h.comm, h.dt, h.op = g.handle, _dt_handle(typenum), 0 if op is None else _op_handle(op)
     h.live, h.mesh_ref, h.g, h.comm_obj = g.live, g.mesh_ref, g, g.comm
     h.mesh_type = type(mesh)
@@ -1015,7 +1016,7 @@ cdef inline int _hot_call(int kind, const void *s, void *r, int n, size_t dt, si
 cdef object _hot_run(_Hot h, cnp.ndarray x, object out):
     """``h``'s call on ``x``, into ``out`` (or a new array): its result, or _MISS where ``out`` does
     not fit (the regular path then says why)."""
-    global _hot_now, _hot_x, _hot_seq, _hits, _c_count
+    global _hot_now, _hot_x, _hot_seq, _hits, _c_count, _hot_mark
     cdef object res = None
     cdef const void *s = cnp.PyArray_DATA(x)
     cdef void *r = NULL
@@ -1039,6 +1040,8 @@ cdef object _hot_run(_Hot h, cnp.ndarray x, object out):
         with nogil:
             err = _hot_call(kind, s, r, n, dt, op, root, h.is_root, h.dst, h.src, c)
     _hot_now = _hot_x = None
+    if _hot_mark is not None:  # the watchdog read this call's mark: let go of its x
+        _hot_mark = None
     if err:
         raise MPI.Exception(err)
     _hits += 1
