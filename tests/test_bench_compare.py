@@ -154,9 +154,11 @@ def _options(*argv):
 
 def test_compare_options():
     o = _options("imb")
-    assert o.op == "imb" and o.compare == "imb" and o.repeat == 1 and o.result == "new"
+    assert o.op == "imb" and o.compare == "imb" and o.repeat == 1 and o.result == "new" and o.alloc == "numpy"
     o = _options("all_gather", "--compare", "c", "--repeat", "5", "--method", "imb")
-    assert o.compare == "c" and o.repeat == 5 and o.result == "reuse" and o.method == "imb"
+    assert o.compare == "c" and o.repeat == 5 and o.result == "reuse" and o.method == "imb" and o.alloc == "mpi"
+    assert _options("all_gather", "--method", "imb", "--alloc", "numpy").alloc == "numpy"
+    assert _options("all_gather", "--alloc", "mpi").alloc == "mpi"
     o = _options("all_reduce", "--method", "imb-nosync", "--result", "new", "--imb-args", "-genv A 1")
     assert o.result == "new" and o.imb_args == ("-genv", "A", "1")
     assert B.default_iterations(1 << 20, "imb-nosync") == (10, 40)
@@ -256,8 +258,48 @@ def test_two_processes_compare_imb_without_imb_says_so(tmp_path):
 
 
 @pytest.mark.parametrize("argv,words", [(["all_reduce", "--compare", "osu"], "--compare: 'osu'; choose one of imb, c"),
-                                        (["all_reduce", "--result", "old"], "--result: 'old'; choose one of new, reuse")])
+                                        (["all_reduce", "--result", "old"], "--result: 'old'; choose one of new, reuse"),
+                                        (["all_reduce", "--alloc", "malloc"],
+                                         "--alloc: 'malloc'; choose one of numpy, mpi")])
 def test_compare_values_checked_with_the_field_named(argv, words):
     with pytest.raises(B.BenchError) as e:
         _options(*argv)
     assert words in str(e.value)
+
+
+MPI_MEMORY_CASES = r"""
+import numpy as np
+from mpi4py import MPI
+from meshrt import Mesh
+from meshrt.bench.cases import _collective_case
+
+mesh = Mesh((MPI.COMM_WORLD.size,))
+for op in ("all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter", "all_to_all", "gather",
+           "scatter", "shift", "send_recv"):
+    for nbytes in (8, 4096):
+        case = _collective_case(op, mesh, None, nbytes, np.dtype(np.float64), "sum", reuse=True, alloc="mpi")
+        m, r = case.meshrt(), case.raw()
+        assert case.check(m, r), (op, nbytes)
+        if case.floor is not None:
+            assert case.floor(1, 2) >= 0
+        closure = [c.cell_contents for c in case.meshrt.__closure__]
+        held = [a for a in closure if isinstance(a, np.ndarray)]
+        assert held and all(isinstance(a.base, MPI.buffer) for a in held), (op, [type(a.base) for a in held])
+        case.free()
+MPI.COMM_WORLD.Barrier()
+if MPI.COMM_WORLD.rank == 0:
+    print("every op ok")
+"""
+
+
+@needs_mpiexec
+def test_two_processes_buffers_from_mpi_alloc_mem(tmp_path):
+    """``--alloc mpi``: the inputs and reused results of every op come from MPI_Alloc_mem, both
+    sides and the C loop run on them and agree with the numpy model, and `Case.free` hands the
+    blocks back."""
+    script = tmp_path / "cases.py"
+    script.write_text(MPI_MEMORY_CASES)
+    r = subprocess.run(mpiexec_command(2, [sys.executable, str(script)]), cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "every op ok" in r.stdout, r.stdout

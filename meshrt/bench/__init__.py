@@ -134,6 +134,10 @@ IMB_OVERALL_VOL = 40 << 20  # IMB-MPI1's cap on the bytes one timed loop moves (
 METHODS = ("osu", "imb", "imb-nosync")
 COMPARES = ("imb", "c")
 RESULTS = ("new", "reuse")
+#: ``--alloc``: where the fixed buffers lie (numpy arrays, or MPI_Alloc_mem as IMB-MPI1's)
+ALLOCS = ("numpy", "mpi")
+#: ``--alloc`` in a table's header
+ALLOC_TEXT = {"numpy": "numpy arrays", "mpi": "from MPI_Alloc_mem, as IMB-MPI1's"}
 FIELDS = ("op", "size", "bytes", "nprocs", "group_size", "warmup", "iterations",
           "latency_min_us", "latency_avg_us", "latency_max_us", "latency_p50_us", "latency_p99_us",
           "algbw_MBps", "algbw_GBps", "busbw_GBps",
@@ -396,6 +400,10 @@ def add_arguments(p) -> None:
     p.add_argument("--result", default=None, metavar="new|reuse",
                    help="new: a new result array each call; reuse: one reused (meshrt through out= where the op "
                         "takes it), as IMB-MPI1 (default: reuse under --method imb*, else new)")
+    p.add_argument("--alloc", default=None, metavar="numpy|mpi",
+                   help="where the inputs and reused results lie: numpy arrays, or memory from MPI_Alloc_mem, "
+                        "as IMB-MPI1 allocates (Intel MPI's lies on 2 MiB pages; default: mpi under --method "
+                        "imb*, else numpy)")
     p.add_argument("--imb-args", default="", help="--compare imb: extra arguments of the child mpiexec")
     p.add_argument("--no-meshrt", action="store_true",
                    help="time the raw mpi4py side only (to compare with OSU or IMB-MPI1 on the same MPI)")
@@ -424,6 +432,7 @@ class BenchOptions:
     compare: str | None = None
     repeat: int = 1
     result: str = "new"
+    alloc: str = "numpy"
     imb_args: tuple = ()
     imb_timeout: float = 600.0
     meshrt: bool = True
@@ -488,7 +497,8 @@ def _split_axes(text, name):
 
 
 def _check_compare(args, o) -> None:
-    """``--compare``, ``--repeat``, ``--result``, ``--imb-args`` and OP ``imb`` (meshrt/bench/compare.py)."""
+    """``--compare``, ``--repeat``, ``--result``, ``--alloc``, ``--imb-args`` and OP ``imb``
+    (meshrt/bench/compare.py)."""
     import shlex
 
     o.compare = getattr(args, "compare", None)
@@ -511,6 +521,10 @@ def _check_compare(args, o) -> None:
     o.result = ("reuse" if o.method != "osu" else "new") if result is None else result
     if o.result not in RESULTS:
         raise BenchError(f"--result: {o.result!r}; choose one of {', '.join(RESULTS)}")
+    alloc = getattr(args, "alloc", None)
+    o.alloc = ("mpi" if o.method != "osu" else "numpy") if alloc is None else alloc
+    if o.alloc not in ALLOCS:
+        raise BenchError(f"--alloc: {o.alloc!r}; choose one of {', '.join(ALLOCS)}")
     try:
         o.imb_args = tuple(shlex.split(getattr(args, "imb_args", "") or ""))
     except ValueError as e:
@@ -724,7 +738,8 @@ def run(o: BenchOptions, comm=None, out=None, compare=None) -> int:
     n = mesh.axes_size(axes)
     if o.op in COLLECTIVES:
         sizes = o.sizes
-        cases = (lambda nb: _collective_case(o.op, mesh, axes, nb, o.dtype, o.reduction, reuse=o.result == "reuse"))
+        cases = (lambda nb: _collective_case(o.op, mesh, axes, nb, o.dtype, o.reduction, reuse=o.result == "reuse",
+                                             alloc=o.alloc))
     else:
         sizes = [None]
         try:
@@ -738,7 +753,7 @@ def run(o: BenchOptions, comm=None, out=None, compare=None) -> int:
     meta = {"op": o.op, "nprocs": comm.Get_size(), "mesh": list(mesh.shape),
             "mesh_axes": list(mesh.axes(axes)), "group_size": n, "dtype": str(o.dtype),
             "reduction": o.reduction if o.op in REDUCING else None, "mpi": lib,
-            "method": o.method, "meshrt": o.meshrt,
+            "method": o.method, "meshrt": o.meshrt, "result": o.result, "alloc": o.alloc,
             "method_detail": _METHOD_TEXT[o.method] + ("; raw mpi4py only" if not o.meshrt else
                                                        "; meshrt and raw mpi4py each in its own loops, order "
                                                        "meshrt, raw, raw, meshrt"),
@@ -758,7 +773,7 @@ def run(o: BenchOptions, comm=None, out=None, compare=None) -> int:
         emit(f"# meshrt bench {o.op}: {comm.Get_size()} processes, mesh {dims}, mesh_axes "
              f"{','.join(map(str, mesh.axes(axes)))}, group size {n}, {o.dtype}{what}")
         emit(f"# {lib}; {thread_level_text()}")
-        emit(f"# method {o.method}: {_METHOD_TEXT[o.method]}" + (
+        emit(f"# method {o.method}: {_METHOD_TEXT[o.method]}; result {o.result}; buffers {ALLOC_TEXT[o.alloc]}" + (
             "" if not o.meshrt else "; each side in its own loops (meshrt, raw, raw, meshrt)"))
         if o.meshrt:
             emit("# avg_us..busbw_GBps: meshrt; raw_*: plain mpi4py + numpy doing the same job (a new result "

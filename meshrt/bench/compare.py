@@ -317,7 +317,7 @@ def run_compare(o, comm, out) -> int:
     emit(f"# meshrt bench {o.op} --compare {o.compare}: {comm.Get_size()} processes, group size {n}, {o.dtype}"
          + (f", {o.reduction}" if set(ops) & set(B.REDUCING) else ""))
     emit(f"# {lib}; {B.thread_level_text()}")
-    emit(f"# method {o.method}: {B._METHOD_TEXT[o.method]}; result {o.result}; median over {o.repeat} round(s) "
+    emit(f"# method {o.method}: {B._METHOD_TEXT[o.method]}; result {o.result}; buffers {B.ALLOC_TEXT[o.alloc]}; median over {o.repeat} round(s) "
          f"of the average over processes; order per round: IMB-MPI1, then per op and size meshrt, raw, C, C, raw, "
          f"meshrt")
     if found is not None:
@@ -329,7 +329,8 @@ def run_compare(o, comm, out) -> int:
     for op in ops:
         cases[op] = {}
         for nb in o.sizes:
-            case = _collective_case(op, mesh, axes, nb, o.dtype, o.reduction, reuse=o.result == "reuse")
+            case = _collective_case(op, mesh, axes, nb, o.dtype, o.reduction, reuse=o.result == "reuse",
+                                    alloc=o.alloc)
             if case.size not in cases[op]:
                 cases[op][case.size] = case
     times = {(op, s): [] for op in ops for s in cases[op]}
@@ -380,7 +381,7 @@ def run_compare(o, comm, out) -> int:
             emit(format_compare_row(row, bool(imb_runs)))
     if rank0:
         meta = {"op": o.op, "ops": ops, "nprocs": comm.Get_size(), "group_size": n, "dtype": str(o.dtype),
-                "reduction": o.reduction, "mpi": lib, "method": o.method, "result": o.result,
+                "reduction": o.reduction, "mpi": lib, "method": o.method, "result": o.result, "alloc": o.alloc,
                 "compare": o.compare, "repeat": o.repeat, "imb": None if not imb_runs else found[0],
                 "note": note}
         if o.json:
