@@ -28,7 +28,9 @@ its current releases run by default (``-sync 1``): each call timed alone with
 an untimed barrier after it (OSU's timing), root 0, IMB's iterations (1000,
 cut to 40 MiB moved per loop: 40 at 1 MiB), and one result array reused by
 every call (``--result reuse``: IMB receives into one buffer; meshrt through
-``out=`` where the op takes it); the per-process mean per call, then
+``out=`` where the op takes it), inputs and results in ``MPI_Alloc_mem``
+memory as IMB's (``--alloc mpi``; Intel MPI's lies on 2 MiB pages, which its
+large copies run faster on); the per-process mean per call, then
 min/avg/max across processes are IMB's t_min/t_avg/t_max.  ``--method
 imb-nosync`` is IMB's ``-sync 0`` (and IMB-MPI1 before 2019): one barrier, then
 a loop of calls timed as a whole.  The same meshrt, raw, raw, meshrt order.
