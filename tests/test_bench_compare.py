@@ -303,3 +303,33 @@ def test_two_processes_buffers_from_mpi_alloc_mem(tmp_path):
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr + r.stdout
     assert "every op ok" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("compare", [False, True])
+def test_every_mpi_alloc_mem_block_is_freed(monkeypatch, compare):
+    """Sizes that collapse onto one case (1 and 8 bytes of float64) make a case that is dropped:
+    its blocks are handed back too, as every kept case's are after timing."""
+    import io
+
+    from mpi4py import MPI
+
+    from meshrt.bench import cases
+
+    made, freed = [], []
+    real_call, real_free = cases._MpiMemory.__call__, cases._MpiMemory.free
+
+    def call(self, count, dtype):
+        made.append(id(self))
+        return real_call(self, count, dtype)
+
+    def free(self):
+        freed.extend(id(self) for _ in self.blocks)
+        real_free(self)
+
+    monkeypatch.setattr(cases._MpiMemory, "__call__", call)
+    monkeypatch.setattr(cases._MpiMemory, "free", free)
+    argv = ["all_reduce", "--sizes", "1,8,64", "--method", "imb", "--iters", "2", "--warmup", "1", "--no-progress"]
+    o = _options(*(argv + (["--compare", "c"] if compare else [])))
+    assert o.alloc == "mpi"
+    assert B.run(o, MPI.COMM_SELF, io.StringIO(), compare=M.run_compare) == 0
+    assert made and sorted(made) == sorted(freed)

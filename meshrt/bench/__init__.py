@@ -790,6 +790,8 @@ def run(o: BenchOptions, comm=None, out=None, compare=None) -> int:
         for nb in sizes:
             case = cases(nb)
             if case.size in done and nb is not None:  # sizes below one element collapse
+                if case.free is not None:
+                    case.free()
                 if bar is not None:
                     bar.update(1)
                 continue

@@ -317,9 +317,9 @@ def run_compare(o, comm, out) -> int:
     emit(f"# meshrt bench {o.op} --compare {o.compare}: {comm.Get_size()} processes, group size {n}, {o.dtype}"
          + (f", {o.reduction}" if set(ops) & set(B.REDUCING) else ""))
     emit(f"# {lib}; {B.thread_level_text()}")
-    emit(f"# method {o.method}: {B._METHOD_TEXT[o.method]}; result {o.result}; buffers {B.ALLOC_TEXT[o.alloc]}; median over {o.repeat} round(s) "
-         f"of the average over processes; order per round: IMB-MPI1, then per op and size meshrt, raw, C, C, raw, "
-         f"meshrt")
+    emit(f"# method {o.method}: {B._METHOD_TEXT[o.method]}; result {o.result}; buffers {B.ALLOC_TEXT[o.alloc]}; "
+         f"median over {o.repeat} round(s) of the average over processes; order per round: IMB-MPI1, then per op "
+         f"and size meshrt, raw, C, C, raw, meshrt")
     if found is not None:
         emit(f"# IMB-MPI1: {found[0]} (a child job of {n} processes through {found[1]}, run by rank 0 each round "
              f"while this job sleeps; IMB's defaults: -sync 1, root 0, MPI_FLOAT sum)")
@@ -333,6 +333,8 @@ def run_compare(o, comm, out) -> int:
                                     alloc=o.alloc)
             if case.size not in cases[op]:
                 cases[op][case.size] = case
+            elif case.free is not None:  # a size that collapsed onto one already there
+                case.free()
     times = {(op, s): [] for op in ops for s in cases[op]}
     imb_runs = []
     with tempfile.TemporaryDirectory(prefix="meshrt-imb-") as tmp:
