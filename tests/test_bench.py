@@ -428,3 +428,22 @@ def test_header_names_the_thread_level():
     names = {MPI.THREAD_SINGLE: "single", MPI.THREAD_FUNNELED: "funneled", MPI.THREAD_SERIALIZED: "serialized",
              MPI.THREAD_MULTIPLE: "multiple"}
     assert B.thread_level_text().startswith(f"thread level {names[MPI.Query_thread()]} ")
+
+
+@pytest.mark.parametrize("argv,words", [
+    ([], ["result new; buffers numpy arrays", "(a new result each call, same communicator)"]),
+    (["--method", "imb"], ["result reuse; buffers from MPI_Alloc_mem, as IMB-MPI1's",
+                           "(one result reused by every call, same communicator)"]),
+    (["--method", "imb", "--alloc", "numpy", "--result", "new"], ["result new; buffers numpy arrays"]),
+])
+def test_header_names_the_result_and_the_buffers(argv, words):
+    import io
+
+    from mpi4py import MPI
+
+    out = io.StringIO()
+    o = _options("all_reduce", "--sizes", "8", "--iters", "2", "--warmup", "1", "--no-progress", *argv)
+    assert B.run(o, MPI.COMM_SELF, out) == 0
+    head = "\n".join(line for line in out.getvalue().splitlines() if line.startswith("#"))
+    for w in words:
+        assert w in head, head

@@ -777,12 +777,12 @@ def run(o: BenchOptions, comm=None, out=None, compare=None) -> int:
         emit(f"# {lib}; {thread_level_text()}")
         emit(f"# method {o.method}: {_METHOD_TEXT[o.method]}; result {o.result}; buffers {ALLOC_TEXT[o.alloc]}" + (
             "" if not o.meshrt else "; each side in its own loops (meshrt, raw, raw, meshrt)"))
+        each = "a new result each call" if o.result == "new" else "one result reused by every call"
         if o.meshrt:
-            emit("# avg_us..busbw_GBps: meshrt; raw_*: plain mpi4py + numpy doing the same job (a new result "
-                 "each call, same communicator); ratio = avg_us / raw_avg_us; bandwidth as nccl-tests")
+            emit(f"# avg_us..busbw_GBps: meshrt; raw_*: plain mpi4py + numpy doing the same job ({each}, same "
+                 f"communicator); ratio = avg_us / raw_avg_us; bandwidth as nccl-tests")
         else:
-            emit("# --no-meshrt: every column is plain mpi4py + numpy (a new result each call); bandwidth as "
-                 "nccl-tests")
+            emit(f"# --no-meshrt: every column is plain mpi4py + numpy ({each}); bandwidth as nccl-tests")
     rows, failed, done = [], False, set()
     loop = timing_loop(o.method, comm)
     header = False
