@@ -195,16 +195,9 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction, reuse=False, allo
     case = build(_Inputs(mesh, axes, g, n, k, count, dtype, small, x, sx, bare, reduction, reuse,
                          _Reuse(zeros) if reuse else np.empty, zeros))
     case.floor = _c_floor(op, mesh, axes, g, n, k, count, dtype, reduction, x, zeros)
-    if memory is not None:
-        case.free = _then(case.free, memory.free)
+    if memory is not None:  # (no collective builder sets a free of its own)
+        case.free = memory.free
     return case
-
-
-def _then(first, second):
-    """``first()`` (if any), then ``second()``."""
-    if first is None:
-        return second
-    return lambda: (first(), second())[-1]
 
 
 def _reducing(i: _Inputs):
