@@ -31,6 +31,8 @@ values silently, and unequal `all_gather` pieces without ``sizes=`` may hang.
 
 from __future__ import annotations
 
+import sys as _sys
+
 import numpy as np  # noqa: F401  (the examples use it)
 
 from . import common as _common
@@ -60,11 +62,8 @@ __all__ = [
 #   index_ops  process_linear_index, process_multi_index, mesh_shape, neighbors_linear_indices, shard_shape
 
 
-def __getattr__(name):
-    # ``collectives.CHECK``: the one setting, which lives in meshrt.runtime.check (`set_check` rebinds it there)
-    if name == "CHECK":
-        return _settings.CHECK
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ``collectives.CHECK``: the one setting, which lives in meshrt.runtime.check; `set_check` updates this copy
+_settings.mirror(_sys.modules[__name__])
 
 
 # -- the public names: compiled fronts over the Python implementations imported above -

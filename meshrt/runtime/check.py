@@ -36,11 +36,14 @@ from ..errors import CollectiveError, ShardingError
 from .. import _collfront
 
 __all__ = ["inside", "describe", "fingerprint", "agree", "method", "creation", "entry", "instrument", "WATCH", "CHECK",
-           "set_check", "TEXT_TYPES"]
+           "set_check", "mirror", "TEXT_TYPES"]
 
 # MESHRT_CHECK: every public operation first agrees on its name and arguments across its processes.
 # Read as ``check.CHECK`` at each call (`set_check` rebinds it).
 CHECK = os.environ.get("MESHRT_CHECK", "0") not in ("", "0")
+
+
+_mirrors: list = []  # modules that carry CHECK as an attribute of their own (`mirror`)
 
 
 def set_check(flag: bool) -> bool:
@@ -48,7 +51,18 @@ def set_check(flag: bool) -> bool:
     global CHECK
     old, CHECK = CHECK, bool(flag)
     _collfront.set_check(CHECK)
+    for module in _mirrors:
+        module.CHECK = CHECK
     return old
+
+
+def mirror(module) -> None:
+    """Give ``module`` a ``CHECK`` attribute that `set_check` keeps equal to this one.
+
+    (Not a module ``__getattr__``: CPython 3.11 does not specialize attribute loads on a module
+    that has one, which costs each ``collectives.all_reduce`` lookup ~40 ns.)"""
+    module.CHECK = CHECK
+    _mirrors.append(module)
 
 inside: list = []  # (name, args, kwargs) of the meshrt operations this process is in, innermost last
 
