@@ -28,7 +28,7 @@ operation it is in (`current`) for the ``MESHRT_TIMEOUT`` watchdog.
 
 cimport numpy as cnp
 from cpython.long cimport PyLong_FromVoidPtr
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, Py_TYPE
 
 import os
 import types
@@ -856,6 +856,7 @@ cdef class _Hot:
     cdef tuple head, args  # the watchdog's mark: (name, argument names), and the values after x and mesh
     cdef cnp.npy_intp dims[8]
     cdef cnp.npy_intp rdims[8]
+    cdef cnp.npy_intp xbytes, rbytes  # x's and the result's sizes in bytes (what a match fixes)
     cdef size_t comm, dt, op
 
 
@@ -905,8 +906,10 @@ cdef _Hot _HOT_ALL_REDUCE = _Hot(), _HOT_REDUCE = _Hot(), _HOT_REDUCE_SCATTER = 
 cdef _Hot _HOT_ALL_GATHER = _Hot(), _HOT_GATHER = _Hot(), _HOT_SCATTER = _Hot(), _HOT_ALL_TO_ALL = _Hot()
 cdef _Hot _HOT_SHIFT = _Hot()
 cdef bint _hot_on = True  # the C calls on and found, MESHRT_CHECK off (`_hot_switch`)
-cdef _Hot _hot_now = None  # the hot call this process is in (the watchdog's mark), its x, and a count of calls
-cdef object _hot_x = None
+# The hot call this process is in (the watchdog's mark) and its x, borrowed: h is one of the
+# _HOT_* above and x is held by the caller for the whole call; and a count of calls.
+cdef PyObject *_hot_now = NULL
+cdef PyObject *_hot_x = NULL
 cdef unsigned long long _hot_seq = 0  # also: how many calls took the hot path (`hot_hits`)
 cdef object _hot_mark = None
 cdef unsigned long long _hot_mark_seq = 0
@@ -935,8 +938,10 @@ cdef bint _hot_set(_Hot h, int kind, tuple head, Group g, object mesh, cnp.ndarr
         h.dims[i] = cnp.PyArray_DIM(x, <int>i)
     h.gets = rshape is not None
     h.rnd = 0 if rshape is None else <int>len(<tuple>rshape)
+    h.xbytes, h.rbytes = cnp.PyArray_NBYTES(x), cnp.PyArray_DescrFromType(rtype).itemsize
     for i in range(h.rnd):
         h.rdims[i] = (<tuple>rshape)[i]
+        h.rbytes *= h.rdims[i]
     h.rtype, h.size, h.avg = rtype, g.size, 0
     h.root, h.dst, h.src, h.count, h.is_root = 0, -1, -1, 0, False  # the caller sets those its op uses
     h.comm, h.dt, h.op = g.handle, _dt_handle(typenum), 0 if op is None else _op_handle(op)
@@ -947,31 +952,37 @@ cdef bint _hot_set(_Hot h, int kind, tuple head, Group g, object mesh, cnp.ndarr
     return True
 
 
-cdef inline bint _hot_match(_Hot h, object x, object mesh, object k0, object k1, object k2, object k3):
-    """The call ``(x, mesh, k0..k3)`` repeats ``h``'s."""
-    cdef cnp.ndarray a
+cdef inline bint _same_as(object given, PyObject *cached):
+    """`_same` on a borrowed ``cached`` (an attribute passed as an object costs a reference count)."""
+    return <PyObject *>given == cached or _same(given, <object>cached)
+
+
+cdef inline bint _hot_match(_Hot h, object x, object mesh, object k0, object k1, object k2, object k3) noexcept:
+    """The call ``(x, mesh, k0..k3)`` repeats ``h``'s.  (The array is read through casts, and the
+    cached values as borrowed pointers: this runs on every call.)"""
     cdef int i
     if not h.ready or not _hot_on or type(x) is not ndarray:
         return False
-    a = <cnp.ndarray>x
-    if <object>cnp.PyArray_DESCR(a) is not h.descr or cnp.PyArray_NDIM(a) != h.nd or not cnp.PyArray_IS_C_CONTIGUOUS(a):
+    if (<PyObject *>cnp.PyArray_DESCR(<cnp.ndarray>x) != <PyObject *>h.descr or cnp.PyArray_NDIM(<cnp.ndarray>x) != h.nd
+            or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x)):
         return False
     for i in range(h.nd):
-        if cnp.PyArray_DIM(a, i) != h.dims[i]:
+        if cnp.PyArray_DIM(<cnp.ndarray>x, i) != h.dims[i]:
             return False
-    if not (_same(k0, h.k0) and _same(k1, h.k1) and _same(k2, h.k2) and _same(k3, h.k3)):
+    if not (_same_as(k0, <PyObject *>h.k0) and _same_as(k1, <PyObject *>h.k1) and _same_as(k2, <PyObject *>h.k2)
+            and _same_as(k3, <PyObject *>h.k3)):
         return False
-    if h.g.comm is not h.comm_obj:  # the group's communicator replaced (e.g. wrapped to count calls)
+    if <PyObject *>h.g.comm != <PyObject *>h.comm_obj:  # the group's communicator replaced (e.g. wrapped to count calls)
         return False
     # Another mesh, or this one freed since (`Mesh.free` replaces ``_groups``), is not.  The slot
     # is read where it lies: an attribute lookup is ~20 ns of CPython's widest code per call.
-    if type(mesh) is not h.mesh_type:
+    if <PyObject *>Py_TYPE(mesh) != <PyObject *>h.mesh_type:
         return False
     if h.groups_at >= 0:
         return (<PyObject **>((<char *><PyObject *>mesh) + h.groups_at))[0] == <PyObject *>h.live
     try:
         return mesh._groups is h.live
-    except AttributeError:
+    except Exception:  # no such attribute, or one that raises: not the call h holds
         return False
 
 
@@ -990,6 +1001,12 @@ cdef inline bint _hot_fits(_Hot h, object out):
         if cnp.PyArray_DIM(o, i) != h.rdims[i]:
             return False
     return True
+
+
+cdef inline bint _hot_apart(_Hot h, const void *r, const void *s):
+    """A result of ``h``'s size at ``r`` and an ``x`` of its size at ``s`` share no byte (`_apart`
+    with the sizes a match fixes)."""
+    return <const char *>r + h.rbytes <= <const char *>s or <const char *>s + h.xbytes <= <const char *>r
 
 
 cdef inline int _hot_call(int kind, const void *s, void *r, int n, size_t dt, size_t op, int root, bint is_root,
@@ -1025,21 +1042,21 @@ cdef object _hot_run(_Hot h, cnp.ndarray x, object out):
     if h.gets:
         if out is None:
             res = cnp.PyArray_SimpleNew(h.rnd, h.rdims, h.rtype)
-        elif _hot_fits(h, out) and _apart(out, x):
+        elif _hot_fits(h, out) and _hot_apart(h, cnp.PyArray_DATA(<cnp.ndarray>out), s):
             res = out
         else:
             return _MISS
         r = cnp.PyArray_DATA(<cnp.ndarray>res)
     elif kind == _H_BCAST and out is not None and out is not x:  # the root's result is x; out= gets a copy
         return _MISS
-    _hot_now, _hot_x = h, x
+    _hot_now, _hot_x = <PyObject *>h, <PyObject *>x
     _hot_seq += 1
     if _alone():  # releasing the GIL would cost ~50 ns and serve no thread
         err = _hot_call(kind, s, r, n, dt, op, root, h.is_root, h.dst, h.src, c)
     else:
         with nogil:
             err = _hot_call(kind, s, r, n, dt, op, root, h.is_root, h.dst, h.src, c)
-    _hot_now = _hot_x = None
+    _hot_now = _hot_x = NULL
     if _hot_mark is not None:  # the watchdog read this call's mark: let go of its x
         _hot_mark = None
     if err:
@@ -1056,11 +1073,11 @@ cdef object _hot_run(_Hot h, cnp.ndarray x, object out):
 cdef object _hot_current():
     """The watchdog's mark of the hot call this process is in (one tuple per call), or None."""
     global _hot_mark, _hot_mark_seq
-    cdef _Hot h = _hot_now
-    if h is None:
+    if _hot_now == NULL:
         return None
+    cdef _Hot h = <_Hot>_hot_now
     if _hot_mark is None or _hot_mark_seq != _hot_seq:
-        _hot_mark = (h.head, _hot_x, h.mesh_ref()) + h.args
+        _hot_mark = (h.head, <object>_hot_x, h.mesh_ref()) + h.args
         _hot_mark_seq = _hot_seq
     return _hot_mark
 

@@ -203,7 +203,8 @@ def test_out_overlapping_x(mesh):
 
 def test_hot_call_lets_other_threads_run(mesh):
     """A hot call holds the GIL only while this is the process's one thread: with another thread
-    alive, that thread runs while the call waits for a late partner."""
+    alive, that thread runs while the call waits for a late partner, and sees the call's mark
+    (what the MESHRT_TIMEOUT watchdog names): the op, x itself and the mesh."""
     import threading
     import time
 
@@ -212,11 +213,14 @@ def test_hot_call_lets_other_threads_run(mesh):
     x = np.ones(2)
     for _ in range(3):
         C.all_reduce(x, mesh)
-    ticks, stop = [], threading.Event()
+    ticks, marks, stop = [], [], threading.Event()
 
     def tick():
         while not stop.is_set():
             ticks.append(1)
+            mark = F.current()
+            if mark is not None:
+                marks.append(mark)
             time.sleep(0.001)
 
     t = threading.Thread(target=tick)
@@ -235,6 +239,9 @@ def test_hot_call_lets_other_threads_run(mesh):
         assert F.hot_hits() == hot + 1
     if comm.rank != 1:
         assert during >= 5, f"the other thread ran {during} times in 0.5 s: the call held the GIL"
+        assert marks, "the other thread saw no mark while the call waited"
+        assert all(m[0][0] == "all_reduce" and m[1] is x and m[2] is mesh for m in marks), marks[:1]
+    assert F.current() is None
 
 
 def test_send_recv(mesh):
