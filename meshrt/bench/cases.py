@@ -105,7 +105,7 @@ class _Inputs:
     bare: bool
     reduction: str
     reuse: bool = False  # one result array reused by every call (IMB's fixed receive buffer; meshrt's out=), else new each call
-    new: object = np.empty  # the result allocator: np.empty, or `_Reuse` under ``reuse``
+    new: object = np.empty  # the result allocator: np.empty, or under ``reuse`` the `_Reuse` whose arrays both sides share
     zeros: object = np.zeros  # the fixed buffers' allocator: np.zeros, or `_MpiMemory` under ``--alloc mpi``
 
     def inputs(self, m=None):
@@ -192,9 +192,10 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction, reuse=False, allo
     build = _COLLECTIVE_CASES.get(op)
     if build is None:  # pragma: no cover - check_options admits no other op
         raise AssertionError(op)
+    results = _Reuse(zeros) if reuse else None
     case = build(_Inputs(mesh, axes, g, n, k, count, dtype, small, x, sx, bare, reduction, reuse,
-                         _Reuse(zeros) if reuse else np.empty, zeros))
-    case.floor = _c_floor(op, mesh, axes, g, n, k, count, dtype, reduction, x, zeros)
+                         results or np.empty, zeros))
+    case.floor = _c_floor(op, mesh, axes, g, n, k, count, dtype, reduction, x, zeros, results or zeros)
     if memory is not None:  # (no collective builder sets a free of its own)
         case.free = memory.free
     return case
@@ -216,13 +217,13 @@ def _all_reduce_case(i: _Inputs) -> Case:
     mesh, axes, g, n, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
     new = i.new
+    ym = i.new(count, dtype) if i.reuse else None  # the result both sides reuse
     fm = lambda: C.all_reduce(x, mesh, axes, reduction)  # noqa: E731
-    if i.reuse:
-        ym = i.zeros(count, dtype)
+    if ym is not None:
         fm = lambda: C.all_reduce(x, mesh, axes, reduction, out=ym)  # noqa: E731
 
     def fr():
-        out = new(count, dtype)
+        out = new(count, dtype) if ym is None else ym
         g.Allreduce(sx, out if rt is None else [out, rt], rop)
         if average:
             divide(out, n, out=out)
@@ -239,16 +240,16 @@ def _reduce_case(i: _Inputs) -> Case:
     mesh, axes, g, n, k, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.k, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
     new = i.new
+    ym = i.new(count, dtype) if i.reuse else None  # the result both sides reuse
     fm = lambda: C.reduce(x, mesh, axes, reduction, 0)  # noqa: E731
-    if i.reuse:
-        ym = i.zeros(count, dtype)
+    if ym is not None:
         fm = lambda: C.reduce(x, mesh, axes, reduction, 0, out=ym)  # noqa: E731
 
     def fr():
         if k:
             g.Reduce(sx, None, rop, 0)
             return None
-        out = new(count, dtype)
+        out = new(count, dtype) if ym is None else ym
         g.Reduce(sx, out if rt is None else [out, rt], rop, 0)
         if average:
             divide(out, n, out=out)
@@ -268,15 +269,15 @@ def _reduce_scatter_case(i: _Inputs) -> Case:
     mesh, axes, g, n, k, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.k, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
     new = i.new
+    ym = i.new(count // n, dtype) if i.reuse else None  # the result both sides reuse
     fm = lambda: C.reduce_scatter(x, mesh, axes, reduction, 0)  # noqa: E731
-    if i.reuse:
-        ym = i.zeros(count // n, dtype)
+    if ym is not None:
         fm = lambda: C.reduce_scatter(x, mesh, axes, reduction, 0, out=ym)  # noqa: E731
 
     m = count // n
 
     def fr():
-        piece = new(m, dtype)
+        piece = new(m, dtype) if ym is None else ym
         g.Reduce_scatter_block(sx, piece if rt is None else [piece, rt], rop)
         if average:
             divide(piece, n, out=piece)
@@ -296,16 +297,16 @@ def _broadcast_case(i: _Inputs) -> Case:
     mesh, axes, g, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
     new = i.new
+    ym = i.new(count, dtype) if i.reuse and k != 0 else None  # the result both sides reuse; the root's result is x itself
     fm = lambda: C.broadcast(x, mesh, axes, 0)  # noqa: E731
-    if i.reuse and k != 0:  # the root's result is x itself
-        ym = i.zeros(count, dtype)
+    if ym is not None:
         fm = lambda: C.broadcast(x, mesh, axes, 0, out=ym)  # noqa: E731
 
     def fr():
         if k == 0:
             g.Bcast(sx, 0)
             return x
-        out = new(count, dtype)
+        out = new(count, dtype) if ym is None else ym
         g.Bcast(out if bare else [out, BYTE], 0)
         return out
 
@@ -324,26 +325,26 @@ def _gather_case(i: _Inputs, op: str) -> Case:
     cn = i.count * i.n
     new = i.new
     if op == "all_gather":
+        ym = i.new(cn, dtype) if i.reuse else None  # the result both sides reuse
         fm = lambda: C.all_gather(x, mesh, axes, 0)  # noqa: E731
-        if i.reuse:
-            ym = i.zeros(cn, dtype)
+        if ym is not None:
             fm = lambda: C.all_gather(x, mesh, axes, 0, out=ym)  # noqa: E731
 
         def fr():
-            big = new(cn, dtype)
+            big = new(cn, dtype) if ym is None else ym
             g.Allgather(sx, big if bare else [big, BYTE])
             return big
     else:
+        ym = i.new(cn, dtype) if i.reuse else None  # the result both sides reuse
         fm = lambda: C.gather(x, mesh, axes, 0, 0)  # noqa: E731
-        if i.reuse:
-            ym = i.zeros(cn, dtype)
+        if ym is not None:
             fm = lambda: C.gather(x, mesh, axes, 0, 0, out=ym)  # noqa: E731
 
         def fr():
             if k:
                 g.Gather(sx, None, 0)
                 return None
-            big = new(cn, dtype)
+            big = new(cn, dtype) if ym is None else ym
             g.Gather(sx, big if bare else [big, BYTE], 0)
             return big
 
@@ -366,15 +367,15 @@ def _scatter_case(i: _Inputs) -> Case:
     xs = i.zeros(count * i.n, dtype)  # only its shape counts off the root
     if k == 0:
         xs[...] = np.concatenate(i.inputs())
+    ym = i.new(count, dtype) if i.reuse else None  # the result both sides reuse
     fm = lambda: C.scatter(xs, mesh, axes, 0, 0)  # noqa: E731
-    if i.reuse:
-        ym = i.zeros(count, dtype)
+    if ym is not None:
         fm = lambda: C.scatter(xs, mesh, axes, 0, 0, out=ym)  # noqa: E731
 
     sxs = (xs if bare else [xs, BYTE]) if k == 0 else None
 
     def fr():
-        out = new(count, dtype)
+        out = new(count, dtype) if ym is None else ym
         g.Scatter(sxs, out if bare else [out, BYTE], 0)
         return out
 
@@ -391,13 +392,13 @@ def _all_to_all_case(i: _Inputs) -> Case:
     BYTE = MPI.BYTE
     new = i.new
     m = count // i.n
+    ym = i.new(count, dtype) if i.reuse else None  # the result both sides reuse
     fm = lambda: C.all_to_all(x, mesh, axes, 0, 0)  # noqa: E731
-    if i.reuse:
-        ym = i.zeros(count, dtype)
+    if ym is not None:
         fm = lambda: C.all_to_all(x, mesh, axes, 0, 0, out=ym)  # noqa: E731
 
     def fr():
-        out = new(count, dtype)
+        out = new(count, dtype) if ym is None else ym
         g.Alltoall(sx, out if bare else [out, BYTE])
         return out
 
@@ -434,13 +435,13 @@ def _shift_case(i: _Inputs) -> Case:
     src = k + ((c - 1) % mesh.shape[a] - c) * stride
     dst = k + ((c + 1) % mesh.shape[a] - c) * stride
     tag = 0x7B1
+    ym = i.new(count, dtype) if i.reuse else None  # the result both sides reuse
     fm = lambda: C.shift(x, mesh, axes, a, 1, rotate=True)  # noqa: E731
-    if i.reuse:
-        ym = i.zeros(count, dtype)
+    if ym is not None:
         fm = lambda: C.shift(x, mesh, axes, a, 1, rotate=True, out=ym)  # noqa: E731
 
     def fr():
-        out = new(count, dtype)
+        out = new(count, dtype) if ym is None else ym
         g.Sendrecv(sx, dst, tag, out if bare else [out, BYTE], src, tag)
         return out
 
@@ -489,11 +490,11 @@ def _send_recv_case(i: _Inputs) -> Case:
     return Case(x.nbytes, fm, fr, check, scale=0.5)
 
 
-def _c_floor(op, mesh, axes, g, n, k, count, dtype, reduction, x, zeros=np.zeros):
+def _c_floor(op, mesh, axes, g, n, k, count, dtype, reduction, x, zeros=np.zeros, results=None):
     """``floor(warmup, iters, sync) -> seconds``: ``op``'s MPI call in a compiled loop on fixed
-    buffers (`meshrt._cfloor`, IMB-MPI1's loop; made by ``zeros``), the same datatype, op and
-    peers as the raw side; None for all_slice (no call) or where the MPI library's functions
-    were not found."""
+    buffers (`meshrt._cfloor`, IMB-MPI1's loop; inputs made by ``zeros``, results by ``results``,
+    by default ``zeros`` too), the same datatype, op and peers as the raw side; None for all_slice
+    (no call) or where the MPI library's functions were not found."""
     from mpi4py import MPI
 
     from .. import _cfloor
@@ -508,19 +509,20 @@ def _c_floor(op, mesh, axes, g, n, k, count, dtype, reduction, x, zeros=np.zeros
     else:
         dt, rh, per = (h(t), 0, 1) if t is not None else (h(MPI.BYTE), 0, dtype.itemsize)
     root, dst, src = 0, -1, -1
-    y = zeros(count, dtype)
+    results = results or zeros
+    y = results(count, dtype)
     if op == "all_reduce":
         send, recv, c = x, y, count
     elif op == "reduce":
         send, recv, c = x, (y if k == 0 else None), count
     elif op == "reduce_scatter":
-        send, recv, c = x, zeros(count // n, dtype), count // n
+        send, recv, c = x, results(count // n, dtype), count // n
     elif op == "broadcast":
         send, recv, c = (x if k == 0 else y), None, count
     elif op == "all_gather":
-        send, recv, c = x, zeros(count * n, dtype), count
+        send, recv, c = x, results(count * n, dtype), count
     elif op == "gather":
-        send, recv, c = x, (zeros(count * n, dtype) if k == 0 else None), count
+        send, recv, c = x, (results(count * n, dtype) if k == 0 else None), count
     elif op == "scatter":
         send, recv, c = (zeros(count * n, dtype) if k == 0 else None), y, count
         if k == 0:
