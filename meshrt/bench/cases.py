@@ -169,9 +169,9 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction, reuse=False, allo
     """The `Case` of a collective.  The raw side is the plainest mpi4py code for the job: bare
     arrays (mpi4py finds the datatype), buffer specs of the fixed inputs made once, nothing but
     ``np.empty`` and the MPI call per call -- within a few percent of an inline loop of the
-    same call (``tests/test_bench.py`` checks it).  ``reuse``: both sides receive into one
-    result array every call, as IMB-MPI1 does (meshrt through ``out=``; the broadcast root's
-    result is its input).  ``alloc``: where the fixed buffers (inputs, reused results, the C
+    same call (``tests/test_bench.py`` checks it).  ``reuse``: both sides and the C loop receive
+    into one shared result array every call, as IMB-MPI1 does (meshrt through ``out=``; the
+    broadcast root's result is its input), so no column gains or loses by where its own array lies.  ``alloc``: where the fixed buffers (inputs, reused results, the C
     loop's) lie: ``numpy`` arrays, or ``mpi`` blocks from ``MPI_Alloc_mem`` as IMB-MPI1's
     (`_MpiMemory`; `Case.free` hands them back)."""
     from mpi4py import MPI
