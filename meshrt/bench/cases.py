@@ -105,7 +105,7 @@ class _Inputs:
     bare: bool
     reduction: str
     reuse: bool = False  # one result array reused by every call (IMB's fixed receive buffer; meshrt's out=), else new each call
-    new: object = np.empty  # the result allocator: np.empty, or under ``reuse`` the `_Reuse` whose arrays both sides share
+    new: object = np.empty  # the result allocator: np.empty, or under ``reuse`` the shared `_Reuse`
     zeros: object = np.zeros  # the fixed buffers' allocator: np.zeros, or `_MpiMemory` under ``--alloc mpi``
 
     def inputs(self, m=None):
@@ -171,9 +171,10 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction, reuse=False, allo
     ``np.empty`` and the MPI call per call -- within a few percent of an inline loop of the
     same call (``tests/test_bench.py`` checks it).  ``reuse``: both sides and the C loop receive
     into one shared result array every call, as IMB-MPI1 does (meshrt through ``out=``; the
-    broadcast root's result is its input), so no column gains or loses by where its own array lies.  ``alloc``: where the fixed buffers (inputs, reused results, the C
-    loop's) lie: ``numpy`` arrays, or ``mpi`` blocks from ``MPI_Alloc_mem`` as IMB-MPI1's
-    (`_MpiMemory`; `Case.free` hands them back)."""
+    broadcast root's result is its input), so no column gains or loses by where its own array
+    lies.  ``alloc``: where the fixed buffers (inputs, reused results, the C loop's) lie:
+    ``numpy`` arrays, or ``mpi`` blocks from ``MPI_Alloc_mem`` as IMB-MPI1's (`_MpiMemory`;
+    `Case.free` hands them back)."""
     from mpi4py import MPI
 
     g = mesh.group(axes)
@@ -195,7 +196,7 @@ def _collective_case(op, mesh, axes, nbytes, dtype, reduction, reuse=False, allo
     results = _Reuse(zeros) if reuse else None
     case = build(_Inputs(mesh, axes, g, n, k, count, dtype, small, x, sx, bare, reduction, reuse,
                          results or np.empty, zeros))
-    case.floor = _c_floor(op, mesh, axes, g, n, k, count, dtype, reduction, x, zeros, results or zeros)
+    case.floor = _c_floor(op, mesh, axes, g, n, k, count, dtype, reduction, x, zeros, results)
     if memory is not None:  # (no collective builder sets a free of its own)
         case.free = memory.free
     return case
@@ -297,7 +298,7 @@ def _broadcast_case(i: _Inputs) -> Case:
     mesh, axes, g, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
     new = i.new
-    ym = i.new(count, dtype) if i.reuse and k != 0 else None  # the result both sides reuse; the root's result is x itself
+    ym = i.new(count, dtype) if i.reuse and k != 0 else None  # the shared result; the root's is x itself
     fm = lambda: C.broadcast(x, mesh, axes, 0)  # noqa: E731
     if ym is not None:
         fm = lambda: C.broadcast(x, mesh, axes, 0, out=ym)  # noqa: E731
