@@ -268,12 +268,13 @@ cdef inline object _canon(object v):
     return tuple(v) if type(v) is list else v
 
 
-cdef inline bint _same(object given, object cached):
-    """``given`` is ``cached``, or a list holding ``cached``'s items (the same objects)."""
+cdef inline bint _same(object given, PyObject *cached):
+    """``given`` is ``cached``, or a list holding ``cached``'s items (the same objects).  ``cached``
+    is borrowed: callers pass a record's field, which as an object would cost a reference count."""
     cdef Py_ssize_t i, n
-    if given is cached:
+    if <PyObject *>given == cached:
         return True
-    if type(given) is not list or type(cached) is not tuple:
+    if type(given) is not list or type(<object>cached) is not tuple:
         return False
     n = len(<list>given)
     if n != len(<tuple>cached):
@@ -299,7 +300,8 @@ cdef object _recall(_Last last, object mesh, object k0, object k1, object k2, ob
     """``last``'s plan if this call repeats it, else None."""
     if last.entry is None or descr is not last.descr:
         return None
-    if not (_same(k0, last.k0) and _same(k1, last.k1) and _same(k2, last.k2) and _same(k3, last.k3)):
+    if not (_same(k0, <PyObject *>last.k0) and _same(k1, <PyObject *>last.k1) and _same(k2, <PyObject *>last.k2)
+            and _same(k3, <PyObject *>last.k3)):
         return None
     if shaped and not _same_shape(x, last.shape):
         return None
@@ -952,11 +954,6 @@ cdef bint _hot_set(_Hot h, int kind, tuple head, Group g, object mesh, cnp.ndarr
     return True
 
 
-cdef inline bint _same_as(object given, PyObject *cached):
-    """`_same` on a borrowed ``cached`` (an attribute passed as an object costs a reference count)."""
-    return <PyObject *>given == cached or _same(given, <object>cached)
-
-
 cdef inline bint _hot_match(_Hot h, object x, object mesh, object k0, object k1, object k2, object k3) noexcept:
     """The call ``(x, mesh, k0..k3)`` repeats ``h``'s.  (The array is read through casts, and the
     cached values as borrowed pointers: this runs on every call.)"""
@@ -969,8 +966,8 @@ cdef inline bint _hot_match(_Hot h, object x, object mesh, object k0, object k1,
     for i in range(h.nd):
         if cnp.PyArray_DIM(<cnp.ndarray>x, i) != h.dims[i]:
             return False
-    if not (_same_as(k0, <PyObject *>h.k0) and _same_as(k1, <PyObject *>h.k1) and _same_as(k2, <PyObject *>h.k2)
-            and _same_as(k3, <PyObject *>h.k3)):
+    if not (_same(k0, <PyObject *>h.k0) and _same(k1, <PyObject *>h.k1) and _same(k2, <PyObject *>h.k2)
+            and _same(k3, <PyObject *>h.k3)):
         return False
     if <PyObject *>h.g.comm != <PyObject *>h.comm_obj:  # the group's communicator replaced (e.g. wrapped to count calls)
         return False
@@ -1605,7 +1602,7 @@ def all_slice(x, mesh, mesh_axes=None, slice_axis=0):
     global _hits
     cdef _Last last = _LAST_ALL_SLICE
     if type(x) is ndarray and type(slice_axis) is int:
-        if (last.entry is not None and slice_axis is last.k1 and _same(mesh_axes, last.k0)
+        if (last.entry is not None and slice_axis is last.k1 and _same(mesh_axes, <PyObject *>last.k0)
                 and _same_shape(<cnp.ndarray>x, last.shape) and (<tuple>last.entry)[0]() is mesh):
             _hits += 1
             return x[(<tuple>last.entry)[1]]
