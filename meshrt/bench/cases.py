@@ -108,6 +108,11 @@ class _Inputs:
     new: object = np.empty  # the result allocator: np.empty, or under ``reuse`` the shared `_Reuse`
     zeros: object = np.zeros  # the fixed buffers' allocator: np.zeros, or `_MpiMemory` under ``--alloc mpi``
 
+    def shared(self, count):
+        """Under ``reuse`` the result array of ``count`` elements that meshrt's ``out=``, the raw
+        side and the C loop all receive into (one per size: `_Reuse`), else None."""
+        return self.new(count, self.dtype) if self.reuse else None
+
     def inputs(self, m=None):
         """Every group rank's input (the numpy model's operands)."""
         return [_values(j, m or self.count, self.dtype, self.small) for j in range(self.n)]
@@ -218,7 +223,7 @@ def _all_reduce_case(i: _Inputs) -> Case:
     mesh, axes, g, n, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
     new = i.new
-    ym = i.new(count, dtype) if i.reuse else None  # the result both sides reuse
+    ym = i.shared(count)
     fm = lambda: C.all_reduce(x, mesh, axes, reduction)  # noqa: E731
     if ym is not None:
         fm = lambda: C.all_reduce(x, mesh, axes, reduction, out=ym)  # noqa: E731
@@ -241,7 +246,7 @@ def _reduce_case(i: _Inputs) -> Case:
     mesh, axes, g, n, k, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.k, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
     new = i.new
-    ym = i.new(count, dtype) if i.reuse else None  # the result both sides reuse
+    ym = i.shared(count)
     fm = lambda: C.reduce(x, mesh, axes, reduction, 0)  # noqa: E731
     if ym is not None:
         fm = lambda: C.reduce(x, mesh, axes, reduction, 0, out=ym)  # noqa: E731
@@ -270,7 +275,7 @@ def _reduce_scatter_case(i: _Inputs) -> Case:
     mesh, axes, g, n, k, count, dtype, x, reduction = i.mesh, i.axes, i.g, i.n, i.k, i.count, i.dtype, i.x, i.reduction
     sx, rt, rop, average, divide = _reducing(i)
     new = i.new
-    ym = i.new(count // n, dtype) if i.reuse else None  # the result both sides reuse
+    ym = i.shared(count // n)
     fm = lambda: C.reduce_scatter(x, mesh, axes, reduction, 0)  # noqa: E731
     if ym is not None:
         fm = lambda: C.reduce_scatter(x, mesh, axes, reduction, 0, out=ym)  # noqa: E731
@@ -298,7 +303,7 @@ def _broadcast_case(i: _Inputs) -> Case:
     mesh, axes, g, k, count, dtype, x, sx, bare = i.mesh, i.axes, i.g, i.k, i.count, i.dtype, i.x, i.sx, i.bare
     BYTE = MPI.BYTE
     new = i.new
-    ym = i.new(count, dtype) if i.reuse and k != 0 else None  # the shared result; the root's is x itself
+    ym = i.shared(count) if k != 0 else None  # the root's result is x itself
     fm = lambda: C.broadcast(x, mesh, axes, 0)  # noqa: E731
     if ym is not None:
         fm = lambda: C.broadcast(x, mesh, axes, 0, out=ym)  # noqa: E731
@@ -326,7 +331,7 @@ def _gather_case(i: _Inputs, op: str) -> Case:
     cn = i.count * i.n
     new = i.new
     if op == "all_gather":
-        ym = i.new(cn, dtype) if i.reuse else None  # the result both sides reuse
+        ym = i.shared(cn)
         fm = lambda: C.all_gather(x, mesh, axes, 0)  # noqa: E731
         if ym is not None:
             fm = lambda: C.all_gather(x, mesh, axes, 0, out=ym)  # noqa: E731
@@ -336,7 +341,7 @@ def _gather_case(i: _Inputs, op: str) -> Case:
             g.Allgather(sx, big if bare else [big, BYTE])
             return big
     else:
-        ym = i.new(cn, dtype) if i.reuse else None  # the result both sides reuse
+        ym = i.shared(cn)
         fm = lambda: C.gather(x, mesh, axes, 0, 0)  # noqa: E731
         if ym is not None:
             fm = lambda: C.gather(x, mesh, axes, 0, 0, out=ym)  # noqa: E731
@@ -368,7 +373,7 @@ def _scatter_case(i: _Inputs) -> Case:
     xs = i.zeros(count * i.n, dtype)  # only its shape counts off the root
     if k == 0:
         xs[...] = np.concatenate(i.inputs())
-    ym = i.new(count, dtype) if i.reuse else None  # the result both sides reuse
+    ym = i.shared(count)
     fm = lambda: C.scatter(xs, mesh, axes, 0, 0)  # noqa: E731
     if ym is not None:
         fm = lambda: C.scatter(xs, mesh, axes, 0, 0, out=ym)  # noqa: E731
@@ -393,7 +398,7 @@ def _all_to_all_case(i: _Inputs) -> Case:
     BYTE = MPI.BYTE
     new = i.new
     m = count // i.n
-    ym = i.new(count, dtype) if i.reuse else None  # the result both sides reuse
+    ym = i.shared(count)
     fm = lambda: C.all_to_all(x, mesh, axes, 0, 0)  # noqa: E731
     if ym is not None:
         fm = lambda: C.all_to_all(x, mesh, axes, 0, 0, out=ym)  # noqa: E731
@@ -436,7 +441,7 @@ def _shift_case(i: _Inputs) -> Case:
     src = k + ((c - 1) % mesh.shape[a] - c) * stride
     dst = k + ((c + 1) % mesh.shape[a] - c) * stride
     tag = 0x7B1
-    ym = i.new(count, dtype) if i.reuse else None  # the result both sides reuse
+    ym = i.shared(count)
     fm = lambda: C.shift(x, mesh, axes, a, 1, rotate=True)  # noqa: E731
     if ym is not None:
         fm = lambda: C.shift(x, mesh, axes, a, 1, rotate=True, out=ym)  # noqa: E731
