@@ -25,7 +25,7 @@ from mpi4py import MPI
 from meshrt import Mesh
 from meshrt.collectives import all_gather, all_reduce, all_slice
 from meshrt.mlir import parse
-from meshrt.mlir.execute import Program
+from meshrt.mlir.interpreters.spmd import Program
 
 comm = MPI.COMM_WORLD
 CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "mlir", "corpus")

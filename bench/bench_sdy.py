@@ -84,7 +84,7 @@ def timing(args):
 
     from meshrt import DistributedTensor, Mesh, Sharding
     from meshrt.mlir import parse
-    from meshrt.mlir.sdy import SdyProgram
+    from meshrt.mlir.shardy.program import SdyProgram
 
     comm = MPI.COMM_WORLD
     texts = export(comm.size, args.width, args.grid) if comm.rank == 0 else None
@@ -215,7 +215,7 @@ def memory(args):
     from mpi4py import MPI
 
     from meshrt.mlir import parse
-    from meshrt.mlir.sdy import SdyProgram
+    from meshrt.mlir.shardy.program import SdyProgram
 
     comm = MPI.COMM_WORLD
     w = args.width

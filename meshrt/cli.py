@@ -288,16 +288,16 @@ def _mlir_run_cmd(args):
     from mpi4py import MPI
 
     from .errors import MLIRError
-    from .mlir.execute import Program, check_function, function_shardings, gather_results, is_partitioned, local_parts
+    from .mlir.interpreters.spmd import Program, check_function, function_shardings, gather_results, is_partitioned, local_parts
 
     comm = MPI.COMM_WORLD
     try:
         # every process reads the same files and IR, so up to the run all of them fail alike
         module = _parse_program(args.file)
-        from .mlir.sdy import is_sdy
+        from .mlir.shardy.program import is_sdy
 
         if is_sdy(module):  # StableHLO + Shardy (JAX's export): global arrays split per their sdy.sharding
-            from .mlir.sdy_cli import run_command
+            from .mlir.shardy.cli import run_command
 
             return run_command(module, args.function, args.args, args.out, comm)
         prog = Program(module, comm)
@@ -342,7 +342,7 @@ def _mlir_explain_cmd(args):
         # not under mpiexec: start as many processes as the program's mesh has devices
         try:
             from .mlir import parse_file
-            from .mlir.sdy import meshes
+            from .mlir.shardy.program import meshes
 
             sizes = {m.size for m in meshes(parse_file(args.file)).values()}
         except (OSError, ValueError) as e:
@@ -363,7 +363,7 @@ def _mlir_explain_cmd(args):
 
     from .errors import MLIRError
     from .mlir import parse_file
-    from .mlir.sdy_cli import explain
+    from .mlir.shardy.cli import explain
 
     comm = MPI.COMM_WORLD
     try:

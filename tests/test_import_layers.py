@@ -96,46 +96,66 @@ def layers(text: str) -> dict:
     return out
 
 
-def unit(name: str) -> str:
-    """The part of the package a module belongs to: its folder (``tensor`` for ``meshrt.tensor.layout``
-    and for the folder's ``__init__``), or the top-level module itself (``mesh``, ``__init__``)."""
-    return "__init__" if name == "meshrt" else name.split(".")[1]
+def inside(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
 
 
-def folders(known: dict) -> set:
-    """The units that are folders (packages with modules of their own)."""
-    return {unit(m) for m in known if m.count(".") >= 2}
+def unit(name: str, package: str = "meshrt") -> str:
+    """The part of ``package`` a module of it belongs to: its folder (``tensor`` for ``meshrt.tensor.layout``
+    and for the folder's ``__init__``; ``syntax`` for ``meshrt.mlir.syntax.reader`` in ``meshrt.mlir``), or
+    the module itself (``mesh``, ``__init__``: the package's own)."""
+    return "__init__" if name == package else name[len(package) + 1:].split(".")[0]
 
 
-def unit_graph(edges: dict) -> dict:
-    """``{unit: {imported unit: (module, imported module, line)}}``, imports between different units."""
+def folders(known: dict, package: str = "meshrt") -> set:
+    """The units of ``package`` that are folders (packages with modules of their own)."""
+    depth = package.count(".") + 2
+    return {unit(m, package) for m in known if inside(m, package) and m.count(".") >= depth}
+
+
+def packages_with_folders(known: dict) -> list:
+    """``meshrt`` and every folder of it that has folders of its own (``meshrt.mlir``): each is laid
+    out in layers the same way, its folders below or above each other."""
+    return [p for p in sorted(known) if known[p][1] and folders(known, p)]
+
+
+def unit_graph(edges: dict, package: str = "meshrt") -> dict:
+    """``{unit: {imported unit: (module, imported module, line)}}``, imports between different units
+    of ``package``."""
     out = {}
     for a, targets in edges.items():
+        if not inside(a, package):
+            continue
         for b, line in targets.items():
-            ua, ub = unit(a), unit(b)
+            if not inside(b, package):
+                continue
+            ua, ub = unit(a, package), unit(b, package)
             if ua != ub:
                 out.setdefault(ua, {}).setdefault(ub, (a, b, line))
             out.setdefault(ub, {})
     return out
 
 
-def folder_runs(order: dict, folder_units: set) -> list:
-    """Problems with the Layers block's folders: a folder whose modules are not on consecutive lines,
-    or a line of a folder's run that another unit shares."""
+def folder_runs(order: dict, folder_units: set, package: str = "meshrt") -> list:
+    """Problems with the Layers block's folders of ``package``: a folder whose modules are not on
+    consecutive lines, or a line of a folder's run that another unit shares."""
     problems = []
     lines = {}
+    order = {name: i for name, i in order.items() if inside(name, package)}
     for name, i in order.items():
-        lines.setdefault(i, set()).add(unit(name))
+        lines.setdefault(i, set()).add(unit(name, package))
+    prefix = "" if package == "meshrt" else package[len("meshrt."):].replace(".", "/") + "/"
     for f in sorted(folder_units):
-        mine = sorted(i for name, i in order.items() if unit(name) == f)
+        mine = sorted(i for name, i in order.items() if unit(name, package) == f)
         if not mine:
             continue
         gap = [i for i in range(mine[0], mine[-1] + 1) if f not in lines.get(i, ())]
         shared = sorted({u for i in mine for u in lines[i] if u != f})
         if gap:
-            problems.append(f"{f}/: its modules are not on consecutive lines (line {gap[0] + 1} of the block is not {f}'s)")
+            problems.append(f"{prefix}{f}/: its modules are not on consecutive lines (line {gap[0] + 1} of the block "
+                            f"is not {f}'s)")
         if shared:
-            problems.append(f"{f}/: its lines also hold {shared}")
+            problems.append(f"{prefix}{f}/: its lines also hold {shared}")
     return problems
 
 
@@ -198,17 +218,29 @@ def test_imports_go_to_the_same_layer_or_below():
 
 def test_folders_are_layers():
     order, known = layers(ARCHITECTURE.read_text()), modules()
-    problems = folder_runs(order, folders(known))
+    problems = [p for package in packages_with_folders(known) for p in folder_runs(order, folders(known, package), package)]
     assert not problems, f"the Layers block of {ARCHITECTURE.relative_to(REPO)}:\n" + "\n".join(problems)
 
 
 def test_there_is_no_import_circle_between_folders():
     edges, known = graph(), modules()
-    units = unit_graph(edges)
-    cycle = find_cycle({u: dict.fromkeys(t, 1) for u, t in units.items()})
-    assert cycle is None, "folders import each other in a circle: " + " -> ".join(cycle) + "\n" + "\n".join(
-        f"  {_where(units[a][b][0], known)}:{units[a][b][2]} imports {_short(units[a][b][1])}"
-        for a, b in zip(cycle, cycle[1:]))
+    for package in packages_with_folders(known):
+        units = unit_graph(edges, package)
+        cycle = find_cycle({u: dict.fromkeys(t, 1) for u, t in units.items()})
+        assert cycle is None, f"folders of {package} import each other in a circle: " + " -> ".join(cycle) + "\n" + \
+            "\n".join(f"  {_where(units[a][b][0], known)}:{units[a][b][2]} imports {_short(units[a][b][1])}"
+                      for a, b in zip(cycle, cycle[1:]))
+
+
+def test_the_mlir_folders_are_layers_in_order():
+    """syntax below dialects below interpreters below shardy (the data model, ir, below them all)."""
+    order, known = layers(ARCHITECTURE.read_text()), modules()
+    runs = {f: [i for m, i in order.items() if inside(m, f"meshrt.mlir.{f}")]
+            for f in ("syntax", "dialects", "interpreters", "shardy")}
+    assert all(runs.values()), {f: r for f, r in runs.items() if not r}
+    assert order["meshrt.mlir.ir"] < min(runs["syntax"])
+    assert max(runs["syntax"]) < min(runs["dialects"]) and max(runs["dialects"]) < min(runs["interpreters"])
+    assert max(runs["interpreters"]) < min(runs["shardy"])
 
 
 def test_old_module_paths_still_import():
@@ -219,6 +251,35 @@ def test_old_module_paths_still_import():
     for old, new in meshrt._MOVED.items():
         assert importlib.import_module(f"meshrt.{old}") is importlib.import_module(f"meshrt.{new}"), old
     assert callable(meshrt.matmul) and meshrt.formats is importlib.import_module("meshrt.io.formats")
+
+
+def test_old_mlir_module_paths_still_import():
+    """Every module of meshrt/mlir from before it was laid out by dialect imports under its old name as the
+    same module (so patching one patches the other), and is an attribute of meshrt.mlir once imported."""
+    import importlib
+    import subprocess
+    import sys
+
+    import meshrt.mlir
+
+    old = ["_lexer", "_types_attributes", "_reader", "printer", "parser", "verify", "_sdy_attrs", "linalg", "tosa",
+           "stablehlo", "execute", "sdy", "sdy_propagate", "_sdy_window", "_sdy_index", "sdy_cli"]
+    old += [f"_forms_{d}" for d in ("arith", "cf", "linalg", "scf", "sdy", "shard", "stablehlo", "tensor")]
+    assert sorted(meshrt.mlir._MOVED) == sorted(old)
+    for name in old:
+        module = importlib.import_module(f"meshrt.mlir.{name}")
+        new = importlib.import_module(f"meshrt.mlir.{meshrt.mlir._MOVED[name]}")
+        assert module is new and module.__spec__.name == new.__name__, name
+        assert name == "verify" or getattr(meshrt.mlir, name) is new, name
+    assert callable(meshrt.mlir.verify)  # the function, as before, not the module
+    from meshrt.mlir.sdy import SdyProgram
+    from meshrt.mlir.shardy.program import SdyProgram as New
+    assert SdyProgram is New
+    # in a fresh process, without meshrt.mlir imported first, and with warnings as errors
+    code = ("import meshrt.mlir.execute as e, meshrt.mlir.sdy_cli as c; from meshrt.mlir import stablehlo as h; "
+            "import meshrt.mlir; assert e.__name__ == 'meshrt.mlir.interpreters.spmd' and c.explain "
+            "and h is meshrt.mlir.stablehlo and callable(meshrt.mlir.verify)")
+    subprocess.run([sys.executable, "-W", "error", "-c", code], check=True, timeout=120)
 
 
 # -- the checker itself, on made-up modules ------------------------------------------------------

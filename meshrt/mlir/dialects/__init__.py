@@ -15,11 +15,11 @@ Errors are `MLIRError`s whose message starts with ``file:line:col:``.
 
 from __future__ import annotations
 
-from . import _forms_arith, _forms_cf, _forms_linalg, _forms_scf, _forms_shard, _forms_tensor  # noqa: F401  (register the custom forms)
-from . import _forms_sdy, _forms_stablehlo  # noqa: F401  (Shardy and the StableHLO JAX prints)
-from ..errors import MLIRError
-from ._reader import _Parser
-from .ir import Module
+from . import arith, cf, linalg, scf, shard, tensor  # noqa: F401  (register the custom forms)
+from . import sdy, stablehlo  # noqa: F401  (Shardy and the StableHLO JAX prints)
+from ...errors import MLIRError
+from ..syntax.reader import _Parser
+from ..ir import Module
 
 __all__ = ["parse", "parse_file"]
 

@@ -3,9 +3,9 @@ one reader per op, registered with `_custom` (see `meshrt.mlir._reader`)."""
 
 from __future__ import annotations
 
-from ._lexer import _NUMBER
-from ._reader import _I1, CMPF_PREDICATES, CMPI_PREDICATES, _bool_like, _custom, _default_attrs, _flags, _op
-from .ir import DenseElements, FunctionType, Region, SymbolRef, TypeAttr
+from ..syntax.lexer import _NUMBER
+from ..syntax.reader import _I1, CMPF_PREDICATES, CMPI_PREDICATES, _bool_like, _custom, _default_attrs, _flags, _op
+from ..ir import DenseElements, FunctionType, Region, SymbolRef, TypeAttr
 
 
 # arith / math ---------------------------------------------------------------------------------------------

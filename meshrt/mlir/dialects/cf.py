@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ._forms_tensor import _conversion
-from ._reader import _I1, _INDEX, _custom, _op
-from .ir import AffineMap
+from .tensor import _conversion
+from ..syntax.reader import _I1, _INDEX, _custom, _op
+from ..ir import AffineMap
 
 
 # cf -----------------------------------------------------------------------------------------------

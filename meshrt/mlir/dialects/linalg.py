@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from ._reader import _custom, _default_attrs, _element, _op
-from .ir import AffineDim, AffineMap, Block, Region, ScalarType, TensorType, Value
+from ..syntax.reader import _custom, _default_attrs, _element, _op
+from ..ir import AffineDim, AffineMap, Block, Region, ScalarType, TensorType, Value
 
 
 # linalg -------------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@ one reader per op, registered with `_custom` (see `meshrt.mlir._reader`)."""
 
 from __future__ import annotations
 
-from ._reader import _I1, _INDEX, _custom, _op
-from .ir import UNIT, Block, Region
+from ..syntax.reader import _I1, _INDEX, _custom, _op
+from ..ir import UNIT, Block, Region
 
 
 # scf ----------------------------------------------------------------------------------------------

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from ._reader import _custom, _op
-from ._sdy_attrs import DIRECTIONS
-from .ir import OpaqueAttr, SymbolRef
-from .printer import ATTRIBUTE_KINDS
+from ..syntax.reader import _custom, _op
+from .sdy_attrs import DIRECTIONS
+from ..ir import OpaqueAttr, SymbolRef
+from ..syntax.printer import ATTRIBUTE_KINDS
 
 
 def _shard_text(p):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..errors import MLIRError
+from ...errors import MLIRError
 
 __all__ = ["direction_name", "DIRECTIONS", "AxisRef", "DimSharding", "TensorSharding", "MeshAttr", "parse_sharding", "parse_sharding_list",
            "parse_mesh", "parse_axis_list"]

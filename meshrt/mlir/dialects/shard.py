@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 
-from ..sharding import text as _sharding_text
-from ..errors import MeshError, ShardingError
-from ..mesh import parse_mesh_text
-from ._forms_tensor import _conversion, _mixed_list
-from ._lexer import _IDENT
-from ._reader import _I64, _INDEX, _SHARDING, _custom, _op
-from .ir import DYNAMIC, UNIT
+from ...sharding import text as _sharding_text
+from ...errors import MeshError, ShardingError
+from ...mesh import parse_mesh_text
+from .tensor import _conversion, _mixed_list
+from ..syntax.lexer import _IDENT
+from ..syntax.reader import _I64, _INDEX, _SHARDING, _custom, _op
+from ..ir import DYNAMIC, UNIT
 
 
 # shard --------------------------------------------------------------------------------------------

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 
-from ..errors import MLIRError
-from ..reduction import ReductionKind
-from .ir import DYNAMIC, FunctionType, Module, Operation, SymbolRef, TensorType, TypeAttr
+from ...errors import MLIRError
+from ...reduction import ReductionKind
+from ..ir import DYNAMIC, FunctionType, Module, Operation, SymbolRef, TensorType, TypeAttr
 
 __all__ = ["verify"]
 

@@ -8,9 +8,9 @@ Attributes get the names of StableHLO's generic form (``broadcast_dimensions``,
 
 from __future__ import annotations
 
-from ._reader import _custom, _op
-from .ir import FunctionType, OpaqueAttr, Region, TensorType
-from .printer import ATTRIBUTE_KINDS
+from ..syntax.reader import _custom, _op
+from ..ir import FunctionType, OpaqueAttr, Region, TensorType
+from ..syntax.printer import ATTRIBUTE_KINDS
 
 UNARY = (
     "abs cbrt ceil cosine count_leading_zeros exponential exponential_minus_one floor imag is_finite log "
@@ -319,7 +319,7 @@ def _reduce(p, name, pos, nres):
 
 def _applies_region(p, opname, scalar_types):
     """The body ``applies stablehlo.add`` stands for, built as IR."""
-    from .ir import Block, Operation, Value
+    from ..ir import Block, Operation, Value
 
     full = opname if "." in opname else f"stablehlo.{opname}"
     a = [Value(f"%lhs{i}", t) for i, t in enumerate(scalar_types)]

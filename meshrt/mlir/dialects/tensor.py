@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._reader import _INDEX, _custom, _op
-from .ir import DYNAMIC, UNIT
+from ..syntax.reader import _INDEX, _custom, _op
+from ..ir import DYNAMIC, UNIT
 
 
 # tensor -------------------------------------------------------------------------------------------

@@ -39,8 +39,8 @@ import tempfile
 
 import numpy as np
 
-from ..errors import MLIRError
-from .ir import AffineBinary, AffineConst, AffineDim, AffineMap, ScalarType, TensorType
+from ...errors import MLIRError
+from ..ir import AffineBinary, AffineConst, AffineDim, AffineMap, ScalarType, TensorType
 
 __all__ = ["SCALAR_OPS", "LINALG_OPS", "scalar_function", "generic", "run_linalg", "cache_dir"]
 
@@ -520,7 +520,7 @@ _MAP_BLOCKS: dict = {}
 
 def _with_out_argument(block, outs):
     """linalg.map's body has no argument for the output; a kernel body needs one (unused)."""
-    from .ir import Block, Value
+    from ..ir import Block, Value
 
     b = _MAP_BLOCKS.get(id(block))
     if b is None or b[0] is not block:

@@ -30,16 +30,16 @@ import re
 
 import numpy as np
 
-from ..runtime import mpi as _mpi
-from .. import collectives as C
-from ..errors import MLIRError
-from ..halo import update_halo
-from ..mesh import AbstractMesh, Mesh
-from ..sharding.spec import Sharding
+from ...runtime import mpi as _mpi
+from ... import collectives as C
+from ...errors import MLIRError
+from ...halo import update_halo
+from ...mesh import AbstractMesh, Mesh
+from ...sharding.spec import Sharding
 from . import linalg as L
-from .ir import DYNAMIC, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module, ScalarType, TensorType
+from ..ir import DYNAMIC, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module, ScalarType, TensorType
 from .tosa import TOSA_OPS, tosa_function
-from .verify import collective_result_dims, verify
+from ..dialects.shard_checks import collective_result_dims, verify
 
 __all__ = ["Program", "run_function", "check_function", "function_shardings", "is_partitioned"]
 
@@ -849,7 +849,7 @@ def function_shardings(program: Program, name: str):
 def local_parts(arrays, shardings) -> list:
     """Each process's part of every global argument: its block plus halos for a `Sharding`
     (interior halos hold the neighbours' values, boundary ones zeros), the whole array for None."""
-    from ..tensor.distributed_tensor import DistributedTensor
+    from ...tensor.distributed_tensor import DistributedTensor
 
     out = []
     for a, s in zip(arrays, shardings):
@@ -866,7 +866,7 @@ def local_parts(arrays, shardings) -> list:
 def gather_results(results, shardings, comm, root=0) -> list:
     """The global value of every result on ``root`` (None elsewhere): sharded results are
     assembled from every process's owned block (halos dropped); others are taken from ``root``."""
-    from ..tensor.distributed_tensor import DistributedTensor
+    from ...tensor.distributed_tensor import DistributedTensor
 
     out = []
     for r, s in zip(results, shardings):

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import MLIRError
-from .ir import DenseElements, ScalarType, TensorType
+from ...errors import MLIRError
+from ..ir import DenseElements, ScalarType, TensorType
 
 __all__ = ["local_function", "LOCAL_OPS", "REGION_OPS", "np_dtype", "reduce_with", "reduce_window_with",
            "simple_reduction", "ELEMENTWISE", "pad_array", "window_params",

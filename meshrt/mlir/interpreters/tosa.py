@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import MLIRError
-from .ir import _NUMPY, DenseElements, OpaqueType, ScalarType, TensorType
+from ...errors import MLIRError
+from ..ir import _NUMPY, DenseElements, OpaqueType, ScalarType, TensorType
 
 __all__ = ["TOSA_OPS", "tosa_function"]
 

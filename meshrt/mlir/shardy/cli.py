@@ -26,11 +26,11 @@ import sys
 
 import numpy as np
 
-from ..errors import MLIRError
-from ..runtime import mpi as _mpi
-from .ir import TensorType
-from .sdy import SdyProgram, _dt
-from . import stablehlo as H
+from ...errors import MLIRError
+from ...runtime import mpi as _mpi
+from ..ir import TensorType
+from .program import SdyProgram, _dt
+from ..interpreters import stablehlo as H
 
 __all__ = ["run_command", "explain", "sdy_text"]
 
@@ -73,7 +73,7 @@ def explain(module, name="main", comm=None) -> str:
     orig_reshard, orig_gather = DT.reshard, DT.gather
 
     def reshard(t, sharding, *, out=None):
-        from ..reshard import plan_reshard
+        from ...reshard import plan_reshard
 
         plan = plan_reshard(t.sharding, sharding, t.global_shape)
         p.count(" ".join(str(st) for st in plan.steps) or "local re-slice, no communication",
@@ -81,16 +81,16 @@ def explain(module, name="main", comm=None) -> str:
         return orig_reshard(t, sharding, out=out)
 
     def gather(t, root=None):
-        from ..reshard import plan_reshard
-        from ..sharding.spec import Sharding
+        from ...reshard import plan_reshard
+        from ...sharding.spec import Sharding
 
         if p._op_now is not None:
             plan = plan_reshard(t.sharding, Sharding(t.mesh, []), t.global_shape)
             p.count("gather whole: " + " ".join(str(st) for st in plan.steps), plan.elements_moved * t.dtype.itemsize)
         return orig_gather(t, root)
 
-    from ..tensor import distributed_tensor as _dt_module
-    from ..tensor.reshape_plan import elements_sent
+    from ...tensor import distributed_tensor as _dt_module
+    from ...tensor.reshape_plan import elements_sent
 
     orig_exchange = _dt_module._reshape_exchange
 

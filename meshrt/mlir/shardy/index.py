@@ -40,12 +40,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import MLIRError
-from ..runtime import mpi as _mpi
-from ..sharding.spec import Sharding
-from ..tensor.distributed_tensor import DistributedTensor
-from . import stablehlo as H
-from ._sdy_attrs import parse_sharding_list
+from ...errors import MLIRError
+from ...runtime import mpi as _mpi
+from ...sharding.spec import Sharding
+from ...tensor.distributed_tensor import DistributedTensor
+from ..interpreters import stablehlo as H
+from ..dialects.sdy_attrs import parse_sharding_list
 
 __all__ = ["IndexForm", "check_index_op", "gather_form", "scatter_form", "lookups", "route", "run_index_op",
            "combiner_kind", "apply_updates"]

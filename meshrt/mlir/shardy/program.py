@@ -35,18 +35,18 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import MLIRError
-from ..runtime import mpi as _mpi
-from ..mesh import Mesh
-from ..sharding.spec import Sharding
-from . import stablehlo as H
-from . import _sdy_window
-from ._sdy_attrs import (
+from ...errors import MLIRError
+from ...runtime import mpi as _mpi
+from ...mesh import Mesh
+from ...sharding.spec import Sharding
+from ..interpreters import stablehlo as H
+from . import window as _window
+from ..dialects.sdy_attrs import (
     direction_name, DimSharding, TensorSharding, parse_axes_per_dim, parse_axis_list, parse_mesh, parse_sharding,
     parse_sharding_list,
 )
-from .ir import DenseElements, Module, TensorType
-from .verify import verify
+from ..ir import DenseElements, Module, TensorType
+from ..dialects.shard_checks import verify
 
 __all__ = ["SdyProgram", "is_sdy", "verify_sdy", "run_sdy"]
 
@@ -441,7 +441,7 @@ def _cumulative_axis(op, shape):
 
 
 def _dt():
-    from ..tensor.distributed_tensor import DistributedTensor
+    from ...tensor.distributed_tensor import DistributedTensor
 
     return DistributedTensor
 
@@ -624,7 +624,7 @@ class SdyProgram:
                 if op.name == "stablehlo.reduce_window":
                     H.check_region_op(op)
                 if op.name in ("stablehlo.gather", "stablehlo.scatter"):
-                    from ._sdy_index import check_index_op
+                    from .index import check_index_op
 
                     check_index_op(op)
                 if op.name == "func.call":
@@ -664,7 +664,7 @@ class SdyProgram:
         no process maps or holds a whole split argument.  Shapes and dtypes are checked against
         the signature from the files' headers first (`MLIRError` naming the argument), before any
         communication.  The result is what `run` takes."""
-        from ..io.npy import _read_header, read_npy
+        from ...io.npy import _read_header, read_npy
 
         headers = [_read_header(p) for p in paths]
         self.check_args(name, [SimpleNamespace(shape=shape, dtype=dtype) for shape, dtype, *_ in headers])
@@ -688,7 +688,7 @@ class SdyProgram:
         if consume:
             arrays.clear()
         if name not in self._propagated:
-            from .sdy_propagate import propagate
+            from .propagation import propagate
 
             self._propagated[name] = propagate(self.module, name)
         self._prop = self._propagated[name]
@@ -1013,7 +1013,7 @@ class SdyProgram:
             a, b = (self._as_dt(v, vals) for v in vals)
             sub = H.dot_general_subscripts(op)
             if self.trace is not None:
-                from ..tensor.matmul import explain_einsum
+                from ...tensor.matmul import explain_einsum
 
                 plan = explain_einsum(sub, (a.global_shape, a.sharding), (b.global_shape, b.sharding))
                 steps = "; ".join(str(st) for _, st in plan.collectives()) or "no communication"
@@ -1023,7 +1023,7 @@ class SdyProgram:
             dt = H.np_dtype(t)
             return [r if r.dtype == dt else r.astype(dt)]
         if name in ("stablehlo.gather", "stablehlo.scatter"):
-            from ._sdy_index import run_index_op  # each process answers for the rows it owns
+            from .index import run_index_op  # each process answers for the rows it owns
 
             r = run_index_op(self, op, vals, env, _Splat)
             if r is not None:
@@ -1058,8 +1058,8 @@ class SdyProgram:
             if axis is not None and np.all(np.asarray(self.whole(vals[1])) == 0):
                 # jnp.cumsum: a prefix sum along one (maybe split) dim, in the operand's type (as StableHLO)
                 return [vals[0].cumsum(axis=axis, dtype=vals[0].dtype)]
-        if name in _sdy_window.SHARDED_OPS:  # pad, dynamic_(update_)slice, reduce_window, sort on the shards
-            res = _sdy_window.run_global(self, op, vals, env)
+        if name in _window.SHARDED_OPS:  # pad, dynamic_(update_)slice, reduce_window, sort on the shards
+            res = _window.run_global(self, op, vals, env)
             if res is not None:
                 return res
         # no sharded implementation: run on the gathered operands; the result is replicated
@@ -1073,7 +1073,7 @@ class SdyProgram:
         result block) and fold them in shard order, then with the initial values.  StableHLO
         leaves the order of a reduction's combinations to the implementation; this one folds each
         block in order, then the blocks in order."""
-        from .. import collectives
+        from ... import collectives
 
         DT = _dt()
         n = len(vals) // 2
@@ -1176,7 +1176,7 @@ class SdyProgram:
     def _defers(self, r):
         """Whether ``r`` is a deferred expression to keep as one (not under ``explain``, which
         counts each op's moves as it runs)."""
-        from ..tensor.lazy import LazyTensor
+        from ...tensor.lazy import LazyTensor
 
         return type(r) is LazyTensor and self.on_result is None and self.trace is None
 

@@ -26,9 +26,9 @@ crosses a ``propagation_barrier`` in a blocked direction.
 
 from __future__ import annotations
 
-from . import stablehlo as H
-from ._sdy_attrs import DimSharding, TensorSharding, direction_name, parse_sharding, parse_sharding_list
-from .ir import TensorType
+from ..interpreters import stablehlo as H
+from ..dialects.sdy_attrs import DimSharding, TensorSharding, direction_name, parse_sharding, parse_sharding_list
+from ..ir import TensorType
 
 __all__ = ["propagate", "Shardings", "reshape_axes"]
 
@@ -128,7 +128,7 @@ def reshape_axes(old, new, axes_per_dim, length) -> list:
     >>> reshape_axes((8, 12), (4, 24), [["x"], ["y"]], lambda a: 2)
     [['x'], []]
     """
-    from ..tensor.layout import _reshape_groups
+    from ...tensor.layout import _reshape_groups
 
     out = [[] for _ in new]
     for gi, gj in _reshape_groups(tuple(old), tuple(new)):
@@ -228,7 +228,7 @@ def _callee(module, op):
 
 
 def _mesh_sizes(module) -> dict:
-    from ._sdy_attrs import parse_mesh
+    from ..dialects.sdy_attrs import parse_mesh
 
     return {op.attributes.get("sym_name"): parse_mesh(str(op.attributes.get("mesh")), str(op.location)).sizes()
             for op in module.operations if op.name == "sdy.mesh"}

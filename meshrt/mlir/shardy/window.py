@@ -34,12 +34,12 @@ import math
 
 import numpy as np
 
-from ..errors import MLIRError
-from ..runtime import mpi as _mpi
-from ..sharding.spec import Sharding, split_offsets
-from . import stablehlo as H
-from ._sdy_attrs import parse_sharding_list
-from .stablehlo import stable_sort_perm
+from ...errors import MLIRError
+from ...runtime import mpi as _mpi
+from ...sharding.spec import Sharding, split_offsets
+from ..interpreters import stablehlo as H
+from ..dialects.sdy_attrs import parse_sharding_list
+from ..interpreters.stablehlo import stable_sort_perm
 
 __all__ = ["SHARDED_OPS", "run_global", "pad_slices", "clamp_starts", "window_slices", "prefix_axis", "count_before",
            "rebalance_counts", "sample_sort"]
@@ -162,7 +162,7 @@ def _count(mesh, axes) -> int:
 # -- running in global view -----------------------------------------------------------------------------
 
 def _dt():
-    from ..tensor.distributed_tensor import DistributedTensor
+    from ...tensor.distributed_tensor import DistributedTensor
 
     return DistributedTensor
 

@@ -8,10 +8,10 @@ import re
 
 import numpy as np
 
-from ..sharding import text as _sharding_text
-from ..errors import ShardingError
-from ._lexer import _BANG_NAME, _DIM, _IDENT, _NUMBER, _SCALAR, _STRING, _SYMBOL, _Lexer, _unquote
-from .ir import (
+from ...sharding import text as _sharding_text
+from ...errors import ShardingError
+from .lexer import _BANG_NAME, _DIM, _IDENT, _NUMBER, _SCALAR, _STRING, _SYMBOL, _Lexer, _unquote
+from ..ir import (
     _NUMPY, UNIT, AffineBinary, AffineConst, AffineDim, AffineMap, AffineSymbol, DenseElements, FunctionType,
     OpaqueAttr, OpaqueType, ScalarType, SymbolRef, TensorType, TypeAttr,
 )

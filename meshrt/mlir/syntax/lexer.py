@@ -7,8 +7,8 @@ from __future__ import annotations
 import bisect
 import re
 
-from ..errors import MLIRError
-from .ir import Location
+from ...errors import MLIRError
+from ..ir import Location
 
 
 # -- lexical pieces -----------------------------------------------------------------------------------

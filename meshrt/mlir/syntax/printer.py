@@ -41,8 +41,8 @@ import struct
 
 import numpy as np
 
-from ..errors import MLIRError
-from .ir import (
+from ...errors import MLIRError
+from ..ir import (
     UNIT, AffineMap, Block, DenseElements, FunctionType, OpaqueAttr, Operation, Region, ScalarType, SymbolRef,
     TensorType, TypeAttr,
 )

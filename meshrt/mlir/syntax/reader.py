@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from ..errors import MLIRError
-from ._lexer import _BLOCK, _STRING, _SUFFIX_ID, _VALUE, _WS, _unquote
-from ._types_attributes import _AttributeReader
-from .ir import Block, FunctionType, OpaqueType, Operation, Region, ScalarType, TensorType, Value
+from ...errors import MLIRError
+from .lexer import _BLOCK, _STRING, _SUFFIX_ID, _VALUE, _WS, _unquote
+from .attributes import _AttributeReader
+from ..ir import Block, FunctionType, OpaqueType, Operation, Region, ScalarType, TensorType, Value
 
 
 CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
