@@ -28,8 +28,9 @@ import numpy as np
 
 from ...errors import MLIRError
 from ...runtime import mpi as _mpi
+from ...tensor.distributed_tensor import DistributedTensor
 from ..ir import TensorType
-from .program import SdyProgram, _dt
+from .program import SdyProgram
 from ..interpreters import stablehlo as H
 
 __all__ = ["run_command", "explain", "sdy_text"]
@@ -37,7 +38,7 @@ __all__ = ["run_command", "explain", "sdy_text"]
 
 def sdy_text(value, mesh_name="mesh", rank=None) -> str:
     """The Shardy sharding text ``<@mesh, [{"x"}, {}]>`` of a runtime value (numpy: replicated)."""
-    DT = _dt()
+    DT = DistributedTensor
     if hasattr(value, "src") and hasattr(value, "take"):  # a slice taken when used: its source's layout
         value = value.src
     if isinstance(value, DT):
@@ -68,7 +69,7 @@ def explain(module, name="main", comm=None) -> str:
 
         comm = MPI.COMM_WORLD
     p = SdyProgram(module, comm)
-    DT = _dt()
+    DT = DistributedTensor
     seen = {}
     orig_reshard, orig_gather = DT.reshard, DT.gather
 

@@ -27,7 +27,8 @@ crosses a ``propagation_barrier`` in a blocked direction.
 from __future__ import annotations
 
 from ..interpreters import stablehlo as H
-from ..dialects.sdy_attrs import DimSharding, TensorSharding, direction_name, parse_sharding, parse_sharding_list
+from ..dialects.sdy import _arg_sharding, meshes, sharding_attr, shardings_attr
+from ..dialects.sdy_attrs import DimSharding, TensorSharding, direction_name
 from ..ir import TensorType
 
 __all__ = ["propagate", "Shardings", "reshape_axes"]
@@ -228,26 +229,7 @@ def _callee(module, op):
 
 
 def _mesh_sizes(module) -> dict:
-    from ..dialects.sdy_attrs import parse_mesh
-
-    return {op.attributes.get("sym_name"): parse_mesh(str(op.attributes.get("mesh")), str(op.location)).sizes()
-            for op in module.operations if op.name == "sdy.mesh"}
-
-
-def _arg_sharding(func, i, key="arg_attrs"):
-    attrs = func.attributes.get(key)
-    if not attrs or i >= len(attrs) or not isinstance(attrs[i], dict) or "sdy.sharding" not in attrs[i]:
-        return None
-    return parse_sharding(str(attrs[i]["sdy.sharding"]), str(func.location))
-
-
-def sharding_attr(op, key):
-    v = op.attributes.get(key)
-    return None if v is None else parse_sharding(str(v), str(op.location))
-
-
-def shardings_attr(op, key):
-    return parse_sharding_list(str(op.attributes[key]), str(op.location))
+    return {name: mesh.sizes() for name, mesh in meshes(module).items()}
 
 
 class Shardings(dict):

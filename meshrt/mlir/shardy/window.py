@@ -37,6 +37,7 @@ import numpy as np
 from ...errors import MLIRError
 from ...runtime import mpi as _mpi
 from ...sharding.spec import Sharding, split_offsets
+from ...tensor.distributed_tensor import DistributedTensor
 from ..interpreters import stablehlo as H
 from ..dialects.sdy_attrs import parse_sharding_list
 from ..interpreters.stablehlo import stable_sort_perm
@@ -161,12 +162,6 @@ def _count(mesh, axes) -> int:
 
 # -- running in global view -----------------------------------------------------------------------------
 
-def _dt():
-    from ...tensor.distributed_tensor import DistributedTensor
-
-    return DistributedTensor
-
-
 def _scalar(p, v):
     """A replicated scalar operand's value (a 0-d array, a broadcast scalar, a 0-d tensor)."""
     if hasattr(v, "full") and hasattr(v, "value"):
@@ -192,7 +187,7 @@ def _target(p, op, i, like: Sharding | None):
 
 
 def _as_dt(v, sharding, shape):
-    DT = _dt()
+    DT = DistributedTensor
     if isinstance(v, DT):
         return v if v.sharding == sharding else v.reshard(sharding)
     if hasattr(v, "full") and hasattr(v, "value"):
@@ -203,7 +198,7 @@ def _as_dt(v, sharding, shape):
 def run_global(p, op, vals, env):
     """The op's results computed on the shards, or None when it has no split operand this module takes
     (the caller then runs it as before)."""
-    DT = _dt()
+    DT = DistributedTensor
     name = op.name
     if name == "stablehlo.pad" and isinstance(vals[0], DT):
         return [pad(p, op, vals[0], _scalar(p, vals[1]))]
@@ -226,7 +221,7 @@ def run_global(p, op, vals, env):
 
 def pad(p, op, x, value):
     """``stablehlo.pad`` of a split operand: fill, then one distributed strided slice assignment."""
-    DT = _dt()
+    DT = DistributedTensor
     low, high = H._attr_ints(op, "edge_padding_low"), H._attr_ints(op, "edge_padding_high")
     interior = H._attr_ints(op, "interior_padding")
     t = op.results[0].type
@@ -241,7 +236,7 @@ def pad(p, op, x, value):
 
 
 def dynamic_update_slice(p, op, x, update, starts):
-    DT = _dt()
+    DT = DistributedTensor
     shape = update.shape if not isinstance(update, DT) else update.global_shape
     starts = clamp_starts(starts, x.global_shape, shape)
     s = _target(p, op, 0, x.sharding.replace(halo_sizes=None))
@@ -256,7 +251,7 @@ def dynamic_update_slice(p, op, x, update, starts):
 
 def reduce_window(p, op, xs, inits, env):
     """``stablehlo.reduce_window`` with any body (``simple_reduction``'s kinds through numpy)."""
-    DT = _dt()
+    DT = DistributedTensor
     ref = next(v for v in xs if isinstance(v, DT))
     rank = ref.ndim
     wd, ws, bd, wdl, padding = H.window_params(op, rank)
@@ -311,7 +306,7 @@ def reduce_window(p, op, xs, inits, env):
 def _reduce_window_by_offsets(p, op, xs, inits, ref, kind, body, out_shape, dtypes):
     """One strided slice of the padded operand per window offset, resharded to the result's layout
     (the elements whose owner differs: halo-sized for a window narrower than a shard), folded in."""
-    DT = _dt()
+    DT = DistributedTensor
     rank = ref.ndim
     wd, ws, bd, wdl, padding = H.window_params(op, rank)
     even = _even(ref.mesh, _axes_of(ref.sharding, rank))
@@ -370,7 +365,7 @@ def _sort_blocks(blocks, dim, less):
 
 def sort(p, op, vals, env):
     """``stablehlo.sort`` of split operands (see the module docstring for the plans)."""
-    DT = _dt()
+    DT = DistributedTensor
     ref = next(v for v in vals if isinstance(v, DT))
     rank = ref.ndim
     dim = int(op.attributes.get("dimension", -1))
