@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from . import arith, cf, linalg, scf, shard, tensor  # noqa: F401  (register the custom forms)
 from . import sdy, stablehlo  # noqa: F401  (Shardy and the StableHLO JAX prints)
+from . import tosa  # noqa: F401  (its nan_mode default, its attributes' MLIR form)
 from ...errors import MLIRError
 from ..syntax.reader import _Parser
 from ..ir import Module

@@ -3,12 +3,71 @@ one reader per op, registered with `_custom` (see `meshrt.mlir._reader`)."""
 
 from __future__ import annotations
 
-from ..syntax.lexer import _NUMBER
-from ..syntax.reader import _I1, CMPF_PREDICATES, CMPI_PREDICATES, _bool_like, _custom, _default_attrs, _flags, _op
+import re
+
 from ..ir import DenseElements, FunctionType, Region, SymbolRef, TypeAttr
+from ..syntax.lexer import _NUMBER
+from ..syntax.printer import ATTRIBUTE_KINDS, _by_result_type, _enum
+from ..syntax.reader import _I1, _bool_like, _custom, _normalizer, _op
 
 
 # arith / math ---------------------------------------------------------------------------------------------
+
+# in the order of MLIR's enums: the generic form's ``predicate = 3 : i64`` is the fourth name
+CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+CMPF_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult",
+                   "ule", "une", "uno", "true")
+
+# Ops whose generic form always carries ``fastmath`` / ``overflowFlags`` (default "none").
+_FASTMATH = {f"arith.{n}" for n in "addf subf mulf divf remf maximumf minimumf maxnumf minnumf negf cmpf".split()}
+_FASTMATH |= {f"math.{n}" for n in (
+    "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt tanh sin cos tan sinh cosh asin acos atan atan2 asinh acosh "
+    "atanh absf ceil floor round roundeven trunc erf erfc powf cbrt copysign fma fpowi"
+).split()}
+_OVERFLOW = {f"arith.{n}" for n in "addi subi muli shli trunci".split()}
+
+
+def _default_attrs(name, attrs):
+    if name in _FASTMATH:
+        attrs.setdefault("fastmath", "none")
+    if name in _OVERFLOW:
+        attrs.setdefault("overflowFlags", "none")
+    return attrs
+
+
+def _flags(p, attrs):
+    """Optional ``fastmath<...>`` / ``overflow<...>`` after the operands."""
+    while True:
+        if p.keyword("fastmath"):
+            attrs["fastmath"] = re.sub(r"\s+", "", p.balanced()[1:-1])
+        elif p.keyword("overflow"):
+            attrs["overflowFlags"] = re.sub(r"\s+", "", p.balanced()[1:-1])
+        else:
+            return
+
+
+def _predicates(op_name):
+    return CMPI_PREDICATES if op_name == "arith.cmpi" else CMPF_PREDICATES
+
+
+@_normalizer("arith.cmpi", "arith.cmpf")
+def _predicate_name(p, op, pos):
+    """The generic form's predicate number -> its name, as the custom form says it."""
+    a = op.attributes
+    if isinstance(a.get("predicate"), int) and not isinstance(a.get("predicate"), bool):
+        names = _predicates(op.name)
+        if not 0 <= a["predicate"] < len(names):
+            p.error(f"'{op.name}' predicate {a['predicate']} is out of range", pos)
+        a["predicate"] = names[a["predicate"]]
+
+
+def _predicate_number(v, op):
+    return f"{_predicates(op.name).index(v)} : i64"
+
+
+ATTRIBUTE_KINDS["arith.*"] = {"fastmath": _enum("arith", "fastmath"), "overflowFlags": _enum("arith", "overflow"),
+                              "predicate": _predicate_number, "value": _by_result_type}
+ATTRIBUTE_KINDS["math.*"] = {"fastmath": _enum("arith", "fastmath")}
 
 _ARITH_BINARY = (
     "addf subf mulf divf remf maximumf minimumf maxnumf minnumf addi subi muli divsi divui remsi remui ceildivsi "
@@ -64,7 +123,7 @@ def _fma(p, name, pos, nres):
 @_custom("arith.cmpi", "arith.cmpf")
 def _cmp(p, name, pos, nres):
     pred = p.ident("a comparison predicate")
-    valid = CMPI_PREDICATES if name == "arith.cmpi" else CMPF_PREDICATES
+    valid = _predicates(name)
     if pred not in valid:
         p.error(f"'{name}': unknown predicate '{pred}'; expected one of {', '.join(valid)}", pos)
     p.expect(",")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .tensor import _conversion
+from ..syntax.printer import ATTRIBUTE_KINDS, _array, _enum
 from ..syntax.reader import _I1, _INDEX, _custom, _op
 from ..ir import AffineMap
 
@@ -132,3 +133,10 @@ def _vector_mask(p, name, pos, nres):
             ops.append(_op("vector.yield", list(ops[-1].results) if ops else [], []))
     types = [mask_t] + results[:len(names) - 1]
     return _op(name, p.resolve(names, types), results, attrs, [region])
+
+
+# the MLIR form of the attributes ----------------------------------------------------------------------
+
+ATTRIBUTE_KINDS["cf.*"] = {"operandSegmentSizes": _array("i32")}
+ATTRIBUTE_KINDS["vector.*"] = {"mask_dim_sizes": _array("i64"), "reduction_dims": _array("i64"),
+                               "kind": _enum("vector", "kind")}

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
-from ..syntax.reader import _custom, _default_attrs, _element, _op
+from .arith import _default_attrs
+from ..syntax.printer import ATTRIBUTE_KINDS, _array, _typed_int
+from ..syntax.reader import _custom, _element, _op
 from ..ir import AffineDim, AffineMap, Block, Region, ScalarType, TensorType, Value
 
 
@@ -227,3 +229,14 @@ def _linalg_index(p, name, pos, nres):
     attrs = p.opt_attr_dict({"dim": d})
     p.expect(":")
     return _op(name, [], [p.type()], attrs)
+
+
+# the MLIR form of the attributes ----------------------------------------------------------------------
+
+
+def _iterators(v, op):
+    return "[" + ", ".join(f"#linalg.iterator_type<{x}>" for x in v) + "]"
+
+
+ATTRIBUTE_KINDS["linalg.*"] = {"operandSegmentSizes": _array("i32"), "iterator_types": _iterators,
+                               "permutation": _array("i64"), "dimensions": _array("i64"), "dim": _typed_int("i64")}

@@ -6,12 +6,15 @@ from __future__ import annotations
 import re
 
 from ...sharding import text as _sharding_text
-from ...errors import MeshError, ShardingError
+from ...errors import MeshError, MLIRError, ShardingError
 from ...mesh import parse_mesh_text
 from .tensor import _conversion, _mixed_list
 from ..syntax.lexer import _IDENT
-from ..syntax.reader import _I64, _INDEX, _SHARDING, _custom, _op
-from ..ir import DYNAMIC, UNIT
+from ..syntax.printer import ATTRIBUTE_KINDS, _array, _ints, _typed_int
+from ..syntax.reader import _I64, _INDEX, _custom, _normalizer, _op
+from ..ir import DYNAMIC, UNIT, OpaqueType
+
+_SHARDING = OpaqueType("!shard.sharding")
 
 
 # shard --------------------------------------------------------------------------------------------
@@ -269,3 +272,42 @@ def _shard_update_halo(p, name, pos, nres):
     p.expect(":")
     t = p.type()
     return _op(name, p.resolve([dst] + dhalo, [t] + [_I64] * len(dhalo)), [t], attrs)
+
+
+# normalization and the MLIR form of the attributes -----------------------------------------------
+
+
+@_normalizer("shard.reduce_scatter", "shard.scatter")
+def _scatter_axis(p, op, pos):
+    if "scatter_dim" in op.attributes:
+        op.attributes["scatter_axis"] = op.attributes.pop("scatter_dim")  # the newer dialect's name for the same attribute
+
+
+def _shard_reduction(v, op):
+    return f"#shard<partial {v}>"
+
+
+def _axis_array(v, op):
+    return "#shard<axisarray[" + ", ".join("[" + _ints(a) + "]" for a in v) + "]>"
+
+
+def _partial_sharding(v, op):
+    kind, axes = op.attributes.get("partial_type"), list(op.attributes.get("partial_axes", ()))
+    raise MLIRError(f"{op.location}: 'shard.sharding' with partial = {kind} {axes}: LLVM 22 dropped partial "
+                    "annotations from the sharding op (llvm/llvm-project#149805, July 2025), so no MLIR text "
+                    "says this sharding; reduce the partial axes first (an all_reduce) or keep meshrt's own "
+                    "form (str(Sharding))")
+
+
+ATTRIBUTE_KINDS["shard.*"] = {
+    "grid_axes": _array("i16"), "axes": _array("i16"),
+    "shape": _array("i64"), "static_halo_sizes": _array("i64"), "static_sharded_dims_offsets": _array("i64"),
+    "root": _array("i64"), "source": _array("i64"), "destination": _array("i64"),
+    "dims": _array("i64"), "device": _array("i64"), "operandSegmentSizes": _array("i32"),
+    "gather_axis": _typed_int("index"), "slice_axis": _typed_int("index"), "split_axis": _typed_int("index"),
+    "concat_axis": _typed_int("index"), "scatter_axis": _typed_int("index"),
+    "shift_axis": _typed_int("index"), "offset": _typed_int("i64"),
+    "reduction": _shard_reduction, "split_axes": _axis_array,
+    "partial_type": _partial_sharding, "partial_axes": _partial_sharding,
+}
+ATTRIBUTE_KINDS["shard.neighbors_linear_indices"] = {"split_axes": _array("i16")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..syntax.printer import ATTRIBUTE_KINDS, _array, _typed_int
 from ..syntax.reader import _INDEX, _custom, _op
 from ..ir import DYNAMIC, UNIT
 
@@ -233,3 +234,17 @@ def _yield(p, name, pos, nres):
         p.expect(":")
         types = p.type_list()
     return _op(name, p.resolve(names, types), [], attrs)
+
+
+# the MLIR form of the attributes ----------------------------------------------------------------------
+
+
+def _reassociation_text(v, op):
+    return "[" + ", ".join("[" + ", ".join(f"{int(x)} : i64" for x in g) + "]" for g in v) + "]"
+
+
+ATTRIBUTE_KINDS["tensor.*"] = {
+    "static_offsets": _array("i64"), "static_sizes": _array("i64"), "static_strides": _array("i64"),
+    "static_low": _array("i64"), "static_high": _array("i64"), "static_output_shape": _array("i64"),
+    "operandSegmentSizes": _array("i32"), "reassociation": _reassociation_text, "dim": _typed_int("i64"),
+}

@@ -41,18 +41,12 @@ import struct
 
 import numpy as np
 
-from ...errors import MLIRError
 from ..ir import (
     UNIT, AffineMap, Block, DenseElements, FunctionType, OpaqueAttr, Operation, Region, ScalarType, SymbolRef,
     TensorType, TypeAttr,
 )
 
 __all__ = ["print_generic", "ATTRIBUTE_KINDS"]
-
-_CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
-_CMPF = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une",
-         "uno", "true")
-
 
 def _ints(v):
     return ", ".join(str(int(x)) for x in v)
@@ -68,27 +62,6 @@ def _typed_int(t):
 
 def _enum(dialect, kind):
     return lambda v, op: f"#{dialect}.{kind}<{v}>"
-
-
-def _shard_reduction(v, op):
-    return f"#shard<partial {v}>"
-
-
-def _axis_array(v, op):
-    return "#shard<axisarray[" + ", ".join("[" + _ints(a) + "]" for a in v) + "]>"
-
-
-def _predicate(v, op):
-    names = _CMPI if op.name == "arith.cmpi" else _CMPF
-    return f"{names.index(v)} : i64"
-
-
-def _iterators(v, op):
-    return "[" + ", ".join(f"#linalg.iterator_type<{x}>" for x in v) + "]"
-
-
-def _reassociation(v, op):
-    return "[" + ", ".join("[" + ", ".join(f"{int(x)} : i64" for x in g) + "]" for g in v) + "]"
 
 
 def _element_of(t):
@@ -159,44 +132,9 @@ def dense_text(d: DenseElements) -> str:
     return f"dense<{body}> : {d.type}"
 
 
-def _partial_sharding(v, op):
-    kind, axes = op.attributes.get("partial_type"), list(op.attributes.get("partial_axes", ()))
-    raise MLIRError(f"{op.location}: 'shard.sharding' with partial = {kind} {axes}: LLVM 22 dropped partial "
-                    "annotations from the sharding op (llvm/llvm-project#149805, July 2025), so no MLIR text "
-                    "says this sharding; reduce the partial axes first (an all_reduce) or keep meshrt's own "
-                    "form (str(Sharding))")
-
-
-_GRID_OPS = ("grid_shape", "process_multi_index", "neighbors_linear_indices")
-
-# op name (or "dialect.*") -> {attribute name: formatter(value, op) -> text}
-ATTRIBUTE_KINDS = {
-    "shard.*": {
-        "grid_axes": _array("i16"), "axes": _array("i16"),
-        "shape": _array("i64"), "static_halo_sizes": _array("i64"), "static_sharded_dims_offsets": _array("i64"),
-        "root": _array("i64"), "source": _array("i64"), "destination": _array("i64"),
-        "dims": _array("i64"), "device": _array("i64"), "operandSegmentSizes": _array("i32"),
-        "gather_axis": _typed_int("index"), "slice_axis": _typed_int("index"), "split_axis": _typed_int("index"),
-        "concat_axis": _typed_int("index"), "scatter_axis": _typed_int("index"),
-        "shift_axis": _typed_int("index"), "offset": _typed_int("i64"),
-        "reduction": _shard_reduction, "split_axes": _axis_array,
-        "partial_type": _partial_sharding, "partial_axes": _partial_sharding,
-    },
-    "shard.neighbors_linear_indices": {"split_axes": _array("i16")},
-    "arith.*": {"fastmath": _enum("arith", "fastmath"), "overflowFlags": _enum("arith", "overflow"),
-                "predicate": _predicate, "value": _by_result_type},
-    "math.*": {"fastmath": _enum("arith", "fastmath")},
-    "tensor.*": {"static_offsets": _array("i64"), "static_sizes": _array("i64"), "static_strides": _array("i64"),
-                 "static_low": _array("i64"), "static_high": _array("i64"),
-                 "static_output_shape": _array("i64"), "operandSegmentSizes": _array("i32"),
-                 "reassociation": _reassociation, "dim": _typed_int("i64")},
-    "linalg.*": {"operandSegmentSizes": _array("i32"), "iterator_types": _iterators,
-                 "permutation": _array("i64"), "dimensions": _array("i64"), "dim": _typed_int("i64")},
-    "cf.*": {"operandSegmentSizes": _array("i32")},
-    "tosa.*": {"axis": _typed_int("i32"), "perms": _array("i32"), "min_val": _by_element_type,
-               "max_val": _by_element_type, "new_shape": _array("i64"), "nan_mode": _enum("tosa", "nan_mode")},
-    "vector.*": {"mask_dim_sizes": _array("i64"), "reduction_dims": _array("i64"), "kind": _enum("vector", "kind")},
-}
+# op name (or "dialect.*") -> {attribute name: formatter(value, op) -> text}; each dialect of
+# meshrt.mlir.dialects writes its rows when imported (meshrt.mlir imports them all)
+ATTRIBUTE_KINDS = {}
 
 
 def _formatter(op_name, key):

@@ -13,26 +13,12 @@ import re
 from ...errors import MLIRError
 from .lexer import _BLOCK, _STRING, _SUFFIX_ID, _VALUE, _WS, _unquote
 from .attributes import _AttributeReader
-from ..ir import Block, FunctionType, OpaqueType, Operation, Region, ScalarType, TensorType, Value
+from ..ir import Block, FunctionType, Operation, Region, ScalarType, TensorType, Value
 
-
-CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
-CMPF_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult",
-                   "ule", "une", "uno", "true")
-
-# Ops whose generic form always carries ``fastmath`` / ``overflowFlags`` (default "none").
-_FASTMATH = {f"arith.{n}" for n in "addf subf mulf divf remf maximumf minimumf maxnumf minnumf negf cmpf".split()}
-_FASTMATH |= {f"math.{n}" for n in (
-    "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt tanh sin cos tan sinh cosh asin acos atan atan2 asinh acosh "
-    "atanh absf ceil floor round roundeven trunc erf erfc powf cbrt copysign fma fpowi"
-).split()}
-_OVERFLOW = {f"arith.{n}" for n in "addi subi muli shli trunci".split()}
-_NAN_MODE = {f"tosa.{n}" for n in "clamp maximum minimum reduce_max reduce_min argmax max_pool2d".split()}
 
 _I1 = ScalarType("i1")
 _INDEX = ScalarType("index")
 _I64 = ScalarType("i64")
-_SHARDING = OpaqueType("!shard.sharding")
 
 
 def _bool_like(t):
@@ -340,17 +326,21 @@ class _Parser(_AttributeReader):
 
 
 def _normalize(p, op, pos):
-    a = op.attributes
-    if op.name in ("arith.cmpi", "arith.cmpf") and isinstance(a.get("predicate"), int) \
-            and not isinstance(a.get("predicate"), bool):
-        names = CMPI_PREDICATES if op.name == "arith.cmpi" else CMPF_PREDICATES
-        if not 0 <= a["predicate"] < len(names):
-            p.error(f"'{op.name}' predicate {a['predicate']} is out of range", pos)
-        a["predicate"] = names[a["predicate"]]
-    if op.name in _NAN_MODE:
-        a.setdefault("nan_mode", "PROPAGATE")  # the default mlir-opt prints
-    if op.name in ("shard.reduce_scatter", "shard.scatter") and "scatter_dim" in a:
-        a["scatter_axis"] = a.pop("scatter_dim")  # the newer dialect's name for the same attribute
+    for fn in _NORMALIZE.get(op.name, ()):
+        fn(p, op, pos)
+
+
+_NORMALIZE = {}
+
+
+def _normalizer(*names):
+    """Register ``fn(p, op, pos)``, run on every op of these names once read (custom or generic form):
+    a dialect's defaults and old spellings, brought to the one form the rest of meshrt reads."""
+    def deco(fn):
+        for n in names:
+            _NORMALIZE.setdefault(n, []).append(fn)
+        return fn
+    return deco
 
 
 # -- custom forms ------------------------------------------------------------------------------------------
@@ -376,25 +366,6 @@ def _functional_form(p, name, pos, nres):
     if not isinstance(ft, FunctionType):
         p.error(f"expected a function type for '{name}'")
     return _op(name, p.resolve(names, list(ft.inputs)), list(ft.results), attrs)
-
-
-def _default_attrs(name, attrs):
-    if name in _FASTMATH:
-        attrs.setdefault("fastmath", "none")
-    if name in _OVERFLOW:
-        attrs.setdefault("overflowFlags", "none")
-    return attrs
-
-
-def _flags(p, attrs):
-    """Optional ``fastmath<...>`` / ``overflow<...>`` after the operands."""
-    while True:
-        if p.keyword("fastmath"):
-            attrs["fastmath"] = re.sub(r"\s+", "", p.balanced()[1:-1])
-        elif p.keyword("overflow"):
-            attrs["overflowFlags"] = re.sub(r"\s+", "", p.balanced()[1:-1])
-        else:
-            return
 
 
 def _op(name, operands, result_types, attrs=None, regions=None, successors=None):
