@@ -30,7 +30,7 @@ from .ir import (
 from . import ir as _ir
 from .syntax import printer as _printer
 from .dialects import parse, parse_file
-from .dialects.shard_checks import verify
+from .dialects.shard import verify
 
 _ir._PRINTER.print_generic = _printer.print_generic  # Operation.generic() / Module.generic()
 
@@ -47,7 +47,7 @@ __all__ = [
 _MOVED = {
     "_lexer": "syntax.lexer", "_types_attributes": "syntax.attributes", "_reader": "syntax.reader",
     "printer": "syntax.printer",
-    "parser": "dialects", "verify": "dialects.shard_checks", "_sdy_attrs": "dialects.sdy_attrs",
+    "parser": "dialects", "verify": "dialects.shard", "_sdy_attrs": "dialects.sdy_attrs",
     **{f"_forms_{d}": f"dialects.{d}" for d in ("arith", "cf", "linalg", "scf", "sdy", "shard", "stablehlo", "tensor")},
     "linalg": "interpreters.linalg", "tosa": "interpreters.tosa", "stablehlo": "interpreters.stablehlo",
     "execute": "interpreters.spmd",

@@ -15,7 +15,7 @@ Errors are `MLIRError`s whose message starts with ``file:line:col:``.
 
 from __future__ import annotations
 
-from . import arith, cf, linalg, scf, shard, tensor  # noqa: F401  (register the custom forms)
+from . import affine, arith, builtin, cf, func, linalg, scf, shard, tensor, vector  # noqa: F401  (register the custom forms)
 from . import sdy, stablehlo  # noqa: F401  (Shardy and the StableHLO JAX prints)
 from . import tosa  # noqa: F401  (its nan_mode default, its attributes' MLIR form)
 from ...errors import MLIRError

@@ -1,11 +1,13 @@
-"""The custom (pretty) forms of arith, math, func and builtin ops:
-one reader per op, registered with `_custom` (see `meshrt.mlir._reader`)."""
+"""The ``arith`` and ``math`` dialects (math's ops share arith's forms and its ``fastmath`` flag): their
+custom (pretty) forms, one reader per op registered with `_custom` (see `meshrt.mlir.syntax.reader`);
+the predicate names of ``cmpi``/``cmpf``; the flags their generic form always carries; the MLIR form
+of their attributes. What the ops compute: `meshrt.mlir.interpreters.arith`."""
 
 from __future__ import annotations
 
 import re
 
-from ..ir import DenseElements, FunctionType, Region, SymbolRef, TypeAttr
+from ..ir import DenseElements
 from ..syntax.lexer import _NUMBER
 from ..syntax.printer import ATTRIBUTE_KINDS, _by_result_type, _enum
 from ..syntax.reader import _I1, _bool_like, _custom, _normalizer, _op
@@ -190,112 +192,3 @@ def _constant(p, name, pos, nres):
             t = p.type()
     attrs["value"] = value
     return _op(name, [], [t], attrs)
-
-
-# func / builtin ----------------------------------------------------------------------------------------------
-
-
-@_custom("func.func")
-def _func(p, name, pos, nres):
-    attrs = {}
-    if p.keyword("private"):
-        attrs["sym_visibility"] = "private"
-    elif p.keyword("public"):
-        attrs["sym_visibility"] = "public"
-    elif p.keyword("nested"):
-        attrs["sym_visibility"] = "nested"
-    sym = p.attribute()
-    if not isinstance(sym, SymbolRef):
-        p.error("expected a function name (@name)", pos)
-    p.expect("(")
-    args, arg_attrs, named = [], [], False
-    if not p.accept(")"):
-        while True:
-            if p.peek("%"):
-                n, npos = p.value_name()
-                p.expect(":")
-                args.append((n, p.type(), npos))
-                named = True
-            else:
-                args.append((None, p.type(), p.pos))
-            arg_attrs.append(p.attr_dict() if p.peek("{") else {})
-            if p.accept(")"):
-                break
-            p.expect(",", "',' or ')'")
-    results, res_attrs = [], []
-    if p.accept("->"):
-        if p.peek("(") and not p._is_function_type():
-            p.expect("(")
-            if not p.accept(")"):
-                while True:
-                    results.append(p.type())
-                    res_attrs.append(p.attr_dict() if p.peek("{") else {})
-                    if p.accept(")"):
-                        break
-                    p.expect(",")
-        else:  # a lone result type carries no attributes: a '{' is the body
-            results.append(p.type())
-            res_attrs.append({})
-    if p.keyword("attributes"):
-        attrs.update(p.attr_dict())
-    attrs["sym_name"] = sym.name
-    attrs["function_type"] = TypeAttr(FunctionType(tuple(t for _, t, _ in args), tuple(results)))
-    if any(arg_attrs):
-        attrs["arg_attrs"] = tuple(arg_attrs)
-    if any(res_attrs):
-        attrs["res_attrs"] = tuple(res_attrs)
-    regions = []
-    if p.peek("{"):
-        if not named and args:
-            p.error("a function with a body needs named arguments (%arg0: type)")
-        regions.append(p.region(entry_args=args, dialect="func"))
-    else:
-        regions.append(Region([]))
-    return _op(name, [], [], attrs, regions)
-
-
-@_custom("func.return")
-def _return(p, name, pos, nres):
-    names = p.value_names()
-    attrs = p.opt_attr_dict({})
-    types = []
-    if names:
-        p.expect(":")
-        types = p.type_list()
-    return _op(name, p.resolve(names, types), [], attrs)
-
-
-@_custom("func.call")
-def _call(p, name, pos, nres):
-    callee = p.attribute()
-    p.expect("(")
-    names = p.value_names()
-    p.expect(")")
-    attrs = p.opt_attr_dict({})
-    p.expect(":")
-    ft = p.function_type()
-    attrs["callee"] = callee
-    return _op(name, p.resolve(names, list(ft.inputs)), list(ft.results), attrs)
-
-
-@_custom("builtin.module")
-def _module(p, name, pos, nres):
-    attrs = {}
-    if p.peek("@"):
-        attrs["sym_name"] = p.attribute().name
-    if p.keyword("attributes"):
-        attrs.update(p.attr_dict())
-    return _op(name, [], [], attrs, [p.region(entry_args=[])])
-
-
-@_custom("builtin.unrealized_conversion_cast")
-def _ucc(p, name, pos, nres):
-    names = p.value_names()
-    attrs = p.opt_attr_dict({})
-    types = []
-    if names:
-        p.expect(":")
-        types = p.type_list()
-    p.expect_keyword("to")
-    out = p.type_list()
-    return _op(name, p.resolve(names, types), out, attrs)

@@ -1,18 +1,38 @@
-"""The custom (pretty) forms of shard dialect ops (grid, sharding, collectives, update_halo):
-one reader per op, registered with `_custom` (see `meshrt.mlir._reader`)."""
+"""The ``shard`` dialect: its custom (pretty) forms (grid, sharding, collectives, update_halo), one reader
+per op registered with `_custom` (see `meshrt.mlir.syntax.reader`); the MLIR form of its attributes;
+and `verify`, its checker.
+
+`verify` checks a parsed module the way the ``shard`` dialect's verifiers do, before anything runs.
+Every error is an `MLIRError` whose message starts with the op's ``file:line:col:``;
+it depends on the text only, so every process of an SPMD run raises the same one.
+
+>>> from meshrt.mlir import parse
+>>> verify(parse('''shard.grid @g(shape = 2x4)
+... func.func @f() {
+...   %s = shard.sharding @g split_axes = [[0], [0]] : !shard.sharding
+...   return
+... }'''))
+Traceback (most recent call last):
+...
+meshrt.errors.MLIRError: <string>:3:8: 'shard.sharding' split_axes: grid axis 0 duplicated in [[0], [0]]
+"""
 
 from __future__ import annotations
 
+import math
 import re
 
 from ...sharding import text as _sharding_text
 from ...errors import MeshError, MLIRError, ShardingError
+from ...reduction import ReductionKind
 from ...mesh import parse_mesh_text
 from .tensor import _conversion, _mixed_list
 from ..syntax.lexer import _IDENT
 from ..syntax.printer import ATTRIBUTE_KINDS, _array, _ints, _typed_int
 from ..syntax.reader import _I64, _INDEX, _custom, _normalizer, _op
-from ..ir import DYNAMIC, UNIT, OpaqueType
+from ..ir import DYNAMIC, UNIT, FunctionType, Module, OpaqueType, Operation, SymbolRef, TensorType, TypeAttr
+
+__all__ = ["verify"]
 
 _SHARDING = OpaqueType("!shard.sharding")
 
@@ -311,3 +331,343 @@ ATTRIBUTE_KINDS["shard.*"] = {
     "partial_type": _partial_sharding, "partial_axes": _partial_sharding,
 }
 ATTRIBUTE_KINDS["shard.neighbors_linear_indices"] = {"split_axes": _array("i16")}
+
+
+# the checker --------------------------------------------------------------------------------------
+
+_REDUCTIONS = tuple(k.value for k in ReductionKind if k.value != "generic")
+
+# collective -> (tensor-axis attributes, in-group device attribute)
+_COLLECTIVE_AXES = {
+    "shard.all_gather": (("gather_axis",), None),
+    "shard.all_reduce": ((), None),
+    "shard.all_slice": (("slice_axis",), None),
+    "shard.all_to_all": (("split_axis", "concat_axis"), None),
+    "shard.broadcast": ((), "root"),
+    "shard.gather": (("gather_axis",), "root"),
+    "shard.recv": ((), "source"),
+    "shard.reduce": ((), "root"),
+    "shard.reduce_scatter": (("scatter_axis",), None),
+    "shard.scatter": (("scatter_axis",), "root"),
+    "shard.send": ((), "destination"),
+    "shard.shift": ((), None),
+}
+
+
+def verify(module: Module) -> Module:
+    """Raise `MLIRError` for the first invalid op (in text order); return the module when it is valid."""
+    grids = {}
+    for op in module.operations:
+        if op.name in ("shard.grid", "func.func") and not isinstance(op.attributes.get("sym_name"), str):
+            _fail(op, f"sym_name: expected a symbol name (a string), got {op.attributes.get('sym_name')!r}")
+        if op.name == "func.func" and len(op.regions) != 1:
+            _fail(op, f"expects one region (the body, empty for a declaration), found {len(op.regions)}")
+        if op.name == "shard.grid":
+            name = op.attributes.get("sym_name")
+            if name in grids:
+                _fail(op, f"grid symbol @{name} is defined twice")
+            _verify_grid(op)
+            grids[name] = tuple(op.attributes["shape"])
+    defining = {}
+    for op in module.walk():
+        for v in op.results:
+            defining[v] = op
+        if op.name == "func.func":
+            _verify_returns(op)
+        check = _CHECKS.get(op.name)
+        if check is not None:
+            check(op, grids)
+        elif op.name in _COLLECTIVE_AXES:
+            _verify_collective(op, grids)
+        elif op.name == "shard.shard":
+            _verify_shard(op, defining)
+    return module
+
+
+def _fail(op: Operation, msg: str):
+    raise MLIRError(f"{op.location}: '{op.name}' {msg}")
+
+
+def _fmt(seq):
+    return "[" + ", ".join(_fmt(x) if isinstance(x, (tuple, list)) else str(x) for x in seq) + "]"
+
+
+def _int_tuple(op, key, value, nested=False):
+    if not isinstance(value, tuple) or not all(
+        (isinstance(x, tuple) and all(isinstance(y, int) for y in x)) if nested else
+        (isinstance(x, int) and not isinstance(x, bool)) for x in value
+    ):
+        _fail(op, f"{key}: expected {'a list of lists' if nested else 'a list'} of integers, got {value!r}")
+    return value
+
+
+def _grid_of(op, grids):
+    ref = op.attributes.get("grid")
+    if not isinstance(ref, SymbolRef):
+        _fail(op, f"grid: expected a grid symbol (@name), got {ref!r}")
+    if ref.nested:
+        _fail(op, f"grid: {ref} is a nested symbol reference; expected a flat @name")
+    if ref.name not in grids:
+        known = ", ".join(f"@{g}" for g in grids) or "none"
+        _fail(op, f'grid: undefined grid symbol "{ref.name}" (grids defined: {known})')
+    return ref.name, grids[ref.name]
+
+
+def _verify_grid(op):
+    shape = _int_tuple(op, "shape", op.attributes.get("shape"))
+    if not shape:
+        _fail(op, "shape: the rank of a grid must be a positive integer, got shape []")
+    for i, s in enumerate(shape):
+        if s != DYNAMIC and s <= 0:
+            _fail(op, f"shape: axis {i} has size {s}; sizes must be positive or '?'")
+
+
+def _check_axes(op, key, axes, name, shape, allow_dup=False):
+    seen = set()
+    for a in axes:
+        if a < 0:
+            _fail(op, f"{key}: grid axis {a} is negative; grid axes are non-negative")
+        if a >= len(shape):
+            _fail(op, f'{key}: grid axis {a} is out of bounds; grid "{name}" has rank {len(shape)}')
+        if a in seen and not allow_dup:
+            _fail(op, f"{key}: grid axis {a} duplicated in {_fmt(axes)}")
+        seen.add(a)
+
+
+def _group_size(shape, axes):
+    sizes = [shape[a] for a in axes]
+    return DYNAMIC if DYNAMIC in sizes else math.prod(sizes)
+
+
+def _check_split_axes(op, split, name, shape):
+    split = _int_tuple(op, "split_axes", split, nested=True)
+    flat = [a for dim in split for a in dim]
+    seen = set()
+    for a in flat:
+        if a in seen:
+            _fail(op, f"split_axes: grid axis {a} duplicated in {_fmt(split)}")
+        seen.add(a)
+    if DYNAMIC in shape:
+        # upstream checks split axes against no grid rank; on a grid of dynamic shape meshrt
+        # follows it (sharding-propagation.mlir splits over axes [0, 1, 2] of a `?` grid) and
+        # the run reports an axis the resolved grid lacks
+        _check_axes(op, "split_axes", flat, name, (DYNAMIC,) * (max(flat, default=-1) + 1))
+    else:
+        _check_axes(op, "split_axes", flat, name, shape)
+    return split
+
+
+def _check_halo(op, split, halo):
+    halo = _int_tuple(op, "halo_sizes", halo)
+    sharded = sum(1 for dim in split if dim)
+    if halo and len(halo) != 2 * sharded:
+        _fail(op, f"halo_sizes: {_fmt(_show(halo))} has {len(halo)} entries; expected 2 per sharded dim of "
+                  f"split_axes = {_fmt(split)}, i.e. {2 * sharded}")
+    for h in halo:
+        if h != DYNAMIC and h < 0:
+            _fail(op, f"halo_sizes: {_fmt(_show(halo))} has a negative size {h}")
+
+
+def _show(values):
+    return ["?" if v == DYNAMIC else v for v in values]
+
+
+def _verify_sharding(op, grids):
+    a = op.attributes
+    name, shape = _grid_of(op, grids)
+    split = _check_split_axes(op, a.get("split_axes"), name, shape)
+    halo = a.get("static_halo_sizes", ())
+    offsets = _int_tuple(op, "sharded_dims_offsets", a.get("static_sharded_dims_offsets", ()))
+    if halo and offsets:
+        _fail(op, "halo_sizes and sharded_dims_offsets are mutually exclusive; give one of them")
+    _check_halo(op, split, halo)
+    if offsets:
+        if DYNAMIC in shape:
+            _fail(op, f'sharded_dims_offsets: not allowed on grid "{name}" of dynamic shape {_fmt(_show(shape))}')
+        pos = 0
+        for d, dim in enumerate(split):
+            if not dim:
+                continue
+            n = _group_size(shape, dim) + 1
+            part = offsets[pos:pos + n]
+            if len(part) == n:
+                static = [x for x in part if x != DYNAMIC]
+                if any(x < y for x, y in zip(static[1:], static)):
+                    _fail(op, f"sharded_dims_offsets: {_fmt(_show(part))} for tensor dim {d} must be non-decreasing")
+            pos += n
+        if pos != len(offsets):
+            _fail(op, f"sharded_dims_offsets: {_fmt(_show(offsets))} has {len(offsets)} entries; split_axes = "
+                      f"{_fmt(split)} on grid shape {_fmt(shape)} needs {pos} (shards + 1 per sharded dim)")
+    if "partial_type" in a:
+        if a["partial_type"] not in _REDUCTIONS:
+            _fail(op, f"partial_type: unknown reduction kind {a['partial_type']!r}; expected one of {_REDUCTIONS}")
+        _check_axes(op, "partial_axes", _int_tuple(op, "partial_axes", a.get("partial_axes", ())), name, shape)
+        if set(a.get("partial_axes", ())) & {x for dim in split for x in dim}:
+            _fail(op, "partial_axes: an axis cannot be both split and partial")
+
+
+def _verify_shard(op, defining):
+    if len(op.operands) != 2 or len(op.results) != 1:
+        _fail(op, "expects a tensor and a sharding operand and one result")
+    src, res = op.operands[0].type, op.results[0].type
+    if src != res:
+        _fail(op, f"result type {res} differs from the operand type {src}")
+    spec = defining.get(op.operands[1])
+    if isinstance(src, TensorType) and spec is not None and spec.name == "shard.sharding":
+        split = spec.attributes.get("split_axes", ())
+        used = max((d + 1 for d, axes in enumerate(split) if axes), default=0)
+        if used > src.rank:
+            _fail(op, f"sharding split_axes = {_fmt(split)} (at {spec.location}) splits tensor dim {used - 1}, "
+                      f"but {src} has rank {src.rank}")
+
+
+def _verify_update_halo(op, grids):
+    name, shape = _grid_of(op, grids)
+    split = _check_split_axes(op, op.attributes.get("split_axes"), name, shape)
+    _check_halo(op, split, op.attributes.get("static_halo_sizes", ()))
+
+
+def _verify_axes_results(op, grids):
+    name, shape = _grid_of(op, grids)
+    axes = _int_tuple(op, "axes", op.attributes.get("axes", ()))
+    _check_axes(op, "axes", axes, name, shape)
+    want = len(axes) if axes else len(shape)
+    if len(op.results) != want:
+        _fail(op, f"has {len(op.results)} results; expected {want} (one per axis of {_fmt(axes) if axes else name})")
+
+
+def _verify_linear_index(op, grids):
+    _grid_of(op, grids)
+
+
+def _verify_neighbors(op, grids):
+    name, shape = _grid_of(op, grids)
+    axes = _int_tuple(op, "split_axes", op.attributes.get("split_axes", ()))
+    _check_axes(op, "split_axes", axes, name, shape)
+    if len(op.operands) != len(shape):
+        _fail(op, f"device: {len(op.operands)} coordinates given; grid \"{name}\" has rank {len(shape)}")
+
+
+def _verify_collective(op, grids):
+    a = op.attributes
+    name, shape = _grid_of(op, grids)
+    axes = _int_tuple(op, "grid_axes", a.get("grid_axes", ()))
+    _check_axes(op, "grid_axes", axes, name, shape)
+    tensor_axes, device_key = _COLLECTIVE_AXES[op.name]
+    if "reduction" in a and a["reduction"] not in _REDUCTIONS:
+        _fail(op, f"reduction: unknown reduction kind {a['reduction']!r}; expected one of {', '.join(_REDUCTIONS)}")
+    if not op.operands or not op.results:
+        _fail(op, "needs an input operand and a result")
+    src, dst = op.operands[0].type, op.results[0].type
+    if not (isinstance(src, TensorType) and isinstance(dst, TensorType)):
+        _fail(op, f"expects a ranked tensor operand and result, found {src} -> {dst}")
+    rank = src.rank if isinstance(src, TensorType) else None
+    for key in tensor_axes:
+        if key not in a:
+            _fail(op, f"{key}: missing")
+        v = a[key]
+        if not isinstance(v, int) or isinstance(v, bool):
+            _fail(op, f"{key}: expected an integer, got {v!r}")
+        if rank is not None and not 0 <= v < rank:
+            _fail(op, f"{key}: {v} is out of bounds [0, {rank}) for operand type {src}")
+    if device_key is not None and (device_key in a or device_key != "source"):
+        dev = _int_tuple(op, device_key, a.get(device_key, ()))
+        if len(dev) != len(axes):
+            _fail(op, f'{device_key}: in-group device {_fmt(_show(dev))} has {len(dev)} coordinates; '
+                      f"expected {len(axes)}, one per grid axis of {_fmt(axes)}")
+        for i, (c, ax) in enumerate(zip(dev, axes)):
+            if c == DYNAMIC:
+                continue
+            if c < 0 or (shape[ax] != DYNAMIC and c >= shape[ax]):
+                _fail(op, f'{device_key}: coordinate {i} is {c}, out of range [0, {shape[ax] - 1}] of grid axis {ax}')
+        dynamic = sum(1 for c in dev if c == DYNAMIC)
+        if len(op.operands) != 1 + dynamic:
+            _fail(op, f"{device_key}: {dynamic} dynamic coordinates but {len(op.operands) - 1} index operands")
+    if op.name == "shard.shift":
+        if not isinstance(a.get("offset", 0), int) or isinstance(a.get("offset"), bool):
+            _fail(op, f"offset: expected an integer, got {a.get('offset')!r}")
+        if a.get("shift_axis") not in axes:
+            _fail(op, f"shift_axis: {a.get('shift_axis')} must be one of the grid_axes {_fmt(axes)}")
+    if isinstance(src, TensorType) and isinstance(dst, TensorType):
+        _verify_collective_shapes(op, src, dst, _group_size(shape, axes))
+
+
+# ops with MLIR's SameOperandsAndResultShape: a '?' on either side is compatible
+_SAME_SHAPE = frozenset(["shard.all_reduce", "shard.broadcast", "shard.recv", "shard.reduce", "shard.send",
+                         "shard.shift"])
+
+
+def collective_result_dims(op, src, group, uneven=False) -> list:
+    """The result dims the dialect's shape rule gives a collective: per dim an int, or None where
+    it depends on what the types do not say (a '?' operand dim, a '?' group size, an uneven
+    all_to_all split).  Raises `MLIRError` for a static dim the group does not divide.
+
+    ``group``: the device group's size (``DYNAMIC`` when the grid leaves it open).  The verifier
+    calls it with the grid's static shape, the executor with the size it runs on and ``uneven``:
+    there a dim the group does not divide is split by MLIR's uneven rule (None: sizes differ).
+    """
+    a = op.attributes
+    expected = list(src.shape)
+
+    def scale(axis, mul, uneven_ok=False):
+        d = expected[axis]
+        if d is None or group == DYNAMIC or ((uneven_ok or uneven) and not mul and d % group):
+            expected[axis] = None  # all_to_all of an uneven split: sizes differ per device
+        elif mul:
+            expected[axis] = d * group
+        else:
+            if d % group:
+                _fail(op, f"operand dimension {axis} of size {d} is not divisible by the device group size {group}")
+            expected[axis] = d // group
+
+    if op.name in ("shard.all_gather", "shard.gather"):
+        scale(a["gather_axis"], True)
+    elif op.name in ("shard.all_slice", "shard.reduce_scatter", "shard.scatter"):
+        scale(a["slice_axis" if op.name == "shard.all_slice" else "scatter_axis"], False)
+    elif op.name == "shard.all_to_all":
+        split, concat = a["split_axis"], a["concat_axis"]
+        if split != concat:
+            scale(split, False, uneven_ok=True)
+            scale(concat, True)
+    return expected
+
+
+def _verify_collective_shapes(op, src, dst, group):
+    same_element = op.name not in ("shard.all_reduce", "shard.reduce", "shard.reduce_scatter")
+    if same_element and src.element != dst.element:
+        _fail(op, f"result element type {dst.element} differs from the input's {src.element}")
+    if src.rank != dst.rank:
+        _fail(op, f"result type {dst} has rank {dst.rank}; the input {src} has rank {src.rank}")
+    expected = collective_result_dims(op, src, group)
+    for i, (e, r) in enumerate(zip(expected, dst.shape)):
+        # a '?' result dim is compatible with any size (MLIR's verifyCompatibleShape); the
+        # executor checks the size it gets against the rule (`collective_result_dims`)
+        if e != r and r is not None and not (e is None and op.name in _SAME_SHAPE):
+            want = "dynamic" if e is None else e
+            _fail(op, f"result dimension {i} is {'?' if r is None else r}; expected {want} for input {src} "
+                      f"(device group size {'?' if group == DYNAMIC else group})")
+
+
+def _verify_returns(fn):
+    ftype = fn.attributes.get("function_type")
+    if not (isinstance(ftype, TypeAttr) and isinstance(ftype.type, FunctionType)):
+        _fail(fn, f"function_type: expected a function type, got {ftype!r}")
+    want = list(ftype.type.results)
+    for region in fn.regions:
+        for block in region.blocks:
+            for op in block.operations:
+                if op.name == "func.return":
+                    got = [v.type for v in op.operands]
+                    if got != want:
+                        _fail(op, f"returns ({', '.join(map(str, got))}) but @{fn.attributes.get('sym_name')} "
+                                  f"declares ({', '.join(map(str, want))})")
+
+
+_CHECKS = {
+    "shard.sharding": _verify_sharding,
+    "shard.update_halo": _verify_update_halo,
+    "shard.grid_shape": _verify_axes_results,
+    "shard.process_multi_index": _verify_axes_results,
+    "shard.process_linear_index": _verify_linear_index,
+    "shard.neighbors_linear_indices": _verify_neighbors,
+}

@@ -39,7 +39,7 @@ from ...sharding.spec import Sharding
 from . import linalg as L
 from ..ir import DYNAMIC, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module, ScalarType, TensorType
 from .tosa import TOSA_OPS, tosa_function
-from ..dialects.shard_checks import collective_result_dims, verify
+from ..dialects.shard import collective_result_dims, verify
 
 __all__ = ["Program", "run_function", "check_function", "function_shardings", "is_partitioned"]
 

@@ -46,7 +46,7 @@ from ..dialects.sdy import (  # noqa: F401  (verify_sdy and _arg_sharding: meshr
 )
 from ..dialects.sdy_attrs import TensorSharding, parse_axis_list
 from ..ir import DenseElements, Module, TensorType
-from ..dialects.shard_checks import verify
+from ..dialects.shard import verify
 
 __all__ = ["SdyProgram", "is_sdy", "verify_sdy", "run_sdy"]
 
