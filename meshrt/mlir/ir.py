@@ -136,6 +136,11 @@ DYNAMIC = -(2**63)
 """A dynamic size (``?``) in shapes and static-size arrays, as MLIR's ``ShapedType::kDynamic``."""
 
 
+def _static(attr, it):
+    """Fill the ``DYNAMIC`` entries of a static-size array attribute from SSA operand values, in order."""
+    return tuple(int(next(it)) if a == DYNAMIC else int(a) for a in attr)
+
+
 @dataclass(frozen=True)
 class Location:
     """Where an op or token starts in the source text (1-based line and column)."""

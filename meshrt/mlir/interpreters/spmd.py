@@ -31,13 +31,13 @@ import re
 import numpy as np
 
 from ...runtime import mpi as _mpi
-from ... import collectives as C
 from ...errors import MLIRError
-from ...halo import update_halo
 from ...mesh import AbstractMesh, Mesh
-from ...sharding.spec import Sharding
+from . import arith as A
 from . import linalg as L
-from ..ir import DYNAMIC, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module, ScalarType, TensorType
+from . import shard as S
+from .arith import _dtype
+from ..ir import DYNAMIC, _static, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module, ScalarType, TensorType
 from .tosa import TOSA_OPS, tosa_function
 from ..dialects.shard import collective_result_dims, verify
 
@@ -53,22 +53,8 @@ _COMMUNICATING = frozenset([
 
 
 # operand counts of the scalar ops (arith, math) the executor runs: the operands their templates name
-_SCALAR_ARITY = {n: 1 + max(map(int, re.findall(r"\{(\d)\}", str(t))), default=0) for n, t in L.SCALAR_OPS.items()}
+_SCALAR_ARITY = {n: 1 + max(map(int, re.findall(r"\{(\d)\}", str(t))), default=0) for n, t in A.SCALAR_OPS.items()}
 _SCALAR_ARITY.update({"arith.cmpi": 2, "arith.cmpf": 2})
-
-
-@functools.lru_cache(maxsize=None)
-def _dtype(t) -> np.dtype:
-    if isinstance(t, TensorType):
-        t = t.element
-    if isinstance(t, ScalarType):
-        return t.numpy_dtype
-    raise MLIRError(f"type {t}: no numpy dtype")
-
-
-def _static(attr, it):
-    """Fill the ``DYNAMIC`` entries of a static-size array attribute from SSA operand values, in order."""
-    return tuple(int(next(it)) if a == DYNAMIC else int(a) for a in attr)
 
 
 def _mixed(op, key):
@@ -124,7 +110,7 @@ def _check_ops(blocks, where, sharded=None):
                                 f"{op.operands[0].name if op.operands else 'no operand'}, "
                                 "which no shard.shard defines: the program does not say its sharding (in @"
                                 f"{where})")
-            if (op.name not in _HANDLERS and op.name not in L.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
+            if (op.name not in _HANDLERS and op.name not in A.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
                     and op.name not in TOSA_OPS):
                 raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{where})")
             problem = _structure_problem(op)
@@ -155,7 +141,7 @@ def _structure_problem(op):
     """What the executor needs of an op's shape (operand counts, regions, attribute kinds) that the
     generic form can leave out, or None: said before the run, at the op."""
     name, a = op.name, op.attributes
-    if name in L.SCALAR_OP_NAMES:
+    if name in A.SCALAR_OP_NAMES:
         want = _SCALAR_ARITY.get(name, 1)
         if len(op.operands) != want or len(op.results) != 1:
             return f"takes {want} operand(s) and gives 1 result, found {len(op.operands)} and {len(op.results)}"
@@ -290,7 +276,7 @@ class Program:
 
             def run(env):
                 if not cell:
-                    cell.append(_sharding(self, op, env, gm))
+                    cell.append(S._sharding(self, op, env, gm))
                 return cell[0]
         elif name in ("shard.sharding", "scf.if", "scf.for", "scf.while"):
             def run(env):
@@ -311,7 +297,7 @@ class Program:
         elif name in L.LINALG_OPS:
             run = L.prepare(op, self._captured)
         else:
-            fn, operands = L.scalar_function(op), tuple(op.operands)
+            fn, operands = A.scalar_function(op), tuple(op.operands)
             if len(operands) == 2:
                 a, b = operands
 
@@ -362,7 +348,7 @@ def _check_collective_result(p, op, r):
     _check_shape(op, r, t)
     if op.name in ("shard.gather", "shard.reduce"):
         return  # off the root the result is undefined (meshrt gives zeros)
-    axes, mesh = _axes(op), _mesh(p, op)
+    axes, mesh = S._axes(op), S._mesh(p, op)
     group = 1
     for a in axes:
         group *= mesh.shape[a]
@@ -576,198 +562,6 @@ def _concat(p, op, env):
     return [np.concatenate([env[v] for v in op.operands], axis=int(op.attributes["dim"]))]
 
 
-# shard ---------------------------------------------------------------------------------------------
-
-def _sharding(p, op, env, global_mode):
-    dyn = iter([env[v] for v in op.operands])
-    halos = _static(op.attributes.get("static_halo_sizes", ()), dyn)
-    offsets = _static(op.attributes.get("static_sharded_dims_offsets", ()), dyn)
-    mesh = p.mesh(op.attributes["grid"], op.location, abstract=global_mode)
-    try:
-        s = Sharding(mesh, op.attributes["split_axes"], halo_sizes=halos or None,
-                     sharded_dims_offsets=offsets or None)
-    except ValueError as e:
-        raise MLIRError(f"{op.location}: 'shard.sharding': {e}") from None
-    return [s]
-
-
-def _shard(p, op, env):
-    return [env[op.operands[0]]]  # un-partitioned: the global value is unchanged by a (re)sharding
-
-
-def _get_sharding(p, op, env):
-    src = op.operands[0]
-    for fn in p.module.functions().values():
-        for o in fn.walk():
-            if o.name == "shard.shard" and src in o.results:
-                return [env[o.operands[1]]]
-    raise MLIRError(f"{op.location}: 'shard.get_sharding' of a value that no shard.shard defines")
-
-
-def _axes(op, key="grid_axes"):
-    return op.attributes.get(key, ())
-
-
-def _mesh(p, op):
-    return p.mesh(op.attributes["grid"], op.location)
-
-
-def _multi(op, key, env, first=1):
-    it = iter([env[v] for v in op.operands[first:]])
-    return _static(op.attributes[key], it)
-
-
-def _piece_sizes(op, x, mesh, axes, axis):
-    """The group's piece sizes along ``axis`` when the operand's type leaves that dim dynamic
-    (shard-partition's form for an unevenly split dim), else None: meshrt's default is the
-    dialect's equal pieces, which a static type guarantees."""
-    if op.operands[0].type.shape[axis] is not None or not axes:
-        return None
-    with _mpi.internal(op.name, "exchange of piece sizes", (mesh, axes)):
-        sizes = mesh.group(axes).allgather(x.shape[axis])
-    return sizes if len(set(sizes)) > 1 else None
-
-
-def _all_gather(p, op, env):
-    x, mesh, axes, axis = env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["gather_axis"])
-    return [C.all_gather(x, mesh, axes, axis, sizes=_piece_sizes(op, x, mesh, axes, axis))]
-
-
-def _all_reduce(p, op, env):
-    x = env[op.operands[0]]
-    dt = _dtype(op.results[0].type)
-    return [C.all_reduce(x, _mesh(p, op), _axes(op), op.attributes.get("reduction", "sum"),
-                         dtype=None if dt == x.dtype else dt)]
-
-
-def _all_slice(p, op, env):
-    return [C.all_slice(env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["slice_axis"]))]
-
-
-def _all_to_all(p, op, env):
-    x, mesh, axes = env[op.operands[0]], _mesh(p, op), _axes(op)
-    sa, ca = int(op.attributes["split_axis"]), int(op.attributes["concat_axis"])
-    # A dynamic concat dim may differ across the group (an unevenly split dim, as
-    # shard-partition makes at 4 processes for 10 rows); meshrt's all_to_all wants
-    # equal shapes, so gather the pieces whole and keep this device's slice then.
-    sizes = _piece_sizes(op, x, mesh, axes, ca)
-    if sizes is not None:
-        return [np.ascontiguousarray(C.all_slice(C.all_gather(x, mesh, axes, ca, sizes=sizes), mesh, axes, sa))]
-    return [C.all_to_all(x, mesh, axes, sa, ca)]
-
-
-def _reduce_scatter(p, op, env):
-    return [C.reduce_scatter(env[op.operands[0]], _mesh(p, op), _axes(op), op.attributes.get("reduction", "sum"),
-                             int(op.attributes["scatter_axis"]))]
-
-
-def _broadcast(p, op, env):
-    return [C.broadcast(env[op.operands[0]], _mesh(p, op), _axes(op), _multi(op, "root", env))]
-
-
-def _undefined_like(op, x, dt):
-    t = op.results[0].type
-    shape = t.shape if t.is_static else x.shape
-    return np.zeros(shape, dt)
-
-
-def _gather(p, op, env):
-    x, mesh, axes, axis = env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["gather_axis"])
-    r = C.gather(x, mesh, axes, axis, _multi(op, "root", env), sizes=_piece_sizes(op, x, mesh, axes, axis))
-    return [r if r is not None else _undefined_like(op, x, x.dtype)]  # non-root: undefined in the dialect
-
-
-def _reduce(p, op, env):
-    x = env[op.operands[0]]
-    dt = _dtype(op.results[0].type)
-    r = C.reduce(x, _mesh(p, op), _axes(op), op.attributes.get("reduction", "sum"), _multi(op, "root", env),
-                 dtype=None if dt == x.dtype else dt)
-    return [r if r is not None else _undefined_like(op, x, dt)]
-
-
-def _scatter(p, op, env):
-    return [C.scatter(env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["scatter_axis"]),
-                      _multi(op, "root", env))]
-
-
-def _send(p, op, env):
-    x = env[op.operands[0]]
-    if _axes(op):  # over no grid axes the group is the device alone: nothing moves (as MLIR folds it)
-        C.send(x, _mesh(p, op), _axes(op), _multi(op, "destination", env))
-    return [x]
-
-
-def _recv(p, op, env):
-    if not _axes(op):
-        return [env[op.operands[0]]]
-    if "source" not in op.attributes:
-        raise MLIRError(f"{op.location}: 'shard.recv' without a source cannot run (meshrt receives from one device)")
-    x = env[op.operands[0]]
-    return [C.recv(x, _mesh(p, op), _axes(op), _multi(op, "source", env))]
-
-
-def _shift(p, op, env):
-    return [C.shift(env[op.operands[0]], _mesh(p, op), _axes(op), int(op.attributes["shift_axis"]),
-                    int(op.attributes["offset"]), rotate="rotate" in op.attributes)]
-
-
-def _update_halo(p, op, env):
-    x = np.array(env[op.operands[0]], order="C")  # SSA: the operand keeps its value
-    halos = _multi(op, "static_halo_sizes", env)
-    return [update_halo(x, _mesh(p, op), [list(a) for a in op.attributes["split_axes"]], halos)]
-
-
-def _per_program(fn):
-    """For ops whose results depend only on the op and the program (index queries): compute once."""
-    def run(p, op, env):
-        r = p._const.get(op)
-        if r is None:
-            r = p._const[op] = fn(p, op, env)
-        return r
-    return run
-
-
-@_per_program
-def _process_multi_index(p, op, env):
-    m = _mesh(p, op)
-    axes = _axes(op, "axes") or tuple(range(m.ndim))
-    return [np.int64(m.coords[a]) for a in axes]
-
-
-@_per_program
-def _process_linear_index(p, op, env):
-    return [np.int64(_mesh(p, op).rank)]
-
-
-@_per_program
-def _grid_shape_op(p, op, env):
-    m = _mesh(p, op)
-    axes = _axes(op, "axes") or tuple(range(m.ndim))
-    return [np.int64(m.shape[a]) for a in axes]
-
-
-def _neighbors(p, op, env):
-    m = _mesh(p, op)
-    device = tuple(int(env[v]) for v in op.operands)
-    down, up = m.neighbors(list(op.attributes["split_axes"]), device)
-    return [np.int64(down), np.int64(up)]
-
-
-def _shard_shape(p, op, env):
-    seg = op.attributes["operandSegmentSizes"]
-    vals = [env[v] for v in op.operands]
-    dims = _static(op.attributes["dims"], iter(vals[: seg[0]]))
-    s = vals[seg[0]]
-    device = _static(op.attributes["device"], iter(vals[seg[0] + 1:]))
-    key = (s, dims, device)
-    r = p._const.get(key)
-    if r is None:
-        m = s.mesh
-        lin = m.linear_index(device) if len(device) == m.ndim else int(device[0])
-        r = p._const[key] = [np.int64(n) for n in s.local_shape(dims, lin)]  # MLIR's includes the halos
-    return r
-
-
 _HANDLERS = {
     "arith.constant": _constant,
     "func.call": _call,
@@ -778,14 +572,7 @@ _HANDLERS = {
     "tensor.insert": _insert, "tensor.extract_slice": _extract_slice, "tensor.insert_slice": _insert_slice,
     "tensor.pad": _pad, "tensor.collapse_shape": _collapse, "tensor.expand_shape": _expand,
     "tensor.concat": _concat,
-    "shard.sharding": _sharding, "shard.shard": _shard, "shard.get_sharding": _get_sharding,
-    "shard.all_gather": _all_gather, "shard.all_reduce": _all_reduce, "shard.all_slice": _all_slice,
-    "shard.all_to_all": _all_to_all, "shard.reduce_scatter": _reduce_scatter, "shard.broadcast": _broadcast,
-    "shard.gather": _gather, "shard.reduce": _reduce, "shard.scatter": _scatter, "shard.send": _send,
-    "shard.recv": _recv, "shard.shift": _shift, "shard.update_halo": _update_halo,
-    "shard.process_multi_index": _process_multi_index, "shard.process_linear_index": _process_linear_index,
-    "shard.grid_shape": _grid_shape_op, "shard.neighbors_linear_indices": _neighbors,
-    "shard.shard_shape": _shard_shape,
+    **S.HANDLERS,
     "affine.apply": _affine, "affine.min": _affine, "affine.max": _affine,
 }
 for _t in _TERMINATORS:
@@ -832,7 +619,7 @@ def function_shardings(program: Program, name: str):
         if s_op is None or s_op.name != "shard.sharding" or s_op.operands:
             raise MLIRError(f"{shard_op.location}: the sharding of a function argument or result must be "
                             "a shard.sharding with static attributes")
-        return _sharding(program, s_op, {}, False)[0]
+        return S._sharding(program, s_op, {}, False)[0]
 
     args = []
     for a in block.arguments:
