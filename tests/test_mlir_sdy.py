@@ -176,6 +176,26 @@ def test_integer_division_and_remainder_follow_c():
     np.testing.assert_array_equal(r, [-1, 1, -1, 1, 5])
 
 
+def test_popcnt_counts_the_bits_of_each_pattern():
+    """``jax.lax.population_count`` lowers to ``stablehlo.popcnt``: the set bits of the integer's bit
+    pattern (8 for an i8 -1), the result of the operand's type; as JAX prints it, and generic."""
+    for t, dt in (("i8", np.int8), ("i32", np.int32), ("i64", np.int64), ("ui16", np.uint16), ("i1", np.bool_)):
+        x = np.array([0, 1, 1, 0, 1], dt) if dt is np.bool_ else np.array(
+            [0, 1, 6, np.iinfo(dt).max, np.iinfo(dt).min, 77], dt)
+        n = x.size
+        for form in (f"stablehlo.popcnt %a : tensor<{n}x{t}>",
+                     f'"stablehlo.popcnt"(%a) : (tensor<{n}x{t}>) -> tensor<{n}x{t}>'):
+            m = parse(f"func.func @main(%a: tensor<{n}x{t}>) -> tensor<{n}x{t}> {{\n  %0 = {form}\n"
+                      f"  return %0 : tensor<{n}x{t}>\n}}")
+            op = m.functions()["main"].regions[0].entry.operations[0]
+            (got,) = H.local_function(op)(x)
+            want = [bin(int(v) & ((1 << 8 * x.itemsize) - 1)).count("1") for v in x]
+            assert got.dtype == dt, (t, got.dtype)
+            np.testing.assert_array_equal(got, np.array(want).astype(dt), err_msg=t)
+            g = op.generic()
+            assert '= "stablehlo.popcnt"(%v' in g and g.endswith(f": (tensor<{n}x{t}>) -> tensor<{n}x{t}>\n"), g
+
+
 def test_convert_compare_select_and_nan():
     x = np.array([-1.7, 2.9, np.nan, 1e10], np.float32)
     c = _one("stablehlo.convert %a0 : (tensor<4xf32>) -> tensor<4xi32>", ("tensor<4xf32>", x))

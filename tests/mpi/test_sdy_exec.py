@@ -322,6 +322,30 @@ def test_run_follows_propagation():
         assert f"// -> <@mesh, {want}>" in line, line
 
 
+POPCNT = """{mesh}
+func.func @main(%arg0: tensor<8x8xi32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{"y"}}]>}}) -> (tensor<8x8xi32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{"y"}}]>}}) {{
+  %0 = stablehlo.popcnt %arg0 : tensor<8x8xi32>
+  return %0 : tensor<8x8xi32>
+}}
+"""
+
+
+def test_popcnt_runs_on_the_shards():
+    """``jax.lax.population_count``: each process counts the bits of its own block (nothing moves)."""
+    x = (np.arange(64, dtype=np.int64) * 40503 - 2**31 + 7).astype(np.int32).reshape(8, 8)
+    x[0, :3] = [-1, 0, np.iinfo(np.int32).min]
+    want = np.array([bin(int(v) & 0xFFFFFFFF).count("1") for v in x.ravel()], np.int32).reshape(8, 8)
+    p = SdyProgram(parse(POPCNT.format(mesh=_mesh_text())), comm)
+    try:
+        (y,) = p.run("main", [x])
+        if N > 1:
+            assert isinstance(y, DistributedTensor) and y.interior.shape == (8 // MESH_2D[N][0], 8 // MESH_2D[N][1])
+        assert p.fallbacks == []  # not run on gathered data
+        _compare(p.whole(y), want, "popcnt")
+    finally:
+        p.free()
+
+
 def test_sharded_argmax_keeps_jax_ties_and_nan():
     """JAX's argmax reduce runs as DistributedTensor.argmax: ties go to the lower index, NaN wins."""
     x = np.array([[1, 3, 3, 0], [np.nan, 1, np.nan, 2], [-1, -1, -1, -1], [0, 0, 5, 5],
