@@ -41,57 +41,10 @@ A dynamic size inside an integer array (``?`` in a shape, an SSA operand in
 ``halo_sizes = [1, %h]``) is ``DYNAMIC`` (``-2**63``, as MLIR's
 ``ShapedType::kDynamic``); the SSA values are then operands of the op.
 
-The shard ops (operands in order; attribute -> Python type)
------------------------------------------------------------
-Every collective has ``grid: SymbolRef`` and ``grid_axes: tuple[int]``
-(``()`` when omitted), one tensor operand and one result.  Reductions are
-strings of meshrt's `ReductionKind` values (``"sum"``, ``"max"``, ...).
+The ``shard`` ops' operands and attributes as this model holds them: see
+`meshrt.mlir.dialects.shard`.
 
-- ``shard.grid``: no operands/results; ``sym_name: str``,
-  ``shape: tuple[int]`` (``DYNAMIC`` for ``?``).
-- ``shard.sharding`` -> ``!shard.sharding``; operands: dynamic
-  sharded_dims_offsets, then dynamic halo sizes (i64; split by
-  ``operandSegmentSizes: (o, h)``);
-  ``grid: SymbolRef``, ``split_axes: tuple[tuple[int]]``,
-  ``static_halo_sizes: tuple[int]``, ``static_sharded_dims_offsets:
-  tuple[int]`` (both always present, ``()`` when absent).
-- ``shard.shard(src, sharding)`` -> tensor; ``annotate_for_users: UNIT`` when
-  given.
-- ``shard.get_sharding(src)`` -> ``!shard.sharding``; no attributes.
-- ``shard.shard_shape(sharding, dynamic dims..., dynamic device...)`` ->
-  index results; ``dims: tuple[int]``, ``device: tuple[int]``,
-  ``operandSegmentSizes: (d, 1, v)`` (dims, sharding, device).  NB. the
-  generic form puts the dims operands first: the operand order is that of
-  ``operandSegmentSizes``, i.e. ``(dims..., sharding, device...)``.
-- ``shard.process_multi_index`` -> index results; ``grid``, ``axes:
-  tuple[int]``.
-- ``shard.process_linear_index`` -> index; ``grid``.
-- ``shard.grid_shape`` -> index results; ``grid``, ``axes: tuple[int]``.
-- ``shard.neighbors_linear_indices(device...)`` -> (down, up) index;
-  ``grid``, ``split_axes: tuple[int]``.
-- ``shard.all_gather``: ``gather_axis: int``.
-- ``shard.all_reduce``: ``reduction: str`` (default ``"sum"``, always present).
-- ``shard.all_slice``: ``slice_axis: int``.
-- ``shard.all_to_all``: ``split_axis: int``, ``concat_axis: int``.
-- ``shard.broadcast(input, root_dynamic...)``: ``root: tuple[int]``.
-- ``shard.gather(input, root_dynamic...)``: ``gather_axis: int``,
-  ``root: tuple[int]``.
-- ``shard.recv(input, source_dynamic...)``: ``source: tuple[int]`` (absent
-  when not given).
-- ``shard.reduce(input, root_dynamic...)``: ``reduction: str``,
-  ``root: tuple[int]``.
-- ``shard.reduce_scatter``: ``reduction: str``, ``scatter_axis: int``.
-- ``shard.scatter(input, root_dynamic...)``: ``scatter_axis: int``,
-  ``root: tuple[int]``.  (Newer LLVM spells it ``scatter_dim``; both read
-  as ``scatter_axis``.)
-- ``shard.send(input, destination_dynamic...)``: ``destination: tuple[int]``.
-- ``shard.shift``: ``shift_axis: int``, ``offset: int``, ``rotate: UNIT``
-  when given.
-- ``shard.update_halo(destination, halo_sizes dynamic...)`` -> tensor;
-  ``grid``, ``split_axes: tuple[tuple[int]]``, ``static_halo_sizes:
-  tuple[int]``.
-
-Other ops follow the same rule (see the generic form of any op with
+Other ops follow the same rule as the shard ops (see the generic form of any op with
 ``mlir-opt --mlir-print-op-generic``); e.g. float ``arith``/``math`` ops carry
 ``fastmath: str`` (``"none"`` by default), ``arith.cmpi`` ``predicate:
 str``, named linalg ops (``linalg.matmul``, ``linalg.fill``, ``linalg.add``,
@@ -108,7 +61,7 @@ always in the generic form.  `OpaqueType` text has its whitespace removed.
 Values, blocks and operations compare by identity (they are nodes of a
 graph; use them as dict keys); `Module.generic` prints MLIR's generic form,
 canonical (equal for equal IR whatever the SSA names were) and read back by
-``mlir-opt`` to the same IR (`meshrt.mlir.printer`).
+``mlir-opt`` to the same IR (`meshrt.mlir.syntax.printer`).
 """
 
 from __future__ import annotations
@@ -121,7 +74,7 @@ import numpy as np
 
 from ..errors import MLIRError
 
-# meshrt.mlir.printer, which reads this data model (so this module cannot import it): `generic()` prints
+# meshrt.mlir.syntax.printer, which reads this data model (so this module cannot import it): `generic()` prints
 # through it; meshrt/mlir/__init__.py sets it, and importing any part of meshrt.mlir runs that first.
 _PRINTER = SimpleNamespace(print_generic=None)
 
@@ -523,7 +476,7 @@ class Operation:
                     yield from op.walk()
 
     def generic(self) -> str:
-        """MLIR's generic form of this op (`meshrt.mlir.printer`): values renumbered, attributes sorted."""
+        """MLIR's generic form of this op (`meshrt.mlir.syntax.printer`): values renumbered, attributes sorted."""
         return _PRINTER.print_generic(self)
 
     def __repr__(self):
@@ -555,7 +508,7 @@ class Module:
         """MLIR's generic form of the module, which ``mlir-opt`` reads back to the same IR.
 
         Canonical: equal IR prints equal text whatever the SSA names were
-        (see `meshrt.mlir.printer`).
+        (see `meshrt.mlir.syntax.printer`).
         """
         return _PRINTER.print_generic(self)
 

@@ -1,5 +1,14 @@
 """The ``affine`` dialect's custom forms (``apply``, ``min``, ``max`` of a map on index operands): one
-reader per op, registered with `_custom` (see `meshrt.mlir.syntax.reader`)."""
+reader per op, registered with `_custom` (see `meshrt.mlir.syntax.reader`).
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''func.func @f(%i: index) -> index {
+...   %0 = affine.apply affine_map<(d0) -> (d0 * 4 + 1)>(%i)
+...   return %0 : index
+... }''')
+>>> str(m.functions()["f"].regions[0].entry.operations[0].attributes["map"])
+'affine_map<(d0) -> ((d0 * 4) + 1)>'
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,17 @@
 """The ``arith`` and ``math`` dialects (math's ops share arith's forms and its ``fastmath`` flag): their
 custom (pretty) forms, one reader per op registered with `_custom` (see `meshrt.mlir.syntax.reader`);
 the predicate names of ``cmpi``/``cmpf``; the flags their generic form always carries; the MLIR form
-of their attributes. What the ops compute: `meshrt.mlir.interpreters.arith`."""
+of their attributes. What the ops compute: `meshrt.mlir.interpreters.arith`.
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''func.func @f(%a: i32, %b: i32) -> i1 {
+...   %0 = arith.cmpi slt, %a, %b : i32
+...   return %0 : i1
+... }''')
+>>> op = m.functions()["f"].regions[0].entry.operations[0]
+>>> op.attributes["predicate"], op.generic().split("{")[1].split("}")[0]  # its number in the generic form
+('slt', 'predicate = 2 : i64')
+"""
 
 from __future__ import annotations
 

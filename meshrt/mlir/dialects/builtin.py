@@ -1,5 +1,13 @@
 """The ``builtin`` dialect's custom forms (``module``, ``unrealized_conversion_cast``): one reader per
-op, registered with `_custom` (see `meshrt.mlir.syntax.reader`)."""
+op, registered with `_custom` (see `meshrt.mlir.syntax.reader`).
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''module attributes {mhlo.num_partitions = 4 : i32} {
+...   func.func private @f()
+... }''')
+>>> m.attributes, [op.name for op in m.operations]
+({'mhlo.num_partitions': 4}, ['func.func'])
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,16 @@
 """The ``cf`` dialect's custom forms (``br``, ``cond_br``, ``assert``): one reader per op, registered with
-`_custom` (see `meshrt.mlir.syntax.reader`); the MLIR form of its attributes."""
+`_custom` (see `meshrt.mlir.syntax.reader`); the MLIR form of its attributes.
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''func.func @f(%c: i1, %x: f32) -> f32 {
+...   cf.cond_br %c, ^bb1(%x : f32), ^bb1(%x : f32)
+... ^bb1(%y: f32):
+...   return %y : f32
+... }''')
+>>> op = m.functions()["f"].regions[0].entry.operations[0]
+>>> op.name, len(op.successors), op.attributes["operandSegmentSizes"]
+('cf.cond_br', 2, (1, 1, 1))
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,13 @@
 """The ``func`` dialect's custom forms (``func.func``, ``func.return``, ``func.call``): one reader per op,
-registered with `_custom` (see `meshrt.mlir.syntax.reader`)."""
+registered with `_custom` (see `meshrt.mlir.syntax.reader`).
+
+>>> from meshrt.mlir import parse
+>>> f = parse('''func.func private @g(%a: f32) -> f32 {
+...   return %a : f32
+... }''').functions()["g"]
+>>> f.attributes["sym_visibility"], str(f.attributes["function_type"])
+('private', '(f32) -> f32')
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,15 @@
 """The custom (pretty) forms of linalg ops (named, map, reduce, generic):
-one reader per op, registered with `_custom` (see `meshrt.mlir._reader`)."""
+one reader per op, registered with `_custom` (see `meshrt.mlir.syntax.reader`).
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<2x4xf32>) -> tensor<2x4xf32> {
+...   %0 = linalg.matmul ins(%a, %b : tensor<2x3xf32>, tensor<3x4xf32>) outs(%c : tensor<2x4xf32>) -> tensor<2x4xf32>
+...   return %0 : tensor<2x4xf32>
+... }''')
+>>> op = m.functions()["f"].regions[0].entry.operations[0]
+>>> op.attributes["operandSegmentSizes"], [o.name for o in op.regions[0].entry.operations]  # the body mlir-opt prints
+((2, 1), ['arith.mulf', 'arith.addf', 'linalg.yield'])
+"""
 
 from __future__ import annotations
 

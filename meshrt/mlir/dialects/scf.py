@@ -1,5 +1,20 @@
 """The custom (pretty) forms of scf ops (if, for, while, execute_region):
-one reader per op, registered with `_custom` (see `meshrt.mlir._reader`)."""
+one reader per op, registered with `_custom` (see `meshrt.mlir.syntax.reader`).
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''func.func @f(%n: index, %x: f32) -> f32 {
+...   %c0 = arith.constant 0 : index
+...   %c1 = arith.constant 1 : index
+...   %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %x) -> (f32) {
+...     %y = arith.addf %acc, %acc : f32
+...     scf.yield %y : f32
+...   }
+...   return %r : f32
+... }''')
+>>> op = m.functions()["f"].regions[0].entry.operations[2]
+>>> op.name, [o.name for o in op.regions[0].entry.operations]
+('scf.for', ['arith.addf', 'scf.yield'])
+"""
 
 from __future__ import annotations
 

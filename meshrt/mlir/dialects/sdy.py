@@ -1,9 +1,9 @@
 """The custom (pretty) forms of the Shardy ``sdy`` ops, as JAX prints them:
-one reader per op, registered with `_custom` (see `meshrt.mlir._reader`).
+one reader per op, registered with `_custom` (see `meshrt.mlir.syntax.reader`).
 
 Shardy attributes are kept as MLIR's generic text (`OpaqueAttr` ``#sdy.sharding<...>``,
 ``#sdy.sharding_per_value<[...]>``, ``#sdy<manual_axes{...}>`` ...), which the generic form
-of the same op carries too; `meshrt.mlir.sdy` reads them into `meshrt.mlir._sdy_attrs`.
+of the same op carries too; `meshrt.mlir.shardy.program` reads them into `meshrt.mlir.dialects.sdy_attrs`.
 """
 
 from __future__ import annotations

@@ -2,6 +2,63 @@
 per op registered with `_custom` (see `meshrt.mlir.syntax.reader`); the MLIR form of its attributes;
 and `verify`, its checker.
 
+The shard ops (operands in order; attribute -> Python type)
+-----------------------------------------------------------
+Every collective has ``grid: SymbolRef`` and ``grid_axes: tuple[int]``
+(``()`` when omitted), one tensor operand and one result.  Reductions are
+strings of meshrt's `ReductionKind` values (``"sum"``, ``"max"``, ...).
+
+- ``shard.grid``: no operands/results; ``sym_name: str``,
+  ``shape: tuple[int]`` (``DYNAMIC`` for ``?``).
+- ``shard.sharding`` -> ``!shard.sharding``; operands: dynamic
+  sharded_dims_offsets, then dynamic halo sizes (i64; split by
+  ``operandSegmentSizes: (o, h)``);
+  ``grid: SymbolRef``, ``split_axes: tuple[tuple[int]]``,
+  ``static_halo_sizes: tuple[int]``, ``static_sharded_dims_offsets:
+  tuple[int]`` (both always present, ``()`` when absent).
+- ``shard.shard(src, sharding)`` -> tensor; ``annotate_for_users: UNIT`` when
+  given.
+- ``shard.get_sharding(src)`` -> ``!shard.sharding``; no attributes.
+- ``shard.shard_shape(sharding, dynamic dims..., dynamic device...)`` ->
+  index results; ``dims: tuple[int]``, ``device: tuple[int]``,
+  ``operandSegmentSizes: (d, 1, v)`` (dims, sharding, device).  NB. the
+  generic form puts the dims operands first: the operand order is that of
+  ``operandSegmentSizes``, i.e. ``(dims..., sharding, device...)``.
+- ``shard.process_multi_index`` -> index results; ``grid``, ``axes:
+  tuple[int]``.
+- ``shard.process_linear_index`` -> index; ``grid``.
+- ``shard.grid_shape`` -> index results; ``grid``, ``axes: tuple[int]``.
+- ``shard.neighbors_linear_indices(device...)`` -> (down, up) index;
+  ``grid``, ``split_axes: tuple[int]``.
+- ``shard.all_gather``: ``gather_axis: int``.
+- ``shard.all_reduce``: ``reduction: str`` (default ``"sum"``, always present).
+- ``shard.all_slice``: ``slice_axis: int``.
+- ``shard.all_to_all``: ``split_axis: int``, ``concat_axis: int``.
+- ``shard.broadcast(input, root_dynamic...)``: ``root: tuple[int]``.
+- ``shard.gather(input, root_dynamic...)``: ``gather_axis: int``,
+  ``root: tuple[int]``.
+- ``shard.recv(input, source_dynamic...)``: ``source: tuple[int]`` (absent
+  when not given).
+- ``shard.reduce(input, root_dynamic...)``: ``reduction: str``,
+  ``root: tuple[int]``.
+- ``shard.reduce_scatter``: ``reduction: str``, ``scatter_axis: int``.
+- ``shard.scatter(input, root_dynamic...)``: ``scatter_axis: int``,
+  ``root: tuple[int]``.  (Newer LLVM spells it ``scatter_dim``; both read
+  as ``scatter_axis``.)
+- ``shard.send(input, destination_dynamic...)``: ``destination: tuple[int]``.
+- ``shard.shift``: ``shift_axis: int``, ``offset: int``, ``rotate: UNIT``
+  when given.
+- ``shard.update_halo(destination, halo_sizes dynamic...)`` -> tensor;
+  ``grid``, ``split_axes: tuple[tuple[int]]``, ``static_halo_sizes:
+  tuple[int]``.
+
+A ``shard.sharding`` with partial axes (seed 001's ``partial = sum [1]``,
+kept by meshrt) has no MLIR form: LLVM 22 is the first release without the
+partial clause (llvm/llvm-project#149805 removed it from ``mesh.sharding``
+in July 2025, before the rename to ``shard``).  Printing one raises
+`MLIRError` rather than print a sharding that LLVM would read as a
+different, non-partial one.
+
 `verify` checks a parsed module the way the ``shard`` dialect's verifiers do, before anything runs.
 Every error is an `MLIRError` whose message starts with the op's ``file:line:col:``;
 it depends on the text only, so every process of an SPMD run raises the same one.

@@ -1,9 +1,18 @@
 """The custom (pretty) forms of the StableHLO ops JAX prints: one reader per op, registered
-with `_custom` (see `meshrt.mlir._reader`).  Ops JAX prints in generic form (the collectives,
+with `_custom` (see `meshrt.mlir.syntax.reader`).  Ops JAX prints in generic form (the collectives,
 ``reduce_window``, ``gather`` ...) need no reader here.
 
 Attributes get the names of StableHLO's generic form (``broadcast_dimensions``,
 ``comparison_direction``, ``dimensions``, ...), so both forms give the same `Operation`.
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''func.func @main(%a: tensor<4xi32>) -> tensor<4xi32> {
+...   %0 = stablehlo.popcnt %a : tensor<4xi32>
+...   return %0 : tensor<4xi32>
+... }''')
+>>> op = m.functions()["main"].regions[0].entry.operations[0]
+>>> op.name, [str(v.type) for v in op.operands + op.results]
+('stablehlo.popcnt', ['tensor<4xi32>', 'tensor<4xi32>'])
 """
 
 from __future__ import annotations

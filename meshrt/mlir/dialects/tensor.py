@@ -1,4 +1,14 @@
-"""The custom (pretty) forms of tensor dialect ops: one reader per op, registered with `_custom`."""
+"""The custom (pretty) forms of tensor dialect ops: one reader per op, registered with `_custom`.
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''func.func @f(%t: tensor<8x8xf32>) -> tensor<2x4xf32> {
+...   %0 = tensor.extract_slice %t[0, 4] [2, 4] [1, 1] : tensor<8x8xf32> to tensor<2x4xf32>
+...   return %0 : tensor<2x4xf32>
+... }''')
+>>> a = m.functions()["f"].regions[0].entry.operations[0].attributes
+>>> a["static_offsets"], a["static_sizes"], a["static_strides"]
+((0, 4), (2, 4), (1, 1))
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,15 @@
 """The ``vector`` dialect's custom forms, read so that a module using them parses (the runners name them
 unsupported): one reader per op, registered with `_custom` (see `meshrt.mlir.syntax.reader`); the MLIR
-form of its attributes."""
+form of its attributes.
+
+>>> from meshrt.mlir import parse
+>>> m = parse('''func.func @f() -> vector<4xi1> {
+...   %0 = vector.constant_mask [2] : vector<4xi1>
+...   return %0 : vector<4xi1>
+... }''')
+>>> m.functions()["f"].regions[0].entry.operations[0].attributes["mask_dim_sizes"]
+(2,)
+"""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ source), so repeated calls and equal ops never recompile.
 
 >>> import numpy as np
 >>> from meshrt.mlir import parse
->>> from meshrt.mlir.execute import run_function
+>>> from meshrt.mlir.interpreters.spmd import run_function
 >>> m = parse('''func.func @f(%a: tensor<4xf64>) -> tensor<4xf64> {
 ...   %e = tensor.empty() : tensor<4xf64>
 ...   %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],

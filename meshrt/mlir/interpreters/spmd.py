@@ -8,7 +8,7 @@ dialect's device groups.  The same file runs un-partitioned too: there every
 process holds whole tensors and ``shard.shard`` (a sharding annotation, or a
 reshard between two annotations) leaves the global value as it is.
 
-Before anything runs, `Program` verifies the module (`meshrt.mlir.verify`)
+Before anything runs, `Program` verifies the module (`meshrt.mlir.dialects.shard.verify`)
 and walks the function and every function it calls, raising `MLIRError`
 (``file:line:col: unsupported op 'x.y'``) for the first op it cannot
 execute, the same on every process.

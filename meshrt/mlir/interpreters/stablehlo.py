@@ -6,7 +6,7 @@ StableHLO's rules where numpy's differ: integer ``divide`` truncates toward zero
 ``comparison_direction``/``compare_type``, ``convert`` of a float to an integer truncates
 toward zero, ``maximum``/``minimum`` propagate NaN, shifts by the bit width or more give 0
 (or the sign for an arithmetic shift).  Ops with regions (``reduce``, ``reduce_window``,
-``while``, ``case``/``if``, ``sort``) are run by `meshrt.mlir.sdy`, which calls
+``while``, ``case``/``if``, ``sort``) are run by `meshrt.mlir.shardy.program`, which calls
 `reduce_with`, `reduce_window_with` and `sort_with` here with their region as a function.
 
 >>> from meshrt.mlir import parse

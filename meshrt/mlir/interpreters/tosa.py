@@ -21,7 +21,7 @@ clamp bounds, zero points' roles) read once.  Semantics are TOSA's
 
 >>> import numpy as np
 >>> from meshrt.mlir import parse
->>> from meshrt.mlir.execute import run_function
+>>> from meshrt.mlir.interpreters.spmd import run_function
 >>> m = parse('''func.func @f(%a: tensor<2x3xf32>) -> tensor<1x3xf32> {
 ...   %0 = tosa.sigmoid %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
 ...   %1 = tosa.reduce_sum %0 {axis = 0 : i32} : (tensor<2x3xf32>) -> tensor<1x3xf32>

@@ -1,4 +1,4 @@
-"""``meshrt mlir run`` and ``meshrt mlir explain`` on Shardy programs (see `meshrt.mlir.sdy`).
+"""``meshrt mlir run`` and ``meshrt mlir explain`` on Shardy programs (see `meshrt.mlir.shardy.program`).
 
 `run_command`: every process reads its own shards of the ``.npy`` arguments (MPI-IO; a
 replicated argument whole); rank 0 writes the whole results once every process has finished

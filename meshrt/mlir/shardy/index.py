@@ -1,5 +1,5 @@
 """``stablehlo.gather`` and ``stablehlo.scatter`` on sharded values, in the global view of
-`meshrt.mlir.sdy`: no process holds a split operand whole.
+`meshrt.mlir.shardy.program`: no process holds a split operand whole.
 
 Both ops are read as one *index form*: every operand dim is either a **point** dim, which each
 index vector picks (a start clamped for gather, checked for scatter; a window of size > 1 there

@@ -6,11 +6,11 @@ sharding, or a numpy array every process holds whole (replicated).  Arguments ar
 their ``sdy.sharding``; ``sdy.sharding_constraint``, ``sdy.reshard``, the sdy collectives, a
 result's ``sdy.sharding`` attribute and the function results move data to the sharding they
 name (meshrt's reshard planner moves the minimum), and so does every value that
-`meshrt.mlir.sdy_propagate` gives a sharding.  Ops compute on the shards through the
+`meshrt.mlir.shardy.propagation` gives a sharding.  Ops compute on the shards through the
 DistributedTensor operations (elementwise on the local blocks, ``dot_general`` through
 meshrt's einsum planner, ``reduce`` locally then across the mesh axes, ``reshape``,
 ``transpose``, ``slice``, ``concatenate``, ``reverse``, cumsum and argmax with their own
-plans; ``pad``, the dynamic slices, ``reduce_window`` and ``sort`` in `meshrt.mlir._sdy_window`);
+plans; ``pad``, the dynamic slices, ``reduce_window`` and ``sort`` in `meshrt.mlir.shardy.window`);
 an op without a sharded implementation runs on the gathered operands and gives a
 replicated result (``meshrt mlir explain`` lists these).  Each value is freed after its last use.
 ``sdy.manual_computation`` bodies run on the local blocks; their StableHLO collectives map
@@ -182,7 +182,7 @@ class SdyProgram:
         self._sub_axes = {}   # sdy text -> Sharding on a refined mesh
         self._shardings = {}  # (sdy text, manual axes) -> Sharding (`sharding`)
         self._users = None    # value -> the ops that read it (`_elementwise_users_only`)
-        self._propagated = {}  # function -> {Value: TensorSharding} (meshrt.mlir.sdy_propagate)
+        self._propagated = {}  # function -> {Value: TensorSharding} (meshrt.mlir.shardy.propagation)
         self._checked_argmax = {}
         self._dead = {}
         self._defining = {r: op for op in module.walk() for r in op.results}

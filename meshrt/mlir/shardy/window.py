@@ -1,5 +1,5 @@
 """Sharded ``pad``, ``dynamic_slice``, ``dynamic_update_slice``, ``reduce_window`` and ``sort`` for
-`meshrt.mlir.sdy`'s global view: no process gathers an operand that a sharding splits.
+`meshrt.mlir.shardy.program`'s global view: no process gathers an operand that a sharding splits.
 
 * ``pad``: the result is allocated split like the operand (or as propagation wants it), filled with
   the padding value, and the operand (cropped where the padding is negative) is written into its
@@ -16,7 +16,7 @@
   dim moves its axes to another dim that can take them; a dim no other can relieve (1-D) is sorted
   by a distributed sample sort (local sort, splitters from regular samples, one ``Alltoallv`` of the
   buckets, a local merge, one ``Alltoallv`` to the result's block sizes), stable with respect to the
-  global index.  Local sorts are `meshrt.mlir.stablehlo.stable_sort_perm`: numpy's stable sort on
+  global index.  Local sorts are `meshrt.mlir.interpreters.stablehlo.stable_sort_perm`: numpy's stable sort on
   the key order the comparator shows on probe values, kept only when the comparator agrees on
   every adjacent pair of the result, else a merge sort that calls the comparator on vectors
   only; so any strict weak order sorts, as StableHLO's does, and no comparator is refused.

@@ -1,5 +1,11 @@
 """Reading MLIR types (``tensor<4x?xf32>``, function types, aliases) and attributes (integers,
-floats, dense literals, arrays, dictionaries, affine maps, dialect attributes) into `meshrt.mlir.ir`."""
+floats, dense literals, arrays, dictionaries, affine maps, dialect attributes) into `meshrt.mlir.ir`.
+
+>>> r = _AttributeReader("tensor<4x?xf32>", "<string>")
+>>> t = r.type()
+>>> t.shape, str(t.element)
+((4, None), 'f32')
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,11 @@
 """The lexical layer of the MLIR reader: token patterns, string literals, and `_Lexer`, which
 holds the text and the position, reports errors as ``file:line:col:``, and reads identifiers,
-punctuation and balanced brackets."""
+punctuation and balanced brackets.
+
+>>> lx = _Lexer("%x = foo.bar", "f.mlir")
+>>> lx.loc(5)
+Location(file='f.mlir', line=1, col=6)
+"""
 
 from __future__ import annotations
 
@@ -52,8 +57,8 @@ def _unquote(s: str) -> str:
 class _Lexer:
     """The text, the position in it, and the reader's state (aliases, SSA scopes, block labels).
 
-    The reader is one object: `_TypeReader`, `_AttributeReader` (`meshrt.mlir._types_attributes`) and
-    `_Parser` (`meshrt.mlir._reader`) each add the methods of their layer to this one.
+    The reader is one object: `_TypeReader`, `_AttributeReader` (`meshrt.mlir.syntax.attributes`) and
+    `_Parser` (`meshrt.mlir.syntax.reader`) each add the methods of their layer to this one.
     """
 
     def __init__(self, text: str, filename: str):

@@ -4,20 +4,14 @@ The data model drops what MLIR keeps in an attribute's type (``2 : index``
 and ``2 : i64`` are both ``2``; ``array<i16: 0>`` and ``[0]`` both tuples;
 ``#shard<partial sum>`` is ``"sum"``).  The printer puts it back from one
 table, `ATTRIBUTE_KINDS`: per op (or dialect) and attribute name, the MLIR
-form of the value.  An attribute it does not know prints in the default form
+form of the value; each module of `meshrt.mlir.dialects` writes its dialect's
+rows (this module names no dialect).  An attribute it does not know prints in the default form
 (``i64`` integers, ``f64`` floats, ``[...]`` arrays), which MLIR reads as a
 discardable attribute of that type.
 
 Values are renumbered ``%v0, %v1 ...`` in order of definition (results of an
 op with several are ``%vN:k`` and used as ``%vN#i``), blocks ``^bb0 ...``,
 attributes sorted: equal IR prints equal text.
-
-A ``shard.sharding`` with partial axes (seed 001's ``partial = sum [1]``,
-kept by meshrt) has no MLIR form: LLVM 22 is the first release without the
-partial clause (llvm/llvm-project#149805 removed it from ``mesh.sharding``
-in July 2025, before the rename to ``shard``).  Printing one raises
-`MLIRError` rather than print a sharding that LLVM would read as a
-different, non-partial one.
 
 >>> from meshrt.mlir import parse
 >>> m = parse('''shard.grid @g(shape = 2x2)

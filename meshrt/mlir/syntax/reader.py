@@ -2,8 +2,14 @@
 
 It reads the top level, SSA scopes (values defined before or after their uses), operations and
 regions. An op in custom (pretty) form is read by the function registered for its name with
-`_custom` (the ``_forms_*`` modules, one per dialect; `meshrt.mlir.parser` imports them all);
-any other op in the functional form ``name %a {attrs} : (A) -> R``.
+`_custom` (the modules of `meshrt.mlir.dialects`, one per dialect, register theirs; its ``__init__``
+imports them all); any other op in the functional form ``name %a {attrs} : (A) -> R``. Once read, an
+op goes through the normalizations its dialect registered with `_normalizer` (defaults, old names).
+This module names no dialect.
+
+>>> ops = _Parser('"my.op"() {n = 2 : i64} : () -> ()', "<string>").top_level()
+>>> [(op.name, op.attributes) for op in ops]
+[('my.op', {'n': 2})]
 """
 
 from __future__ import annotations
