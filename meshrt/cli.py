@@ -342,7 +342,7 @@ def _mlir_explain_cmd(args):
         # not under mpiexec: start as many processes as the program's mesh has devices
         try:
             from .mlir import parse_file
-            from .mlir.shardy.program import meshes
+            from .mlir.dialects.sdy import meshes
 
             sizes = {m.size for m in meshes(parse_file(args.file)).values()}
         except (OSError, ValueError) as e:

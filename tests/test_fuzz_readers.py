@@ -131,7 +131,7 @@ def test_harness_flags_and_minimizes():
 
 def _read_mlir(name):
     from meshrt.mlir import parse, verify
-    from meshrt.mlir.execute import Program, check_function, function_shardings, is_partitioned
+    from meshrt.mlir.interpreters.spmd import Program, check_function, function_shardings, is_partitioned
 
     stage = {}
 
@@ -176,7 +176,7 @@ def test_fuzz_mlir_attributes(request):
     """The verifier and the executor's checks on programs that parse: one attribute of one op of the
     repository's programs given a value of another kind, or removed (as the generic form allows)."""
     from meshrt.mlir import UNIT, AffineDim, AffineMap, ScalarType, SymbolRef, TypeAttr, parse, verify
-    from meshrt.mlir.execute import Program, check_function, function_shardings
+    from meshrt.mlir.interpreters.spmd import Program, check_function, function_shardings
 
     tally = Tally("mlir attributes (verify, checks)")
     wrong = _WRONG_VALUES + [UNIT, SymbolRef("nope", ()), TypeAttr(ScalarType("f32")), AffineMap(1, 0, (AffineDim(0),))]

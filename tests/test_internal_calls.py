@@ -37,13 +37,13 @@ _LOCAL = {"Abort", "Call_errhandler", "Compare", "Create_errhandler", "Create_ke
 
 # Calls that share a communicator method's name but are not one: (file, receiver, method) -> why.
 NOT_COMMUNICATORS = {
-    ("mlir/execute.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
-    ("mlir/linalg.py", "f", "reduce"): "a numpy ufunc's reduce",
-    ("mlir/tosa.py", "f", "reduce"): "a numpy ufunc's reduce",
-    ("mlir/stablehlo.py", "uf", "reduce"): "a numpy ufunc's reduce",
-    ("mlir/sdy.py", "value", "gather"): "DistributedTensor.gather, a named operation itself",
-    ("mlir/sdy.py", "v", "gather"): "DistributedTensor.gather, a named operation itself",
-    ("mlir/sdy.py", "x", "gather"): "DistributedTensor.gather, a named operation itself",
+    ("mlir/interpreters/spmd.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
+    ("mlir/interpreters/linalg.py", "f", "reduce"): "a numpy ufunc's reduce",
+    ("mlir/interpreters/tosa.py", "f", "reduce"): "a numpy ufunc's reduce",
+    ("mlir/interpreters/stablehlo.py", "uf", "reduce"): "a numpy ufunc's reduce",
+    ("mlir/shardy/program.py", "value", "gather"): "DistributedTensor.gather, a named operation itself",
+    ("mlir/shardy/program.py", "v", "gather"): "DistributedTensor.gather, a named operation itself",
+    ("mlir/shardy/program.py", "x", "gather"): "DistributedTensor.gather, a named operation itself",
     ("tensor/numpy_shifts.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("io/formats.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("tensor/reductions.py", "ufunc", "reduce"): "a numpy ufunc's reduce",

@@ -10,7 +10,7 @@ import pytest
 from meshrt.cli import find_mlir_opt, main, mlir_partition
 from meshrt.launch import find_mpiexec
 from meshrt.mlir import MLIRError, parse, parse_file
-from meshrt.mlir.execute import check_function, run_function
+from meshrt.mlir.interpreters.spmd import check_function, run_function
 
 CORPUS = os.path.join(os.path.dirname(__file__), "mlir", "corpus")
 GENERATED = sorted(f[: -len(".partitioned.mlir")] for f in os.listdir(CORPUS)

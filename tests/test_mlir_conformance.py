@@ -19,8 +19,8 @@ import pytest
 
 from meshrt import AbstractMesh, Sharding
 from meshrt.mlir import MLIRError, parse, parse_file, verify
-from meshrt.mlir.execute import check_function, run_function
-from meshrt.mlir.printer import print_generic
+from meshrt.mlir.interpreters.spmd import check_function, run_function
+from meshrt.mlir.syntax.printer import print_generic
 
 HERE = os.path.dirname(__file__)
 DATA = os.path.join(HERE, "mlir", "conformance")
@@ -110,7 +110,7 @@ def test_tosa_op_equals_numpy(name):
 
 
 def test_every_tosa_op_of_the_subset_has_a_case():
-    from meshrt.mlir.tosa import TOSA_OPS
+    from meshrt.mlir.interpreters.tosa import TOSA_OPS
 
     used = {op.name for op in parse_file(TOSA).walk() if op.name.startswith("tosa.")}
     assert used == set(TOSA_OPS)

@@ -9,7 +9,7 @@ import pytest
 from mpi4py import MPI
 
 from meshrt.mlir import parse
-from meshrt.mlir.execute import run_function
+from meshrt.mlir.interpreters.spmd import run_function
 
 N = 7
 RNG = np.random.default_rng(3)

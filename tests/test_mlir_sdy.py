@@ -10,9 +10,10 @@ import pytest
 
 from meshrt.errors import MLIRError
 from meshrt.mlir import parse, parse_file
-from meshrt.mlir import stablehlo as H
-from meshrt.mlir._sdy_attrs import parse_mesh, parse_sharding, parse_sharding_list
-from meshrt.mlir.sdy import SdyProgram, is_sdy, run_sdy, verify_sdy
+from meshrt.mlir.interpreters import stablehlo as H
+from meshrt.mlir.dialects.sdy_attrs import parse_mesh, parse_sharding, parse_sharding_list
+from meshrt.mlir.dialects.sdy import verify_sdy
+from meshrt.mlir.shardy.program import SdyProgram, is_sdy, run_sdy
 
 CORPUS = os.path.join(os.path.dirname(__file__), "mlir", "sdy")
 FILES = sorted(glob.glob(os.path.join(CORPUS, "*", "n*.mlir")))
@@ -285,7 +286,7 @@ def test_explain_output_is_read_by_jax_parser():
     from jax._src.lib.mlir import ir
     from mpi4py import MPI
 
-    from meshrt.mlir.sdy_cli import explain
+    from meshrt.mlir.shardy.cli import explain
 
     for name in ("mlp", "halo_ppermute", "reductions"):
         text = explain(parse_file(os.path.join(CORPUS, name, "n1.mlir")), "main", MPI.COMM_SELF)
@@ -313,7 +314,7 @@ def test_generic_print_is_the_same_ir_for_jax():
 # -- propagation ----------------------------------------------------------------------------------------
 
 def _propagated(body, args="%arg0: tensor<8x8xf32>", results="tensor<8x8xf32>"):
-    from meshrt.mlir.sdy_propagate import propagate
+    from meshrt.mlir.shardy.propagation import propagate
 
     m = verify_sdy(parse(HEAD + f"func.func @main({args}) -> {results} {{\n{body}\n}}\n"))
     f = m.functions()["main"]
@@ -440,7 +441,7 @@ def test_propagation_through_reshape_keeps_priorities_and_closed_dims():
 
 def _propagated_calls(text):
     """Propagated shardings by ``function:value`` name: main's, then each call site's callee."""
-    from meshrt.mlir.sdy_propagate import propagate
+    from meshrt.mlir.shardy.propagation import propagate
 
     m = verify_sdy(parse(HEAD + text))
 

@@ -7,7 +7,7 @@ import pytest
 from meshrt import AbstractMesh, Sharding
 from meshrt.errors import MLIRError
 from meshrt.mlir import parse
-from meshrt.mlir._sdy_index import apply_updates, combiner_kind, gather_form, lookups, route, scatter_form
+from meshrt.mlir.shardy.index import apply_updates, combiner_kind, gather_form, lookups, route, scatter_form
 
 
 def _op(text, name):

@@ -15,7 +15,7 @@ import meshrt
 from meshrt import Mesh, Sharding
 from meshrt.io import CheckpointError, load_state, save_state
 from meshrt.mlir import MLIRError, parse, verify
-from meshrt.mlir.execute import Program, check_function
+from meshrt.mlir.interpreters.spmd import Program, check_function
 
 
 def _read(text):

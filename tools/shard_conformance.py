@@ -246,7 +246,7 @@ def processes_needed(modules, fname, limit):
     from meshrt.errors import MeshError
     from meshrt.mesh import dims_create
     from meshrt.mlir import DYNAMIC
-    from meshrt.mlir.execute import _functions_reached
+    from meshrt.mlir.interpreters.spmd import _functions_reached
 
     shapes, reach = {}, {}
     for module in modules:
@@ -334,7 +334,7 @@ def run_global(module, fname):
     """``"ran"`` when the annotated global program runs in global mode in this process, else the error."""
     from mpi4py import MPI
 
-    from meshrt.mlir.execute import run_function
+    from meshrt.mlir.interpreters.spmd import run_function
 
     try:
         run_function(module, fname, make_arguments(module, fname), comm=MPI.COMM_SELF)
@@ -352,7 +352,7 @@ def worker(job_path, out_path):
 
     from meshrt import Sharding
     from meshrt.mlir import parse
-    from meshrt.mlir.execute import Program, function_shardings, gather_results, local_parts, run_function
+    from meshrt.mlir.interpreters.spmd import Program, function_shardings, gather_results, local_parts, run_function
 
     comm = MPI.COMM_WORLD
     with open(job_path) as f:
@@ -428,7 +428,7 @@ def run_job(job, nprocs, timeout=120):
 def examine(directory, exe, nprocs=4, run=True, verbose=False):
     """One record per function (and per invalid case) of every ``.mlir`` file under ``directory``."""
     from meshrt.mlir import parse
-    from meshrt.mlir.execute import check_function, is_partitioned
+    from meshrt.mlir.interpreters.spmd import check_function, is_partitioned
 
     records = []
     for fn in sorted(f for f in os.listdir(directory) if f.endswith(".mlir")):

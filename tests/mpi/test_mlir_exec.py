@@ -18,7 +18,7 @@ from mpi4py import MPI
 
 from meshrt import Sharding
 from meshrt.mlir import DYNAMIC, parse_file
-from meshrt.mlir.execute import Program, function_shardings, gather_results, local_parts, run_function
+from meshrt.mlir.interpreters.spmd import Program, function_shardings, gather_results, local_parts, run_function
 
 comm = MPI.COMM_WORLD
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "mlir", "corpus")

@@ -12,7 +12,7 @@ from mpi4py import MPI
 from meshrt import DistributedTensor
 from meshrt.errors import MLIRError
 from meshrt.mlir import parse, parse_file
-from meshrt.mlir.sdy import SdyProgram, run_sdy
+from meshrt.mlir.shardy.program import SdyProgram, run_sdy
 
 MPI_NPROCS = (1, 2, 4)
 
@@ -57,7 +57,7 @@ def test_read_args_reads_each_process_its_shards_and_run_consumes_them():
     try:
         args = p.read_args("main", paths)
         f = p.module.functions()["main"]
-        from meshrt.mlir.sdy import _arg_sharding
+        from meshrt.mlir.dialects.sdy import _arg_sharding
 
         for i, (a, path) in enumerate(zip(args, paths)):
             whole = np.load(path)
@@ -309,7 +309,7 @@ func.func @main(%arg0: tensor<8x8xf32>, %arg1: tensor<8x8xf32>) -> tensor<8x8xf3
 def test_run_follows_propagation():
     """The group member %0 gets the constraint's column split at run time (explain shows it) and the
     values stay right."""
-    from meshrt.mlir.sdy_cli import explain
+    from meshrt.mlir.shardy.cli import explain
 
     m = parse(GROUPED.format(mesh=_mesh_text()))
     x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
@@ -378,7 +378,7 @@ func.func private @twice(%arg0: tensor<4x24xf32>) -> tensor<4x24xf32> {{
 def test_reshapes_and_calls_equal_numpy_and_never_gather():
     """Reshapes across split dims (to a constraint's sharding, split, merged, back to a transposed
     split) and a private function's call: the values equal numpy, and no reshape gathers."""
-    from meshrt.mlir.sdy_cli import explain
+    from meshrt.mlir.shardy.cli import explain
 
     x = np.arange(96, dtype=np.float32).reshape(8, 12) / 7
     m = parse(RESHAPES.format(mesh=_mesh_text()))

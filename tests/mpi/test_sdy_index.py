@@ -14,7 +14,7 @@ from mpi4py import MPI
 from meshrt import DistributedTensor
 from meshrt.errors import MLIRError
 from meshrt.mlir import parse, parse_file
-from meshrt.mlir.sdy import SdyProgram
+from meshrt.mlir.shardy.program import SdyProgram
 
 MPI_NPROCS = (1, 2, 4)  # the counts for Shardy programs; the shapes split unevenly at 2 and 4 too
 
@@ -435,7 +435,7 @@ def _interleave(batch, window, window_dims):
 
 @pytest.mark.parametrize("seed", range(8))
 def test_random_dimension_numbers_equal_stablehlo(seed):
-    from meshrt.mlir import stablehlo as H
+    from meshrt.mlir.interpreters import stablehlo as H
 
     rng = np.random.default_rng(seed)
     shape, index_map, batch = _random_case(rng)

@@ -14,8 +14,8 @@ from mpi4py import MPI
 from meshrt import DistributedTensor
 from meshrt.errors import MLIRError
 from meshrt.mlir import parse, parse_file
-from meshrt.mlir._sdy_window import SHARDED_OPS
-from meshrt.mlir.sdy import SdyProgram
+from meshrt.mlir.shardy.window import SHARDED_OPS
+from meshrt.mlir.shardy.program import SdyProgram
 
 MPI_NPROCS = (1, 2, 4)  # the issue's counts for Shardy programs; the shapes split unevenly at 2 and 4 too
 
@@ -449,7 +449,7 @@ def test_distributed_sort_over_one_mesh_axis(split):
 def test_distributed_sort_buckets_stay_small_even_when_every_value_ties(monkeypatch):
     """Ties are split by global index, so equal values spread over the buckets (O(n/P) each) and keep
     their order."""
-    from meshrt.mlir import _sdy_window
+    from meshrt.mlir.shardy import window as _sdy_window
 
     sizes = []
     exchange = _sdy_window._alltoallv
@@ -529,7 +529,7 @@ def test_sort_by_a_comparator_that_is_no_plain_key(n):
 def test_explain_says_what_ran():
     """``explain`` names the plans: the split moved off a wide window's dim, the sample sort's exchanges;
     nothing on gathered operands."""
-    from meshrt.mlir.sdy_cli import explain
+    from meshrt.mlir.shardy.cli import explain
 
     wide = reduce_window_text((13, 7), (13, 7), np.float32, ("x,y", ""), ("x,y", ""), (9, 1), (1, 1), (1, 1),
                               (1, 1), ((4, 4), (0, 0)), "maximum")
