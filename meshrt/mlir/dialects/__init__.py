@@ -1,4 +1,18 @@
-"""Read MLIR text (generic form of any op, custom form of the ops meshrt runs) into `meshrt.mlir.ir`.
+"""The dialects meshrt knows, one module per dialect namespace, and `parse`, which reads MLIR text
+(generic form of any op, custom form of the ops meshrt runs) into `meshrt.mlir.ir`.
+
+Each module holds what is its dialect's own and registers it with the generic syntax
+(`meshrt.mlir.syntax`) when imported: its ops' custom forms (`reader._custom`), the
+normalizations of its ops once read (`reader._normalizer`), the MLIR form of its attributes
+(`printer.ATTRIBUTE_KINDS`), and its checks (`shard.verify`, `sdy.verify_sdy`). This
+``__init__`` imports them all:
+
+- `arith` (and ``math``, which shares its forms and flags), `func`, `builtin`, `cf`, `affine`,
+  `scf`, `vector`, `tensor`, `linalg`, `tosa`: the dialects of ``mlir-opt``'s programs;
+- `shard`: the ``shard`` dialect, and `verify`;
+- `stablehlo`, `sdy` (with `sdy_attrs`, its attributes as data) and `verify_sdy`: what JAX exports.
+
+What the ops compute is in `meshrt.mlir.interpreters`.
 
 >>> m = parse('''
 ... shard.grid @g(shape = 4)
