@@ -272,6 +272,12 @@ def test_old_mlir_module_paths_still_import():
         assert module is new and module.__spec__.name == new.__name__, name
         assert name == "verify" or getattr(meshrt.mlir, name) is new, name
     assert callable(meshrt.mlir.verify)  # the function, as before, not the module
+    assert sorted(meshrt.mlir.__all__) == sorted([  # the names meshrt.mlir exported before, no more, no fewer
+        "MLIRError", "DYNAMIC", "UNIT", "AffineBinary", "AffineConst", "AffineDim", "AffineMap", "AffineSymbol",
+        "Block", "DenseElements", "FunctionType", "Location", "Module", "OpaqueAttr", "OpaqueType", "Operation",
+        "Region", "ScalarType", "SymbolRef", "TensorType", "TypeAttr", "UnitAttr", "Value",
+        "parse", "parse_file", "verify"])
+    assert all(hasattr(meshrt.mlir, n) for n in meshrt.mlir.__all__)
     from meshrt.mlir.sdy import SdyProgram
     from meshrt.mlir.shardy.program import SdyProgram as New
     assert SdyProgram is New
