@@ -636,6 +636,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
             lazy = ABOVE.lazy.getitem(self, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
             if lazy is not None:
                 return lazy
+        if _key_id(key) is None and ABOVE.advidx is not None:  # index arrays, masks, 0-d tensors as ints
+            key = ABOVE.advidx.scalar_key(key)
+            if ABOVE.advidx.is_advanced(key):
+                return ABOVE.advidx.getitem(self, key)
         plan, local, _ = _index_plan(self, key)
         block = self._interior[local]
         if plan.int_dims:
@@ -665,6 +669,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                 f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
                 f"{list(self._sharding.partial_axes)}); reshard it to a non-partial sharding first"
             )
+        if _key_id(key) is None and ABOVE.advidx is not None:  # index arrays, masks, 0-d tensors as ints
+            key = ABOVE.advidx.scalar_key(key)
+            if ABOVE.advidx.is_advanced(key):
+                return ABOVE.advidx.setitem(self, key, value)
         plan, local, write = _index_plan(self, key)
         if type(value) in _SCALARS:  # the common boundary-condition write: no checks numpy does not make
             self._interior[write] = value
@@ -674,7 +682,15 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                 self._writes.remember(key, write)
             return
         target = self._interior[local]
+        if isinstance(value, DistributedTensor) and value.ndim == 0:  # a reduction's result: its value
+            value = np.asarray(value._full_interior())
         if isinstance(value, DistributedTensor):
+            if value._global_shape != plan.result_shape and value.mesh == self.mesh:
+                try:  # numpy broadcasts the value to the selection
+                    np.broadcast_shapes(value._global_shape, plan.result_shape)
+                    value = np.broadcast_to(value, plan.result_shape)
+                except ValueError:
+                    pass  # _to_view_layout names the shapes
             value = _to_view_layout(value, plan, self.mesh)
             if value is None:
                 return
