@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 
 import numpy as np
 import numpy.lib.mixins
@@ -524,7 +525,7 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                             f"shape {self._global_shape}; reduce it (t.sum(), t.max(), ...) or gather() first")
         return self._full_interior()[()]
 
-    def item(self):
+    def item(self, *args):
         """The value of a 0-d tensor as a Python scalar, on every process.
 
         ``float(t[1, 1])`` works too.
@@ -546,6 +547,11 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
         >>> t[1, 1].item()
         3.0
         """
+        if args:  # t.item(i) / t.item(i, j): one element, from its owner
+            key = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
+            if len(key) == 1 and self.ndim != 1:
+                key = np.unravel_index(operator.index(key[0]), self._global_shape)
+            return self[tuple(int(i) for i in key)].item()
         return self._scalar("item()").item()
 
     def __float__(self):
@@ -617,6 +623,33 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
             if lazy is not None:
                 return lazy
         return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
+
+    # numpy's ndarray methods that programs call in passing, by the numpy functions they stand for
+    def ravel(self, order="C") -> "DistributedTensor":
+        """``np.ravel(t)``: the tensor flattened in C order (see `reshape`)."""
+        return _HANDLED_FUNCTIONS[np.ravel](self, order)
+
+    flatten = ravel
+
+    def dot(self, b):
+        """``np.dot(t, b)``."""
+        return _HANDLED_FUNCTIONS[np.dot](self, b)
+
+    def fill(self, value) -> None:
+        """``t[...] = value``."""
+        self[...] = value
+
+    def conj(self) -> "DistributedTensor":
+        """``np.conjugate(t)``."""
+        return np.conjugate(self)
+
+    conjugate = conj
+    real = property(lambda self: _HANDLED_FUNCTIONS[np.real](self), doc="``np.real(t)`` (a copy).")
+    imag = property(lambda self: _HANDLED_FUNCTIONS[np.imag](self), doc="``np.imag(t)`` (a copy).")
+
+    def tolist(self):
+        """The global array as nested Python lists, on every process (a gather)."""
+        return self.gather().tolist()
 
     # -- indexing ------------------------------------------------------------------------------
     def __getitem__(self, key) -> "DistributedTensor":
