@@ -31,12 +31,12 @@ from .distributed_tensor import DistributedTensor
 
 
 def is_advanced(key) -> bool:
-    """Whether ``key`` holds an index array (numpy array, list, or tensor of more than 0 dims, or boolean)."""
+    """Whether ``key`` holds an index array (a numpy array, a list, a tensor of more than 0 dims or of bools)."""
     for k in key if type(key) is tuple else (key,):
         if isinstance(k, DistributedTensor):
             if k.ndim or k.dtype == np.bool_:
                 return True
-        elif isinstance(k, (np.ndarray, list)) or isinstance(k, (bool, np.bool_)):
+        elif isinstance(k, (np.ndarray, list)):
             return True
     return False
 
