@@ -20,7 +20,8 @@ from types import SimpleNamespace
 #   formats:  meshrt.io.formats (to_zarr, from_zarr, to_hdf5, from_hdf5) -- the same
 #   lazy:     meshrt.tensor.lazy (deferred elementwise expressions, fused evaluation) -- set by meshrt/tensor/__init__.py
 #   advidx:   meshrt.tensor.advanced_index (index arrays and masks in t[key], t[key] = v) -- the same
-ABOVE = SimpleNamespace(npreduce=None, mixed=None, io=None, formats=None, lazy=None, advidx=None)
+#   fast:     meshrt.tensor.fastpath (t[i, j] of one element as one broadcast, cached) -- the same
+ABOVE = SimpleNamespace(npreduce=None, mixed=None, io=None, formats=None, lazy=None, advidx=None, fast=None)
 
 
 # numpy function -> its handler, called with the function's own arguments (see `implements`).

@@ -665,6 +665,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
         >>> u[1:-1, ::2].sharding.sharded_dims_offsets      # doctest: +SKIP
         >>> u[:, n // 2].gather()                            # doctest: +SKIP
         """
+        if type(self) is DistributedTensor and ABOVE.fast is not None and _int_key(key):
+            one = ABOVE.fast.read_element(self, key)  # one element: one broadcast from its owner, plan kept
+            if one is not None:
+                return one
         if type(self) is DistributedTensor and ABOVE.lazy is not None:
             lazy = ABOVE.lazy.getitem(self, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
             if lazy is not None:
@@ -1203,6 +1207,18 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                 f"{', '.join(sorted({_np_name(f) for f in _HANDLED_FUNCTIONS}))} (or gather() first)"
             )
         return handler(*args, **kwargs)
+
+
+def _int_key(key) -> bool:
+    """``key`` is a Python int or a tuple of them (not bools)."""
+    if type(key) is int:
+        return True
+    if type(key) is not tuple:
+        return False
+    for k in key:
+        if type(k) is not int:
+            return False
+    return True
 
 
 def _touch(t: "DistributedTensor") -> "DistributedTensor":

@@ -151,6 +151,9 @@ class _Op(_Node):
         self.consumed = False
 
     def _evaluate(self):
+        if self.op == "ufunc" and self.size == 1 and _whole_leaves(self.args):
+            with _EAGER:  # one ufunc of whole tensors and scalars: numpy's own loop, no kernel or plan
+                return self.ufunc(*[a.t if type(a) is _Leaf else r for a, r in zip(self.args, self.raw)])
         new = _fused_new(self)
         if new is not None:
             return new
@@ -161,6 +164,13 @@ class _Op(_Node):
             if self.op == "where":
                 return _HANDLED_FUNCTIONS[np.where](*args)
             return args[0].astype(self.dtype)
+
+
+def _whole_leaves(args) -> bool:
+    for a in args:
+        if type(a) is _Leaf and (a.kind != "full" or a.value is not None and a.value is not a.t):
+            return False
+    return True
 
 
 _HEADS: dict = {}
