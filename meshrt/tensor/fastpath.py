@@ -51,8 +51,9 @@ def read_element(t: DistributedTensor, key):
     return DistributedTensor._fast(block, block, rs, (), (), None)
 
 
-def dot_1d(a, b):
-    """``np.dot(a, b)`` of two 1-D tensors of one sharding (None: not this case)."""
+def dot_1d(a, b, general):
+    """``np.dot(a, b)`` of two 1-D tensors of one sharding (None: not this case); ``general`` is
+    `meshrt.tensor.matmul.dot`, run the first time (it imports this module: passed, not imported)."""
     if type(a) is not DistributedTensor or type(b) is not DistributedTensor:
         return None
     s = a._sharding
@@ -61,9 +62,7 @@ def dot_1d(a, b):
     if e is None:
         if len(a._global_shape) != 1 or s != b._sharding or a._global_shape != b._global_shape or s._partial_axes:
             return None
-        from .matmul import dot
-
-        r = dot(a, b)  # the general path once: its result's sharding and dtype are kept
+        r = general(a, b)  # the general path once: its result's sharding and dtype are kept
         if r._sharding._partial_axes or r._global_shape != ():
             return r
         if len(_DOTS) > _LIMIT:

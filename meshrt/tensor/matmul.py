@@ -1136,7 +1136,7 @@ def _np_matmul(a, b, out=None, **kwargs):
 @implements(np.dot)
 def _np_dot(a, b, out=None):
     _no_extra("dot", {"out": out})
-    r = _fastpath.dot_1d(a, b)  # two 1-D tensors of one sharding: one local dot, one allreduce
+    r = _fastpath.dot_1d(a, b, dot)  # two 1-D tensors of one sharding: one local dot, one allreduce
     return dot(a, b) if r is None else r
 
 
