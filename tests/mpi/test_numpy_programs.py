@@ -295,3 +295,29 @@ def test_errors_raise_on_every_process():
         x[:4] = DT.from_global(np.ones(3), rows())
     with pytest.raises(TypeError, match="np.median is not supported on a DistributedTensor"):
         np.median(x)
+
+
+def test_element_reads_and_1d_dots_by_their_fast_paths():
+    from meshrt.tensor import fastpath
+
+    m2 = Mesh((-1, -1))
+    g = rng.random((7, 5))
+    try:
+        for s in (Sharding(m2, [[0]]), Sharding(m2, [[1], [0]]), Sharding(m2, [[0, 1]]), Sharding(m2, []),
+                  Sharding(m2, [[0]], halo_sizes=[1, 1])):
+            t = DT.from_global(g, s)
+            for _ in range(2):  # the second read of each key by the kept plan
+                for i, j in ((0, 0), (6, 4), (-1, -2), (3, 1)):
+                    e = t[i, j]
+                    assert e.shape == () and float(e) == g[i, j] and not any(e.sharding.split_axes)
+            t[3, 1] = -5.0  # a write after the plan is kept is read back
+            assert float(t[3, 1]) == -5.0 and int(t[3, 1] < 0) == 1
+            v = t.reshape(-1)
+            w = DT.from_global(g.ravel()[::-1].copy(), v.sharding)
+            gv = t.gather().ravel()
+            for _ in range(3):
+                assert np.isclose(float(np.dot(v, w)), np.dot(gv, g.ravel()[::-1]))
+        assert fastpath._DOTS, "1-D dots went the general way"
+        assert fastpath._READS, "element reads went the general way"
+    finally:
+        m2.free()
