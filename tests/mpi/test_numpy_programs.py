@@ -174,6 +174,65 @@ def in_passing(A, v):
     return out + [B, z, np.add(arr, v) + np.multiply(v, arr), arr2, np.vstack([v, v]), np.column_stack([v, v])]
 
 
+def gramschmidt(A):
+    """Scalar steps: 1-D dots and 0-d values written into single elements."""
+    m, n = A.shape
+    Q = np.zeros_like(A); R = np.zeros((n, n), dtype=A.dtype)
+    for k in range(n):
+        nrm = np.dot(A[:, k], A[:, k])
+        R[k, k] = np.sqrt(nrm)
+        Q[:, k] = A[:, k] / R[k, k]
+        for j in range(k + 1, n):
+            R[k, j] = np.dot(Q[:, k], A[:, j])
+            A[:, j] -= Q[:, k] * R[k, j]
+    return Q, R
+
+def trisolv(L, b):
+    """A recurrence: each step reads the rows solved before it."""
+    x = np.zeros_like(b)
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    return x
+
+def lu(A):
+    """An LU factorization, element by element."""
+    N = A.shape[0]
+    for i in range(N):
+        for j in range(i):
+            A[i, j] -= A[i, :j] @ A[:j, j]
+            A[i, j] /= A[j, j]
+        for j in range(i, N):
+            A[i, j] -= A[i, :i] @ A[:i, j]
+    return A
+
+def floyd(path):
+    """Shortest paths: a column and a row broadcast against each other."""
+    for k in range(path.shape[0]):
+        path[:] = np.minimum(path[:], path[:, k][:, None] + path[k, :][None, :])
+    return path
+
+def nbody_energy(pos, vel, mass):
+    """Energies with a masked reciprocal and np.triu."""
+    KE = 0.5 * np.sum(np.sum(mass * vel ** 2))
+    x, y, z = pos[:, 0:1], pos[:, 1:2], pos[:, 2:3]
+    dx = x.T - x; dy = y.T - y; dz = z.T - z
+    inv_r = np.sqrt(dx ** 2 + dy ** 2 + dz ** 2)
+    inv_r[inv_r > 0] = 1.0 / inv_r[inv_r > 0]
+    PE = np.sum(np.sum(np.triu(-(mass * mass.T) * inv_r, 1)))
+    vel -= np.mean(mass * vel, 0) / np.mean(mass)
+    return KE, PE, vel
+
+def conv2d(inp, weights):
+    """A convolution layer: 5-D window products into a numpy output array."""
+    K = weights.shape[0]
+    H_out = inp.shape[1] - K + 1
+    W_out = inp.shape[2] - K + 1
+    out = np.empty((inp.shape[0], H_out, W_out, weights.shape[3]), dtype=inp.dtype)
+    for i in range(H_out):
+        for j in range(W_out):
+            out[:, i, j] = np.sum(inp[:, i:i + K, j:j + K, :, np.newaxis] * weights[np.newaxis, :, :, :], axis=(1, 2, 3))
+    return out
+
 # -- running them twice ------------------------------------------------------------------------------------
 ROWS = [None]
 
@@ -233,6 +292,19 @@ def test_channel_flow():
 
 def test_dense_kernels():
     run_both(dense_kernels, rng.random((7, 5)), rng.random((5, 6)), rng.random((7, 6)), rng.random(5))
+
+
+def test_scalar_step_kernels():
+    spd = rng.random((6, 6))
+    run_both(gramschmidt, rng.random((7, 5)))
+    run_both(trisolv, np.tril(rng.random((6, 6))) + np.eye(6), rng.random(6))
+    run_both(lu, spd @ spd.T + 6 * np.eye(6))
+    run_both(floyd, rng.random((6, 6)))
+    run_both(nbody_energy, rng.random((9, 3)), rng.random((9, 3)), rng.random((9, 1)))
+
+
+def test_conv_layer():
+    run_both(conv2d, rng.random((2, 6, 6, 3)), rng.random((3, 3, 3, 4)))
 
 
 def test_layer():
