@@ -54,6 +54,7 @@ from ..halo import HaloExchange, plan_halo
 from .._keys import key_id as _key_id
 from .dispatch import _HANDLED_FUNCTIONS
 from .layout import _layout, _zero_halos
+from .ufunc import _fast_ufunc
 from .distributed_tensor import DistributedTensor
 
 __all__ = ["LazyTensor", "explain_fused", "ENABLED", "MAX_NODES"]
@@ -152,8 +153,13 @@ class _Op(_Node):
 
     def _evaluate(self):
         if self.op == "ufunc" and self.size == 1 and _whole_leaves(self.args):
-            with _EAGER:  # one ufunc of whole tensors and scalars: numpy's own loop, no kernel or plan
-                return self.ufunc(*[a.t if type(a) is _Leaf else r for a, r in zip(self.args, self.raw)])
+            # one ufunc of whole tensors and scalars: numpy's own loop, no kernel or plan
+            args = tuple([a.t if type(a) is _Leaf else r for a, r in zip(self.args, self.raw)])
+            new = _fast_ufunc(self.ufunc, args, DistributedTensor)
+            if new is not None:
+                return new
+            with _EAGER:
+                return self.ufunc(*args)
         new = _fused_new(self)
         if new is not None:
             return new
