@@ -5,7 +5,7 @@ import time
 import pytest
 
 from meshrt import AbstractMesh, Sharding, ShardingError
-from meshrt.tensor.elementwise import Operand, aligned_sharding, plan_elementwise
+from meshrt.tensor.elementwise import Operand, aligned_sharding, lifted_sharding, plan_elementwise
 
 
 def actions(plan):
@@ -65,8 +65,28 @@ def test_shapes_that_do_not_broadcast_and_tensors_without_the_full_shape():
     s = Sharding(m, [[0]])
     with pytest.raises(ShardingError, match=r"could not be broadcast together with global shapes \(4, 3\) \(4,\)"):
         plan_elementwise([Operand.tensor(s, (4, 3)), Operand.array((4,))])
-    with pytest.raises(ShardingError, match="no tensor operand has the result's global shape"):
-        plan_elementwise([Operand.tensor(s, (4, 1)), Operand.tensor(Sharding(m, []), (1, 3))])
+
+
+def test_a_shape_no_operand_has_takes_the_cheapest_lifted_proposal():
+    m = AbstractMesh((2,))
+    col, row, rep = Sharding(m, [[0]]), Sharding(m, [[], [0]]), Sharding(m, [])
+    # x[:, None] - x[None, :]: each proposes its own split; a tie goes to the first (equal sizes)
+    plan = plan_elementwise([Operand.tensor(col, (9, 1)), Operand.tensor(row, (1, 9))])
+    assert plan.result_shape == (9, 9) and plan.result_sharding == col
+    assert actions(plan) == ["local", "reshard"] and plan.actions[1].target == rep
+    assert plan_elementwise([Operand.tensor(row, (1, 9)), Operand.tensor(col, (9, 1))]).result_sharding == row
+    # a replicated small operand beside a split one: the split one's layout, nothing moves
+    plan = plan_elementwise([Operand.tensor(rep, (1, 9)), Operand.tensor(col, (9, 1))])
+    assert plan.result_sharding == col and plan.elements_moved == 0 and actions(plan) == ["local", "local"]
+    # 5-D windows (8, 2, 2, 3, 1) * (1, 2, 2, 3, 16), both split: replicating the smaller one is cheaper
+    last = Sharding(m, [[], [], [], [], [0]])
+    plan = plan_elementwise([Operand.tensor(col, (8, 2, 2, 3, 1)), Operand.tensor(last, (1, 2, 2, 3, 16))])
+    assert plan.result_shape == (8, 2, 2, 3, 16) and plan.result_sharding == last
+    assert actions(plan) == ["reshard", "local"] and plan.elements_moved == 96  # (col's proposal: 192)
+    # uneven offsets survive the lift; halos do not
+    uneven = Sharding(m, [[0]], sharded_dims_offsets=[0, 2, 9], halo_sizes=[1, 1])
+    assert lifted_sharding(uneven, (9, 1), (3, 9, 4)) == Sharding(m, [[], [0]], sharded_dims_offsets=[0, 2, 9])
+    assert lifted_sharding(row, (1, 9), (9, 9)) == row and lifted_sharding(col, (9, 1), (1, 9)) == rep
 
 
 def test_planning_at_65536_devices_is_cheap():

@@ -20,7 +20,7 @@ import numpy as np  # noqa: F401  (the example uses it)
 from .dispatch import ABOVE as _ABOVE, implements
 from .distributed_tensor import DistributedTensor
 # registering np.where, np.var, np.roll, ... for DistributedTensor happens at their import
-from . import mixed as _mixed, numpy_functions, numpy_reductions, numpy_shifts  # noqa: F401
+from . import advanced_index as _advidx, fastpath as _fast, mixed as _mixed, numpy_functions, numpy_reductions, numpy_shifts, numpy_stats, numpy_misc  # noqa: F401
 from .elementwise import explain_op
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
 
@@ -28,7 +28,8 @@ from . import lazy as _lazy
 from .lazy import explain_fused
 
 # the DistributedTensor methods whose work lives in the modules above the class (see dispatch.ABOVE)
-_ABOVE.npreduce, _ABOVE.mixed, _ABOVE.lazy = numpy_reductions, _mixed, _lazy
+_ABOVE.npreduce, _ABOVE.mixed, _ABOVE.lazy, _ABOVE.advidx = numpy_reductions, _mixed, _lazy, _advidx
+_ABOVE.fast = _fast
 _lazy._calibrate()
 
 __all__ = ["DistributedTensor", "implements", "explain_op", "explain_fused", "matmul", "dot", "tensordot",

@@ -19,7 +19,9 @@ from types import SimpleNamespace
 #   io:       meshrt.io.npy (save, load: .npy files with MPI-IO) -- set by meshrt/io/__init__.py
 #   formats:  meshrt.io.formats (to_zarr, from_zarr, to_hdf5, from_hdf5) -- the same
 #   lazy:     meshrt.tensor.lazy (deferred elementwise expressions, fused evaluation) -- set by meshrt/tensor/__init__.py
-ABOVE = SimpleNamespace(npreduce=None, mixed=None, io=None, formats=None, lazy=None)
+#   advidx:   meshrt.tensor.advanced_index (index arrays and masks in t[key], t[key] = v) -- the same
+#   fast:     meshrt.tensor.fastpath (t[i, j] of one element as one broadcast, cached) -- the same
+ABOVE = SimpleNamespace(npreduce=None, mixed=None, io=None, formats=None, lazy=None, advidx=None, fast=None)
 
 
 # numpy function -> its handler, called with the function's own arguments (see `implements`).

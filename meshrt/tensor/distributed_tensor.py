@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 
 import numpy as np
 import numpy.lib.mixins
@@ -524,7 +525,7 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                             f"shape {self._global_shape}; reduce it (t.sum(), t.max(), ...) or gather() first")
         return self._full_interior()[()]
 
-    def item(self):
+    def item(self, *args):
         """The value of a 0-d tensor as a Python scalar, on every process.
 
         ``float(t[1, 1])`` works too.
@@ -546,6 +547,11 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
         >>> t[1, 1].item()
         3.0
         """
+        if args:  # t.item(i) / t.item(i, j): one element, from its owner
+            key = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
+            if len(key) == 1 and self.ndim != 1:
+                key = np.unravel_index(operator.index(key[0]), self._global_shape)
+            return self[tuple(int(i) for i in key)].item()
         return self._scalar("item()").item()
 
     def __float__(self):
@@ -618,6 +624,33 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                 return lazy
         return DistributedTensor(self._local.astype(dtype), self._sharding, self._global_shape, periodic=self._periodic)
 
+    # numpy's ndarray methods that programs call in passing, by the numpy functions they stand for
+    def ravel(self, order="C") -> "DistributedTensor":
+        """``np.ravel(t)``: the tensor flattened in C order (see `reshape`)."""
+        return _HANDLED_FUNCTIONS[np.ravel](self, order)
+
+    flatten = ravel
+
+    def dot(self, b):
+        """``np.dot(t, b)``."""
+        return _HANDLED_FUNCTIONS[np.dot](self, b)
+
+    def fill(self, value) -> None:
+        """``t[...] = value``."""
+        self[...] = value
+
+    def conj(self) -> "DistributedTensor":
+        """``np.conjugate(t)``."""
+        return np.conjugate(self)
+
+    conjugate = conj
+    real = property(lambda self: _HANDLED_FUNCTIONS[np.real](self), doc="``np.real(t)`` (a copy).")
+    imag = property(lambda self: _HANDLED_FUNCTIONS[np.imag](self), doc="``np.imag(t)`` (a copy).")
+
+    def tolist(self):
+        """The global array as nested Python lists, on every process (a gather)."""
+        return self.gather().tolist()
+
     # -- indexing ------------------------------------------------------------------------------
     def __getitem__(self, key) -> "DistributedTensor":
         """``t[key]`` with numpy's basic indexing on the global array: ints, slices, ``...``, ``None``.
@@ -632,10 +665,18 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
         >>> u[1:-1, ::2].sharding.sharded_dims_offsets      # doctest: +SKIP
         >>> u[:, n // 2].gather()                            # doctest: +SKIP
         """
+        if type(self) is DistributedTensor and ABOVE.fast is not None and _int_key(key):
+            one = ABOVE.fast.read_element(self, key)  # one element: one broadcast from its owner, plan kept
+            if one is not None:
+                return one
         if type(self) is DistributedTensor and ABOVE.lazy is not None:
             lazy = ABOVE.lazy.getitem(self, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
             if lazy is not None:
                 return lazy
+        if _key_id(key) is None and ABOVE.advidx is not None:  # index arrays, masks, 0-d tensors as ints
+            key = ABOVE.advidx.scalar_key(key)
+            if ABOVE.advidx.is_advanced(key):
+                return ABOVE.advidx.getitem(self, key)
         plan, local, _ = _index_plan(self, key)
         block = self._interior[local]
         if plan.int_dims:
@@ -665,6 +706,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                 f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
                 f"{list(self._sharding.partial_axes)}); reshard it to a non-partial sharding first"
             )
+        if _key_id(key) is None and ABOVE.advidx is not None:  # index arrays, masks, 0-d tensors as ints
+            key = ABOVE.advidx.scalar_key(key)
+            if ABOVE.advidx.is_advanced(key):
+                return ABOVE.advidx.setitem(self, key, value)
         plan, local, write = _index_plan(self, key)
         if type(value) in _SCALARS:  # the common boundary-condition write: no checks numpy does not make
             self._interior[write] = value
@@ -674,7 +719,15 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                 self._writes.remember(key, write)
             return
         target = self._interior[local]
+        if isinstance(value, DistributedTensor) and value.ndim == 0:  # a reduction's result: its value
+            value = np.asarray(value._full_interior())
         if isinstance(value, DistributedTensor):
+            if value._global_shape != plan.result_shape and value.mesh == self.mesh:
+                try:  # numpy broadcasts the value to the selection
+                    np.broadcast_shapes(value._global_shape, plan.result_shape)
+                    value = np.broadcast_to(value, plan.result_shape)
+                except ValueError:
+                    pass  # _to_view_layout names the shapes
             value = _to_view_layout(value, plan, self.mesh)
             if value is None:
                 return
@@ -1154,6 +1207,18 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
                 f"{', '.join(sorted({_np_name(f) for f in _HANDLED_FUNCTIONS}))} (or gather() first)"
             )
         return handler(*args, **kwargs)
+
+
+def _int_key(key) -> bool:
+    """``key`` is a Python int or a tuple of them (not bools)."""
+    if type(key) is int:
+        return True
+    if type(key) is not tuple:
+        return False
+    for k in key:
+        if type(k) is not int:
+            return False
+    return True
 
 
 def _touch(t: "DistributedTensor") -> "DistributedTensor":

@@ -7,6 +7,10 @@ The rule (Shardy's and DTensor's propagation, reduced to what an elementwise op 
 * its sharding is one of the operands' of that full shape (``out=``'s if given:
   an in-place op keeps its target's sharding), the one whose choice moves the
   fewest elements (``plan_reshard``'s count; ties go to the first operand);
+  where no operand has the full shape (``x[:, None] - x[None, :]``), each
+  tensor proposes its own split dims lifted to the result's shape
+  (`lifted_sharding`) and the cheapest proposal wins, ties to the larger
+  operand;
 * each operand is then brought to the result's blocks, aligned from the right
   as numpy aligns shapes: one already laid out so is used as it is
   (``local``); a numpy array (the same global array on every process) or a
@@ -30,6 +34,7 @@ operands.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +43,8 @@ from ..errors import ShardingError
 from ..reshard import plan_reshard
 from ..sharding.spec import Sharding
 
-__all__ = ["Operand", "OperandAction", "ElementwisePlan", "plan_elementwise", "aligned_sharding", "explain_op"]
+__all__ = ["Operand", "OperandAction", "ElementwisePlan", "plan_elementwise", "aligned_sharding", "lifted_sharding",
+           "explain_op"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,33 @@ def aligned_sharding(result: Sharding, result_shape, shape) -> Sharding:
     return Sharding(result.mesh, split, sharded_dims_offsets=flat)
 
 
+def lifted_sharding(s: Sharding, shape, result_shape) -> Sharding:
+    """The result sharding an operand of global ``shape`` proposes for a broadcast to ``result_shape``:
+    its split dims where it has the result's size (right-aligned), nothing else split; no halos, not partial.
+
+    >>> from meshrt import AbstractMesh
+    >>> col = Sharding(AbstractMesh((2,)), [[0]])              # x[:, None], shape (9, 1)
+    >>> str(lifted_sharding(col, (9, 1), (9, 9)))
+    'shard.sharding @mesh split_axes = [[0]]'
+    >>> str(lifted_sharding(col.replace(split_axes=[[], [0]]), (1, 9), (4, 9, 9)))
+    'shard.sharding @mesh split_axes = [[], [], [0]]'
+    """
+    lead = len(result_shape) - len(shape)
+    offsets_all = s.dim_offsets(shape) if s.sharded_dims_offsets else None
+    split, offsets = [[] for _ in result_shape], []
+    for j, n in enumerate(shape):
+        if s.dim_axes(j) and n == result_shape[lead + j]:
+            split[lead + j] = list(s.dim_axes(j))
+    for j, n in enumerate(shape):
+        if split[lead + j] and offsets_all is not None:
+            offsets.extend(offsets_all[j])
+    while split and not split[-1]:
+        split.pop()
+    if s.sharded_dims_offsets and not offsets:
+        offsets = None
+    return Sharding(s.mesh, split, sharded_dims_offsets=offsets or None)
+
+
 def _strip_halos(s: Sharding) -> Sharding:
     return s.replace(halo_sizes=()) if s.halo_sizes else s
 
@@ -179,18 +212,24 @@ def _plan(operands, out_sharding, name, out_shape) -> ElementwisePlan:
     if out_sharding is not None:
         candidates = [out_sharding]
     else:
-        full = [op for op in operands if op.kind == "tensor" and op.shape == shape]
-        if not full:
-            shapes = ", ".join(str(op.shape) for op in operands if op.kind == "tensor")
-            raise ShardingError(
-                f"{name}: no tensor operand has the result's global shape {shape} (tensors: {shapes}); "
-                "broadcasting needs one tensor of the full shape to take the result's sharding from")
+        tensors = [op for op in operands if op.kind == "tensor"]
+        full = [op for op in tensors if op.shape == shape]
         seen, candidates = set(), []
-        for op in full:
-            s = op.sharding.replace(partial_axes=()) if op.sharding.is_partial else op.sharding
-            if s not in seen:
-                seen.add(s)
-                candidates.append(s)
+        if full:  # an operand of the result's shape: the result takes one of theirs (halos kept)
+            for op in full:
+                s = op.sharding.replace(partial_axes=()) if op.sharding.is_partial else op.sharding
+                if s not in seen:
+                    seen.add(s)
+                    candidates.append(s)
+        else:  # a shape no operand has (x[:, None] - x[None, :]): each tensor proposes its split dims lifted
+            # to the result's shape, the larger operands first (a tie keeps the larger one's layout)
+            for op in sorted(tensors, key=lambda op: -math.prod(op.shape)):
+                s = lifted_sharding(op.sharding, op.shape, shape)
+                if s not in seen:
+                    seen.add(s)
+                    candidates.append(s)
+        if not candidates:
+            raise ShardingError(f"{name}: no tensor operand")
     best = None
     for result in candidates:
         actions = tuple(_action(op, result, shape) for op in operands)

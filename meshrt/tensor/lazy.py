@@ -54,6 +54,7 @@ from ..halo import HaloExchange, plan_halo
 from .._keys import key_id as _key_id
 from .dispatch import _HANDLED_FUNCTIONS
 from .layout import _layout, _zero_halos
+from .ufunc import _fast_ufunc
 from .distributed_tensor import DistributedTensor
 
 __all__ = ["LazyTensor", "explain_fused", "ENABLED", "MAX_NODES"]
@@ -151,6 +152,14 @@ class _Op(_Node):
         self.consumed = False
 
     def _evaluate(self):
+        if self.op == "ufunc" and self.size == 1 and _whole_leaves(self.args):
+            # one ufunc of whole tensors and scalars: numpy's own loop, no kernel or plan
+            args = tuple([a.t if type(a) is _Leaf else r for a, r in zip(self.args, self.raw)])
+            new = _fast_ufunc(self.ufunc, args, DistributedTensor)
+            if new is not None:
+                return new
+            with _EAGER:
+                return self.ufunc(*args)
         new = _fused_new(self)
         if new is not None:
             return new
@@ -161,6 +170,13 @@ class _Op(_Node):
             if self.op == "where":
                 return _HANDLED_FUNCTIONS[np.where](*args)
             return args[0].astype(self.dtype)
+
+
+def _whole_leaves(args) -> bool:
+    for a in args:
+        if type(a) is _Leaf and (a.kind != "full" or a.value is not None and a.value is not a.t):
+            return False
+    return True
 
 
 _HEADS: dict = {}

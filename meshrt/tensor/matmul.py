@@ -52,6 +52,7 @@ from ..reshard import ReshardPlan, execute_reshard, plan_reshard, scatter_target
 from ..sharding.spec import Sharding, split_offsets
 from .distributed_tensor import DistributedTensor
 from .dispatch import implements
+from . import fastpath as _fastpath
 
 __all__ = [
     "Contraction", "ContractionPlan", "plan_contraction", "matmul_contraction", "dot_contraction",
@@ -1135,7 +1136,8 @@ def _np_matmul(a, b, out=None, **kwargs):
 @implements(np.dot)
 def _np_dot(a, b, out=None):
     _no_extra("dot", {"out": out})
-    return dot(a, b)
+    r = _fastpath.dot_1d(a, b, dot)  # two 1-D tensors of one sharding: one local dot, one allreduce
+    return dot(a, b) if r is None else r
 
 
 @implements(np.tensordot)

@@ -20,7 +20,13 @@ def elementwise_call(ufunc, inputs, outs, kwargs):
     """An elementwise ufunc over mixed operands, by `meshrt.tensor.elementwise.plan_elementwise`'s rule."""
     name = f"np.{ufunc.__name__}"
     if any(o is not None and not isinstance(o, DistributedTensor) for o in outs):
-        return NotImplemented
+        if not all(o is None or isinstance(o, np.ndarray) for o in outs):
+            return NotImplemented
+        # a numpy target (``arr += t``): it holds the global array on every process, so the tensors are
+        # gathered and numpy computes it whole
+        args = [x.gather() if isinstance(x, DistributedTensor) else x for x in inputs]
+        kw = {k: v.gather() if isinstance(v, DistributedTensor) else v for k, v in kwargs.items()}
+        return ufunc(*args, out=outs if ufunc.nout > 1 else outs[0], **kw)
     if "where" in kwargs and not isinstance(kwargs["where"], bool):
         raise TypeError(f"{name}: where= with operands of different shardings or numpy arrays is not supported; "
                         "reshard them to one sharding first")

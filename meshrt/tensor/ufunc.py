@@ -48,6 +48,11 @@ def _fast_ufunc(ufunc, inputs, tensor_type):
             return None
     if t is None or ufunc.nout != 1 or ufunc.signature is not None or t._sharding._partial_axes:
         return None
+    if not t._sharding._halo_sizes and t._global_shape:  # no halos: numpy's own result is the new buffer
+        out = ufunc(*args)
+        if not out.flags.c_contiguous:  # (a transposed view's operands give an F-ordered result)
+            out = np.ascontiguousarray(out)
+        return tensor_type._fast(out, out, t._sharding, t._global_shape, t._slices, t._periodic)
     key = tuple(key)
     dt = _UFUNC_DTYPES.get(key)
     if dt is None:

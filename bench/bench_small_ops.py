@@ -1,0 +1,133 @@
+"""The per-operation cost of small operations: meshrt against numpy on one process's array and against
+the raw MPI call the operation needs (issue 48).
+
+    mpiexec -n 2 python bench/bench_small_ops.py [--n 1000] [--reps 7] [--iters 2000]
+
+A float64 tensor of ``n`` elements split on dim 0 over the processes (``halo_sizes=[1, 1]`` for the
+stencil).  Per row, three columns, each its own loop (sides alternate going first; per side the best
+repetition of the slowest process, in microseconds per call):
+
+- ``meshrt``: the operation as a numpy program writes it, on the tensor;
+- ``numpy``: the same line on a plain numpy array of ``n`` elements on one process (no communication);
+- ``raw``: the hand-written mpi4py + numpy code doing the same job on this process's block (the MPI call
+  the operation needs and nothing else): ``x + 1.0``; a halo ``Sendrecv`` pair and the local update;
+  one ``Bcast`` of 8 bytes from the owner; a local ``np.dot`` and one ``Allreduce`` of 8 bytes.
+
+Rows: ``a + 1.0`` (deferred, as written, and used: ``(a + 1.0).interior``), the fused stencil
+assignment ``a[1:-1] = 0.5 * (a[:-2] + a[2:])``, ``float(a[500])``, ``float(np.dot(a, a))``.
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+from meshrt import DistributedTensor, Mesh, Sharding  # noqa: E402
+
+comm = MPI.COMM_WORLD
+
+
+def loop(fn, iters):
+    comm.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return comm.allreduce((time.perf_counter() - t0) / iters, op=MPI.MAX)
+
+
+def compare(sides, iters, reps):
+    for fn in sides.values():
+        for _ in range(20):
+            fn()  # first calls (plans, kernels, communicators) stay out of the timed loops
+    best = {k: float("inf") for k in sides}
+    names = list(sides)
+    for rep in range(reps):
+        for k in names if rep % 2 == 0 else names[::-1]:
+            best[k] = min(best[k], loop(sides[k], iters))
+    return best
+
+
+def first_call(fn):
+    comm.Barrier()
+    t0 = time.perf_counter()
+    fn()
+    return comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--iters", type=int, default=2000)
+    o = p.parse_args()
+    n = o.n
+    mesh = Mesh((-1,))
+    g = np.random.default_rng(0).random(n)
+    a = DistributedTensor.from_global(g, Sharding(mesh, [[0]]))
+    h = DistributedTensor.from_global(g, Sharding(mesh, [[0]], halo_sizes=[1, 1]))
+    x = g.copy()  # numpy: the whole array on one process
+    sl = a.shard_slices[0]
+    blk = g[sl].copy()  # raw: this process's block, with one ghost cell each side for the stencil
+    ghost = np.zeros(blk.size + 2)
+    ghost[1:-1] = blk
+    left = comm.rank - 1 if comm.rank > 0 else MPI.PROC_NULL
+    right = comm.rank + 1 if comm.rank < comm.size - 1 else MPI.PROC_NULL
+    lo, hi = (1 if comm.rank == 0 else 0), (1 if comm.rank == comm.size - 1 else 0)
+    owner = next(r for r in range(comm.size) if a.sharding.shard_slices((n,), r)[0].start <= n // 2
+                 < a.sharding.shard_slices((n,), r)[0].stop)
+    one = np.empty(1)
+    acc = np.empty(1)
+
+    def raw_stencil():
+        comm.Sendrecv(ghost[1:2], left, 0, ghost[-1:], right, 0)
+        comm.Sendrecv(ghost[-2:-1], right, 1, ghost[0:1], left, 1)
+        ghost[1 + lo:len(ghost) - 1 - hi] = 0.5 * (ghost[lo:len(ghost) - 2 - hi] + ghost[2 + lo:len(ghost) - hi])
+
+    def raw_read():
+        if comm.rank == owner:
+            one[0] = blk[n // 2 - sl.start]
+        comm.Bcast(one, owner)
+        return float(one[0])
+
+    def raw_dot():
+        acc[0] = np.dot(blk, blk)
+        comm.Allreduce(MPI.IN_PLACE, acc)
+        return float(acc[0])
+
+    def mesh_stencil():
+        h[1:-1] = 0.5 * (h[:-2] + h[2:])
+
+    def np_stencil():
+        x[1:-1] = 0.5 * (x[:-2] + x[2:])
+
+    assert float(a[n // 2]) == raw_read() == g[n // 2]
+    assert np.isclose(float(np.dot(a, a)), raw_dot())
+    rows = {
+        "a + 1.0 (deferred)": {"meshrt": lambda: a + 1.0, "numpy": lambda: x + 1.0, "raw": lambda: blk + 1.0},
+        "(a + 1.0) used": {"meshrt": lambda: (a + 1.0).interior, "numpy": lambda: x + 1.0, "raw": lambda: blk + 1.0},
+        "a[1:-1] = 0.5*(..)": {"meshrt": mesh_stencil, "numpy": np_stencil, "raw": raw_stencil},
+        "float(a[n//2])": {"meshrt": lambda: float(a[n // 2]), "numpy": lambda: float(x[n // 2]), "raw": raw_read},
+        "float(np.dot(a, a))": {"meshrt": lambda: float(np.dot(a, a)), "numpy": lambda: float(np.dot(x, x)),
+                                "raw": raw_dot},
+    }
+    firsts = {}
+    b = DistributedTensor.from_global(g, Sharding(mesh, [[0]], sharded_dims_offsets=None))
+    firsts["float(b[n//2 + 1]) first call"] = first_call(lambda: float(b[n // 2 + 1]))
+    if comm.rank == 0:
+        print(f"# {n} float64 elements on {comm.size} processes; us per call (best of {o.reps} x {o.iters})")
+        print(f"{'operation':22s} {'meshrt':>8s} {'numpy':>8s} {'raw':>8s} {'/numpy':>7s} {'/raw':>6s}")
+    for name, sides in rows.items():
+        best = compare(sides, o.iters, o.reps)
+        if comm.rank == 0:
+            m, q, r = (best[k] * 1e6 for k in ("meshrt", "numpy", "raw"))
+            print(f"{name:22s} {m:8.2f} {q:8.2f} {r:8.2f} {m / q:7.1f} {m / r:6.1f}", flush=True)
+    if comm.rank == 0:
+        for k, v in firsts.items():
+            print(f"# {k}: {v * 1e6:.0f} us")
+
+
+if __name__ == "__main__":
+    main()
