@@ -7,3 +7,23 @@ def pytest_addoption(parser):
         help="tests/test_fuzz_readers.py: 100,000 mutated inputs per reader instead of the few hundred of a "
              "normal run (MESHRT_FUZZ_LONG=N sets another count)",
     )
+
+
+def pytest_configure(config):
+    """Compiled kernels go to a cache folder of this test session (removed at its end), not the user's:
+    every run compiles what it uses, as on a new machine, and leaves nothing behind."""
+    import os
+    import tempfile
+
+    if "MESHRT_TEST_CACHE" not in os.environ:
+        os.environ["MESHRT_TEST_CACHE"] = os.environ["MESHRT_CACHE_DIR"] = tempfile.mkdtemp(prefix="meshrt-test-cache-")
+        os.environ.pop("MESHRT_FUSE_CACHE", None)
+        config._meshrt_cache = os.environ["MESHRT_CACHE_DIR"]
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    path = getattr(config, "_meshrt_cache", None)
+    if path:
+        shutil.rmtree(path, ignore_errors=True)
