@@ -19,7 +19,7 @@ so a fused kernel gives numpy's bits:
 
 >>> sig = ("ufunc", "add", ("float64", "float64"), "float64", ("leaf", 0, 0), ("scalar", 0))
 >>> print(expression_source(sig, 2))
-np.float64(np.float64(x0[i0 + q0_0, i1 + q0_1]) + np.float64(c0))
+np.float64((np.float64(x0[i0 + q0_0, i1 + q0_1]) + np.float64(c0)))
 """
 
 from __future__ import annotations
@@ -373,8 +373,8 @@ def plan_boxes(box, owned, split, leaves):
     Returns ``[(piece_box, shifts, ghost)]``: ``shifts[k]`` per dim for leaf
     ``k``, ``ghost[k]`` whether leaf ``k`` reads outside ``owned`` on a split dim.
 
-    >>> plan_boxes(((1, 7),), ((0, 8),), (True,), [[[(0, 8, -1)]], [[(0, 8, 1)]]])[0]
-    (((1, 2),), ((-1,), (1,)), (True, False))
+    >>> plan_boxes(((1, 4),), ((0, 4),), (True,), [[[(0, 8, -1)]], [[(0, 8, 1)]]])  # cell 3 reads 4: a ghost
+    [(((1, 3),), ((-1,), (1,)), (False, False)), (((3, 4),), ((-1,), (1,)), (False, True))]
     """
     ndim = len(box)
     if any(hi <= lo for lo, hi in box):
