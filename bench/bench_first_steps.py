@@ -17,7 +17,8 @@ warm-up thread overlaps), ``first`` (step 1), ``first10`` (steps 1-10 together),
 steps 11-30), ``new`` (step 1 on a new tensor of the same shape, an equal new `Sharding`), ``kernel``
 (time inside ``meshrt.tensor.fuse.kernel``, the slowest process: the compile or the cache load, and
 any part of Numba's start-up still running), ``stencil`` (a steady `apply_stencil` step of the same
-stencil, same run), ``compiled``/``loaded`` (kernels compiled / loaded from the cache, all processes). Printed: per run, then the goals as ratios of
+stencil, same run), ``compiled``/``loaded`` (kernels compiled / loaded from the cache, all processes),
+``ready`` (1: the warm-up thread had finished on every process when step 1 began). Printed: per run, then the goals as ratios of
 numbers measured in the same run, the median over the warm runs.
 """
 
@@ -79,6 +80,9 @@ def child(form, n):
             box[0] = 0.25 * (np.roll(x, 1, 0) + np.roll(x, -1, 0) + np.roll(x, 1, 1) + np.roll(x, -1, 1))
             box[0].local  # noqa: B018  (evaluated inside the timing)
 
+    from meshrt.runtime import warmup
+
+    ready = comm.allreduce(int(warmup.wait(0)), op=MPI.MIN)  # Numba's start-up done before step 1, everywhere
     steps = [timed(lambda: step(u)) for _ in range(30)]
     kernel_ms = sum(spent) * 1e3
     v = [DistributedTensor.from_global(g * 0.5, Sharding(mesh, [["x"]]), periodic=periodic)]
@@ -108,7 +112,7 @@ def child(form, n):
         print("RESULT " + json.dumps({
             "setup": setup, "first": steps[0], "first10": sum(steps[:10]), "steady": statistics.median(steps[10:]),
             "new": new, "kernel": kernel_ms, "stencil": st,
-            "compiled": compiled, "loaded": loaded}), flush=True)
+            "compiled": compiled, "loaded": loaded, "ready": ready}), flush=True)
 
 
 def run_once(nproc, form, n, cache, warmup=True):
@@ -134,7 +138,7 @@ def main():
         child(args.child, args.n)
         return
     print(f"{args.np} processes, {args.n}^2 float64, a fresh mpiexec per run; ms (slowest process)")
-    cols = ("setup", "kernel", "first", "first10", "steady", "new", "stencil", "compiled", "loaded")
+    cols = ("setup", "kernel", "first", "first10", "steady", "new", "stencil", "compiled", "loaded", "ready")
     for form in args.forms.split(","):
         cache = tempfile.mkdtemp(prefix="meshrt-bench-cache-")
         try:

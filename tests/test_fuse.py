@@ -95,10 +95,15 @@ def test_write_once_keeps_the_first_file(tmp_path):
 
 
 _PROGRAM = """
-import sys
+import numpy as np
 from meshrt.tensor import fuse
 sig = ("ufunc", "subtract", ("float64", "float64"), "float64", ("leaf", 0, 0), ("scalar", 0))
 k = fuse.kernel(sig, 2, "float64", ("float64",))
+a = np.arange(12.0).reshape(3, 4)
+out = np.zeros_like(a)
+boxes, sel, offs = np.array([[0, 3, 0, 4]]), np.zeros((1, 1), np.int8), np.zeros((1, 1, 2), np.int64)
+k(boxes, sel, offs, out, np.zeros(2, np.int64), a, a, np.float64(0.5))  # a loaded kernel runs, right
+assert np.array_equal(out, a - 0.5), out
 print("STATS", fuse.stats["compiled"], fuse.stats["loaded"])
 """
 

@@ -1,15 +1,16 @@
 """Numba's start-up on a background thread, begun when a process makes its first `Mesh`.
 
 A process's first Numba kernel pays for Numba itself before any kernel code:
-importing it and building its CPU target take 0.4-1 s (2026-11-27, 2 loaded
-cores), while loading a cached kernel after that takes milliseconds. A program
-that makes a `Mesh` is about to run tensor code, so `start` (called by
-``Mesh.__init__``) does that start-up on a daemon thread, overlapped with the
-program's own set-up (building and scattering its arrays), and then runs the
-tasks registered with `then` (``meshrt.tensor.fuse`` loads the fused kernel
-compiled last, which also warms Numba's cache loader). A kernel asked for
-before the thread is done waits for the part still running (Python's import
-lock and Numba's compiler lock), never for more than without the thread.
+importing it and making its CPU target take 0.4-1 s on an idle core (several
+seconds on a loaded one), while loading a cached kernel after that takes
+milliseconds. A program that makes a `Mesh` is about to run tensor code, so
+`start` (called by ``Mesh.__init__``) does that start-up on a daemon thread,
+overlapped with the program's own set-up (building and scattering its arrays),
+and then runs the tasks registered with `then` (``meshrt.tensor.fuse`` loads
+the fused kernel compiled last, which also warms Numba's cache loader, or on an
+empty cache prepares Numba's compiler). A kernel asked for before the thread is
+done waits for the part still running (Python's import lock and Numba's
+compiler lock), never for more than without the thread.
 
 The thread makes no MPI call. ``MESHRT_WARMUP=0`` turns it off (then the
 first kernel pays the start-up, as before).
@@ -59,8 +60,7 @@ def _run():
         from numba.core.registry import cpu_target
 
         with global_compiler_lock:
-            cpu_target.target_context.refresh()
-            cpu_target.typing_context.refresh()
+            cpu_target.target_context  # noqa: B018  (made: its code generator, LLVM's JIT)
         for task in _TASKS:
             task()
         result["status"] = "ok"

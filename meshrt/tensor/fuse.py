@@ -199,7 +199,8 @@ def module_source(sig, ndim: int, out_dtype: str, array_dtypes) -> str:
     args += [f"np.dtype('{dt}').type(0)" for dt in scalar_dtypes(sig)]
     return ("import numpy as np\nfrom numba import njit\n\n\n"
             "@njit(cache=True, error_model='numpy', boundscheck=False)\n" + kernel_source(sig, ndim, out_dtype)
-            + "\n\ndef warm():\n    fused(" + ", ".join(args) + ")\n")
+            + "\n\ndef warm_args():\n    return (" + ", ".join(args) + ",)\n"
+            + "\n\ndef warm():\n    fused(*warm_args())\n")
 
 
 _KERNELS: dict = {}
@@ -299,13 +300,41 @@ def _import(name: str, path: str):
     sys.modules[name] = mod  # Numba's cache looks the module up by name when it loads
     try:
         spec.loader.exec_module(mod)
-        mod.warm()
+        if not _load_cached(mod.fused, mod.warm_args()):
+            mod.warm()  # compiles (and saves), or loads through Numba's own path
     except BaseException:
         sys.modules.pop(name, None)
         raise
     compiled = sum(mod.fused.stats.cache_misses.values())
     stats["compiled" if compiled else "loaded"] += 1
     return mod
+
+
+def _load_cached(disp, args) -> bool:
+    """Load ``disp``'s machine code for ``args`` from Numba's disk cache: the first half of
+    ``Dispatcher.compile``, without its refresh of the whole CPU target (importing every typing and
+    lowering registry: 0.3-2 s, half of Numba's start-up, and only a compile needs it). Only Numba's
+    runtime (NRT), which the kernel's code calls, is initialized. False where nothing was loaded (not
+    cached, or a Numba whose internals differ): the caller then calls the kernel the ordinary way."""
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.runtime import rtsys
+
+        sig = tuple(disp.typeof_pyval(a) for a in args)
+        with global_compiler_lock:
+            if sig in disp.overloads:
+                return True
+            rtsys.initialize(disp.targetctx)
+            cres = disp._cache._load_overload(sig, disp.targetctx)
+            if cres is None:
+                return False
+            disp._cache_hits[sig] += 1
+            if not cres.objectmode:
+                disp.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            disp.add_overload(cres)
+        return True
+    except Exception:
+        return False
 
 
 def kernel(sig, ndim: int, out_dtype: str, array_dtypes):
@@ -345,14 +374,21 @@ def kernel(sig, ndim: int, out_dtype: str, array_dtypes):
 
 
 def preload() -> None:
-    """Load the kernel compiled last in this machine's cache (the program run again most likely needs it),
-    and with it Numba's cache machinery: run on `meshrt.runtime.warmup`'s thread."""
+    """Run on `meshrt.runtime.warmup`'s thread: load the kernel compiled last in this machine's cache (the
+    program run again most likely needs it), and with it Numba's cache machinery. Where the cache is
+    empty (a first run: a compile is coming), refresh Numba's CPU target instead, the compile's first
+    part; a run that only loads never needs it."""
     d = cache_dir()
     try:
         oks = [e for e in os.scandir(d) if e.name.endswith(".ok")]
     except OSError:
-        return
+        oks = []
     if not oks:
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.registry import cpu_target
+
+        with global_compiler_lock:
+            cpu_target.target_context.refresh()
         return
     name = max(oks, key=lambda e: e.stat().st_mtime).name[:-3]
     with _LOADING:
