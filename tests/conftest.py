@@ -15,6 +15,9 @@ def pytest_configure(config):
     import os
     import tempfile
 
+    # The suite evaluates hundreds of distinct one-off expressions: fused from their first run, each would
+    # compile a kernel (0.3-1 s), minutes of CI. The tests of fusion set meshrt.tensor.lazy.HOT themselves.
+    os.environ.setdefault("MESHRT_FUSE_AFTER", "2")
     if "MESHRT_TEST_CACHE" not in os.environ:
         os.environ["MESHRT_TEST_CACHE"] = os.environ["MESHRT_CACHE_DIR"] = tempfile.mkdtemp(prefix="meshrt-test-cache-")
         os.environ.pop("MESHRT_FUSE_CACHE", None)

@@ -747,9 +747,24 @@ def _same_layout(a, t) -> bool:
     return r[0]
 
 
-# an expression is fused the HOT-th time it runs (before: eagerly). 1: from its first run, compiled once per
-# machine and then loaded from the disk cache (meshrt.tensor.fuse.kernel) in milliseconds
-HOT = 1
+def _hot_setting(env) -> int:
+    """``MESHRT_FUSE_AFTER=N``: an expression is fused the N-th time it runs, eagerly before (default 1: from
+    its first run; its kernel is compiled once per machine, then loaded from the disk cache).
+
+    >>> _hot_setting({}), _hot_setting({"MESHRT_FUSE_AFTER": "2"})
+    (1, 2)
+    """
+    v = env.get("MESHRT_FUSE_AFTER", "1")
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"MESHRT_FUSE_AFTER: {v!r}; a whole number >= 1 (1: fuse from the first run)")
+    return n
+
+
+HOT = _hot_setting(os.environ)
 _SEEN: dict = {}  # plan key -> (times seen, the shardings its ids name)
 _FIRST: dict = {}  # sharding -> the first sharding seen equal to it (kept alive: its id stays its own)
 _CANON: dict = {}  # id(sharding) -> (id of its first equal sharding, the sharding)

@@ -51,8 +51,17 @@ def roll(u):
     return 0.5 * (np.roll(u, 1, 0) + np.roll(u, -1, 1))
 
 
+@pytest.fixture(autouse=True)
+def hot(monkeypatch):
+    """meshrt's default (the test session sets MESHRT_FUSE_AFTER=2 for the rest of the suite)."""
+    monkeypatch.setattr(_lazy, "HOT", _lazy._hot_setting({}))
+
+
 def test_default_fuses_from_the_first_run():
-    assert _lazy.HOT == 1
+    assert _lazy._hot_setting({}) == 1 and _lazy._hot_setting({"MESHRT_FUSE_AFTER": "3"}) == 3
+    for bad in ("0", "-1", "x", ""):
+        with pytest.raises(ValueError, match="MESHRT_FUSE_AFTER"):
+            _lazy._hot_setting({"MESHRT_FUSE_AFTER": bad})
 
 
 def test_first_step_fuses_no_eager_pass(mesh, eager_count):
