@@ -76,7 +76,7 @@ def run(variants, iters, reps):
         order = names[r % len(names):] + names[:r % len(names)]
         for k in order:
             fn = variants[k]
-            fn()  # warm (compile, plan: a fused expression is compiled the second time it runs)
+            fn()  # warm (the kernel compiled or loaded from the disk cache, the plan built: steady steps timed)
             fn()
             comm.Barrier()
             t0 = time.perf_counter()

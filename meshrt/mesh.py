@@ -693,6 +693,9 @@ class Mesh(AbstractMesh):
 
         self._world = _mpi.mesh_world(comm)
         _track(self)
+        from .runtime import warmup
+
+        warmup.start()  # this process runs tensor code: Numba's start-up on a thread, beside the set-up
 
     @classmethod
     def parse(cls, text: str, comm=None) -> "Mesh":

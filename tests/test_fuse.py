@@ -1,5 +1,10 @@
 """meshrt.tensor.fuse (generated fused kernels, box planning) and meshrt.tensor.lazy's planner pieces, serial."""
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -20,7 +25,7 @@ def op(name, ins, out, *children):
 def run(sig, arrays, offsets, box, scalars, out_dtype):
     """Run the kernel of ``sig`` on one box of a fresh output; offsets per leaf."""
     nd = arrays[0].ndim
-    k = _fuse.kernel(sig, nd, out_dtype)
+    k = _fuse.kernel(sig, nd, out_dtype, tuple(a.dtype.name for a in arrays))
     out = np.zeros(arrays[0].shape, out_dtype)
     boxes = np.array([[x for lo_hi in box for x in lo_hi]], np.int64)
     sel = np.zeros((1, len(arrays)), np.int8)
@@ -68,11 +73,61 @@ def test_kernel_source_and_cache(tmp_path, monkeypatch):
     assert "def fused(boxes, sel, offs, out, oo, a0, p0, c0):" in src
     assert "x0 = p0 if sel[b, 0] else a0" in src
     monkeypatch.setattr(_fuse, "_KERNELS", {})
+    monkeypatch.setattr(_fuse, "_DIR", [None])
     monkeypatch.setenv("MESHRT_FUSE_CACHE", str(tmp_path))
     sig3 = op("multiply", (F8, F8), F8, leaf(0), ("scalar", 0))
-    k = _fuse.kernel(sig3, 3, F8)
-    assert _fuse.kernel(sig3, 3, F8) is k
-    assert len(list(tmp_path.glob("meshrt_fused_*.py"))) == 1
+    k = _fuse.kernel(sig3, 3, F8, (F8,))
+    assert _fuse.kernel(sig3, 3, F8, (F8,)) is k
+    assert _fuse.kernel(sig3, 3, F8, ("float32",)) is not k  # the arrays' dtypes are part of the key
+    d = pathlib.Path(_fuse.cache_dir())
+    assert d.parent == tmp_path and d.name.startswith("numba")
+    assert len(list(d.glob("meshrt_fused_*.py"))) == 2 and len(list(d.glob("meshrt_fused_*.ok"))) == 2
+    assert len(list((d / "__pycache__").glob("*.nbi"))) == 2  # Numba's cache: one overload per source file
+
+
+def test_write_once_keeps_the_first_file(tmp_path):
+    p = tmp_path / "k.py"
+    _fuse._write_once(str(p), "first\n")
+    stamp = p.stat().st_mtime_ns
+    _fuse._write_once(str(p), "second\n")
+    assert p.read_text() == "first\n" and p.stat().st_mtime_ns == stamp  # Numba's cache stamp unchanged
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["k.py"]  # no temporary file left
+
+
+_PROGRAM = """
+import numpy as np
+from meshrt.tensor import fuse
+sig = ("ufunc", "subtract", ("float64", "float64"), "float64", ("leaf", 0, 0), ("scalar", 0))
+k = fuse.kernel(sig, 2, "float64", ("float64",))
+a = np.arange(12.0).reshape(3, 4)
+out = np.zeros_like(a)
+boxes, sel, offs = np.array([[0, 3, 0, 4]]), np.zeros((1, 1), np.int8), np.zeros((1, 1, 2), np.int64)
+k(boxes, sel, offs, out, np.zeros(2, np.int64), a, a, np.float64(0.5))  # a loaded kernel runs, right
+assert np.array_equal(out, a - 0.5), out
+print("STATS", fuse.stats["compiled"], fuse.stats["loaded"])
+"""
+
+
+def _run_programs(n, cache):
+    env = dict(os.environ, MESHRT_CACHE_DIR=str(cache), MESHRT_WARMUP="0")
+    env.pop("MESHRT_FUSE_CACHE", None)
+    procs = [subprocess.Popen([sys.executable, "-c", _PROGRAM], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(n)]
+    out = []
+    for p in procs:
+        text, _ = p.communicate(timeout=300)
+        assert p.returncode == 0, text
+        line = [x for x in text.splitlines() if x.startswith("STATS")][0]
+        out.append(tuple(int(v) for v in line.split()[1:]))
+    return out
+
+
+def test_disk_cache_one_compile_across_processes_and_runs(tmp_path):
+    """Three processes started together on an empty cache: one compiles (holding the lock), two load; a
+    later run compiles nothing."""
+    first = _run_programs(3, tmp_path)
+    assert sorted(c for c, _ in first) == [0, 0, 1], first
+    assert _run_programs(1, tmp_path) == [(0, 1)]
 
 
 def test_plan_boxes_jacobi_rows():

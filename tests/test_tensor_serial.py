@@ -85,7 +85,8 @@ def test_operators_and_misuse(mesh):
     with pytest.raises(TypeError, match="gather"):
         np.asarray(t)
     with pytest.raises(TypeError, match="only elementwise"):
-        np.add.outer(t, t)  # (np.matmul is supported: meshrt.matmul)
+        np.add.at(t, [0], 1)  # (np.matmul is supported: meshrt.matmul; ufunc.outer too)
+    assert np.add.outer(t, t).gather().tolist() == np.add.outer([1, 2, 3], [1, 2, 3]).tolist()
     kept = np.sum(t, keepdims=True)
     assert kept.global_shape == (1,) and kept.gather().tolist() == [6]
     assert np.sum(t, initial=1) == 7 and np.sum(t, where=np.array([True, False, True])) == 4
@@ -194,7 +195,9 @@ def test_elementwise_fast_path_matches_numpy(mesh):
     tt = DT.from_global(np.arange(6.0).reshape(2, 3), Sharding(mesh, [[0]])).T  # a strided interior
     assert (tt * tt).local.flags.c_contiguous and np.array_equal((tt * 2).gather(), np.arange(6.0).reshape(2, 3).T * 2)
     with pytest.raises(TypeError, match="only elementwise"):
-        np.add.outer(tt, tt)
+        np.add.reduceat(tt, [0, 1])
+    assert np.array_equal(np.add.outer(tt, tt).gather(), np.add.outer(np.arange(6.0).reshape(2, 3).T,
+                                                                       np.arange(6.0).reshape(2, 3).T))
     with pytest.raises(OverflowError):
         DT.from_global(np.zeros(3, np.int8), Sharding(mesh, [[0]])) + 1000
 

@@ -1128,13 +1128,14 @@ class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArra
         handler = _HANDLED_FUNCTIONS.get(ufunc) if method == "__call__" else None
         if handler is not None:  # a registered gufunc, e.g. np.matmul (see `implements`)
             return handler(*inputs, **kwargs) if out is None else handler(*inputs, out=out, **kwargs)
-        if method in ("reduce", "accumulate") and out is None:
+        if method in ("reduce", "accumulate", "outer") and out is None:
             return ABOVE.npreduce.ufunc_method(ufunc, method, inputs, dict(kwargs))
         if method != "__call__" or ufunc.signature is not None:
             what = f"{name}.{method}" if method != "__call__" else name
             raise TypeError(
-                f"{what}: only elementwise ufunc calls, and reduce/accumulate of the ufuncs with an MPI "
-                "reduction, work on a DistributedTensor; use t.sum()/t.max()/... for reductions, or gather() first"
+                f"{what}: only elementwise ufunc calls, their outer (without out=), and reduce/accumulate of the "
+                "ufuncs with an MPI reduction, work on a DistributedTensor; use t.sum()/t.max()/... for "
+                "reductions, or gather() first"
             )
         outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
         if _mixed_operands(inputs, outs, DistributedTensor):

@@ -19,20 +19,25 @@ so a fused kernel gives numpy's bits:
 
 >>> sig = ("ufunc", "add", ("float64", "float64"), "float64", ("leaf", 0, 0), ("scalar", 0))
 >>> print(expression_source(sig, 2))
-np.float64(np.float64(x0[i0 + q0_0, i1 + q0_1]) + np.float64(c0))
+np.float64((np.float64(x0[i0 + q0_0, i1 + q0_1]) + np.float64(c0)))
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
 import sys
 import tempfile
+import threading
 
 import numpy as np
 
-__all__ = ["UFUNCS", "kernel", "expression_source", "kernel_source", "plan_boxes"]
+from ..runtime import warmup as _warmup
+
+__all__ = ["UFUNCS", "kernel", "cache_dir", "expression_source", "kernel_source", "module_source",
+           "plan_boxes", "scalar_dtypes"]
 
 # ufunc name -> Python operator template over its (cast) operands. Only operations whose Numba/LLVM
 # code is IEEE correctly rounded (or exact) are here, so the bits equal numpy's loops; transcendental
@@ -150,45 +155,245 @@ def kernel_source(sig, ndim: int, out_dtype: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def scalar_dtypes(sig) -> list:
+    """The dtype of each scalar argument of ``sig``, in argument order.
+
+    >>> scalar_dtypes(("ufunc", "add", ("float64", "float64"), "float64", ("leaf", 0, 0), ("scalar", 0)))
+    ['float64']
+    """
+    out = {}
+
+    def walk(n, dt):
+        if n[0] == "scalar":
+            out[n[1]] = dt
+        elif n[0] == "ufunc":
+            for d, c in zip(n[2], n[4:]):
+                walk(c, d)
+        elif n[0] == "where":
+            walk(n[2], "bool")
+            walk(n[3], n[1])
+            walk(n[4], n[1])
+        elif n[0] == "astype":
+            walk(n[2], None)
+
+    walk(sig, None)
+    return [out[m] for m in sorted(out)]
+
+
+def module_source(sig, ndim: int, out_dtype: str, array_dtypes) -> str:
+    """The source of the module holding the kernel of ``sig`` for arrays of ``array_dtypes``.
+
+    Its ``warm()`` calls the kernel once on empty boxes with the argument types
+    the runs use, so importing it and calling ``warm()`` compiles (or loads from
+    Numba's cache) exactly the one machine code the runs call: the module's
+    hash names one expression structure, rank and set of dtypes.
+    """
+    nodes = list(_walk(sig))
+    nleaf = 1 + max((n[1] for n in nodes if n[0] == "leaf"), default=-1)
+    empty = "(" + "0, " * ndim + ")"
+    args = [f"np.zeros((0, {2 * ndim}), np.int64)", f"np.zeros((0, {len(array_dtypes)}), np.int8)",
+            f"np.zeros((0, {nleaf}, {ndim}), np.int64)", f"np.empty({empty}, '{out_dtype}')",
+            f"np.zeros({ndim}, np.int64)"]
+    for dt in array_dtypes:
+        args += [f"np.empty({empty}, '{dt}')"] * 2
+    args += [f"np.dtype('{dt}').type(0)" for dt in scalar_dtypes(sig)]
+    return ("import numpy as np\nfrom numba import njit\n\n\n"
+            "@njit(cache=True, error_model='numpy', boundscheck=False)\n" + kernel_source(sig, ndim, out_dtype)
+            + "\n\ndef warm_args():\n    return (" + ", ".join(args) + ",)\n"
+            + "\n\ndef warm():\n    fused(*warm_args())\n")
+
+
 _KERNELS: dict = {}
+_DIR = [None]
+_LOADING = threading.RLock()  # the warm-up thread may load a kernel while this one asks for it
+# kernels this process compiled, and took from the disk cache (tests and benchmarks read it)
+stats = {"compiled": 0, "loaded": 0}
 
 
-def _cache_dir() -> str:
-    d = os.environ.get("MESHRT_FUSE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "meshrt", "fused")
-    os.makedirs(d, exist_ok=True)
+def cache_dir() -> str:
+    """The folder of this machine's fused kernels (made on first use).
+
+    ``$MESHRT_FUSE_CACHE``, else ``$MESHRT_CACHE_DIR/fused``, else
+    ``$XDG_CACHE_HOME/meshrt/fused`` (default ``~/.cache/meshrt/fused``); a
+    per-user folder in the temporary directory when that cannot be written.
+    Within it, one folder per Numba version, Python version and CPU target
+    (Numba's machine code is only valid for those). Deleting the folder clears
+    the cache; it is remade on the next compile.
+    """
+    d = _DIR[0]
+    if d is not None and os.path.isdir(d):
+        return d
+    env = os.environ
+    base = env.get("MESHRT_FUSE_CACHE") or os.path.join(
+        env.get("MESHRT_CACHE_DIR") or os.path.join(
+            env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "meshrt"), "fused")
+    import numba
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
+    with global_compiler_lock:  # (the target is made on first use: not by two threads at once)
+        magic = repr(cpu_target.target_context.codegen().magic_tuple())
+    sub = (f"numba{numba.__version__}-py{sys.version_info[0]}{sys.version_info[1]}-"
+           f"{hashlib.sha1(magic.encode()).hexdigest()[:12]}")
+    for root in (base, os.path.join(tempfile.gettempdir(), f"meshrt-fused-{os.getuid() if hasattr(os, 'getuid') else 0}")):
+        d = os.path.join(root, sub)
+        try:
+            os.makedirs(d, exist_ok=True)
+            if os.access(d, os.W_OK):
+                break
+        except OSError:
+            pass
+    _DIR[0] = d
     return d
 
 
-def kernel(sig, ndim: int, out_dtype: str):
-    """The compiled kernel of ``sig`` (see `kernel_source`), cached in memory and on disk.
+def _write_once(path: str, text: str) -> None:
+    """Create ``path`` holding ``text``, whole or not at all; an existing file is never replaced.
 
-    The source goes to a file named by its hash (``MESHRT_FUSE_CACHE``, default
-    ``~/.cache/meshrt/fused``) so that Numba's ``cache=True`` keeps the machine
-    code across runs: a second program run does not compile again.
+    Never replaced: the source file's modification time is the stamp Numba's
+    cache checks, so rewriting a kernel's source would make its cache stale.
     """
-    key = (sig, ndim, out_dtype)
+    if os.path.exists(path):
+        return
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        try:
+            os.link(tmp, path)  # atomic, and fails where another process was first
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not os.path.exists(path):
+                os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _exclusive(path: str):
+    """Hold an exclusive lock on the file ``path`` (created if need be): one compiler at a time per kernel,
+    across the processes of a job and across jobs. Where the file system has no locks, nothing is held
+    (Numba's own cache writes are still atomic: concurrent compiles only repeat the work)."""
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # (closing releases the lock)
+
+
+def _import(name: str, path: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # Numba's cache looks the module up by name when it loads
+    try:
+        spec.loader.exec_module(mod)
+        if not _load_cached(mod.fused, mod.warm_args()):
+            mod.warm()  # compiles (and saves), or loads through Numba's own path
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    compiled = sum(mod.fused.stats.cache_misses.values())
+    stats["compiled" if compiled else "loaded"] += 1
+    return mod
+
+
+def _load_cached(disp, args) -> bool:
+    """Load ``disp``'s machine code for ``args`` from Numba's disk cache: the first half of
+    ``Dispatcher.compile``, without its refresh of the whole CPU target (importing every typing and
+    lowering registry: 0.3-2 s, half of Numba's start-up, and only a compile needs it). Only Numba's
+    runtime (NRT), which the kernel's code calls, is initialized. False where nothing was loaded (not
+    cached, or a Numba whose internals differ): the caller then calls the kernel the ordinary way."""
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.runtime import rtsys
+
+        sig = tuple(disp.typeof_pyval(a) for a in args)
+        with global_compiler_lock:
+            if sig in disp.overloads:
+                return True
+            rtsys.initialize(disp.targetctx)
+            cres = disp._cache._load_overload(sig, disp.targetctx)
+            if cres is None:
+                return False
+            disp._cache_hits[sig] += 1
+            if not cres.objectmode:
+                disp.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            disp.add_overload(cres)
+        return True
+    except Exception:
+        return False
+
+
+def kernel(sig, ndim: int, out_dtype: str, array_dtypes):
+    """The compiled kernel of ``sig`` (see `kernel_source`) for arrays of ``array_dtypes``.
+
+    Cached in memory and on disk (see `cache_dir`): the module source (see
+    `module_source`) goes to a file named by its hash, keyed by the
+    expression's structure, dtypes and rank (not by tensors or values), so that
+    Numba's ``cache=True`` keeps its machine code across runs; a second run of
+    a program compiles nothing and loads each kernel in milliseconds.
+
+    The first compile of a kernel on a machine happens in one process: it holds
+    the kernel's lock file while compiling and then writes a ``.ok`` marker; the
+    other processes of the job (and other jobs) wait on the lock, then load.
+    Every file is written whole under a temporary name and linked into place.
+    """
+    key = (sig, ndim, out_dtype, tuple(array_dtypes))
     fn = _KERNELS.get(key)
     if fn is not None:
         return fn
-    body = kernel_source(sig, ndim, out_dtype)
-    src = ("import numpy as np\nfrom numba import njit\n\n\n"
-           "@njit(cache=True, error_model='numpy', boundscheck=False)\n" + body)
+    src = module_source(sig, ndim, out_dtype, tuple(array_dtypes))
     name = "meshrt_fused_" + hashlib.sha1(src.encode()).hexdigest()[:20]
-    path = os.path.join(_cache_dir(), name + ".py")
-    if not os.path.exists(path):
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(src)
-        os.replace(tmp, path)  # atomic: several processes may write the same kernel at once
-    mod = sys.modules.get(name)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        sys.modules[name] = mod
+    with _LOADING:
+        mod = sys.modules.get(name)
+        if mod is None:
+            path = os.path.join(cache_dir(), name + ".py")
+            _write_once(path, src)
+            done = path[:-3] + ".ok"
+            if os.path.exists(done):
+                mod = _import(name, path)
+            else:
+                with _exclusive(path[:-3] + ".lock"):
+                    mod = _import(name, path)  # loads, where another process compiled it while this one waited
+                    _write_once(done, "")
     fn = _KERNELS[key] = mod.fused
     return fn
+
+
+def preload() -> None:
+    """Run on `meshrt.runtime.warmup`'s thread: load the kernel compiled last in this machine's cache (the
+    program run again most likely needs it), and with it Numba's cache machinery. Where the cache is
+    empty (a first run: a compile is coming), refresh Numba's CPU target instead, the compile's first
+    part; a run that only loads never needs it."""
+    d = cache_dir()
+    try:
+        oks = [e for e in os.scandir(d) if e.name.endswith(".ok")]
+    except OSError:
+        oks = []
+    if not oks:
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.registry import cpu_target
+
+        with global_compiler_lock:
+            cpu_target.target_context.refresh()
+        return
+    name = max(oks, key=lambda e: e.stat().st_mtime).name[:-3]
+    with _LOADING:
+        if name not in sys.modules:
+            _import(name, os.path.join(d, name + ".py"))
 
 
 def plan_boxes(box, owned, split, leaves):
@@ -204,8 +409,8 @@ def plan_boxes(box, owned, split, leaves):
     Returns ``[(piece_box, shifts, ghost)]``: ``shifts[k]`` per dim for leaf
     ``k``, ``ghost[k]`` whether leaf ``k`` reads outside ``owned`` on a split dim.
 
-    >>> plan_boxes(((1, 7),), ((0, 8),), (True,), [[[(0, 8, -1)]], [[(0, 8, 1)]]])[0]
-    (((1, 2),), ((-1,), (1,)), (True, False))
+    >>> plan_boxes(((1, 4),), ((0, 4),), (True,), [[[(0, 8, -1)]], [[(0, 8, 1)]]])  # cell 3 reads 4: a ghost
+    [(((1, 3),), ((-1,), (1,)), (False, False)), (((3, 4),), ((-1,), (1,)), (False, True))]
     """
     ndim = len(box)
     if any(hi <= lo for lo, hi in box):
@@ -244,3 +449,6 @@ def _product(lists):
     for head in lists[0]:
         for rest in _product(lists[1:]):
             yield (head,) + rest
+
+
+_warmup.then(preload)

@@ -763,8 +763,38 @@ def _same_layout(a, t) -> bool:
     return r[0]
 
 
-HOT = 2  # an expression is compiled the HOT-th time it runs: a one-off runs eagerly (no compile)
+def _hot_setting(env) -> int:
+    """``MESHRT_FUSE_AFTER=N``: an expression is fused the N-th time it runs, eagerly before (default 1: from
+    its first run; its kernel is compiled once per machine, then loaded from the disk cache).
+
+    >>> _hot_setting({}), _hot_setting({"MESHRT_FUSE_AFTER": "2"})
+    (1, 2)
+    """
+    v = env.get("MESHRT_FUSE_AFTER", "1")
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"MESHRT_FUSE_AFTER: {v!r}; a whole number >= 1 (1: fuse from the first run)")
+    return n
+
+
+HOT = _hot_setting(os.environ)
 _SEEN: dict = {}  # plan key -> (times seen, the shardings its ids name)
+_FIRST: dict = {}  # sharding -> the first sharding seen equal to it (kept alive: its id stays its own)
+_CANON: dict = {}  # id(sharding) -> (id of its first equal sharding, the sharding)
+
+
+def _canon(s) -> int:
+    """One id for equal shardings: a new tensor of a layout already seen (an equal but new `Sharding`
+    object) reuses its plans."""
+    c = _CANON.get(id(s))
+    if c is None or c[1] is not s:
+        if len(_CANON) > 4096:
+            _CANON.clear()
+        c = _CANON[id(s)] = (id(_FIRST.setdefault(s, s)), s)
+    return c[0]
 
 
 def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
@@ -774,8 +804,16 @@ def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
     for a in arrays:
         if not _same_layout(a, t):
             return None
-    key = (sig, tuple((id(a._sharding), a._global_shape, a is t) for a in arrays), tuple(leaves),
-           id(t._sharding), t._global_shape, origin, shape)
+    if len(_PLANS) > 256:
+        for p in _PLANS.values():
+            if type(p) is _FusedPlan:
+                p.free()
+        _PLANS.clear()
+        _SEEN.clear()
+        _FIRST.clear()  # (no key names their ids any more)
+        _CANON.clear()
+    key = (sig, tuple((_canon(a._sharding), a._global_shape, a._local.dtype, a is t) for a in arrays),
+           tuple(leaves), _canon(t._sharding), t._global_shape, origin, shape)
     entry = _PLANS.get(key)
     if entry is None:
         keep = tuple(a._sharding for a in arrays) + (t._sharding,)  # their ids stay theirs while cached
@@ -788,11 +826,6 @@ def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
                 return None
         entry = _FusedPlan.build(t, origin, shape, sig, arrays, leaves)
         stats["plans"] += 1
-        if len(_PLANS) > 256:
-            for p in _PLANS.values():
-                if type(p) is _FusedPlan:
-                    p.free()
-            _PLANS.clear()
         if entry is not None:
             entry.keep = keep
         _PLANS[key] = entry if entry is not None else (False, keep)
@@ -899,14 +932,10 @@ class _FusedPlan:
         t_lo = [s.halo_widths(d)[0] if split[d] else 0 for d in range(nd)]
         self.oo = np.array([t_lo[d] - owned[d][0] for d in range(nd)], np.int64)
         self.box = box
-        self.kernel = _fuse.kernel(sig, nd, t._local.dtype.name)
+        # compiled (or loaded from the disk cache) now: a compile error falls back, on every process
+        self.kernel = _fuse.kernel(sig, nd, t._local.dtype.name, tuple(a._local.dtype.name for a in arrays))
         self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays], pre, post)
-        # compile now, on empty box lists (nothing written): a compile error falls back, on every process
         self._out = None
-        empty = (0,) * nd
-        self._call(self.pre[:0], self.sel_pre[:0], self.offs_pre[:0], np.empty(empty, t._local.dtype),
-                   [np.empty(empty, a._local.dtype) for a in arrays],
-                   [np.zeros((), d)[()] for d in _scalar_dtypes(sig)])
 
     def _ghost(self, arr, w, per, owned):
         s, g = arr._sharding, arr._global_shape
@@ -1004,26 +1033,6 @@ def _take(shape, dtype) -> np.ndarray:
     if len(bufs) < 2:
         bufs.append(buf)
     return buf
-
-
-def _scalar_dtypes(sig):
-    out = {}
-
-    def walk(n, dt):
-        if n[0] == "scalar":
-            out[n[1]] = dt
-        elif n[0] == "ufunc":
-            for d, c in zip(n[2], n[4:]):
-                walk(c, d)
-        elif n[0] == "where":
-            walk(n[2], "bool")
-            walk(n[3], n[1])
-            walk(n[4], n[1])
-        elif n[0] == "astype":
-            walk(n[2], None)
-
-    walk(sig, None)
-    return [out[m] for m in sorted(out)]
 
 
 _RESTS: dict = {}

@@ -38,6 +38,7 @@ from .reductions import _accumulate
 from .dispatch import implements
 from .layout import _drop, _drop_dim, _from_dims, _per_dim
 from .numpy_functions import _align
+from .numpy_shifts import ufunc_outer
 from .reductions import _ACCUMULATED, _acc_dtype, _combine, _identity, _kernel, _out_dtype
 
 __all__ = ["reduce_tensor", "var", "argextreme", "UFUNC_REDUCTIONS"]
@@ -522,9 +523,11 @@ def _np_isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def ufunc_method(ufunc, method, inputs, kwargs):
-    """``ufunc.reduce`` (add, multiply, maximum, minimum, logical_or/and) and ``ufunc.accumulate``
-    (add, multiply, maximum, minimum)."""
+    """``ufunc.reduce`` (add, multiply, maximum, minimum, logical_or/and), ``ufunc.accumulate``
+    (add, multiply, maximum, minimum) and ``ufunc.outer`` (any elementwise ufunc of two inputs)."""
     name = f"np.{ufunc.__name__}.{method}"
+    if method == "outer":
+        return ufunc_outer(ufunc, inputs, kwargs)
     if len(inputs) != 1 or not isinstance(inputs[0], DistributedTensor):
         raise TypeError(f"{name}: expected one DistributedTensor")
     a = inputs[0]
@@ -542,5 +545,5 @@ def ufunc_method(ufunc, method, inputs, kwargs):
             raise ValueError(f"{name}: a 0-d tensor has no axis to accumulate along")
         return _accumulate(a, ufunc, normalize_axes(operator.index(axis), a.ndim)[0], dtype)
     supported = ", ".join([f"np.{u.__name__}.reduce" for u in UFUNC_REDUCTIONS] +
-                          [f"np.{u.__name__}.accumulate" for u in _ACCUMULATED])
+                          [f"np.{u.__name__}.accumulate" for u in _ACCUMULATED] + ["ufunc.outer"])
     raise TypeError(f"{name} on a DistributedTensor is not supported; supported: {supported}")

@@ -25,7 +25,9 @@ np.nonzero, np.where   one all-gather of the global indices of the nonzero  nump
 flatnonzero
 np.trace, np.vdot,     one all-reduce of a scalar                            numpy scalar
 np.inner (1-D)
+np.inner (N-D)         as ``np.tensordot(a, b, ([-1], [-1]))``             tensordot's
 np.outer (1-D)         the second operand made replicated (all-gather)      first operand's split on dim 0
+ufunc.outer(a, b)      the other operand made replicated (all-gather)       first tensor's split on its dims
 np.linalg.*            the matrix gathered on every process (at most         like the input (``det``: a scalar)
                        ``MAX_GATHERED`` elements), solved by numpy there
 =====================  ===================================================  =====================================
@@ -332,9 +334,17 @@ def _np_vdot(a, b):
 
 @implements(np.inner)
 def _np_inner(a, b):
-    if getattr(a, "ndim", 0) != 1 or getattr(b, "ndim", 0) != 1:
-        raise TypeError("np.inner on DistributedTensors: 1-D tensors only (use np.tensordot)")
-    return _scalar_dot(a, b)
+    """``np.inner``: a scalar for two 1-D tensors, else ``np.tensordot`` over the last dims (its sharding)."""
+    sa, sb = (x.shape if isinstance(x, DistributedTensor) else np.shape(x) for x in (a, b))
+    na, nb = len(sa), len(sb)
+    if na == 1 and nb == 1:
+        return _scalar_dot(a, b)
+    if na == 0 or nb == 0:
+        return a * b  # numpy's inner with a scalar
+    if sa[-1] != sb[-1]:
+        raise ValueError(f"np.inner: shapes {sa} and {sb} not aligned: {sa[-1]} (dim {na - 1}) != {sb[-1]} "
+                         f"(dim {nb - 1})")
+    return np.tensordot(a, b, axes=([na - 1], [nb - 1]))
 
 
 def _scalar_dot(a, b):
@@ -342,6 +352,50 @@ def _scalar_dot(a, b):
         raise ValueError(f"shapes {a.shape} and {b.shape} not aligned")
     prod = a * b  # the elementwise rule lines b up with a
     return prod.sum()
+
+
+def ufunc_outer(ufunc, inputs, kwargs):
+    """``ufunc.outer(a, b)``: ``ufunc(a[i...], b[j...])`` for every pair, of shape ``a.shape + b.shape``.
+
+    As ``np.outer``: the first tensor operand keeps its split (and uneven
+    offsets) on its dims, the other operand is made replicated (an all-gather
+    of a tensor; a numpy array or scalar is taken as the global value), and
+    every process computes its block locally.
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> a = DistributedTensor.from_global(np.arange(3.0), Sharding(Mesh((-1,)), [[0]]))
+    >>> np.multiply.outer(a, np.array([1.0, 10.0])).gather()
+    array([[ 0.,  0.],
+           [ 1., 10.],
+           [ 2., 20.]])
+    """
+    name = f"np.{ufunc.__name__}.outer"
+    if ufunc.nin != 2 or ufunc.nout != 1 or ufunc.signature is not None:
+        raise TypeError(f"{name}: outer takes an elementwise ufunc of two inputs and one output")
+    if len(inputs) != 2:
+        raise TypeError(f"{name}: takes 2 operands, got {len(inputs)}")
+    bad = sorted(k for k in kwargs if k not in ("dtype", "casting"))
+    if bad:
+        raise TypeError(f"{name} on a DistributedTensor: {', '.join(bad)} not supported (supported: casting, dtype)")
+    first = isinstance(inputs[0], DistributedTensor)
+    lead, other = inputs if first else inputs[::-1]
+    s = _plain(lead)
+    if isinstance(other, DistributedTensor):
+        whole = other.reshard(Sharding(other.mesh, []))._interior if other.mesh == lead.mesh else None
+        if whole is None:
+            raise ShardingError(f"{name}: the operands are on different meshes ({lead.mesh} and {other.mesh})")
+    else:
+        whole = np.asarray(other)
+    block = lead._full_interior()
+    local = ufunc.outer(block, whole, **kwargs) if first else ufunc.outer(whole, block, **kwargs)
+    split = [list(s.dim_axes(d)) for d in range(lead.ndim)]
+    rest = [[] for _ in range(whole.ndim)]
+    result = Sharding(s.mesh, split + rest if first else rest + split,
+                      sharded_dims_offsets=list(s.sharded_dims_offsets) or None)
+    shape = lead.shape + whole.shape if first else whole.shape + lead.shape
+    out = DistributedTensor.empty(shape, result, local.dtype)
+    out._interior[...] = local
+    return out
 
 
 @implements(np.outer)

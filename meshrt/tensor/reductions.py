@@ -18,7 +18,7 @@ import numpy as np
 from ..runtime import check as _check
 from .. import collectives
 from ..errors import CollectiveError, ShardingError
-from .dispatch import ABOVE
+from .dispatch import ABOVE, _HANDLED_FUNCTIONS
 from .layout import _drop, _drop_dim
 
 
@@ -144,7 +144,7 @@ class _TensorReductions:
     __slots__ = ()
 
     @_check.method("DistributedTensor.sum")
-    def sum(self, axis=None, dtype=None, *, keep_partial=False):
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, *, keep_partial=False, **kwargs):
         """Sum of the elements (all, or along ``axis``).
 
         Reduces locally, then over the mesh axes that split the reduced dims;
@@ -156,9 +156,15 @@ class _TensorReductions:
             The dims to reduce; None: all.
         dtype : numpy.dtype, optional
             The accumulator and result type.
+        out : None
+            numpy's argument; only None (a new result).
+        keepdims : bool, optional
+            Keep the reduced dims with size 1, as numpy's (likewise ``initial=``
+            and ``where=``, as in ``np.sum``; the same keywords work on `prod`,
+            `max`, `min` and `mean`, each as its numpy function takes them).
         keep_partial : bool, optional
             With ``axis``: leave the result partial over the mesh axes that split
-            ``axis`` instead of all-reducing it.
+            ``axis`` instead of all-reducing it (not with numpy's keywords).
 
         Returns
         -------
@@ -178,10 +184,12 @@ class _TensorReductions:
         >>> t.sum(), t.sum(axis=0).gather()
         (np.float64(15.0), array([6., 9.]))
         """
+        if out is not None or keepdims or kwargs:
+            return self._numpy_form(np.sum, keep_partial, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
         return self._reduce("sum", axis, dtype, keep_partial)
 
     @_check.method("DistributedTensor.prod")
-    def prod(self, axis=None, dtype=None, *, keep_partial=False):
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, *, keep_partial=False, **kwargs):
         """Product of the elements (all, or along ``axis``).
 
         Parameters
@@ -209,10 +217,13 @@ class _TensorReductions:
         >>> DistributedTensor.from_global(np.arange(1, 5), Sharding(Mesh((-1,)), [[0]])).prod()
         np.int64(24)
         """
+        if out is not None or keepdims or kwargs:
+            return self._numpy_form(np.prod, keep_partial, axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                                    **kwargs)
         return self._reduce("prod", axis, dtype, keep_partial)
 
     @_check.method("DistributedTensor.max")
-    def max(self, axis=None, *, keep_partial=False):
+    def max(self, axis=None, out=None, keepdims=False, *, keep_partial=False, **kwargs):
         """Largest element (all, or along ``axis``); NaN wins, as in numpy.
 
         Parameters
@@ -238,10 +249,12 @@ class _TensorReductions:
         >>> DistributedTensor.from_global(np.array([3, 9, 4]), Sharding(Mesh((-1,)), [[0]])).max()
         np.int64(9)
         """
+        if out is not None or keepdims or kwargs:
+            return self._numpy_form(np.max, keep_partial, axis=axis, out=out, keepdims=keepdims, **kwargs)
         return self._reduce("max", axis, None, keep_partial)
 
     @_check.method("DistributedTensor.min")
-    def min(self, axis=None, *, keep_partial=False):
+    def min(self, axis=None, out=None, keepdims=False, *, keep_partial=False, **kwargs):
         """Smallest element (all, or along ``axis``); NaN wins, as in numpy.
 
         Parameters
@@ -267,10 +280,12 @@ class _TensorReductions:
         >>> DistributedTensor.from_global(np.array([3, 9, 4]), Sharding(Mesh((-1,)), [[0]])).min()
         np.int64(3)
         """
+        if out is not None or keepdims or kwargs:
+            return self._numpy_form(np.min, keep_partial, axis=axis, out=out, keepdims=keepdims, **kwargs)
         return self._reduce("min", axis, None, keep_partial)
 
     @_check.method("DistributedTensor.mean")
-    def mean(self, axis=None, dtype=None, *, keep_partial=False):
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, keep_partial=False, **kwargs):
         """Mean of the elements (all, or along ``axis``): the global sum over the global count.
 
         Parameters
@@ -298,6 +313,9 @@ class _TensorReductions:
         >>> DistributedTensor.from_global(np.arange(4.0), Sharding(Mesh((-1,)), [[0]])).mean()
         np.float64(1.5)
         """
+        if out is not None or keepdims or kwargs:
+            return self._numpy_form(np.mean, keep_partial, axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                                    **kwargs)
         return self._reduce("mean", axis, dtype, keep_partial)
 
     def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
@@ -446,6 +464,13 @@ class _TensorReductions:
         True
         """
         return ABOVE.npreduce.reduce_tensor(self, "all", axis, None, keepdims)
+
+    def _numpy_form(self, func, keep_partial, **kwargs):
+        """``t.max(axis=0, keepdims=True)`` and the other numpy keywords: as ``np.max(t, ...)``."""
+        if keep_partial:
+            raise TypeError(f"{func.__name__}: keep_partial=True does not combine with numpy's keywords "
+                            f"{sorted(k for k, v in kwargs.items() if v is not None and v is not False)}")
+        return _HANDLED_FUNCTIONS[func](self, **kwargs)
 
     def _reduce(self, op: str, axis, dtype, keep_partial: bool):
         """Reduce the interior locally, then over the mesh axes that split the reduced dims.

@@ -51,6 +51,13 @@ FORMS = {
     "np.sum(a)": lambda a, b, r, s, v, w, A: np.sum(a), "a.sum(axis=0)": lambda a, b, r, s, v, w, A: a.sum(axis=0),
     "np.sum(a, axis=(0, 1))": lambda a, b, r, s, v, w, A: np.sum(a, axis=(0, 1)),
     "np.sum(a, axis=1, keepdims=True)": lambda a, b, r, s, v, w, A: np.sum(a, axis=1, keepdims=True),
+    # the method forms with numpy's keywords
+    "a.max(axis=0, keepdims=True)": lambda a, b, r, s, v, w, A: a.max(axis=0, keepdims=True),
+    "b.min(axis=1, keepdims=True)": lambda a, b, r, s, v, w, A: b.min(axis=1, keepdims=True),
+    "a.sum(axis=(0, 1), keepdims=True)": lambda a, b, r, s, v, w, A: a.sum(axis=(0, 1), keepdims=True),
+    "a.mean(axis=0, keepdims=True)": lambda a, b, r, s, v, w, A: a.mean(axis=0, keepdims=True),
+    "a.prod(axis=1, keepdims=True)": lambda a, b, r, s, v, w, A: (a / 80).prod(axis=1, keepdims=True),
+    "a.sum(axis=1, initial=3.0)": lambda a, b, r, s, v, w, A: a.sum(axis=1, initial=3.0),
     "np.mean(a)": lambda a, b, r, s, v, w, A: np.mean(a), "a.mean(axis=1)": lambda a, b, r, s, v, w, A: a.mean(axis=1),
     "np.mean(a, axis=(0, 1), keepdims=True)": lambda a, b, r, s, v, w, A: np.mean(a, axis=(0, 1), keepdims=True),
     "np.max(a)": lambda a, b, r, s, v, w, A: np.max(a), "np.min(a, axis=0)": lambda a, b, r, s, v, w, A: np.min(a, axis=0),
@@ -90,6 +97,13 @@ FORMS = {
     # products and small linear algebra
     "np.vdot(v, w)": lambda a, b, r, s, v, w, A: np.vdot(v, w), "np.inner(v, w)": lambda a, b, r, s, v, w, A: np.inner(v, w),
     "np.outer(v, w)": lambda a, b, r, s, v, w, A: np.outer(v, w), "np.dot(v, w)": lambda a, b, r, s, v, w, A: np.dot(v, w),
+    "np.inner(a, b)": lambda a, b, r, s, v, w, A: np.inner(a, b), "np.inner(a, v)": lambda a, b, r, s, v, w, A: np.inner(a, v),
+    "np.inner(s, a)": lambda a, b, r, s, v, w, A: np.inner(s, a),
+    "np.multiply.outer(a, v)": lambda a, b, r, s, v, w, A: np.multiply.outer(a, v),
+    "np.subtract.outer(v, w)": lambda a, b, r, s, v, w, A: np.subtract.outer(v, w),
+    "np.add.outer(A[0], b)": lambda a, b, r, s, v, w, A: np.add.outer(A[0], b),
+    "np.maximum.outer(b, 0.5)": lambda a, b, r, s, v, w, A: np.maximum.outer(b, 0.5),
+    "np.less.outer(w, a)": lambda a, b, r, s, v, w, A: np.less.outer(w, a),
     "np.trace(s)": lambda a, b, r, s, v, w, A: np.trace(s), "s @ v": lambda a, b, r, s, v, w, A: s @ v,
     "a @ a.T": lambda a, b, r, s, v, w, A: a @ a.T,
     "np.linalg.solve(s, v)": lambda a, b, r, s, v, w, A: np.linalg.solve(s, v),
@@ -115,6 +129,29 @@ def _value(x):
     if isinstance(x, tuple) and x and isinstance(x[0], DT):
         return tuple(y.gather() for y in x)
     return x
+
+
+ERRORS = {
+    # (form, exception type, words of the message): raised alike on every process
+    "a.max(axis=0, keepdims=True, keep_partial=True)": (
+        lambda a, v: a.max(axis=0, keepdims=True, keep_partial=True), TypeError, "keep_partial"),
+    "a.max(out=...)": (lambda a, v: a.max(axis=0, out=a), TypeError, "out="),
+    "np.inner(a, v[:-1])": (lambda a, v: np.inner(a, v[:-1]), ValueError, "not aligned"),
+    "np.negative.outer(a, v)": (lambda a, v: np.negative.outer(a, v), (TypeError, ValueError), "outer"),
+    "np.add.outer(a, v, where=False)": (lambda a, v: np.add.outer(a, v, where=False), TypeError, "where"),
+    "np.subtract.reduce(a)": (lambda a, v: np.subtract.reduce(a), TypeError, "supported"),
+}
+
+
+@pytest.mark.parametrize("form", list(ERRORS))
+def test_form_error_names_the_problem(grids, form):
+    fn, exc, words = ERRORS[form]
+    a = DT.from_global(np.arange(30.0).reshape(6, 5), Sharding(grids, [[0], [1]]))
+    v = DT.from_global(np.arange(5.0), Sharding(grids, [[0]]))
+    with pytest.raises(exc) as info:
+        fn(a, v)
+    assert words in str(info.value), (form, str(info.value))
+    assert comm.allreduce(1) == comm.size  # every process raised and is here: no hang
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,8 @@ comm = MPI.COMM_WORLD
 
 @pytest.fixture(autouse=True)
 def hot(monkeypatch):
-    """Fuse from the first run, so every case here takes the fused path (meshrt compiles the second)."""
+    """Fuse from the first run, so every case here takes the fused path (meshrt's default; pinned here so a
+    change of the default does not make these tests check less)."""
     monkeypatch.setattr(_lazy, "HOT", 1)
 
 

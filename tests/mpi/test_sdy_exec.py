@@ -80,8 +80,9 @@ def test_read_args_reads_each_process_its_shards_and_run_consumes_them():
 
 def test_roll_stencil_runs_as_one_fused_pass():
     """The jnp.roll stencil's rolls, adds and multiplies stay deferred on the shards (meshrt's lazy
-    expressions): from the second run on (a one-off runs eagerly), the whole update is one fused
-    pass reading its neighbours' rows through ghost layers, and it equals JAX's output."""
+    expressions): from the first run on (the second where MESHRT_FUSE_AFTER=2, as in the test suite), the
+    whole update is one fused pass reading its neighbours' rows through ghost layers, and it equals JAX's
+    output."""
     from meshrt.tensor import lazy
 
     d = os.path.join(CORPUS, "roll_stencil")
@@ -94,7 +95,9 @@ def test_roll_stencil_runs_as_one_fused_pass():
             (y,) = p.run("main", ins)
             fused = lazy.stats["fused_new"] - before
             _compare(p.whole(y), want, f"run {i}")
-            assert fused == (1 if N > 1 and i else 0), (i, fused)  # one process: nothing is split, plain numpy
+            # fused from the second run at the latest (the first too where HOT is 1 or the same expression on
+            # the same layout ran before); one process: nothing is split, plain numpy
+            assert fused == (1 if N > 1 else 0) if i or N == 1 or lazy.HOT == 1 else fused in (0, 1), (i, fused)
     finally:
         p.free()
 
