@@ -17,7 +17,7 @@ MODULES = [
     "meshrt.tensor", "meshrt.tensor.dispatch", "meshrt.tensor.layout", "meshrt.tensor.index_plan",
     "meshrt.tensor.reductions", "meshrt.tensor.files", "meshrt.tensor.index_exec", "meshrt.tensor.ufunc",
     "meshrt.tensor.distributed_tensor", "meshrt.tensor.numpy_reductions", "meshrt.tensor.elementwise",
-    "meshrt.tensor.matmul",
+    "meshrt.tensor.matmul", "meshrt.tensor.fft_plan", "meshrt.tensor.fft", "meshrt.fft",
     "meshrt.stencil", "meshrt.stencil.apply", "meshrt.io", "meshrt.io.npy", "meshrt.io.vtk", "meshrt.io.series",
     "meshrt.io.dataset",
     "meshrt.mlir._sdy_attrs", "meshrt.mlir.stablehlo", "meshrt.mlir.sdy_propagate", "meshrt.mlir.sdy", "meshrt.mlir.sdy_cli",

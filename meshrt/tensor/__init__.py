@@ -21,6 +21,7 @@ from .dispatch import ABOVE as _ABOVE, implements
 from .distributed_tensor import DistributedTensor
 # registering np.where, np.var, np.roll, ... for DistributedTensor happens at their import
 from . import mixed as _mixed, numpy_functions, numpy_reductions, numpy_shifts  # noqa: F401
+from . import fft as _fft  # noqa: F401  (np.fft.* on DistributedTensor)
 from .elementwise import explain_op
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
 
