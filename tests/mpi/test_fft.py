@@ -233,3 +233,24 @@ def test_hypothesis_against_numpy(meshes, draw):
     axes = tuple(d(st.permutations(range(nd)))[:d(st.integers(1, nd))]) if fname != "fft2" else (-2, -1)
     sizes = tuple(d(st.integers(1, 2 * N + 4)) for _ in axes) if d(st.booleans()) else None
     close(f(t, sizes, axes, norm), f(x, sizes, axes, norm), f"{fname} {shape} <{s}> s={sizes} axes={axes} {norm}")
+
+
+@pytest.mark.parametrize("chunk", [0, 96])
+def test_pipelined_and_plain_exchanges_agree_with_numpy(meshes, monkeypatch, chunk):
+    """Small chunks: many pipelined chunks per move (and uneven last ones); 0: the plain reshard."""
+    import meshrt.tensor.fft as mfft
+
+    monkeypatch.setattr(mfft, "CHUNK_BYTES", chunk)
+    for k, (name, s, shape) in enumerate(cases(meshes)):
+        x = data(shape, np.complex128, seed=k)
+        t, t_re = DT.from_global(x, s), DT.from_global(x.real.copy(), s)
+        close(np.fft.fftn(t), np.fft.fftn(x), f"{name} chunk={chunk}: fftn")
+        close(np.fft.ifftn(np.fft.fftn(t), norm="forward"), np.fft.ifftn(np.fft.fftn(x), norm="forward"),
+              f"{name} chunk={chunk}: ifftn of fftn")
+        k_hat = np.fft.rfftn(t_re)
+        close(k_hat, np.fft.rfftn(x.real), f"{name} chunk={chunk}: rfftn")
+        axes = tuple(range(len(shape)))
+        close(np.fft.irfftn(k_hat, s=shape, axes=axes), np.fft.irfftn(np.fft.rfftn(x.real), s=shape, axes=axes),
+              f"{name} chunk={chunk}: irfftn")
+        sizes = tuple(n + (2 if d % 2 else -1) for d, n in enumerate(shape))
+        close(np.fft.fftn(t, s=sizes, axes=axes), np.fft.fftn(x, s=sizes, axes=axes), f"{name} chunk={chunk}: s=")
