@@ -48,7 +48,11 @@ _INVREAL = ("irfft", "irfft2", "irfftn", "hfft")
 
 def workers() -> int:
     """The threads one process's local transforms use: ``MESHRT_FFT_WORKERS``, else this process's
-    share of the node's cores (as for BLAS, `meshrt.runtime.threads`), else every core it may use."""
+    share of the node's cores (as for BLAS, ``meshrt.runtime.threads``), else every core it may use.
+
+    >>> workers() >= 1
+    True
+    """
     from ..runtime import threads
 
     given = os.environ.get("MESHRT_FFT_WORKERS")
@@ -423,7 +427,11 @@ def _np_ifftshift(x, axes=None):
 def _doc(name):
     return (f"``np.fft.{name}`` of a DistributedTensor (numpy's arguments and result).\n\n"
             "    ``sharding=`` asks for the result's layout (default: the layout of the last stage, which saves\n"
-            "    a move; see `explain_fft`); ``workers=`` the threads of the local transforms.\n")
+            "    a move; see `explain_fft`); ``workers=`` the threads of the local transforms.\n\n"
+            "    >>> from meshrt import DistributedTensor, Mesh, Sharding\n"
+            "    >>> t = DistributedTensor.from_global(np.arange(8.0).reshape(2, 4), Sharding(Mesh((-1,)), [[0]]))\n"
+            f"    >>> np.allclose({name}(t).gather(), np.fft.{name}(np.arange(8.0).reshape(2, 4)))\n"
+            "    True\n")
 
 
 def _public_nd(name):
@@ -473,6 +481,11 @@ def explain_fft(name, a, *args, **kwargs) -> FFTPlan:
 
     Also reached as ``meshrt.explain_op(np.fft.fftn, t, ...)``.  Checks the arguments as the transform does;
     moves nothing.
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> t = DistributedTensor.from_global(np.ones((4, 6)), Sharding(Mesh((-1,)), [[0]]))
+    >>> explain_fft("rfft2", t).result_shape
+    (4, 4)
     """
     func = getattr(np.fft, name)
     import inspect

@@ -18,7 +18,7 @@ shard.sharding @mesh split_axes = [[], [0], [1]]
 >>> back.result_sharding == Sharding(mesh, [["x"], ["y"]])
 True
 >>> [len(s.passes) for s in plan.stages], plan.elements_moved
-([1, 1, 1], 1024)
+([1, 1, 1], 512)
 """
 
 from __future__ import annotations
