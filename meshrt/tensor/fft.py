@@ -253,6 +253,7 @@ def _pipelined(x, own, stage, split, bounds, mesh, norm, nworkers):
     rank, comm = mesh.rank, mesh.comm
     sends, recvs, need = _exchange_program(_abstract(step.before), _abstract(step.after), stage.shape, rank)
     mine = [sl for src, sl in recvs if src == rank]
+    peers = _mpi.Peers(mesh, tuple(sorted({d for d, _ in recvs} | {d for d, _ in sends})))
     n = x.shape[c]
     whole = (slice(None),) * x.ndim
 
@@ -279,7 +280,8 @@ def _pipelined(x, own, stage, split, bounds, mesh, norm, nworkers):
             buf = view if view.flags.c_contiguous else np.empty(view.shape, x.dtype)
             if buf is not view:
                 later.append((view, buf))
-            reqs.append(comm.Irecv(buf, src, _TAG_CHUNK + j))
+            with _mpi.internal("np.fft", "pipelined exchange", peers):
+                reqs.append(comm.Irecv(buf, src, _TAG_CHUNK + j))
         posted[j] = (z, reqs, later)
 
     result = [None]
@@ -297,7 +299,6 @@ def _pipelined(x, own, stage, split, bounds, mesh, norm, nworkers):
         k0, k1 = bounds[j]
         result[0][along(whole, k0, k1)] = z
 
-    peers = _mpi.Peers(mesh, tuple(sorted({d for d, _ in recvs} | {d for d, _ in sends})))
     with _mpi.internal("np.fft", "pipelined exchange", peers):
         post(0)
         sent = []
