@@ -199,6 +199,8 @@ def test_bad_input_raises_numpys_error_everywhere(meshes):
         np.fft.fft(t, out=np.zeros(x.shape, np.complex128))
     with pytest.raises(ShardingError, match="sharding"):
         meshrt.fft.fft(t, sharding="rows")
+    with pytest.raises(ShardingError, match="mesh"):  # out on another mesh: no layout to move the result into
+        np.fft.fft(t, out=DT.zeros(x.shape, Sharding(meshes["2d"], [[0]]), np.complex128))
     comm.Barrier()  # every process raised (none went on into an exchange)
 
 
