@@ -69,8 +69,8 @@ def test_every_function_every_norm(meshes):
             x, t = (real, t_r) if fname.startswith(("r", "ih")) else (cplx, t_c)
             f = getattr(np.fft, fname)
             close(f(t, norm=norm), f(x, norm=norm), f"{name}: {fname} norm={norm}")
-            if fname in ONE:
-                ax = k % len(shape)
+            if fname in ONE and k % 2 == 0:
+                ax = (k // 2) % len(shape)
                 close(f(t, axis=ax, norm=norm), f(x, axis=ax, norm=norm), f"{name}: {fname} axis={ax}")
         # the inverse real transforms and hfft take Hermitian input: a forward transform's output
         for fname, fwd in (("irfftn", "rfftn"), ("irfft2", "rfft2"), ("irfft", "rfft"), ("hfft", "ihfft")):
@@ -204,7 +204,7 @@ def test_bad_input_raises_numpys_error_everywhere(meshes):
     comm.Barrier()  # every process raised (none went on into an exchange)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@settings(max_examples=20, deadline=None, derandomize=True, database=None)
 @given(st.data())
 def test_hypothesis_against_numpy(meshes, draw):
     """Random shapes, layouts, transforms, axes subsets, s and norms; derandomized: every rank draws the same."""
