@@ -98,11 +98,9 @@ def _check(name, t, n_or_s, axis_or_axes, norm, out):
     nd = name in _ND
     small = None if n_or_s is None else (tuple(_small(v) for v in n_or_s) if nd and np.iterable(n_or_s)
                                          else n_or_s if nd else _small(n_or_s))
-    with warnings.catch_warnings():
-        if nd and n_or_s is not None and axis_or_axes is None:  # numpy 2's deprecation: warn once, as numpy does
-            warnings.simplefilter("always", DeprecationWarning)
-        res = func(proxy, small, axis_or_axes, norm) if axis_or_axes is not None or not nd else \
-            func(proxy, small, norm=norm)
+    # numpy's own warnings (s without axes is deprecated in numpy 2) come from this call, under the caller's filters
+    res = func(proxy, small, axis_or_axes, norm) if axis_or_axes is not None or not nd else \
+        func(proxy, small, norm=norm)
     if nd:
         from numpy.fft._pocketfft import _cook_nd_args
 
