@@ -34,10 +34,9 @@ from .dispatch import implements
 from .distributed_tensor import DistributedTensor
 from .fft_plan import C2C, C2R, HFFT, IHFFT, R2C, FFTPlan, plan_fft
 
-try:  # scipy.fft: the same pocketfft as numpy, plus workers= and in-place transforms of our own buffers
-    import scipy.fft as _scipy_fft
-except ImportError:  # pragma: no cover - scipy is optional
-    _scipy_fft = None
+# scipy.fft: the same pocketfft as numpy, plus workers= and in-place transforms of our own buffers.  Imported
+# at the first transform (`_library`), not with meshrt: importing scipy.fft takes about a second.
+_scipy_fft = False  # not looked for yet; None: absent
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
            "hfft", "ihfft", "fftshift", "ifftshift", "fftfreq", "rfftfreq", "explain_fft", "plan_for", "workers"]
@@ -153,8 +152,20 @@ def plan_for(name, t, s=None, axes=None, result_dtype=None) -> FFTPlan:
                     None if axes is None else tuple(axes), None if result_dtype is None else np.dtype(result_dtype))
 
 
+def _library():
+    global _scipy_fft
+    if _scipy_fft is False:
+        try:
+            import scipy.fft as lib
+        except ImportError:  # pragma: no cover - scipy is optional
+            lib = None
+        _scipy_fft = lib
+    return _scipy_fft
+
+
 def _local(passes, x, norm, nworkers, own):
     """Run ``passes`` (all on local axes) on the block ``x``; ``own``: x is ours to overwrite."""
+    lib = _library()
     i = 0
     while i < len(passes):
         p = passes[i]
@@ -167,15 +178,15 @@ def _local(passes, x, norm, nworkers, own):
             group = passes[i:j]
             axes, s = [q.axis for q in group], [q.n for q in group]
             fname = "ifftn" if p.inverse else "fftn"
-            if _scipy_fft is not None:
-                x = getattr(_scipy_fft, fname)(x, s=s, axes=axes, norm=norm, overwrite_x=own, workers=nworkers)
+            if lib is not None:
+                x = getattr(lib, fname)(x, s=s, axes=axes, norm=norm, overwrite_x=own, workers=nworkers)
             else:
                 x = getattr(np.fft, fname)(x, s=s, axes=axes, norm=norm)
             i = j
         else:
             fname = {R2C: "rfft", C2R: "irfft", HFFT: "hfft", IHFFT: "ihfft"}[p.kind]
-            if _scipy_fft is not None:
-                x = getattr(_scipy_fft, fname)(x, n=p.n, axis=p.axis, norm=norm, overwrite_x=own, workers=nworkers)
+            if lib is not None:
+                x = getattr(lib, fname)(x, n=p.n, axis=p.axis, norm=norm, overwrite_x=own, workers=nworkers)
             else:
                 x = getattr(np.fft, fname)(x, n=p.n, axis=p.axis, norm=norm)
             i += 1
