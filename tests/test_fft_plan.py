@@ -83,3 +83,16 @@ def test_pipelining_cuts_along_a_dim_whole_on_both_sides():
     assert [p.axis for p in b2] == [0] and b3 == ()
     plan2 = plan_fft("fft2", (16, 16), Sharding(mesh, [[0]]), C128)  # 2-D: no dim stays whole
     assert _chunk_dim(plan2.stages[1].reshard.src, plan2.stages[1], plan2.stages[0].passes, 2) is None
+
+
+def test_workers_from_the_environment(monkeypatch):
+    from meshrt.fft import workers
+
+    monkeypatch.setenv("MESHRT_FFT_WORKERS", "3")
+    assert workers() == 3
+    monkeypatch.setenv("MESHRT_FFT_WORKERS", "many")
+    with pytest.raises(ValueError, match="MESHRT_FFT_WORKERS='many'"):
+        workers()
+    monkeypatch.delenv("MESHRT_FFT_WORKERS")
+    monkeypatch.setenv("MPI_LOCALNRANKS", "64")  # more processes on the node than cores: one thread each
+    assert workers() == 1
