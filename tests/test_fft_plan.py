@@ -96,3 +96,15 @@ def test_workers_from_the_environment(monkeypatch):
     monkeypatch.delenv("MESHRT_FFT_WORKERS")
     monkeypatch.setenv("MPI_LOCALNRANKS", "64")  # more processes on the node than cores: one thread each
     assert workers() == 1
+
+
+def test_explain_op_takes_the_functions_keywords():
+    from meshrt import DistributedTensor, Mesh, explain_op
+
+    t = DistributedTensor.from_global(np.ones((4, 6, 5)), Sharding(Mesh((-1,)), [[0]]))
+    plan = explain_op(np.fft.rfftn, t, axes=(0, 2), s=(4, 8))
+    assert plan.result_shape == (4, 6, 5) and "rfft(axis=2, n=8)" in str(plan)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        explain_op(np.add, t, t, axes=(0,))
+    with pytest.raises(ValueError):  # numpy's own error for s and axes of different lengths
+        explain_op(np.fft.fftn, t, s=(4,), axes=(0, 1))
