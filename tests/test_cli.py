@@ -115,3 +115,91 @@ def test_run_ends_promptly_when_a_process_is_killed(tmp_path):
     while _alive_with_marker(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive_with_marker(marker), "processes left behind after the job ended"
+
+
+# -- across hosts and restarts (the emulated-host runs: tests/test_restart_hosts.py) ---------------
+def _dry(*args, cwd):
+    r = _meshrt("run", "--dry-run", *args, cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().split()
+
+
+@needs_mpiexec
+def test_run_dry_run_spells_the_hosts_for_this_mpi(tmp_path):
+    from meshrt.runtime.mpiexec import find_launcher
+
+    script = _script(tmp_path, "print('hi')\n")
+    vendor = find_launcher().vendor
+    words = _dry("--hosts", "n1:2,n2:2,n3:2", "-n", "4", script, "--x", cwd=tmp_path)
+    flag = "--host" if vendor == "openmpi" else "-hosts"
+    assert words[words.index(flag) + 1] == "n1:2,n2:2", words  # n3 is a spare: not in the first run
+    assert words[words.index("-n") + 1] == "4" and words[-2:] == [script, "--x"], words
+    assert words[0] == find_mpiexec()
+    (tmp_path / "hosts").write_text("# the nodes\nn1 slots=3\nn2:1\n")
+    words = _dry("--hostfile", str(tmp_path / "hosts"), script, cwd=tmp_path)  # -n: every slot
+    assert words[words.index(flag) + 1] == "n1:3,n2:1" and words[words.index("-n") + 1] == "4", words
+    env = dict(os.environ, SLURM_JOB_NODELIST="c[07-08]", SLURM_TASKS_PER_NODE="2(x2)")
+    r = subprocess.run([sys.executable, "-m", "meshrt.cli", "run", "--dry-run", script], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=60)
+    words = r.stdout.split()
+    assert words[words.index(flag) + 1] == "c07:2,c08:2", r.stdout + r.stderr
+    assert "hosts from the Slurm allocation" in r.stderr
+    if vendor == "openmpi" and os.geteuid() == 0:
+        assert "--allow-run-as-root" in words
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--hosts", "a:2", "-n", "3"], "-n 3: --hosts a:2 give 2 slots; name more hosts or slots (host:N)"),
+    (["--hosts", "a:x"], "--hosts: host 'a' has 'x' slots; expected a positive number"),
+    (["--hosts", "a", "--hostfile", "f"], "--hosts and --hostfile: give one of them"),
+    (["--hostfile", "nope"], "--hostfile nope: cannot read it"),
+    (["--restarts", "-1"], "--restarts must be at least 0, got -1"),
+    (["-n", "2", "--min-procs", "3"], "--min-procs 3 is more than the 2 processes of the job"),
+])
+def test_run_host_and_restart_errors_name_the_option(tmp_path, args, message):
+    script = _script(tmp_path, "print('hi')\n")
+    r = _meshrt("run", "--dry-run", *args, script, cwd=tmp_path)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+@needs_mpiexec
+def test_run_does_not_restart_an_exception_in_the_script(tmp_path):
+    script = _script(tmp_path, """
+        import os
+        print("run", os.environ["MESHRT_RESTART"], flush=True)
+        raise ValueError("a bug restarting cannot fix")
+    """)
+    r = _meshrt("run", "-n", "2", "--restarts", "2", script, cwd=tmp_path, timeout=90)
+    assert r.returncode == 1, r.stderr
+    assert "run 0" in r.stdout and "run 1" not in r.stdout, r.stdout  # one run, not restarted
+    assert "ValueError: a bug restarting cannot fix" in r.stderr and "Traceback" in r.stderr
+    assert "meshrt run: not restarting: the script failed (exit status 1)" in r.stderr, r.stderr
+    assert "meshrt run: restart" not in r.stderr
+
+
+@needs_mpiexec
+def test_run_restarts_after_a_killed_process_until_restarts_are_used_up(tmp_path):
+    script = _script(tmp_path, """
+        import os, signal
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        print("run", os.environ["MESHRT_RESTART"], comm.rank, flush=True)
+        comm.Barrier()
+        if comm.rank == 1 and os.environ["MESHRT_RESTART"] != "2":
+            os.kill(os.getpid(), signal.SIGKILL)
+        comm.Barrier()
+        print("finished", os.environ["MESHRT_RESTART"], comm.rank, flush=True)
+    """)
+    r = _meshrt("run", "-n", "2", "--restarts", "1", script, cwd=tmp_path, timeout=120)
+    lines = [l for l in r.stderr.splitlines() if l.startswith("meshrt run: ") and "note:" not in l]
+    assert len(lines) == 2, r.stderr
+    assert lines[0].startswith("meshrt run: restart 1 of 1 on this host (2 processes), MESHRT_RESTART=1, after: "), lines
+    assert lines[1] == "meshrt run: not restarting: --restarts 1 used up", lines
+    assert "run 1 1" in r.stdout and "finished" not in r.stdout, r.stdout
+    assert r.returncode != 0
+    last = [l for l in r.stderr.splitlines() if l.startswith("[meshrt] ")]
+    # the heartbeat named the dead process; the status is its 113, or mpiexec's own (the signal) if faster
+    assert len(last) == 2 and "rank 1 on host" in last[-1] and r.returncode in (113, 9, 137), r.stderr
+    # with one more restart the third run finishes
+    r = _meshrt("run", "-n", "2", "--restarts", "2", script, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0 and "finished 2 0" in r.stdout and "finished 2 1" in r.stdout, r.stdout + r.stderr
