@@ -199,7 +199,7 @@ def test_run_restarts_after_a_killed_process_until_restarts_are_used_up(tmp_path
     assert r.returncode != 0
     last = [l for l in r.stderr.splitlines() if l.startswith("[meshrt] ")]
     # the heartbeat named the dead process; the status is its 113, or mpiexec's own (the signal) if faster
-    assert len(last) == 2 and "rank 1 on host" in last[-1] and r.returncode in (113, 9, 137), r.stderr
+    assert len(last) == 2 and "rank 1 on host" in last[-1] and r.returncode in (113, 9, 137, 255), r.stderr
     # with one more restart the third run finishes
     r = _meshrt("run", "-n", "2", "--restarts", "2", script, cwd=tmp_path, timeout=120)
     assert r.returncode == 0 and "finished 2 0" in r.stdout and "finished 2 1" in r.stdout, r.stdout + r.stderr
