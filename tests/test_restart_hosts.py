@@ -23,7 +23,7 @@ import pytest
 
 import meshrt
 from test_heartbeat_hosts import _cmdline, _kill, _pids
-from test_multinode import LAUNCHER, LINK, NETMODS, hosts  # noqa: F401  (hosts: the fixture)
+from test_multinode import LAUNCHER, LINK, NETMODS, _skip_reason, hosts  # noqa: F401  (hosts: the fixture)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WAVE = os.path.join(os.path.dirname(HERE), "examples", "wave2d.py")
@@ -33,12 +33,12 @@ N, STEPS, EVERY, CKPT = 48, 100, 10, 20  # grid, last step, series output and ch
 class Run:
     """``meshrt run`` started in the first host's namespace, its output lines timed as they come."""
 
-    def __init__(self, hosts, spec, tmp_path, *extra, heartbeat="3", restarts=1):
+    def __init__(self, hosts, spec, tmp_path, *extra, heartbeat="3", restarts=1, netmod="ucx-tcp"):
         self.hosts, self.out_dir = hosts, str(tmp_path / "out")
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(meshrt.__file__)))
         env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-        env.update(NETMODS["ucx-tcp"], HYDRA_LAUNCHER="ssh", HYDRA_LAUNCHER_EXEC=LAUNCHER,
+        env.update(NETMODS[netmod], HYDRA_LAUNCHER="ssh", HYDRA_LAUNCHER_EXEC=LAUNCHER,
                    MESHRT_HEARTBEAT=heartbeat)
         for name in ("MESHRT_RESTART", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "PBS_NODEFILE"):
             env.pop(name, None)
@@ -122,9 +122,29 @@ class Run:
         pytest.fail(f"processes left behind {within} s after the job ended: {text}")
 
 
-def _cut(ns):
-    """``ns``'s end of its link drops every packet it sends (the interface stays up)."""
-    subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", LINK, "root", "pfifo", "limit", "0"],
+@pytest.fixture
+def three_hosts():
+    """Three namespaces on one switch (netns_launcher.sh up A B C: a bridge in A); always removed."""
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    names = [f"mrt{os.getpid() % 100000}{x}" for x in "abc"]
+    subprocess.run([LAUNCHER, "down", *names], capture_output=True)
+    try:
+        up = subprocess.run([LAUNCHER, "up", *names], capture_output=True, text=True)
+        if up.returncode != 0:
+            msg = up.stderr.strip() or up.stdout.strip()
+            if "Operation not permitted" in msg or "Permission denied" in msg or "bridge" in msg:
+                pytest.skip(f"cannot create three bridged network namespaces here: {msg}")
+            pytest.fail(f"{LAUNCHER} up {' '.join(names)} failed ({up.returncode}): {msg}")
+        yield tuple(names)
+    finally:
+        subprocess.run([LAUNCHER, "down", *names], capture_output=True)
+
+
+def _cut(ns, dev=LINK):
+    """``ns``'s ``dev`` drops every packet it sends (the interface stays up)."""
+    subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "pfifo", "limit", "0"],
                    check=True, capture_output=True)
 
 
@@ -201,4 +221,18 @@ def test_killed_hydra_proxy_on_b_restarts_on_a(hosts, tmp_path):
     rc = run.finish()
     _check_result(run, rc, f"{a}:2", 2, 4)
     assert f"hydra_pmi_proxy (pid {proxies[0]}) on host {b} is gone" in run.out, run.out[-3000:]
+    run.assert_empty()
+
+
+def test_a_spare_host_takes_the_lost_ones_place(three_hosts, tmp_path):
+    a, b, c = three_hosts
+    # UCX takes no bridge for a TCP device (the switch is one, in a): libfabric's tcp does
+    run = Run(three_hosts, f"{a}:2,{b}:2,{c}:2", tmp_path, "-n", "4", netmod="ofi-tcp")
+    run.wait_checkpoint()
+    assert run.processes(c, "rank") == [], "the spare host runs processes before it is needed"
+    _cut(b)
+    _cut(a, "mrtp2")  # the switch's port to b
+    rc = run.finish()
+    _check_result(run, rc, f"{a}:2,{c}:2", 4, 4)
+    assert f"[meshrt] host {b} (ranks 2, 3) not heard from" in run.out, run.out[-3000:]
     run.assert_empty()
