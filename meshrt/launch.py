@@ -279,6 +279,7 @@ class _Job:
     def __init__(self, cmd, nprocs: int, env=None, scan: bool = False):
         self.cmd, self.nprocs, self.extra_env, self.scan = cmd, nprocs, dict(env or {}), scan
         self.lines: list = []  # the "[meshrt] " lines of the job's stderr (with scan)
+        self.heard = None  # when a line of the heartbeat ending the job came
         self.grace = _env_seconds("MESHRT_KILL_GRACE", 3.0)
         self.exit_grace = _env_seconds("MESHRT_EXIT_GRACE", 5.0)
         self.signals: list = []
@@ -342,6 +343,28 @@ class _Job:
             verdict = self._diagnose(_read_status(job_dir))
             if verdict is not None:
                 return verdict
+            verdict = self._after_heartbeat()
+            if verdict is not None:
+                return verdict
+
+    def _after_heartbeat(self):
+        """The heartbeat ended the job (its line came) but mpiexec goes on waiting, as it can for a
+        host it cannot reach: end it ourselves (status 113) once the ranks had their time to go."""
+        from .runtime.heartbeat import EXIT_STATUS, KILL_GRACE
+        from .runtime.restart import named_hosts
+
+        if not self.scan or not named_hosts(self.lines):
+            return None
+        if self.heard is None:
+            self.heard = time.monotonic()
+        waited = time.monotonic() - self.heard
+        if waited < self.grace + 2 * KILL_GRACE:
+            return None
+        sys.stderr.write(f"meshrt run: mpiexec has not ended {waited:.0f} s after the heartbeat ended the job "
+                         "(it waits for a host it cannot reach); ending it\n")
+        sys.stderr.flush()
+        self._end(signal.SIGTERM, self.grace)
+        return EXIT_STATUS
 
     def _end(self, sig, grace: float) -> None:
         """``sig`` to the whole job, then SIGKILL to whatever is left after ``grace`` seconds

@@ -13,7 +13,8 @@
 #   netns_launcher.sh down HOST_A HOST_B...  remove them again (no error if already gone)
 #   netns_launcher.sh [ssh options] HOST COMMAND...
 #                                          what MPICH's hydra runs in place of ssh
-#                                          (mpiexec -launcher ssh -launcher-exec netns_launcher.sh):
+#                                          (mpiexec -launcher ssh -launcher-exec netns_launcher.sh),
+#                                          and Open MPI's (PRTE_MCA_plm_ssh_agent=netns_launcher.sh):
 #                                          run COMMAND inside the namespace named HOST
 #
 # Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2's `ip`.
@@ -113,6 +114,9 @@ down)
     done
     host=$1
     shift
-    exec ip netns exec "$host" sh -c "cd '$PWD' && exec $*"
+    case "$*" in
+    *\;*) exec ip netns exec "$host" sh -c "cd '$PWD' && $*" ;;  # a list: Open MPI's "VAR=..; export ..; prted"
+    *) exec ip netns exec "$host" sh -c "cd '$PWD' && exec $*" ;;
+    esac
     ;;
 esac

@@ -26,11 +26,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .heartbeat import EXIT_STATUS as EXIT_HEARTBEAT
 from .hosts import Host, hosts_text, parse_hosts
 
 __all__ = ["Failure", "Plan", "classify", "named_hosts", "match_host", "next_run", "restart_count"]
 
-EXIT_HEARTBEAT = 113  # meshrt.runtime.heartbeat.EXIT_STATUS (not imported: that module is the helper's script)
 EXIT_TIMEOUT = 124
 
 _LOST = re.compile(r"host (\S+) \(ranks? [\d, ]+\) not heard from")
