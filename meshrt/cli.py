@@ -220,7 +220,8 @@ def main(argv=None):
     p.add_argument("--mesh", type=_mesh_shape, default=None,
                    help="mesh shape to describe, e.g. 2x2 (default: 1-D over all processes)")
     p.set_defaults(func=_info)
-    p = sub.add_parser("run", help="run a script on N MPI processes, on this host or across hosts",
+    # allow_abbrev=False: the script's own options (--m, --host) are never taken for prefixes of ours
+    p = sub.add_parser("run", help="run a script on N MPI processes, on this host or across hosts", allow_abbrev=False,
                        description="Run a script on N MPI processes; an uncaught error ends the whole job. "
                                    "Across hosts: --hosts or --hostfile (inside a Slurm or PBS allocation, its "
                                    "hosts by default), spelled for the MPI's own launcher. --restarts N starts "

@@ -146,6 +146,9 @@ def test_run_dry_run_spells_the_hosts_for_this_mpi(tmp_path):
     assert "hosts from the Slurm allocation" in r.stderr
     if vendor == "openmpi" and os.geteuid() == 0:
         assert "--allow-run-as-root" in words
+    # the script's own options stay the script's, prefixes of meshrt run's included
+    words = _dry("-n", "1", script, "--m", "3", "--hosts", "x", "--restarts", "2", cwd=tmp_path)
+    assert words[-7:] == [script, "--m", "3", "--hosts", "x", "--restarts", "2"] and flag not in words, words
 
 
 @pytest.mark.parametrize("args, message", [
