@@ -37,8 +37,23 @@ _STEP = "meshrt.step"  # the metadata key of the step; the values are under "val
 
 
 class Resumed(NamedTuple):
-    """A loaded checkpoint: the ``step`` it was saved at, its ``tensors`` (name to
-    `DistributedTensor`, halos filled) and the plain ``values`` saved with it."""
+    """A loaded checkpoint, as `Checkpointer.load` returns it.
+
+    Parameters
+    ----------
+    step : int
+        The step it was saved at.
+    tensors : dict
+        Name to `DistributedTensor`, in the shardings asked for, halos filled.
+    values : dict
+        The plain values saved with it.
+
+    Examples
+    --------
+    >>> r = Resumed(100, {}, {"time": 0.5})
+    >>> r.step, r.values["time"]
+    (100, 0.5)
+    """
 
     step: int
     tensors: dict
@@ -155,6 +170,20 @@ class Checkpointer:
 def resume(path, shardings):
     """The last complete checkpoint a `Checkpointer` saved at ``path``, or None (collective).
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The checkpoint directory.
+    shardings : Sharding or mapping
+        One Sharding for every tensor, or name to Sharding.
+
+    Returns
+    -------
+    Resumed or None
+        None when no checkpoint was saved there.
+
+    Examples
+    --------
     >>> from meshrt import Mesh, Sharding
     >>> resume("no/such/dir", Sharding(Mesh((-1,)), [[0]])) is None
     True

@@ -203,6 +203,18 @@ def _fill(hosts, count: int) -> tuple:
 def restart_count(env=None) -> int:
     """``MESHRT_RESTART`` as meshrt run sets it: 0 in a first run, k in the k-th restart.
 
+    Parameters
+    ----------
+    env : mapping, optional
+        The environment to read (default ``os.environ``).
+
+    Returns
+    -------
+    int
+        The restart number, 0 where unset.
+
+    Examples
+    --------
     >>> restart_count({}), restart_count({"MESHRT_RESTART": "2"})
     (0, 2)
     """
