@@ -2,15 +2,15 @@
 
 ``meshrt run --hosts a:4,b:4`` (or ``--hostfile F``, or inside a Slurm or PBS allocation its
 hosts) names hosts and their slots; `place` puts ``n`` processes on them in order (the hosts
-left over are spares); `launcher_args` spells the placement for hydra (MPICH, Intel MPI) or
-Open MPI.
+left over are spares); `launcher_args` spells the placement for MPICH's hydra, Intel MPI's
+or Open MPI.
 
 >>> hosts = parse_hosts("a:2,b:2,c:2")
 >>> used = place(hosts, 4)
 >>> used
 (Host(name='a', slots=2), Host(name='b', slots=2))
->>> launcher_args("mpich", used), launcher_args("openmpi", used)
-(['-hosts', 'a:2,b:2'], ['--host', 'a:2,b:2'])
+>>> launcher_args("mpich", used, ["x.py"]), launcher_args("openmpi", used, ["x.py"])
+(['-hosts', 'a:2,b:2', '-n', '4', 'x.py'], ['--host', 'a:2,b:2', '-n', '4', 'x.py'])
 """
 
 from __future__ import annotations
@@ -248,14 +248,28 @@ def place(hosts, nprocs: int, where: str = "--hosts") -> tuple:
     return tuple(out)
 
 
-def launcher_args(vendor: str, placement) -> list:
-    """The launcher's options for running exactly ``placement`` (host and process count each):
-    hydra's ``-hosts a:2,b:2`` (MPICH and Intel MPI) or Open MPI's ``--host a:2,b:2``.
+def launcher_args(vendor: str, placement, argv) -> list:
+    """The launcher's arguments after its global options for running ``argv`` on exactly
+    ``placement`` (host and process count each): hydra's ``-hosts a:2,b:1`` (MPICH) or Open
+    MPI's ``--host a:2,b:1``, then ``-n N argv``.  Intel MPI's hydra takes no counts in
+    ``-hosts``: ``-hosts a,b -ppn N`` where every host runs N, else one argument set per host
+    (``-host a -n 2 argv : -host b -n 1 argv``, one ``COMM_WORLD`` all the same).
 
-    >>> launcher_args("intel", (Host("a", 2), Host("b", 1)))
-    ['-hosts', 'a:2,b:1']
+    >>> launcher_args("mpich", (Host("a", 2), Host("b", 1)), ["x.py"])
+    ['-hosts', 'a:2,b:1', '-n', '3', 'x.py']
+    >>> launcher_args("intel", (Host("a", 2), Host("b", 2)), ["x.py"])
+    ['-hosts', 'a,b', '-ppn', '2', '-n', '4', 'x.py']
+    >>> launcher_args("intel", (Host("a", 2), Host("b", 1)), ["x.py"])
+    ['-host', 'a', '-n', '2', 'x.py', ':', '-host', 'b', '-n', '1', 'x.py']
     """
-    text = hosts_text(placement)
+    total = str(sum(h.slots for h in placement))
     if vendor == "openmpi":
-        return ["--host", text]
-    return ["-hosts", text]
+        return ["--host", hosts_text(placement), "-n", total, *argv]
+    if vendor != "intel":
+        return ["-hosts", hosts_text(placement), "-n", total, *argv]
+    if len({h.slots for h in placement}) == 1:
+        return ["-hosts", ",".join(h.name for h in placement), "-ppn", str(placement[0].slots), "-n", total, *argv]
+    out: list = []
+    for h in placement:
+        out += [":"] * bool(out) + ["-host", h.name, "-n", str(h.slots), *argv]
+    return out

@@ -162,7 +162,7 @@ def job_command(vendor: str, mpiexec: str, nprocs: int, argv, *, cores: int, as_
     if hosts is not None:
         from .hosts import launcher_args
 
-        cmd += launcher_args(vendor, hosts)
+        return cmd + launcher_args(vendor, hosts, argv), notes
     cmd += ["-n", str(nprocs), *argv]
     return cmd, notes
 
