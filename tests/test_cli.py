@@ -216,3 +216,53 @@ def test_run_restarts_after_a_killed_process_until_restarts_are_used_up(tmp_path
     # with one more restart the third run finishes
     r = _meshrt("run", "-n", "2", "--restarts", "2", script, cwd=tmp_path, timeout=120)
     assert r.returncode == 0 and "finished 2 0" in r.stdout and "finished 2 1" in r.stdout, r.stdout + r.stderr
+
+
+def _netns_env(vendor, launcher, link):
+    """How each MPI's launcher starts processes in the emulated hosts (network namespaces, in
+    place of ssh; tests/netns_launcher.sh) and keeps its traffic on their link."""
+    if vendor == "openmpi":
+        # both namespaces share one hostname, so Open MPI takes them for one node: no shared-memory collectives;
+        # and their 2 cores: no binding to cores
+        return {"PRTE_MCA_plm_ssh_agent": launcher, "PRTE_MCA_hwloc_default_binding_policy": "none", "OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "tcp,self",
+                "OMPI_MCA_btl_tcp_if_include": link, "PRTE_MCA_oob_tcp_if_include": link, "OMPI_MCA_coll": "^sm,han"}
+    if vendor == "intel":
+        return {"I_MPI_HYDRA_BOOTSTRAP": "ssh", "I_MPI_HYDRA_BOOTSTRAP_EXEC": launcher, "I_MPI_HYDRA_IFACE": link,
+                "FI_PROVIDER": "tcp", "FI_TCP_IFACE": link}
+    return {"HYDRA_LAUNCHER": "ssh", "HYDRA_LAUNCHER_EXEC": launcher, "MPIR_CVAR_CH4_NETMOD": "ofi",
+            "FI_PROVIDER": "tcp", "FI_TCP_IFACE": link}
+
+
+@needs_mpiexec
+def test_run_hosts_across_two_emulated_hosts(tmp_path):
+    """``meshrt run --hosts A:1,B:3`` under this MPI: each rank on the host it was placed on."""
+    import json
+    import shutil
+
+    from meshrt.runtime.mpiexec import find_launcher
+
+    if not sys.platform.startswith("linux") or shutil.which("ip") is None or os.geteuid() != 0:
+        pytest.skip("emulated hosts need Linux network namespaces, iproute2's `ip` and root")
+    here = os.path.dirname(os.path.abspath(__file__))
+    launcher, link = os.path.join(here, "netns_launcher.sh"), "mrtlink"
+    a, b = f"mrc{os.getpid() % 100000}a", f"mrc{os.getpid() % 100000}b"
+    subprocess.run([launcher, "down", a, b], capture_output=True)
+    up = subprocess.run([launcher, "up", a, b], capture_output=True, text=True)
+    try:
+        if up.returncode != 0:
+            pytest.skip(f"cannot create network namespaces here: {up.stderr.strip()}")
+        import meshrt
+
+        env = dict(os.environ, **_netns_env(find_launcher().vendor, launcher, link))
+        root = os.path.dirname(os.path.dirname(os.path.abspath(meshrt.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        r = subprocess.run(["ip", "netns", "exec", a, sys.executable, "-m", "meshrt.cli", "run", "--hosts",
+                            f"{a}:1,{b}:3", os.path.join(here, "multinode_program.py"), "65536"], env=env,
+                           cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+        line = next((l for l in r.stdout.splitlines() if l.startswith("MULTINODE-OK ")), None)
+        assert r.returncode == 0 and line, r.stdout[-3000:] + r.stderr[-3000:]
+        ranks = json.loads(line.split(" ", 1)[1])["ranks"]
+        assert [x["netns"] for x in sorted(ranks, key=lambda x: x["rank"])] == [a, b, b, b], ranks
+        assert all(x["interfaces"] == [link] for x in ranks), ranks
+    finally:
+        subprocess.run([launcher, "down", a, b], capture_output=True)
