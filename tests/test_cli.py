@@ -235,8 +235,10 @@ def _netns_env(vendor, launcher, link):
 
 @needs_mpiexec
 def test_run_hosts_across_two_emulated_hosts(tmp_path):
-    """``meshrt run --hosts A:1,B:3`` under this MPI: each rank on the host it was placed on."""
+    """``meshrt run --hosts A:1,B:3`` under this MPI: each rank on the host it was placed on; with
+    ``--restarts 1``, a rank on B killed: the job runs again on A."""
     import json
+    import re
     import shutil
 
     from meshrt.runtime.mpiexec import find_launcher
@@ -264,5 +266,26 @@ def test_run_hosts_across_two_emulated_hosts(tmp_path):
         ranks = json.loads(line.split(" ", 1)[1])["ranks"]
         assert [x["netns"] for x in sorted(ranks, key=lambda x: x["rank"])] == [a, b, b, b], ranks
         assert all(x["interfaces"] == [link] for x in ranks), ranks
+        # a rank on B killed: the job restarts on what is left, A (one slot: one process)
+        script = _script(tmp_path, """
+            import os, signal, subprocess
+            from mpi4py import MPI
+            comm = MPI.COMM_WORLD
+            ns = subprocess.run(["ip", "netns", "identify", str(os.getpid())], capture_output=True, text=True)
+            print("RUN", os.environ["MESHRT_RESTART"], comm.rank, comm.size, ns.stdout.strip(), flush=True)
+            comm.Barrier()
+            if comm.rank == comm.size - 1 and os.environ["MESHRT_RESTART"] == "0":
+                os.kill(os.getpid(), signal.SIGKILL)
+            comm.Barrier()
+        """)
+        r = subprocess.run(["ip", "netns", "exec", a, sys.executable, "-m", "meshrt.cli", "run", "--hosts",
+                            f"{a}:1,{b}:3", "--restarts", "1", script], env=dict(env, MESHRT_HEARTBEAT="3"),
+                           cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+        out = r.stdout + r.stderr
+        assert r.returncode == 0, out[-4000:]
+        # (hydra ends the other ranks of a host whose rank died: they are named too)
+        assert re.search(rf"meshrt run: restart 1 of 1 on {a}:1 \(1 process; was 4\), MESHRT_RESTART=1, after: "
+                         rf"\[meshrt\] ranks? [\d, ]*3 on host {b} \(pids? ", out), out[-4000:]
+        assert f"RUN 1 0 1 {a}" in r.stdout and "RUN 1 1" not in r.stdout, r.stdout
     finally:
         subprocess.run([launcher, "down", a, b], capture_output=True)
