@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..runtime.restart import restart_count
-from .npy import MANIFEST, CheckpointError, _comm_of, _root_decides, load_state, save_state
+from .npy import MANIFEST, CheckpointError, _agree, _comm_of, _root_decides, load_state, save_state
 
 __all__ = ["Checkpointer", "Resumed", "resume", "restart_count"]
 
@@ -130,9 +130,19 @@ class Checkpointer:
         """Save ``tensors`` (name to `DistributedTensor`) and ``values`` (JSON-able: numbers,
         strings, lists, dicts; numpy scalars are converted) as the checkpoint of ``step``,
         atomically (collective: every process calls it with the same names)."""
-        if isinstance(step, (bool, np.bool_)) or not isinstance(step, (int, np.integer)):
-            raise CheckpointError(f"Checkpointer.save: step is {step!r}; expected an int")
-        meta = {_STEP: int(step), "values": {k: _plain(v, repr(k)) for k, v in values.items()}}
+        problem, meta = None, None
+        try:
+            if isinstance(step, (bool, np.bool_)) or not isinstance(step, (int, np.integer)):
+                raise CheckpointError(f"step is {step!r}; expected an int")
+            meta = {_STEP: int(step), "values": {k: _plain(v, repr(k)) for k, v in values.items()}}
+        except CheckpointError as e:
+            problem = str(e).replace("Checkpointer: ", "")
+        first = next(iter(tensors.values()), None) if isinstance(tensors, Mapping) else None
+        sharding = getattr(first, "sharding", None) or (first[1] if isinstance(first, tuple) and len(first) > 1 else None)
+        if sharding is not None:  # every process raises alike, though one alone passed a bad value
+            _agree(_comm_of(sharding), problem, f"Checkpointer({self.path!r}).save")
+        elif problem:
+            raise CheckpointError(f"Checkpointer({self.path!r}).save: {problem}")
         save_state(self.path, tensors, meta)
         self.last_saved = int(step)
 
