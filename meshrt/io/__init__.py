@@ -22,7 +22,7 @@ from .npy import (  # noqa: E402
 from . import formats  # noqa: E402
 from .series import from_series, open_series  # noqa: E402
 from .vtk import write_vtk  # noqa: E402
-from .resume import Checkpointer, Resumed, restart_count, resume  # noqa: E402
+from .checkpoint import Checkpointer, Resumed, restart_count, resume  # noqa: E402
 
 # DistributedTensor.save/load and to_zarr/... do their work here (see meshrt.tensor.dispatch.ABOVE)
 _ABOVE.io, _ABOVE.formats = _npy, formats
