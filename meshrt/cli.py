@@ -141,17 +141,16 @@ def _run(args):
     argv = [sys.executable, "-c", _LAUNCH, args.script, *args.args]
     env = dict(os.environ, MESHRT_RESTART="0") if args.restarts else None  # Open MPI forwards it with -x
 
-    def command(where_to, quiet=False):
+    def command(where_to):
         n = sum(h.slots for h in where_to) if where_to else nprocs
         cmd, notes = launcher.command(n, argv, hosts=where_to, env=env)
-        if not quiet:
-            for note in notes:
-                print(f"meshrt run: note: {note}", file=sys.stderr)
+        for note in notes:
+            print(f"meshrt run: note: {note}", file=sys.stderr)
         return cmd
 
     for note in launcher.notes:
         print(f"meshrt run: note: {note}", file=sys.stderr)
-    if hosts is not None and where not in ("--hosts",) and not where.startswith("--hostfile"):
+    if where is not None and not where.startswith("--"):  # from the batch allocation: say so
         print(f"meshrt run: note: hosts from {where}: {','.join(map(str, hosts))}", file=sys.stderr)
     if args.dry_run:
         print(shlex.join(command(placement)))
