@@ -2,6 +2,7 @@
 
     meshrt run -n 4 examples/gray_scott.py --output gs                 # 256x256, 10000 steps
     meshrt run -n 4 examples/gray_scott.py --output gs --png docs/gray_scott.png
+    meshrt run --hosts a:4,b:4 --restarts 3 examples/gray_scott.py --output gs --checkpoint gs/ckpt
 
 ``u_t = Du lap(u) - u v^2 + F (1 - u)``, ``v_t = Dv lap(v) + u v^2 - (F + k) v``
 (Pearson 1993), explicit Euler with ``dt = 1`` and the 5-point Laplacian on a
@@ -15,6 +16,11 @@ group ``OUT/fields.zarr`` (arrays ``u`` and ``v``). ``--png`` renders ``v``
 from that Zarr group with matplotlib (one process reads the file; any
 tool could). For small grids (``--check``, default n <= 128) the result is
 compared bit for bit with a serial numpy run of the same scheme.
+
+``--checkpoint DIR`` saves ``u``, ``v`` and the step every ``--checkpoint-every`` steps
+(`meshrt.io.Checkpointer`) and goes on from the last one there, on any process count:
+started again by ``meshrt run --restarts`` after a lost host, the same command line
+finishes the run, the series holding each step once.
 """
 
 import argparse
@@ -26,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from meshrt import DistributedTensor, Mesh, Sharding, apply_stencil
-from meshrt.io import open_series, write_vtk
+from meshrt.io import Checkpointer, open_series, write_vtk
 
 
 @njit(cache=True, nogil=True)
@@ -88,8 +94,12 @@ def main(argv=None):
     p.add_argument("--png", metavar="FILE", help="render v from DIR/fields.zarr into FILE (needs --output)")
     p.add_argument("--check", dest="check", action="store_true", default=None)
     p.add_argument("--no-check", dest="check", action="store_false")
+    p.add_argument("--checkpoint", metavar="DIR", help="checkpoint into DIR; go on from the last one there")
+    p.add_argument("--checkpoint-every", type=int, default=500, metavar="K", help="default 500")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
+    if args.checkpoint_every < 1:
+        p.error(f"--checkpoint-every: {args.checkpoint_every} must be >= 1")
     if args.every < 1:
         p.error(f"--every: {args.every} must be >= 1")
     if args.png and not args.output:
@@ -101,15 +111,25 @@ def main(argv=None):
     s = Sharding(mesh, [[0], [1]], halo_sizes=[1, 1, 1, 1])
     u = DistributedTensor.from_function(initial(n, "u"), (n, n), s, periodic=True)
     v = DistributedTensor.from_function(initial(n, "v"), (n, n), s, periodic=True)
+    ck = Checkpointer(args.checkpoint, every=args.checkpoint_every) if args.checkpoint else None
+    state = ck.load(s) if ck else None
+    first = 0
+    if state is not None:
+        u.free()
+        v.free()
+        u, v, first = state.tensors["u"], state.tensors["v"], state.step
+        if mesh.rank == 0:
+            print(f"gray_scott: resuming from step {first} ({args.checkpoint}, MESHRT_RESTART={ck.restart}, "
+                  f"{mesh.size} processes)", flush=True)
     un, vn = u.copy(), v.copy()
     if args.output and mesh.rank == 0:
         os.makedirs(args.output, exist_ok=True)
     series = None
     if args.output:  # u and v every --every steps, one store: xr.open_zarr("OUT/gs.zarr")
         series = open_series(os.path.join(args.output, "gs.zarr"), {"u": u, "v": v}, dims=("y", "x"),
-                             spacing=(1.0, 1.0), attrs={"u": {"long_name": "substrate"}, "v": {"long_name": "catalyst"}})
+                             spacing=(1.0, 1.0), mode="w" if state is None else "a", attrs={"u": {"long_name": "substrate"}, "v": {"long_name": "catalyst"}})
     coefficients = (args.Du, args.Dv, args.F, args.k)
-    steps = range(args.steps)
+    steps = range(first, args.steps)
     if not args.no_progress:
         try:
             from tqdm import tqdm
@@ -118,11 +138,15 @@ def main(argv=None):
             pass
     t0 = time.perf_counter()
     for step in steps:
+        if ck and step > first:
+            ck.maybe_save(step, {"u": u, "v": v})
         if args.output and step % args.every == 0:
             write_vtk(os.path.join(args.output, "gs"), {"u": u, "v": v}, step=step, time=float(step))
             series.write(step=step, time=float(step), fields={"u": u, "v": v})
         apply_stencil(gray_scott, un, vn, u, v, *coefficients, reads=[u, v])
         u, un, v, vn = un, u, vn, v
+    if ck and ck.last_saved != args.steps:
+        ck.save(args.steps, {"u": u, "v": v})
     if args.output:
         write_vtk(os.path.join(args.output, "gs"), {"u": u, "v": v}, step=args.steps, time=float(args.steps))
         series.write(step=args.steps, time=float(args.steps), fields={"u": u, "v": v})

@@ -4,6 +4,7 @@
     meshrt run -n 4 examples/wave2d.py --n 4096 --steps 100 --bc periodic
     meshrt run -n 4 examples/wave2d.py --output out --every 20    # ParaView: out/wave.pvd; xarray: out/wave.nc
     meshrt run -n 2 examples/wave2d.py --restart out/restart.zarr --steps 100   # go on from there
+    meshrt run --hosts a:2,b:2 --restarts 3 examples/wave2d.py --output out --checkpoint out/ckpt  # survives a lost host
 
 ``u_tt = c^2 (u_xx + u_yy)`` on ``n x n`` cells, ``u_new = 2 u - u_old + C lap(u)``
 with ``C = (c dt / h)^2`` (stable up to 0.5). The kernel writes ``u_new`` over
@@ -22,6 +23,12 @@ as one netCDF-4 time series xarray opens (``DIR/wave.nc``,
 restart ``DIR/restart.zarr`` (both time levels and the step; any process count
 reads it back with ``--restart``; with ``--output`` too, the series goes on
 from that step).
+
+``--checkpoint DIR`` saves both time levels and the step every ``--checkpoint-every``
+steps (`meshrt.io.Checkpointer`, atomic) and, when DIR holds one, goes on from it (on any
+process count): ``--steps`` is then the last step, so the same command line, started again
+by ``meshrt run --restarts``, finishes the same run; the series continues the same store and
+the result is bitwise that of a run without the interruption.
 """
 
 import argparse
@@ -33,7 +40,7 @@ import numpy as np
 from numba import njit
 
 from meshrt import DistributedTensor, Dirichlet, Mesh, Neumann, Sharding, apply_stencil, t_eff
-from meshrt.io import open_series, write_vtk
+from meshrt.io import Checkpointer, open_series, write_vtk
 
 
 @njit(cache=True, nogil=True)
@@ -95,6 +102,16 @@ def output(directory, series, u, old, step, h):
     return time.perf_counter() - t0
 
 
+def checkpoint(ck, step, u, old, always=False):
+    """Both time levels at ``step`` if due (``always``: at the end); returns the seconds spent."""
+    t0 = time.perf_counter()
+    if always and ck.last_saved != step:
+        ck.save(step, {"u": u, "u_old": old})
+    else:
+        ck.maybe_save(step, {"u": u, "u_old": old})
+    return time.perf_counter() - t0
+
+
 def read_step(restart, mesh):
     import zarr
     step = zarr.open_group(restart, mode="r").attrs["step"] if mesh.rank == 0 else None
@@ -115,10 +132,19 @@ def main(argv=None):
     p.add_argument("--output", metavar="DIR", help="write DIR/wave.pvd (ParaView) and DIR/restart.zarr")
     p.add_argument("--every", type=int, default=50, metavar="N", help="output every N steps (default 50)")
     p.add_argument("--restart", metavar="ZARR", help="start from a restart written by --output")
+    p.add_argument("--checkpoint", metavar="DIR", help="checkpoint into DIR; go on from the last one there")
+    p.add_argument("--checkpoint-every", type=int, default=20, metavar="K", help="steps between checkpoints "
+                   "(default 20)")
+    p.add_argument("--delay", type=float, default=0.0, metavar="S", help="sleep S seconds after every step "
+                   "(a slow run, to interrupt)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     if args.every < 1:
         p.error(f"--every: {args.every} must be >= 1")
+    if args.checkpoint_every < 1:
+        p.error(f"--checkpoint-every: {args.checkpoint_every} must be >= 1")
+    if args.checkpoint and args.restart:
+        p.error("--checkpoint and --restart: give one of them")
     check = args.n <= 512 if args.check is None else args.check
     n = args.n
 
@@ -127,7 +153,15 @@ def main(argv=None):
     periodic = args.bc == "periodic"
     boundary = {"dirichlet": Dirichlet(0.0), "neumann": Neumann(), "periodic": None}[args.bc]
     first = 0
-    if args.restart:  # any process count reads it into this run's sharding
+    ck = Checkpointer(args.checkpoint, every=args.checkpoint_every) if args.checkpoint else None
+    state = ck.load(sharding) if ck else None
+    if state is not None:  # written at any process count; --steps is the last step
+        u, old, first = state.tensors["u"], state.tensors["u_old"], state.step
+        n = u.global_shape[0]
+        if mesh.rank == 0:
+            print(f"wave2d: resuming from step {first} ({args.checkpoint}, MESHRT_RESTART={ck.restart}, "
+                  f"{mesh.size} processes)", flush=True)
+    elif args.restart:  # any process count reads it into this run's sharding
         u = DistributedTensor.from_zarr(args.restart, sharding, name="u")
         old = DistributedTensor.from_zarr(args.restart, sharding, name="u_old")
         first = read_step(args.restart, mesh)
@@ -143,32 +177,42 @@ def main(argv=None):
     series = None
     if args.output:  # a restart appends to the series (it drops any steps written after the restart's)
         series = open_series(os.path.join(args.output, "wave.nc"), {"u": u}, dims=("x", "y"),
-                             origin=(h / 2, h / 2), spacing=(h, h), mode="a" if args.restart else "w",
+                             origin=(h / 2, h / 2), spacing=(h, h), mode="a" if args.restart or state is not None else "w",
                              attrs={"u": {"long_name": "displacement"}})
     leapfrog((1, 1), (2, 2), np.zeros((3, 3)), np.zeros((3, 3)), args.C)  # compile (or load) before timing
     mesh.comm.Barrier()
     t0 = time.perf_counter()
     spent_writing = 0.0
-    for step in progress(first, first + args.steps, mesh.rank, args.no_progress):
-        if args.output and (step - first) % args.every == 0:
+    last = args.steps if ck else first + args.steps
+    since = 0 if ck else first  # outputs at the same steps as a run from step 0
+    if mesh.rank == 0 and ck:
+        print(f"wave2d: STARTED at step {first}", flush=True)
+    for step in progress(first, last, mesh.rank, args.no_progress):
+        if ck and step > first:
+            spent_writing += checkpoint(ck, step, u, old)
+        if args.output and (step - since) % args.every == 0:
             spent_writing += output(args.output, series, u, old, step, h)
         apply_stencil(leapfrog, old, u, args.C, reads=[u], boundary=boundary, overlap=not args.no_overlap)
         u, old = old, u
+        if args.delay:
+            time.sleep(args.delay)
     if args.output:
-        spent_writing += output(args.output, series, u, old, first + args.steps, h)
+        spent_writing += output(args.output, series, u, old, last, h)
         series.close()
+    if ck:
+        spent_writing += checkpoint(ck, last, u, old, always=True)
     mesh.comm.Barrier()
     elapsed = time.perf_counter() - t0 - spent_writing
-    if mesh.rank == 0 and args.steps:
-        per = elapsed / args.steps
-        print(f"wave2d: {n}x{n}, {args.steps} steps, C={args.C}, {args.bc}, mesh {mesh.shape}: "
+    if mesh.rank == 0 and last > first:
+        per = elapsed / (last - first)
+        print(f"wave2d: {n}x{n}, {last - first} steps, C={args.C}, {args.bc}, mesh {mesh.shape}: "
               f"{per * 1e3:.3f} ms/step, T_eff {t_eff(per, updated=[old], read=[u]):.2f} GB/s")
     ok = True
     if check:
         full = u.gather(root=0)
         same = None
         if mesh.rank == 0:
-            ref = serial(n, first + args.steps, args.C, args.bc)  # a restart goes on from step `first`
+            ref = serial(n, last, args.C, args.bc)  # a restart goes on from step `first`
             same = bool(np.array_equal(full, ref))
             print(f"wave2d: serial check: {'bit-for-bit identical' if same else 'MISMATCH'} "
                   f"(max |diff| = {float(np.max(np.abs(full - ref))):.3e})")

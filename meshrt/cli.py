@@ -77,18 +77,56 @@ def _launcher_line() -> str:
     return launcher.describe() + "".join(f"\n  note: {n}" for n in launcher.notes)
 
 
+def _run_hosts(args):
+    """``(hosts, where)`` from --hosts, --hostfile or the batch allocation; ``(None, None)`` for
+    this host only.  A ValueError names the option and what is wrong."""
+    from .runtime.hosts import allocation_hosts, parse_hostfile, parse_hosts
+
+    if args.hosts is not None and args.hostfile is not None:
+        raise ValueError("--hosts and --hostfile: give one of them")
+    if args.hosts is not None:
+        return parse_hosts(args.hosts), "--hosts"
+    if args.hostfile is not None:
+        try:
+            with open(args.hostfile) as f:
+                text = f.read()
+        except OSError as e:
+            raise ValueError(f"--hostfile {args.hostfile}: cannot read it ({e.strerror or e})") from None
+        return parse_hostfile(text, f"--hostfile {args.hostfile}"), f"--hostfile {args.hostfile}"
+    if os.environ.get("MESHRT_IGNORE_ALLOCATION", "").strip() not in ("", "0"):
+        return None, None
+    found = allocation_hosts()
+    return found if found else (None, None)
+
+
 def _run(args):
-    from .launch import run_job
-    from .runtime.mpiexec import find_launcher
+    import shlex
+
+    from .launch import run_restarting
+    from .runtime.hosts import place
 
     if not os.path.isfile(args.script):
         print(f"meshrt run: script {args.script!r} does not exist", file=sys.stderr)
         return 2
-    if args.n < 1:
-        print(f"meshrt run: -n must be at least 1, got {args.n}", file=sys.stderr)
+    for name in ("n", "restarts", "min_procs", "min_hosts"):
+        value, least = getattr(args, name), 0 if name == "restarts" else 1
+        if value is not None and value < least:
+            option = "-n" if name == "n" else "--" + name.replace("_", "-")
+            print(f"meshrt run: {option} must be at least {least}, got {value}", file=sys.stderr)
+            return 2
+    try:
+        hosts, where = _run_hosts(args)
+        nprocs = args.n if args.n is not None else (sum(h.slots for h in hosts) if hosts else 1)
+        placement = place(hosts, nprocs, where) if hosts else None
+    except ValueError as e:
+        print(f"meshrt run: {e}", file=sys.stderr)
+        return 2
+    if args.min_procs is not None and args.min_procs > nprocs:
+        print(f"meshrt run: --min-procs {args.min_procs} is more than the {nprocs} processes of the job",
+              file=sys.stderr)
         return 2
     try:
-        launcher = find_launcher()
+        launcher = _find_launcher()
     except FileNotFoundError as e:  # MESHRT_MPIEXEC names no executable
         print(f"meshrt run: {e}", file=sys.stderr)
         return 2
@@ -100,14 +138,35 @@ def _run(args):
     # Not "-m meshrt.launch": that puts the working directory first on sys.path, and
     # run from a source checkout, its meshrt/ (without compiled modules) would shadow
     # the installed one.  "-c" lets us drop that entry before importing (any Python).
-    cmd, notes = launcher.command(args.n, [sys.executable, "-c", _LAUNCH, args.script, *args.args])
-    for note in (*launcher.notes, *notes):
+    argv = [sys.executable, "-c", _LAUNCH, args.script, *args.args]
+    env = dict(os.environ, MESHRT_RESTART="0") if args.restarts else None  # Open MPI forwards it with -x
+
+    def command(where_to):
+        n = sum(h.slots for h in where_to) if where_to else nprocs
+        cmd, notes = launcher.command(n, argv, hosts=where_to, env=env)
+        for note in notes:
+            print(f"meshrt run: note: {note}", file=sys.stderr)
+        return cmd
+
+    for note in launcher.notes:
         print(f"meshrt run: note: {note}", file=sys.stderr)
+    if where is not None and not where.startswith("--"):  # from the batch allocation: say so
+        print(f"meshrt run: note: hosts from {where}: {','.join(map(str, hosts))}", file=sys.stderr)
+    if args.dry_run:
+        print(shlex.join(command(placement)))
+        return 0
     try:
-        return run_job(cmd, args.n)
+        return run_restarting(command, hosts, nprocs, args.restarts, args.min_procs or 1, args.min_hosts or 1,
+                              placement=placement)
     except ValueError as e:  # MESHRT_KILL_GRACE / MESHRT_EXIT_GRACE not a number
         print(f"meshrt run: {e}", file=sys.stderr)
         return 2
+
+
+def _find_launcher():
+    from .runtime.mpiexec import find_launcher
+
+    return find_launcher()
 
 
 def _bench(args):
@@ -160,8 +219,25 @@ def main(argv=None):
     p.add_argument("--mesh", type=_mesh_shape, default=None,
                    help="mesh shape to describe, e.g. 2x2 (default: 1-D over all processes)")
     p.set_defaults(func=_info)
-    p = sub.add_parser("run", help="run a script on N MPI processes")
-    p.add_argument("-n", type=int, default=1, help="number of processes (default 1)")
+    # allow_abbrev=False: the script's own options (--m, --host) are never taken for prefixes of ours
+    p = sub.add_parser("run", help="run a script on N MPI processes, on this host or across hosts", allow_abbrev=False,
+                       description="Run a script on N MPI processes; an uncaught error ends the whole job. "
+                                   "Across hosts: --hosts or --hostfile (inside a Slurm or PBS allocation, its "
+                                   "hosts by default), spelled for the MPI's own launcher. --restarts N starts "
+                                   "the job again when a host, link or process is lost (docs/failures.md).")
+    p.add_argument("-n", type=int, default=None,
+                   help="number of processes (default: every slot of the hosts, or 1 on this host)")
+    p.add_argument("--hosts", metavar="H:N,...", help="hosts and their slots, e.g. a:4,b:4 (filled in order; "
+                   "hosts beyond -n are spares for --restarts)")
+    p.add_argument("--hostfile", metavar="FILE", help="hosts one per line: host, host:N or host slots=N")
+    p.add_argument("--dry-run", action="store_true", help="print the launcher command and exit")
+    p.add_argument("--restarts", type=int, default=0, metavar="N",
+                   help="start the job again up to N times when a host, link or process is lost (not on an "
+                        "error in the script); the program resumes from its checkpoint (meshrt.io.Checkpointer)")
+    p.add_argument("--min-procs", type=int, default=None, metavar="M",
+                   help="with --restarts: restart only with at least M processes (default 1)")
+    p.add_argument("--min-hosts", type=int, default=None, metavar="H",
+                   help="with --restarts: restart only on at least H hosts (default 1)")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(func=_run)

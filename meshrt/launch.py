@@ -15,9 +15,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
-__all__ = ["find_mpiexec", "run_script", "run_job", "main", "early_finish", "status_table"]
+__all__ = ["find_mpiexec", "run_script", "run_job", "run_restarting", "main", "early_finish", "status_table"]
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 
@@ -275,8 +276,10 @@ def status_table(status: dict, nprocs: int, now: float) -> str:
 class _Job:
     """One mpiexec run under supervision: signals forwarded, early exits and timeouts diagnosed."""
 
-    def __init__(self, cmd, nprocs: int):
-        self.cmd, self.nprocs = cmd, nprocs
+    def __init__(self, cmd, nprocs: int, env=None, scan: bool = False):
+        self.cmd, self.nprocs, self.extra_env, self.scan = cmd, nprocs, dict(env or {}), scan
+        self.lines: list = []  # the "[meshrt] " lines of the job's stderr (with scan)
+        self.heard = None  # when a line of the heartbeat ending the job came
         self.grace = _env_seconds("MESHRT_KILL_GRACE", 3.0)
         self.exit_grace = _env_seconds("MESHRT_EXIT_GRACE", 5.0)
         self.signals: list = []
@@ -288,17 +291,41 @@ class _Job:
     def run(self) -> int:
         _set_subreaper()
         job_dir = self.job_dir = tempfile.mkdtemp(prefix="meshrt-job-")
-        env = dict(os.environ, MESHRT_JOB_DIR=job_dir)
+        env = dict(os.environ, MESHRT_JOB_DIR=job_dir, **self.extra_env)
         old = {s: signal.signal(s, self._on_signal) for s in FORWARDED}
+        reader = None
         try:
-            self.proc = subprocess.Popen(self.cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(self.cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent,
+                                         stderr=subprocess.PIPE if self.scan else None)
+            if self.scan:
+                reader = threading.Thread(target=self._pass_stderr, daemon=True)
+                reader.start()
             return self._supervise(job_dir)
         finally:
             if _descendants(os.getpid()):
                 self._end(signal.SIGKILL, grace=0)
+            if reader is not None:
+                reader.join(2.0)  # a process outside our reach may hold the pipe open: do not wait for it
             for s, h in old.items():
                 signal.signal(s, h)
             shutil.rmtree(job_dir, ignore_errors=True)
+
+    def _pass_stderr(self) -> None:
+        # The job's stderr goes on to ours line by line; the heartbeat's lines are kept, for
+        # the restart decision (which host it named).
+        out = getattr(sys.stderr, "buffer", None)
+        for line in iter(self.proc.stderr.readline, b""):
+            if b"[meshrt] " in line:
+                self.lines.append(line.decode(errors="replace").rstrip("\n"))
+            try:
+                if out is not None:
+                    out.write(line)
+                    out.flush()
+                else:
+                    sys.stderr.write(line.decode(errors="replace"))
+                    sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
 
     def _supervise(self, job_dir) -> int:
         while True:
@@ -316,6 +343,28 @@ class _Job:
             verdict = self._diagnose(_read_status(job_dir))
             if verdict is not None:
                 return verdict
+            verdict = self._after_heartbeat()
+            if verdict is not None:
+                return verdict
+
+    def _after_heartbeat(self):
+        """The heartbeat ended the job (its line came) but mpiexec goes on waiting, as it can for a
+        host it cannot reach: end it ourselves (status 113) once the ranks had their time to go."""
+        from .runtime.heartbeat import EXIT_STATUS, KILL_GRACE
+        from .runtime.restart import named_hosts
+
+        if not self.scan or not named_hosts(self.lines):
+            return None
+        if self.heard is None:
+            self.heard = time.monotonic()
+        waited = time.monotonic() - self.heard
+        if waited < self.grace + 2 * KILL_GRACE:
+            return None
+        sys.stderr.write(f"meshrt run: mpiexec has not ended {waited:.0f} s after the heartbeat ended the job "
+                         "(it waits for a host it cannot reach); ending it\n")
+        sys.stderr.flush()
+        self._end(signal.SIGTERM, self.grace)
+        return EXIT_STATUS
 
     def _end(self, sig, grace: float) -> None:
         """``sig`` to the whole job, then SIGKILL to whatever is left after ``grace`` seconds
@@ -387,6 +436,44 @@ def run_job(cmd, nprocs: int) -> int:
       and end the job (status 124).
     """
     return _Job(cmd, nprocs).run()
+
+
+def run_restarting(command, hosts, nprocs: int, restarts: int, min_procs: int = 1, min_hosts: int = 1,
+                   placement=None) -> int:
+    """`run_job`, started again up to ``restarts`` times when a host, link or process is lost
+    (`meshrt.runtime.restart`): ``command(placement)`` is the mpiexec command line for a
+    placement (hosts and process counts; None to run on this host only); ``hosts`` are every host given,
+    spares included (None: this host only), ``placement`` the first run's.  The k-th restart's
+    processes see ``MESHRT_RESTART=k``.  Returns the last run's exit status.
+    """
+    from .runtime.restart import classify, next_run
+
+    lost: tuple = ()
+    done = 0
+    while True:
+        job = _Job(command(placement), sum(h.slots for h in placement) if placement else nprocs,
+                   env={"MESHRT_RESTART": str(done)}, scan=restarts > 0)
+        status = job.run()
+        if restarts == 0:
+            return status
+        failure = classify(status, job.lines, signalled=bool(job.signals))
+        if hosts is None:  # this host only: what died restarts here again, no host is left out
+            from dataclasses import replace
+
+            from .runtime.hosts import Host
+
+            if failure.kind == "lost":
+                failure = replace(failure, kind="died", hosts=())
+            plan = next_run(failure, (Host("localhost", nprocs),), lost, nprocs, done, restarts, min_procs, min_hosts)
+            plan = replace(plan, placement=None, line=plan.line.replace(f" on localhost:{nprocs} (", " on this host ("))
+        else:
+            plan = next_run(failure, hosts, lost, nprocs, done, restarts, min_procs, min_hosts)
+        if plan.line:
+            sys.stderr.write(plan.line + "\n")
+            sys.stderr.flush()
+        if not plan.restart:
+            return status
+        lost, placement, done = plan.lost, plan.placement, done + 1
 
 
 def main(argv=None):

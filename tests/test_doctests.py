@@ -12,6 +12,7 @@ MODULES = [
     "meshrt.launch", "meshrt._keys", "meshrt.kernels",
     "meshrt.runtime", "meshrt.runtime.mpiexec", "meshrt.runtime.mpi", "meshrt.runtime.heartbeat",
     "meshrt.runtime.warmup", "meshrt.tensor.fuse", "meshrt.tensor.numpy_shifts",
+    "meshrt.runtime.hosts", "meshrt.runtime.restart", "meshrt.io.checkpoint",
     "meshrt.sharding", "meshrt.sharding.spec", "meshrt.sharding.text", "meshrt.sharding.chunks",
     "meshrt.collectives", "meshrt.collectives.common", "meshrt.collectives.reductions", "meshrt.collectives.move",
     "meshrt.collectives.p2p", "meshrt.collectives.index_ops",

@@ -114,3 +114,22 @@ def test_gray_scott_writes_paraview_zarr_and_a_png(tmp_path):
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     assert sorted(n for n in os.listdir(out) if n.endswith(".pvti")) == [
         "gs_000000.pvti", "gs_000020.pvti", "gs_000040.pvti"]
+
+
+@pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
+def test_gray_scott_checkpoint_goes_on_at_another_process_count(tmp_path):
+    """--checkpoint: a run to step 30 (checkpoints at 15 and 30), then the same command line with
+    --steps 50 on 2 processes goes on from step 30; the series holds each step once and the result
+    is bitwise the serial run's of all 50 steps."""
+    zarr = pytest.importorskip("zarr")
+    out = str(tmp_path / "gs")
+    common = ["--n", "36", "--every", "10", "--output", out, "--checkpoint", os.path.join(out, "ck"),
+              "--checkpoint-every", "15", "--no-progress"]
+    proc = run_example("gray_scott.py", ["--steps", "30", *common], 4)
+    assert proc.returncode == 0 and "resuming" not in proc.stdout, proc.stdout + proc.stderr
+    proc = run_example("gray_scott.py", ["--steps", "50", *common], 2)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "gray_scott: resuming from step 30" in text, text
+    assert "gray_scott: serial check: bit-for-bit identical" in text, text
+    series = zarr.open_group(os.path.join(out, "gs.zarr"), mode="r")
+    assert list(series["step"][...]) == [0, 10, 20, 30, 40, 50]

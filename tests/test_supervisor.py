@@ -83,3 +83,23 @@ def test_status_table_and_files(tmp_path):
                                          "  rank 1: not in a meshrt operation, at job.py:4 for 2.0 s\n"
                                          "  rank 2: finished\n"
                                          "  rank 3: running, not in a meshrt operation\n")
+
+
+def test_an_mpiexec_that_waits_on_after_the_heartbeat_ended_the_job_is_ended(monkeypatch, capfd):
+    # as hydra can, waiting for a proxy on a host it cannot reach: the heartbeat's line came, the process stays
+    import time
+
+    from meshrt import launch
+
+    monkeypatch.setenv("MESHRT_KILL_GRACE", "0.5")
+    line = "[meshrt] host b (ranks 2, 3) not heard from for 10.2 s (MESHRT_HEARTBEAT=10): the host or the link " \
+           "to it is down; ending the job"
+    t0 = time.monotonic()
+    job = launch._Job(["sh", "-c", f"echo '{line}' >&2; sleep 60"], 4, scan=True)
+    assert job.run() == 113
+    took = time.monotonic() - t0
+    err = capfd.readouterr().err
+    assert line in err and job.lines == [line]
+    assert "meshrt run: mpiexec has not ended " in err and " s after the heartbeat ended the job (it waits for a host it" \
+        " cannot reach); ending it" in err, err
+    assert 6 <= took < 15, took

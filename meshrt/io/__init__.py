@@ -22,9 +22,11 @@ from .npy import (  # noqa: E402
 from . import formats  # noqa: E402
 from .series import from_series, open_series  # noqa: E402
 from .vtk import write_vtk  # noqa: E402
+from .checkpoint import Checkpointer, Resumed, restart_count, resume  # noqa: E402
 
 # DistributedTensor.save/load and to_zarr/... do their work here (see meshrt.tensor.dispatch.ABOVE)
 _ABOVE.io, _ABOVE.formats = _npy, formats
 
 __all__ = ["CheckpointError", "write_npy", "read_npy", "save_tensor", "load_tensor", "save_state", "load_state",
-           "Loaded", "writer_of_block", "file_view", "FileView", "write_vtk", "open_series", "from_series"]
+           "Loaded", "writer_of_block", "file_view", "FileView", "write_vtk", "open_series", "from_series",
+           "Checkpointer", "Resumed", "resume", "restart_count"]

@@ -85,12 +85,12 @@ class Launcher:
     notes: tuple = ()
 
     def command(self, nprocs: int, argv, *, env=None, cores: int | None = None,
-                as_root: bool | None = None, tag_output: bool = False):
+                as_root: bool | None = None, tag_output: bool = False, hosts=None):
         """``(cmd, notes)`` to start ``argv`` on ``nprocs`` processes (see ``job_command``)."""
         return job_command(self.vendor, self.path, nprocs, argv,
                            cores=os.cpu_count() or 1 if cores is None else cores,
                            as_root=_is_root() if as_root is None else as_root,
-                           env=os.environ if env is None else env, tag_output=tag_output)
+                           env=os.environ if env is None else env, tag_output=tag_output, hosts=hosts)
 
     def describe(self) -> str:
         """One line for ``meshrt info``: path, vendor, and what it is told."""
@@ -107,7 +107,7 @@ def _is_root() -> bool:
 
 
 def job_command(vendor: str, mpiexec: str, nprocs: int, argv, *, cores: int, as_root: bool,
-                env=None, tag_output: bool = False):
+                env=None, tag_output: bool = False, hosts=None):
     """The command line starting ``argv`` on ``nprocs`` processes, and one-line notes.
 
     Pure: decides from its arguments only.  ``cores`` is this machine's core
@@ -119,15 +119,25 @@ def job_command(vendor: str, mpiexec: str, nprocs: int, argv, *, cores: int, as_
     reach ranks on other nodes too.  Intel MPI busy-polls while it waits, which
     oversubscribed ranks cannot afford: unless ``env`` sets ``I_MPI_WAIT_MODE``,
     an oversubscribed Intel MPI job gets ``-genv I_MPI_WAIT_MODE 1``.  ``tag_output`` prefixes each output line
-    with its rank.
+    with its rank.  ``hosts`` (`meshrt.runtime.hosts.Host` each, their slots adding up to
+    ``nprocs``) runs that many processes on each host, in order (`meshrt.runtime.hosts.launcher_args`);
+    then ``cores`` (this machine's) does not count.
 
+    >>> from meshrt.runtime.hosts import parse_hosts
+    >>> job_command("openmpi", "mpiexec", 4, ["a.py"], cores=2, as_root=False, hosts=parse_hosts("a:2,b:2"))[0]
+    ['mpiexec', '--host', 'a:2,b:2', '-n', '4', 'a.py']
     >>> cmd, notes = job_command("mpich", "mpiexec", 4, ["a.py"], cores=2, as_root=True)
     >>> cmd, notes
     (['mpiexec', '-n', '4', 'a.py'], ['4 processes on 2 cores: oversubscribed (each gets part of a core)'])
     """
     if not isinstance(nprocs, int) or isinstance(nprocs, bool) or nprocs < 1:
         raise ValueError(f"nprocs is {nprocs!r}; expected a positive int")
+    if hosts is not None and sum(h.slots for h in hosts) != nprocs:
+        raise ValueError(f"hosts {','.join(map(str, hosts))} hold {sum(h.slots for h in hosts)} processes, "
+                         f"not nprocs {nprocs}")
     cmd, notes = [mpiexec], []
+    if hosts is not None:
+        cores = nprocs  # the hosts' slots say how many processes each takes
     if nprocs > cores:
         notes.append(f"{nprocs} processes on {cores} cores: oversubscribed (each gets part of a core)")
     if vendor == "openmpi":
@@ -149,6 +159,10 @@ def job_command(vendor: str, mpiexec: str, nprocs: int, argv, *, cores: int, as_
             notes.append("Intel MPI oversubscribed: I_MPI_WAIT_MODE=1 (waiting ranks sleep, not spin)")
         if tag_output and vendor in ("mpich", "intel"):
             cmd.append("-prepend-rank")
+    if hosts is not None:
+        from .hosts import launcher_args
+
+        return cmd + launcher_args(vendor, hosts, argv), notes
     cmd += ["-n", str(nprocs), *argv]
     return cmd, notes
 
