@@ -557,3 +557,21 @@ def test_a_constrained_value_returned_keeps_its_constraint():
         '  return %1 : tensor<8x8xf32>',
         results='(tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>})')
     assert got["%1"] == '<@mesh, [{"x"}, {}]>' and got["%0"] == '<@mesh, [{"x", ?}, {?}]>'
+
+
+def test_propagation_enters_a_manual_body_over_its_free_axes():
+    """A manual computation's body: its arguments and results take the in/out shardings without the
+    manual axes, and propagation goes on through the body's ops over the free axes."""
+    from meshrt.mlir.shardy.propagation import propagate
+
+    text = PARTIAL_UNSUPPORTED.replace('"stablehlo.fft"(%1) : (tensor<4x8xf32>) -> tensor<4x8xf32>',
+                                       "stablehlo.exponential %1 : tensor<4x8xf32>")
+    m = parse(text)
+    got = propagate(m, "main")
+    manual = next(op for op in m.walk() if op.name == "sdy.manual_computation")
+    body = manual.regions[0].entry
+    exp = next(op for op in body.operations if op.name == "stablehlo.exponential")
+    # the argument's open dims take "y" back from the constraint its only user sets: never the manual "x"
+    assert str(got[body.arguments[0]]) == '#sdy.sharding<@mesh, [{?}, {"y", ?}]>'
+    assert str(got[exp.results[0]]) == '#sdy.sharding<@mesh, [{}, {"y"}]>'
+    assert str(got[manual.results[0]]) == '#sdy.sharding<@mesh, [{"x", ?}, {?}]>'

@@ -513,7 +513,7 @@ class SdyProgram:
                 elif self._prop:  # the propagated sharding, where the pass gave one
                     outer, self._op_now = self._op_now, op
                     try:
-                        res = [r if v not in self._prop
+                        res = [r if v not in self._prop or _unconstrained(self._prop[v])
                                else self._deferred_to(r, self._prop[v].without_unreduced(), op) if isinstance(r, _Deferred)
                                else self.to_sharding(r, self._prop[v].without_unreduced(), op)
                                if isinstance(r, DistributedTensor) or (isinstance(r, np.ndarray) and r.ndim)
@@ -729,7 +729,7 @@ class SdyProgram:
         name = op.name
         if name in ("sdy.sharding_constraint", "sdy.reshard"):
             ts = sharding_attr(op, "sharding")
-            if name == "sdy.sharding_constraint" and all(not d.closed and not d.axes for d in ts.dims):
+            if name == "sdy.sharding_constraint" and _unconstrained(ts):
                 return [vals[0]]  # every dim open and unsplit ({?}): the value may stay as it is laid out
             return [self.to_sharding(vals[0], ts, op)]
         if name in _SDY_COLLECTIVES:
@@ -1097,6 +1097,11 @@ class SdyProgram:
             r = _contiguous(self.whole(r) if isinstance(r, (_Splat, _Deferred)) else r)
             out.append(r if sh is None else DT(r, sh, rv.type.shape))
         return out
+
+
+def _unconstrained(ts: TensorSharding) -> bool:
+    """Whether every dim of ``ts`` is open and unsplit (``[{?}, {?}]``): a value may keep its layout."""
+    return all(not d.closed and not d.axes for d in ts.dims)
 
 
 def _contiguous(x):
