@@ -13,9 +13,11 @@ meshrt's einsum planner, ``reduce`` locally then across the mesh axes, ``reshape
 plans; ``pad``, the dynamic slices, ``reduce_window`` and ``sort`` in `meshrt.mlir.shardy.window`);
 an op without a sharded implementation runs on the gathered operands and gives a
 replicated result (``meshrt mlir explain`` lists these).  Each value is freed after its last use.
-``sdy.manual_computation`` bodies run on the local blocks; their StableHLO collectives map
-replica groups and ``source_target_pairs`` of device ids onto MPI communicators, built once
-per group set and cached (`SdyProgram.free` releases them).
+``sdy.manual_computation`` bodies run on the local blocks where every axis is manual, and in
+global view over the free axes of a partially manual one (on the sub-mesh of the processes that
+share this one's manual coordinates; nested ones add their manual axes); their StableHLO
+collectives map replica groups and ``source_target_pairs`` of device ids onto MPI communicators,
+built once per group set and cached (`SdyProgram.free` releases them).
 
 >>> from meshrt.mlir import parse
 >>> m = parse('''sdy.mesh @mesh = <["x"=1]>
