@@ -575,3 +575,25 @@ def test_propagation_enters_a_manual_body_over_its_free_axes():
     assert str(got[body.arguments[0]]) == '#sdy.sharding<@mesh, [{?}, {"y", ?}]>'
     assert str(got[exp.results[0]]) == '#sdy.sharding<@mesh, [{?}, {"y", ?}]>'  # propagated forward
     assert str(got[manual.results[0]]) == '#sdy.sharding<@mesh, [{"x", ?}, {?}]>'
+
+
+def test_propagation_gives_a_loop_carried_value_one_sharding():
+    """``while`` (fori's loop): the carried operand's sharding reaches the cond's and body's arguments,
+    the body's result and the loop's result alike; ``case`` branches' results are the op's."""
+    from meshrt.mlir.shardy.propagation import propagate
+
+    m = parse_file(os.path.join(CORPUS, "fori", "n4.mlir"))
+    got = propagate(m, "main")
+    loop = next(op for op in m.walk() if op.name == "stablehlo.while")
+    cond, body = (r.entry for r in loop.regions)
+    i = next(k for k, v in enumerate(loop.operands) if v.type.rank == 2 and v.type.shape == (8, 4))
+    carried = [loop.operands[i], cond.arguments[i], body.arguments[i], body.operations[-1].operands[i],
+               loop.results[i]]
+    assert {str(got[v].dims[0]).replace(", ?", "") for v in carried} == {'{"x"}'}
+    m = parse_file(os.path.join(CORPUS, "indexing", "n4.mlir"))
+    got = propagate(m, "main")
+    case = next(op for op in m.walk() if op.name in ("stablehlo.case", "stablehlo.if"))
+    for region in case.regions:
+        v = region.entry.operations[-1].operands[0]
+        assert str(got[v].dims[0]).replace(", ?", "") == str(got[case.results[0]].dims[0]).replace(", ?", "")
+        assert got[case.results[0]].dims[0].axes

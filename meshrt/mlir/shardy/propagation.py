@@ -7,7 +7,8 @@ operands and results of ``manual_computation`` (and, without its manual axes, it
 and results: propagation goes on inside the body over the free axes).  Seeds are taken in priority order (``p0``
 first; a sharding's priority is its lowest dim priority, none: after all prioritized ones); each
 round propagates forward and backward until nothing changes, through elementwise ops (``sdy``
-pass-throughs included), ``transpose``, ``broadcast_in_dim``, one-operand ``reduce``,
+pass-throughs included), ``transpose``, ``broadcast_in_dim``, one-operand ``reduce``, into and out of
+``while`` (a loop-carried value has one sharding) and ``case``/``if`` regions,
 ``convert`` and ``dot_general`` (batch and free dims; contracting dims map to none).  A value sharded in an earlier round keeps it, except that an open dim (``{"x", ?}``
 or a propagated one) may take more axes from a neighbour; a closed dim never changes.
 ``sharding_group`` members all get the sharding of the first member to have one, and no sharding
@@ -215,7 +216,8 @@ def _block_ops(block, module=None, ctx=(), stack=()):
     followed)."""
     for op in block.operations:
         yield ctx, op
-        if op.name in ("sdy.named_computation", "sdy.manual_computation"):
+        if op.name in ("sdy.named_computation", "sdy.manual_computation", "stablehlo.while", "stablehlo.case",
+                       "stablehlo.if"):
             for r in op.regions:
                 yield from _block_ops(r.entry, module, ctx, stack)
         elif op.name == "func.call" and module is not None:
@@ -319,6 +321,22 @@ def propagate(module, name) -> Shardings:
             for v, r_ in zip(body.operations[-1].operands, op.results):
                 r = tuple(range(r_.type.rank)) if isinstance(r_.type, TensorType) else ()
                 edges += [((inner, v), (ctx, r_), r), ((ctx, r_), (inner, v), r)]
+        elif op.name == "stablehlo.while":
+            # a loop-carried value has one sharding: operand, cond and body arguments, body result, result
+            cond, body = (r.entry for r in op.regions)
+            for i, (v, r_) in enumerate(zip(op.operands, op.results)):
+                if not isinstance(v.type, TensorType):
+                    continue
+                r = tuple(range(v.type.rank))
+                chain = [v, cond.arguments[i], body.arguments[i], body.operations[-1].operands[i], r_]
+                for a, b in zip(chain, chain[1:]):
+                    edges += [((ctx, a), (ctx, b), r), ((ctx, b), (ctx, a), r)]
+                edges += [((ctx, body.arguments[i]), (ctx, v), r)]
+        elif op.name in ("stablehlo.case", "stablehlo.if"):
+            for region in op.regions:  # each branch's results are the op's results
+                for v, r_ in zip(region.entry.operations[-1].operands, op.results):
+                    r = tuple(range(r_.type.rank)) if isinstance(r_.type, TensorType) else ()
+                    edges += [((ctx, v), (ctx, r_), r), ((ctx, r_), (ctx, v), r)]
         elif op.name == "sdy.named_computation":
             body = op.regions[0].entry
             for v, a in zip(op.operands, body.arguments):
