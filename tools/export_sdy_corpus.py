@@ -289,6 +289,41 @@ def partial_collectives_inputs():
             r.standard_normal((36, 6)).astype(np.float32)]
 
 
+def cond_while(mesh):
+    # a lax.while_loop and a lax.cond whose carried values / branches are sharded
+    def f(x, w):
+        def cond(c):
+            return (c[0] < 4) & (jnp.sum(c[1] * c[1]) < 1e6)
+
+        def body(c):
+            return c[0] + 1, jnp.tanh(c[1] @ w) + c[1]
+        _, y = jax.lax.while_loop(cond, body, (0, x))
+        z = jax.lax.cond(jnp.sum(y) > 0, lambda a: a * 2, lambda a: jnp.exp(-a), y)
+        return z, jnp.max(z, axis=1)
+    return f, (P("x", None), P(None, None)), (P("x", None), P("x"))
+
+
+def cond_while_inputs():
+    r = _rng(18)
+    return [r.standard_normal((12, 6)).astype(np.float32), (r.standard_normal((6, 6)) / 3).astype(np.float32)]
+
+
+def causal_attention(mesh):
+    # attention with a causal mask, queries split over "x"
+    def f(q, k, v):
+        s = (q @ k.T) / np.float32(np.sqrt(q.shape[-1]))
+        n = q.shape[0]
+        mask = jnp.arange(n)[:, None] >= jnp.arange(n)[None, :]
+        s = jnp.where(mask, s, -jnp.inf)
+        return jax.nn.softmax(s, axis=-1) @ v
+    return f, (P("x", None), P(None, None), P(None, None)), P("x", None)
+
+
+def causal_attention_inputs():
+    r = _rng(19)
+    return [r.standard_normal((12, 4)).astype(np.float32) for _ in range(3)]
+
+
 PROGRAMS = [
     ("mlp", mesh_2d, mlp, mlp_inputs),
     ("attention", mesh_1d, attention, attention_inputs),
@@ -308,8 +343,11 @@ PROGRAMS = [
     ("scalar_psum", mesh_1d, scalar_psum, scalar_psum_inputs),
     ("nested_manual", mesh_yx, nested_manual, nested_manual_inputs),
     ("partial_collectives", mesh_2d, partial_collectives, partial_collectives_inputs),
+    ("cond_while", mesh_1d, cond_while, cond_while_inputs),
+    ("causal_attention", mesh_1d, causal_attention, causal_attention_inputs),
 ]
-SIZES = {name: (1, 2, 3, 4) for name in ("partial_manual", "scalar_psum", "nested_manual", "partial_collectives")}
+SIZES = {name: (1, 2, 3, 4) for name in ("partial_manual", "scalar_psum", "nested_manual", "partial_collectives",
+                                         "cond_while", "causal_attention")}
 
 
 def _named(mesh, spec):

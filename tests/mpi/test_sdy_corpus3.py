@@ -22,7 +22,8 @@ PROGRAMS = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.pat
 
 
 def test_corpus_has_programs_for_3_devices():
-    assert {"partial_manual", "scalar_psum", "nested_manual", "partial_collectives"} <= set(PROGRAMS), PROGRAMS
+    assert {"partial_manual", "scalar_psum", "nested_manual", "partial_collectives", "cond_while",
+            "causal_attention"} <= set(PROGRAMS), PROGRAMS
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
