@@ -146,6 +146,27 @@ def test_unknown_op_and_mesh_size_stop_before_a_run():
         SdyProgram(m, comm=_Comm())
 
 
+PARTIAL_UNSUPPORTED = """sdy.mesh @mesh = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8x8xf32> {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x", ?}, {?}]>] out_shardings=[<@mesh, [{"x", ?}, {?}]>] manual_axes={"x"} (%arg1: tensor<4x8xf32>) {
+    %1 = sdy.sharding_constraint %arg1 <@mesh, [{}, {"y"}]> : tensor<4x8xf32>
+    %2 = "stablehlo.fft"(%1) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    sdy.return %2 : tensor<4x8xf32>
+  } : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+"""
+
+
+def test_unsupported_op_in_a_partially_manual_body_stops_before_communication():
+    """A truly unsupported op, nested in a partially manual body: its name and file:line:col, raised by
+    ``run`` before anything moves (the stand-in communicator has no MPI to call)."""
+    four = type("C", (), {"size": 4, "rank": 0})()
+    p = SdyProgram(parse(PARTIAL_UNSUPPORTED, "partial.mlir"), comm=four)
+    with pytest.raises(MLIRError, match=r"^partial.mlir:5:10: unsupported op 'stablehlo.fft' \(in @main\)"):
+        p.run("main", [np.zeros((8, 8), np.float32)])
+
+
 def test_bad_argument_fails_before_communication():
     m = parse_file(os.path.join(CORPUS, "mlp", "n1.mlir"))
     p = SdyProgram(m, comm=_Comm())  # _Comm has no MPI: any communication would raise AttributeError
@@ -277,6 +298,28 @@ def test_cli_run_and_explain_on_two_processes(tmp_path):
     # the annotated text is the program still: meshrt reads it back to the same ops
     again = parse("\n".join(lines))
     assert [o.name for o in again.walk()] == [o.name for o in parse_file(os.path.join(CORPUS, "mlp", "n2.mlir")).walk()]
+
+
+@pytest.mark.skipif(__import__("meshrt.launch", fromlist=["x"]).find_mpiexec() is None, reason="no mpiexec")
+def test_cli_run_keeps_ranks_of_arguments_and_results(tmp_path):
+    """``--args``/``--out`` files keep exact ranks: a 0-d argument (misc's ``tensor<i32>``) reads as one,
+    a manual computation's ``tensor<f32>`` result is written as shape ``()`` and its ``tensor<1xf32>``
+    one as ``(1,)``, each equal to JAX's."""
+    for name, n in (("scalar_psum", 2), ("misc", 2)):
+        d = os.path.join(CORPUS, name)
+        ins = sorted(glob.glob(os.path.join(d, "in*.npy")))
+        out = tmp_path / name
+        r = _cli("run", "-n", str(n), os.path.join(d, f"n{n}.mlir"), "--func", "main", "--args", *ins, "--out",
+                 str(out), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        want = sorted(glob.glob(os.path.join(d, f"n{n}.out*.npy")))
+        assert len(os.listdir(out)) == len(want)
+        for i, w in enumerate(want):
+            got, w = np.load(out / f"result{i}.npy"), np.load(w)
+            assert got.shape == w.shape and got.dtype == w.dtype, (name, i, got.shape, w.shape)
+            np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+    assert np.load(os.path.join(CORPUS, "misc", "in1.npy")).shape == ()
+    assert [np.load(tmp_path / "scalar_psum" / f"result{i}.npy").shape for i in (1, 2)] == [(), (1,)]
 
 
 def test_explain_output_is_read_by_jax_parser():
@@ -514,3 +557,43 @@ def test_a_constrained_value_returned_keeps_its_constraint():
         '  return %1 : tensor<8x8xf32>',
         results='(tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>})')
     assert got["%1"] == '<@mesh, [{"x"}, {}]>' and got["%0"] == '<@mesh, [{"x", ?}, {?}]>'
+
+
+def test_propagation_enters_a_manual_body_over_its_free_axes():
+    """A manual computation's body: its arguments and results take the in/out shardings without the
+    manual axes, and propagation goes on through the body's ops over the free axes."""
+    from meshrt.mlir.shardy.propagation import propagate
+
+    text = PARTIAL_UNSUPPORTED.replace('"stablehlo.fft"(%1) : (tensor<4x8xf32>) -> tensor<4x8xf32>',
+                                       "stablehlo.exponential %1 : tensor<4x8xf32>")
+    m = parse(text)
+    got = propagate(m, "main")
+    manual = next(op for op in m.walk() if op.name == "sdy.manual_computation")
+    body = manual.regions[0].entry
+    exp = next(op for op in body.operations if op.name == "stablehlo.exponential")
+    # the argument's open dims take "y" back from the constraint its only user sets: never the manual "x"
+    assert str(got[body.arguments[0]]) == '#sdy.sharding<@mesh, [{?}, {"y", ?}]>'
+    assert str(got[exp.results[0]]) == '#sdy.sharding<@mesh, [{?}, {"y", ?}]>'  # propagated forward
+    assert str(got[manual.results[0]]) == '#sdy.sharding<@mesh, [{"x", ?}, {?}]>'
+
+
+def test_propagation_gives_a_loop_carried_value_one_sharding():
+    """``while`` (fori's loop): the carried operand's sharding reaches the cond's and body's arguments,
+    the body's result and the loop's result alike; ``case`` branches' results are the op's."""
+    from meshrt.mlir.shardy.propagation import propagate
+
+    m = parse_file(os.path.join(CORPUS, "fori", "n4.mlir"))
+    got = propagate(m, "main")
+    loop = next(op for op in m.walk() if op.name == "stablehlo.while")
+    cond, body = (r.entry for r in loop.regions)
+    i = next(k for k, v in enumerate(loop.operands) if v.type.rank == 2 and v.type.shape == (8, 4))
+    carried = [loop.operands[i], cond.arguments[i], body.arguments[i], body.operations[-1].operands[i],
+               loop.results[i]]
+    assert {str(got[v].dims[0]).replace(", ?", "") for v in carried} == {'{"x"}'}
+    m = parse_file(os.path.join(CORPUS, "indexing", "n4.mlir"))
+    got = propagate(m, "main")
+    case = next(op for op in m.walk() if op.name in ("stablehlo.case", "stablehlo.if"))
+    for region in case.regions:
+        v = region.entry.operations[-1].operands[0]
+        assert str(got[v].dims[0]).replace(", ?", "") == str(got[case.results[0]].dims[0]).replace(", ?", "")
+        assert got[case.results[0]].dims[0].axes

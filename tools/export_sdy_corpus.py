@@ -8,7 +8,7 @@ JAX's default Shardy partitioner, exactly as ``jax.jit(f, in_shardings=..., out_
 (``n4.out0.npy`` ... per mesh size) are stored beside them; `tests/mpi/test_sdy_exec.py` runs each file at its
 process count and compares with these.
 
-    python tools/export_sdy_corpus.py [OUTDIR]        # default: tests/mlir/sdy
+    python tools/export_sdy_corpus.py [OUTDIR [NAME ...]]   # default: tests/mlir/sdy, every program
 
 Run it again after a JAX upgrade; ``git diff`` then shows what changed in JAX's output.
 """
@@ -32,7 +32,8 @@ try:
 except AttributeError:  # JAX < 0.7
     from jax.experimental.shard_map import shard_map  # type: ignore
 
-MESH_2D = {1: (1, 1), 2: (2, 1), 4: (2, 2)}
+MESH_2D = {1: (1, 1), 2: (2, 1), 3: (3, 1), 4: (2, 2)}
+MESH_YX = {1: (1, 1), 2: (1, 2), 3: (1, 3), 4: (2, 2)}  # "y" split first: a free axis of size > 1 at 2 and 3
 
 
 def mesh_1d(n):
@@ -41,6 +42,10 @@ def mesh_1d(n):
 
 def mesh_2d(n):
     return Mesh(np.array(jax.devices()[:n]).reshape(MESH_2D[n]), ("x", "y"))
+
+
+def mesh_yx(n):
+    return Mesh(np.array(jax.devices()[:n]).reshape(MESH_YX[n]), ("x", "y"))
 
 
 def _rng(seed):
@@ -214,6 +219,111 @@ def misc_inputs():
     return [r.standard_normal((8, 4)).astype(np.float32), np.int32(3), r.integers(-50, 50, (4, 8)).astype(np.int32)]
 
 
+def partial_manual(mesh):
+    # manual over "x" only ("y" left to the compiler): JAX puts sharding_constraint ops in the body and in
+    # the all_reduce regions; the body's values stay sharded over "y"
+    def body(b, w):
+        h = jnp.sin(b) @ w
+        h = jax.lax.with_sharding_constraint(h, P(None, "y"))
+        s = jax.lax.psum(h, "x")
+        return h + s, jax.lax.psum(jnp.sum(h), "x")
+    specs, outs = (P("x", None), P()), (P("x", None), P())
+    return shard_map(body, mesh=mesh, in_specs=specs, out_specs=outs, axis_names={"x"}), specs, outs
+
+
+def partial_manual_inputs():
+    r = _rng(14)
+    return [r.standard_normal((12, 12)).astype(np.float32), r.standard_normal((12, 12)).astype(np.float32)]
+
+
+def scalar_psum(mesh):
+    # a 0-d result (tensor<f32>) and a 1-element one (tensor<1xf32>) next to a field
+    def body(b):
+        return b * 2, jax.lax.psum(jnp.sum(b * b), "x"), jax.lax.pmax(jnp.max(b, keepdims=True), "x")
+    outs = (P("x"), P(), P())
+    return shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=outs), (P("x"),), outs
+
+
+def scalar_psum_inputs():
+    return [_rng(15).standard_normal((12,)).astype(np.float32)]
+
+
+def nested_manual(mesh):
+    # a shard_map manual over "x" whose body is a shard_map manual over "y"
+    def inner(c):
+        return jax.lax.psum(c * c, "y"), jnp.cos(c)
+
+    def body(b):
+        s, c = shard_map(inner, in_specs=P(None, "y"), out_specs=(P(), P(None, "y")), axis_names={"y"})(b)
+        return jax.lax.psum(s, "x") + jax.lax.psum(jnp.sum(c), "x"), c
+    outs = (P(), P("x", None))
+    return (shard_map(body, mesh=mesh, in_specs=P("x", None), out_specs=outs, axis_names={"x"}),
+            (P("x", "y"),), outs)
+
+
+def nested_manual_inputs():
+    return [_rng(16).standard_normal((12, 12)).astype(np.float32)]
+
+
+def partial_collectives(mesh):
+    # every StableHLO collective JAX emits, in a body manual over "x" with "y" free
+    n = mesh.shape["x"]
+
+    def body(a, b, c):
+        a = jax.lax.with_sharding_constraint(a * 2, P(None, "y"))
+        g = jax.lax.all_gather(a, "x", axis=0, tiled=True)
+        s = jax.lax.psum_scatter(b, "x", scatter_dimension=0, tiled=True)
+        t = jax.lax.all_to_all(c, "x", 0, 1, tiled=True)
+        p = jax.lax.ppermute(a, "x", [(i, (i + 1) % n) for i in range(n)])
+        m = jax.lax.pmax(jnp.abs(a), "x") + jax.lax.pmin(a, "x")
+        return g, s, t, p + m
+    specs = (P("x", None), P(None, None), P("x", None))
+    outs = (P(), P("x", None), P("x", None), P("x", None))
+    return (shard_map(body, mesh=mesh, in_specs=specs, out_specs=outs, axis_names={"x"}, check_vma=False),
+            specs, outs)
+
+
+def partial_collectives_inputs():
+    r = _rng(17)
+    return [r.standard_normal((12, 6)).astype(np.float32), r.standard_normal((12, 6)).astype(np.float32),
+            r.standard_normal((36, 6)).astype(np.float32)]
+
+
+def cond_while(mesh):
+    # a lax.while_loop and a lax.cond whose carried values / branches are sharded
+    def f(x, w):
+        def cond(c):
+            return (c[0] < 4) & (jnp.sum(c[1] * c[1]) < 1e6)
+
+        def body(c):
+            return c[0] + 1, jnp.tanh(c[1] @ w) + c[1]
+        _, y = jax.lax.while_loop(cond, body, (0, x))
+        z = jax.lax.cond(jnp.sum(y) > 0, lambda a: a * 2, lambda a: jnp.exp(-a), y)
+        return z, jnp.max(z, axis=1)
+    return f, (P("x", None), P(None, None)), (P("x", None), P("x"))
+
+
+def cond_while_inputs():
+    r = _rng(18)
+    return [r.standard_normal((12, 6)).astype(np.float32), (r.standard_normal((6, 6)) / 3).astype(np.float32)]
+
+
+def causal_attention(mesh):
+    # attention with a causal mask, queries split over "x"
+    def f(q, k, v):
+        s = (q @ k.T) / np.float32(np.sqrt(q.shape[-1]))
+        n = q.shape[0]
+        mask = jnp.arange(n)[:, None] >= jnp.arange(n)[None, :]
+        s = jnp.where(mask, s, -jnp.inf)
+        return jax.nn.softmax(s, axis=-1) @ v
+    return f, (P("x", None), P(None, None), P(None, None)), P("x", None)
+
+
+def causal_attention_inputs():
+    r = _rng(19)
+    return [r.standard_normal((12, 4)).astype(np.float32) for _ in range(3)]
+
+
 PROGRAMS = [
     ("mlp", mesh_2d, mlp, mlp_inputs),
     ("attention", mesh_1d, attention, attention_inputs),
@@ -228,7 +338,16 @@ PROGRAMS = [
     ("uneven", mesh_1d, uneven, uneven_inputs),
     ("indexing", mesh_1d, indexing, indexing_inputs),
     ("misc", mesh_1d, misc, misc_inputs),
+    # issue 43: exported at 3 devices too (n3.mlir)
+    ("partial_manual", mesh_2d, partial_manual, partial_manual_inputs),
+    ("scalar_psum", mesh_1d, scalar_psum, scalar_psum_inputs),
+    ("nested_manual", mesh_yx, nested_manual, nested_manual_inputs),
+    ("partial_collectives", mesh_2d, partial_collectives, partial_collectives_inputs),
+    ("cond_while", mesh_1d, cond_while, cond_while_inputs),
+    ("causal_attention", mesh_1d, causal_attention, causal_attention_inputs),
 ]
+SIZES = {name: (1, 2, 3, 4) for name in ("partial_manual", "scalar_psum", "nested_manual", "partial_collectives",
+                                         "cond_while", "causal_attention")}
 
 
 def _named(mesh, spec):
@@ -237,25 +356,29 @@ def _named(mesh, spec):
     return NamedSharding(mesh, spec)
 
 
-def export(outdir):
+def export(outdir, only=None):
     for name, make_mesh, build, inputs in PROGRAMS:
+        if only and name not in only:
+            continue
         d = os.path.join(outdir, name)
         os.makedirs(d, exist_ok=True)
         args = inputs()
         for i, a in enumerate(args):
             np.save(os.path.join(d, f"in{i}.npy"), a)
         ref = None
-        for n in (1, 2, 4):
+        for n in SIZES.get(name, (1, 2, 4)):
             mesh = make_mesh(n)
             f, in_specs, out_specs = build(mesh)
             jf = jax.jit(f, in_shardings=_named(mesh, in_specs), out_shardings=_named(mesh, out_specs))
-            lowered = jf.lower(*args)
+            with jax.set_mesh(mesh):  # partially manual shard_map bodies constrain over the mesh in context
+                lowered = jf.lower(*args)
             with open(os.path.join(d, f"n{n}.mlir"), "w") as fh:
                 fh.write(lowered.as_text())
             if n == 4:  # the same program in MLIR's generic form (mlir-opt --mlir-print-op-generic)
                 with open(os.path.join(d, "n4.generic.mlir"), "w") as fh:
                     fh.write(lowered.compiler_ir("stablehlo").operation.get_asm(print_generic_op_form=True))
-            out = jf(*args)
+            with jax.set_mesh(mesh):
+                out = jf(*args)
             out = [np.asarray(o) for o in (out if isinstance(out, (tuple, list)) else (out,))]
             # per mesh size: a psum of replicated values (collectives) depends on it
             for i, o in enumerate(out):
@@ -265,4 +388,5 @@ def export(outdir):
 
 
 if __name__ == "__main__":
-    export(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "mlir", "sdy"))
+    export(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "mlir", "sdy"),
+           set(sys.argv[2:]))

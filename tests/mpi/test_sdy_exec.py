@@ -397,3 +397,45 @@ def test_reshapes_and_calls_equal_numpy_and_never_gather():
             assert "reshape exchange of the runs that change owner [384 B over all processes]" in lines[0], lines[0]
         # the split and the merge of a row-split tensor move nothing
         assert "moves" not in lines[1] and "moves" not in lines[2], lines
+
+
+def test_partially_manual_body_stays_sharded_over_its_free_axes():
+    """In a body manual over "x" of a 2x2 mesh, ``sharding_constraint``/``reshard`` over "y" lay the value
+    out on the sub-mesh of "y" (this process's "x" block split over the 2 processes of its "x" row): no
+    gather; a scalar constraint in an ``all_reduce`` region is a no-op; the results equal numpy's."""
+    sizes = {1: (1, 1), 2: (1, 2), 4: (2, 2)}[N]
+    text = f"""sdy.mesh @mesh = <["x"={sizes[0]}, "y"={sizes[1]}]>
+func.func @main(%arg0: tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}) -> (tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{"x"}}, {{}}]>}}) {{
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{{"x", ?}}, {{?}}]>] out_shardings=[<@mesh, [{{"x", ?}}, {{?}}]>] manual_axes={{"x"}} (%arg1: tensor<{8 // sizes[0]}x8xf32>) {{
+    %1 = sdy.sharding_constraint %arg1 <@mesh, [{{}}, {{"y"}}]> : tensor<{8 // sizes[0]}x8xf32>
+    %2 = stablehlo.exponential %1 : tensor<{8 // sizes[0]}x8xf32>
+    %3 = "stablehlo.all_reduce"(%2) <{{replica_groups = dense<{[[i * sizes[1] + j for i in range(sizes[0])] for j in range(sizes[1])]}> : tensor<{sizes[1]}x{sizes[0]}xi64>, use_global_device_ids}}> ({{
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      %c = sdy.sharding_constraint %s <@mesh, []> : tensor<f32>
+      stablehlo.return %c : tensor<f32>
+    }}) : (tensor<{8 // sizes[0]}x8xf32>) -> tensor<{8 // sizes[0]}x8xf32>
+    %4 = sdy.reshard %3 <@mesh, [{{"y"}}, {{}}]> : tensor<{8 // sizes[0]}x8xf32>
+    sdy.return %4 : tensor<{8 // sizes[0]}x8xf32>
+  }} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}}
+"""
+    x = np.arange(64, dtype=np.float32).reshape(8, 8) / 64
+    seen = {}
+    p = SdyProgram(parse(text), comm)
+    p.on_result = lambda op, res, local: seen.setdefault(op.name, (res[0], local))
+    try:
+        got = p.whole(p.run("main", [x])[0])
+    finally:
+        p.free()
+    blocks = np.split(np.exp(x), sizes[0])
+    np.testing.assert_allclose(got, np.concatenate([sum(blocks)] * sizes[0]), rtol=1e-6)
+    for name, dim in (("sdy.sharding_constraint", 1), ("stablehlo.all_reduce", 1), ("sdy.reshard", 0)):
+        v, local = seen[name]
+        assert local == (sizes[1] == 1), name  # no free axis of size > 1: the body runs per process
+        if sizes[1] == 1:
+            continue
+        assert isinstance(v, DistributedTensor) and v.mesh.axis_names == ("y",) and v.mesh.size == sizes[1], name
+        assert v.global_shape == (8 // sizes[0], 8) and v.sharding.dim_axes(dim) == (0,), name
+        assert v.interior.shape[dim] == v.global_shape[dim] // sizes[1], name

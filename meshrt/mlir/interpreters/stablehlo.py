@@ -408,16 +408,23 @@ _SIMPLE = {"stablehlo.add": "sum", "stablehlo.multiply": "prod", "stablehlo.maxi
 
 def simple_reduction(region):
     """'sum', 'prod', 'max', 'min', 'all' or 'any' when the body combines its two arguments with
-    that one op and returns it (one operand); else None."""
+    that one op and returns it (one operand), maybe through ``sdy.sharding_constraint`` ops (what JAX
+    puts in a partially manual body's collectives: a no-op on scalars); else None."""
     block = region.entry
-    if len(block.arguments) != 2 or len(block.operations) != 2:
+    ops = list(block.operations)
+    if len(block.arguments) != 2 or len(ops) < 2:
         return None
-    op, ret = block.operations
-    if ret.name not in ("stablehlo.return",) or op.name not in _SIMPLE:
+    op, ret = ops[0], ops[-1]
+    if ret.name not in ("stablehlo.return",) or op.name not in _SIMPLE or len(ret.operands) != 1:
         return None
-    if set(op.operands) != set(block.arguments) or ret.operands != op.results:
+    if set(op.operands) != set(block.arguments):
         return None
-    return _SIMPLE[op.name]
+    v = op.results[0]
+    for c in ops[1:-1]:
+        if c.name != "sdy.sharding_constraint" or c.operands[0] is not v:
+            return None
+        v = c.results[0]
+    return _SIMPLE[op.name] if ret.operands[0] is v else None
 
 
 _NP_REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,

@@ -13,9 +13,11 @@ meshrt's einsum planner, ``reduce`` locally then across the mesh axes, ``reshape
 plans; ``pad``, the dynamic slices, ``reduce_window`` and ``sort`` in `meshrt.mlir.shardy.window`);
 an op without a sharded implementation runs on the gathered operands and gives a
 replicated result (``meshrt mlir explain`` lists these).  Each value is freed after its last use.
-``sdy.manual_computation`` bodies run on the local blocks; their StableHLO collectives map
-replica groups and ``source_target_pairs`` of device ids onto MPI communicators, built once
-per group set and cached (`SdyProgram.free` releases them).
+``sdy.manual_computation`` bodies run on the local blocks where every axis is manual, and in
+global view over the free axes of a partially manual one (on the sub-mesh of the processes that
+share this one's manual coordinates; nested ones add their manual axes); their StableHLO
+collectives map replica groups and ``source_target_pairs`` of device ids onto MPI communicators,
+built once per group set and cached (`SdyProgram.free` releases them).
 
 >>> from meshrt.mlir import parse
 >>> m = parse('''sdy.mesh @mesh = <["x"=1]>
@@ -193,9 +195,17 @@ class SdyProgram:
         self.trace = None     # explain: {op: [(what, bytes, same on every process)]}
         self.on_result = None  # explain: called (op, results, local) after each op
         self._op_now = None
+        # the mesh axes the enclosing manual computations are manual over: inside a partially manual
+        # body, values are local over these and global over the rest (a sub-mesh of the free axes)
+        self._ctx = frozenset()
+        self._submeshes = {}  # (mesh name, manual axes) -> (Mesh of the free axes, its communicator)
 
     # -- meshes and communicators --------------------------------------------------------------------
     def mesh(self, name) -> Mesh:
+        """The mesh @name as meshrt's `Mesh`; inside a partially manual body, the mesh of its free axes
+        whose communicator holds the processes that share this one's coordinates on the manual axes."""
+        if self._ctx:
+            return self._submesh(name, self._ctx)
         m = self._meshes.get(name)
         if m is None:
             attr = self.mesh_attrs[name]
@@ -203,6 +213,26 @@ class SdyProgram:
             names = tuple(n for n, _ in attr.axes) or ("_",)
             m = self._meshes[name] = Mesh(shape, names, comm=self.comm, name=name)
         return m
+
+    def _submesh(self, name, manual) -> Mesh:
+        key = (name, manual)
+        got = self._submeshes.get(key)
+        if got is None:
+            attr = self.mesh_attrs[name]
+            axes = list(attr.axes) or [("_", 1)]
+            coords = np.unravel_index(self.comm.rank, tuple(s for _, s in axes))
+            color = key_ = 0
+            for (n, s), c in zip(axes, coords):
+                if n in manual:
+                    color = color * s + int(c)
+                else:
+                    key_ = key_ * s + int(c)
+            with _mpi.internal("sdy.manual_computation", "split of the communicator over the manual axes", self.comm):
+                sub = self.comm.Split(color, key_)
+            free = [(n, s) for n, s in axes if n not in manual]
+            m = Mesh(tuple(s for _, s in free) or (1,), tuple(n for n, _ in free) or ("_",), comm=sub, name=name)
+            got = self._submeshes[key] = (m, sub)
+        return got[0]
 
     def device_of_rank(self, rank):
         for m in self.mesh_attrs.values():
@@ -246,6 +276,12 @@ class SdyProgram:
         for sh in self._sub_axes.values():
             sh.mesh.free()
         self._sub_axes.clear()
+        for m, c in self._submeshes.values():
+            m.free()
+            with _mpi.internal("sdy.manual_computation", "free of a communicator", c):
+                c.Free()
+        self._submeshes.clear()
+        self._shardings.clear()
 
     def count(self, what, nbytes, same_everywhere=True):
         """Explain's record of the data an op moves: ``nbytes`` in all (``same_everywhere``: every process
@@ -258,7 +294,7 @@ class SdyProgram:
         """meshrt's `Sharding` of ``ts`` (unreduced axes dropped: global values are whole); None when it
         splits nothing.  One object per distinct sharding, so that the plans meshrt caches by
         sharding (fused elementwise passes, reshards) are found again on the next run."""
-        key = (str(ts), None if manual_only is None else tuple(sorted(manual_only)))
+        key = (str(ts), None if manual_only is None else tuple(sorted(manual_only)), self._ctx)
         try:
             return self._shardings[key]
         except KeyError:
@@ -267,16 +303,17 @@ class SdyProgram:
 
     def _make_sharding(self, ts: TensorSharding, manual_only=None) -> Sharding | None:
         dims = []
-        for d in ts.dims:
-            dims.append([a for a in d.axes if manual_only is None or a.name in manual_only])
+        for d in ts.dims:  # axes the enclosing manual computations are manual over are local here
+            dims.append([a for a in d.axes if (manual_only is None or a.name in manual_only)
+                         and a.name not in self._ctx])
         mesh = self.mesh(ts.mesh)
         if any(a.pre is not None for axes in dims for a in axes):
             # sub-axes: meshrt refines the mesh (same communicator, same device order) and splits along its parts
             text = f"#sdy.sharding<@{ts.mesh}, [" + ", ".join(
                 "{" + ", ".join(str(a) for a in axes) + "}" for axes in dims) + "]>"
-            s = self._sub_axes.get(text)
+            s = self._sub_axes.get((text, self._ctx))
             if s is None:
-                s = self._sub_axes[text] = Sharding.parse(text, mesh)
+                s = self._sub_axes[(text, self._ctx)] = Sharding.parse(text, mesh)
             return s if any(s.split_axes) else None
         sizes = self.mesh_attrs[ts.mesh].sizes()
         split = [[mesh.axis_names.index(a.name) for a in axes if sizes[a.name] > 1] for axes in dims]
@@ -478,7 +515,7 @@ class SdyProgram:
                 elif self._prop:  # the propagated sharding, where the pass gave one
                     outer, self._op_now = self._op_now, op
                     try:
-                        res = [r if v not in self._prop
+                        res = [r if v not in self._prop or _unconstrained(self._prop[v])
                                else self._deferred_to(r, self._prop[v].without_unreduced(), op) if isinstance(r, _Deferred)
                                else self.to_sharding(r, self._prop[v].without_unreduced(), op)
                                if isinstance(r, DistributedTensor) or (isinstance(r, np.ndarray) and r.ndim)
@@ -568,6 +605,12 @@ class SdyProgram:
         if name == "stablehlo.sort":
             fn = self._region_fn(op.regions[0], True, env)
             return H.sort_with(op, vals, lambda *xs: fn(*xs)[0])
+        if name in ("sdy.sharding_constraint", "sdy.reshard"):
+            # per-process values (a manual body over every axis of size > 1, a collective's region on
+            # scalars): there is no free axis left to lay the value out over
+            return vals
+        if name == "sdy.manual_computation":  # manual over further axes, all of size 1 here: the same blocks
+            return self._block(op.regions[0].entry, vals, True, dict(env))
         raise MLIRError(f"{op.location}: '{name}' cannot run inside a manual computation")
 
     def _groups(self, op):
@@ -586,7 +629,7 @@ class SdyProgram:
         if name == "stablehlo.collective_permute":
             pairs = np.asarray(op.attributes["source_target_pairs"].array).reshape(-1, 2)
             me = self.device_of_rank(self.comm.rank)
-            x = np.ascontiguousarray(vals[0])
+            x = _contiguous(vals[0])
             out = np.zeros_like(x)
             dst = [int(t) for s, t in pairs if s == me]
             src = [int(s) for s, t in pairs if t == me]
@@ -610,7 +653,7 @@ class SdyProgram:
             dim = int(op.attributes["all_gather_dim"])
             outs = []
             for x in vals:
-                x = np.ascontiguousarray(x)
+                x = _contiguous(x)
                 buf = np.empty((k,) + x.shape, x.dtype)
                 with _mpi.internal("stablehlo.all_gather", "allgather", comm):
                     comm.Allgather(x, buf)
@@ -637,10 +680,34 @@ class SdyProgram:
             return [np.ascontiguousarray(np.take(total, range(comm.rank * n, (comm.rank + 1) * n), axis=dim))]
         raise MLIRError(f"{op.location}: unsupported op '{name}'")
 
+    def _hlo_collective_sharded(self, op, vals, env):
+        """A StableHLO collective inside a partially manual body: its replica groups span the manual
+        axes only, so the processes of a group hold the same blocks over the free axes; the
+        collective runs on the blocks, with the dims it gathers, splits or concatenates made whole
+        over the free axes first."""
+        DT = DistributedTensor
+        a = op.attributes
+        dims = {int(a[k]) for k in ("all_gather_dim", "split_dimension", "concat_dimension", "scatter_dimension")
+                if k in a}
+        vals = [v.full() if isinstance(v, _Splat) else v.take() if isinstance(v, (_Deferred, _LazySlice)) else v
+                for v in vals]
+        layouts, blocks = [], []
+        for v in vals:
+            if isinstance(v, DT):
+                s = v.sharding
+                if any(s.dim_axes(d) for d in dims if d < v.ndim):
+                    s = Sharding(s.mesh, [[] if d in dims else list(s.dim_axes(d)) for d in range(v.ndim)])
+                    v = v.reshard(s) if any(s.split_axes) else v.gather()
+            layouts.append(v.sharding if isinstance(v, DT) else None)
+            blocks.append(v.interior if isinstance(v, DT) else np.asarray(v))
+        res = self._hlo_collective(op, blocks, env)
+        return [r if s is None else DT(_contiguous(r), s, rv.type.shape)
+                for r, s, rv in zip(res, layouts, op.results)]
+
     def _allreduce(self, comm, x, kind, op, env):
         from mpi4py import MPI
 
-        x = np.ascontiguousarray(x)
+        x = _contiguous(x)
         if kind is not None and x.dtype != bool:
             mop = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}.get(kind)
             if mop is not None and not (kind in ("max", "min") and x.dtype.kind == "f" and np.isnan(x).any()):
@@ -663,12 +730,17 @@ class SdyProgram:
         DT = DistributedTensor
         name = op.name
         if name in ("sdy.sharding_constraint", "sdy.reshard"):
-            return [self.to_sharding(vals[0], sharding_attr(op, "sharding"), op)]
+            ts = sharding_attr(op, "sharding")
+            if name == "sdy.sharding_constraint" and _unconstrained(ts):
+                return [vals[0]]  # every dim open and unsplit ({?}): the value may stay as it is laid out
+            return [self.to_sharding(vals[0], ts, op)]
         if name in _SDY_COLLECTIVES:
             # in global view every sdy collective keeps the value and changes its layout to out_sharding
             return [self.to_sharding(vals[0], sharding_attr(op, "out_sharding").without_unreduced(), op)]
         if name == "sdy.manual_computation":
             return self._manual(op, vals, env)
+        if name in _HLO_COLLECTIVES and self._ctx:
+            return self._hlo_collective_sharded(op, vals, env)
         if name in _HLO_COLLECTIVES:
             groups = self._groups(op)
             if self.comm.size > 1 and (not groups or any(len(g) > 1 for g in groups)):
@@ -984,28 +1056,60 @@ class SdyProgram:
         return DT(r, out_s, t.shape)
 
     def _manual(self, op, vals, env):
+        """``sdy.manual_computation``: the body runs on values local over the manual axes (with those of
+        the enclosing manual computations) and, where free axes are left, in global view over them on
+        the sub-mesh of this process's coordinates on the manual axes; else per process on its blocks."""
         DT = DistributedTensor
         ins, outs = shardings_attr(op, "in_shardings"), shardings_attr(op, "out_shardings")
-        manual = parse_axis_list(str(op.attributes.get("manual_axes", "{}")), _where(op))
+        inner = parse_axis_list(str(op.attributes.get("manual_axes", "{}")), _where(op))
+        outer_ctx = self._ctx
+        ctx = outer_ctx | frozenset(inner)
+        mesh_name = (ins or outs)[0].mesh if (ins or outs) else next(iter(self.mesh_attrs))
+        sizes = self.mesh_attrs[mesh_name].sizes()
+        local = all(n in ctx or s == 1 for n, s in sizes.items())
         body = op.regions[0].entry
-        local_args = []
+        args = []
         for i, (v, s, a) in enumerate(zip(vals, ins, body.arguments)):
-            v = self.to_sharding(v, s, op, manual_only=manual)
+            v = self.to_sharding(v, s, op)
             blk = v.interior if isinstance(v, DT) else np.asarray(v)
-            if tuple(blk.shape) != tuple(a.type.shape):
+            if not local:
+                self._ctx = ctx
+                try:
+                    sh = self.sharding(s)
+                finally:
+                    self._ctx = outer_ctx
+                if sh is not None:
+                    blk = DT(blk, sh, a.type.shape)
+            if tuple(blk.shape) != tuple(a.type.shape) and not (isinstance(blk, DT) and
+                                                                tuple(blk.global_shape) == tuple(a.type.shape)):
                 raise MLIRError(f"{_where(op)}: operand {i}: the local block has shape {blk.shape}, the body wants "
                                 f"{a.type}")
-            local_args.append(blk)
-        res = self._block(body, local_args, True, dict(env))
+            args.append(blk)
+        self._ctx = ctx
+        try:
+            res = self._block(body, args, local, dict(env))
+            if not local:  # the body's results as its out_shardings say over the free axes, then their blocks
+                res = [self.to_sharding(r, s, op) for r, s in zip(res, outs)]
+                res = [r.interior if isinstance(r, DT) else r for r in res]
+        finally:
+            self._ctx = outer_ctx
         out = []
         for r, s, rv in zip(res, outs, op.results):
-            sh = self.sharding(s, manual_only=manual)
-            r = np.ascontiguousarray(np.asarray(r))
-            if sh is None:
-                out.append(r)
-            else:
-                out.append(DT(r, sh, rv.type.shape))
+            sh = self.sharding(s)
+            r = _contiguous(self.whole(r) if isinstance(r, (_Splat, _Deferred)) else r)
+            out.append(r if sh is None else DT(r, sh, rv.type.shape))
         return out
+
+
+def _unconstrained(ts: TensorSharding) -> bool:
+    """Whether every dim of ``ts`` is open and unsplit (``[{?}, {?}]``): a value may keep its layout."""
+    return all(not d.closed and not d.axes for d in ts.dims)
+
+
+def _contiguous(x):
+    """``x`` as a C-contiguous array of its own rank (``np.ascontiguousarray`` makes a 0-d array 1-d)."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
 
 def run_sdy(module, name, arrays, comm=None, root=None) -> list:

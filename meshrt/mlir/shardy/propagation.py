@@ -3,10 +3,12 @@ to dim: every value of a function gets a `TensorSharding` from the shardings the
 
 Seeds (they win): argument and result ``sdy.sharding``, an op's ``sdy.sharding``, the results of
 ``sharding_constraint``/``reshard``/the sdy collectives, ``data_flow_edge`` shardings, the
-operands and results of ``manual_computation``.  Seeds are taken in priority order (``p0``
+operands and results of ``manual_computation`` (and, without its manual axes, its body's arguments
+and results: propagation goes on inside the body over the free axes).  Seeds are taken in priority order (``p0``
 first; a sharding's priority is its lowest dim priority, none: after all prioritized ones); each
 round propagates forward and backward until nothing changes, through elementwise ops (``sdy``
-pass-throughs included), ``transpose``, ``broadcast_in_dim``, one-operand ``reduce``,
+pass-throughs included), ``transpose``, ``broadcast_in_dim``, one-operand ``reduce``, into and out of
+``while`` (a loop-carried value has one sharding) and ``case``/``if`` regions,
 ``convert`` and ``dot_general`` (batch and free dims; contracting dims map to none).  A value sharded in an earlier round keeps it, except that an open dim (``{"x", ?}``
 or a propagated one) may take more axes from a neighbour; a closed dim never changes.
 ``sharding_group`` members all get the sharding of the first member to have one, and no sharding
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 from ..interpreters import stablehlo as H
 from ..dialects.sdy import _arg_sharding, meshes, sharding_attr, shardings_attr
-from ..dialects.sdy_attrs import DimSharding, TensorSharding, direction_name
+from ..dialects.sdy_attrs import DimSharding, TensorSharding, direction_name, parse_axis_list
 from ..ir import TensorType
 
 __all__ = ["propagate", "Shardings", "reshape_axes"]
@@ -214,13 +216,22 @@ def _block_ops(block, module=None, ctx=(), stack=()):
     followed)."""
     for op in block.operations:
         yield ctx, op
-        if op.name in ("sdy.named_computation",):
+        if op.name in ("sdy.named_computation", "sdy.manual_computation", "stablehlo.while", "stablehlo.case",
+                       "stablehlo.if"):
             for r in op.regions:
                 yield from _block_ops(r.entry, module, ctx, stack)
         elif op.name == "func.call" and module is not None:
             callee = _callee(module, op)
             if callee is not None and callee not in stack:
                 yield from _block_ops(callee.regions[0].entry, module, ctx + (op,), stack + (callee,))
+
+
+def _free_part(ts: TensorSharding, manual) -> TensorSharding:
+    """``ts`` without the ``manual`` axes: how a manual computation's body sees an in/out sharding
+    (its values are local over the manual axes, sharded over the free ones)."""
+    dims = tuple(DimSharding(tuple(a for a in d.axes if a.name not in manual), d.closed, d.priority) for d in ts.dims)
+    return TensorSharding(ts.mesh, dims, tuple(a for a in ts.replicated if getattr(a, "name", a) not in manual),
+                          tuple(a for a in ts.unreduced if getattr(a, "name", a) not in manual))
 
 
 def _callee(module, op):
@@ -287,6 +298,14 @@ def propagate(module, name) -> Shardings:
                 seed(v, ts, ctx)
             for v, ts in zip(op.results, shardings_attr(op, "out_shardings")):
                 seed(v, ts, ctx)
+            # the body's arguments and results: the same shardings over the free axes, whence propagation
+            # goes on inside the body (a partially manual body runs in global view over those axes)
+            manual = set(parse_axis_list(str(op.attributes.get("manual_axes", "{}")), ""))
+            body = op.regions[0].entry
+            for a, ts in zip(body.arguments, shardings_attr(op, "in_shardings")):
+                seed(a, _free_part(ts, manual), ctx)
+            for v, ts in zip(body.operations[-1].operands, shardings_attr(op, "out_shardings")):
+                seed(v, _free_part(ts, manual).without_unreduced(), ctx)
         elif op.name == "sdy.sharding_group":
             groups.setdefault(op.attributes.get("group_id"), []).append((ctx, op.operands[0]))
         elif op.name == "func.call" and (ctx + (op,)) in by_ctx:
@@ -302,6 +321,22 @@ def propagate(module, name) -> Shardings:
             for v, r_ in zip(body.operations[-1].operands, op.results):
                 r = tuple(range(r_.type.rank)) if isinstance(r_.type, TensorType) else ()
                 edges += [((inner, v), (ctx, r_), r), ((ctx, r_), (inner, v), r)]
+        elif op.name == "stablehlo.while":
+            # a loop-carried value has one sharding: operand, cond and body arguments, body result, result
+            cond, body = (r.entry for r in op.regions)
+            for i, (v, r_) in enumerate(zip(op.operands, op.results)):
+                if not isinstance(v.type, TensorType):
+                    continue
+                r = tuple(range(v.type.rank))
+                chain = [v, cond.arguments[i], body.arguments[i], body.operations[-1].operands[i], r_]
+                for a, b in zip(chain, chain[1:]):
+                    edges += [((ctx, a), (ctx, b), r), ((ctx, b), (ctx, a), r)]
+                edges += [((ctx, body.arguments[i]), (ctx, v), r)]
+        elif op.name in ("stablehlo.case", "stablehlo.if"):
+            for region in op.regions:  # each branch's results are the op's results
+                for v, r_ in zip(region.entry.operations[-1].operands, op.results):
+                    r = tuple(range(r_.type.rank)) if isinstance(r_.type, TensorType) else ()
+                    edges += [((ctx, v), (ctx, r_), r), ((ctx, r_), (ctx, v), r)]
         elif op.name == "sdy.named_computation":
             body = op.regions[0].entry
             for v, a in zip(op.operands, body.arguments):
