@@ -19,6 +19,7 @@ MODULES = [
     "meshrt.tensor.distributed_tensor", "meshrt.tensor.numpy_reductions", "meshrt.tensor.elementwise",
     "meshrt.tensor.matmul", "meshrt.tensor.fastpath", "meshrt.tensor.advanced_index", "meshrt.tensor.numpy_stats",
     "meshrt.tensor.numpy_misc",
+    "meshrt.tensor.fft_plan", "meshrt.tensor.fft", "meshrt.fft",
     "meshrt.stencil", "meshrt.stencil.apply", "meshrt.io", "meshrt.io.npy", "meshrt.io.vtk", "meshrt.io.series",
     "meshrt.io.dataset",
     "meshrt.mlir._sdy_attrs", "meshrt.mlir.stablehlo", "meshrt.mlir.sdy_propagate", "meshrt.mlir.sdy", "meshrt.mlir.sdy_cli",

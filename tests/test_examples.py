@@ -28,6 +28,9 @@ RUNS = [
      ["acoustic2d: serial check of P, Vx, Vy: bit-for-bit identical"]),
     ("show_sharding.py", [], ["rank 0: coords", "show_sharding: every sharding gathers back"]),
     ("mlp.py", ["--batch", "5", "--d-model", "13", "--d-ff", "21"], ["matches serial numpy: True"]),
+    ("poisson_fft.py", ["--n", "20"], ["poisson_fft: manufactured-solution check:", "OK", "f's layout: True"]),
+    ("poisson_fft.py", ["--n", "17", "--mesh", "1d"], ["poisson_fft: manufactured-solution check:", "OK"]),
+    ("navier_stokes2d.py", ["--n", "24", "--steps", "8"], ["navier_stokes2d: serial check:", "(<= 1e-12) OK"]),
 ]
 
 

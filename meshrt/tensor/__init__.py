@@ -21,6 +21,7 @@ from .dispatch import ABOVE as _ABOVE, implements
 from .distributed_tensor import DistributedTensor
 # registering np.where, np.var, np.roll, ... for DistributedTensor happens at their import
 from . import advanced_index as _advidx, fastpath as _fast, mixed as _mixed, numpy_functions, numpy_reductions, numpy_shifts, numpy_stats, numpy_misc  # noqa: F401
+from . import fft as _fft  # noqa: F401  (np.fft.* on DistributedTensor)
 from .elementwise import explain_op
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
 

@@ -27,6 +27,10 @@ ABOVE = SimpleNamespace(npreduce=None, mixed=None, io=None, formats=None, lazy=N
 # numpy function -> its handler, called with the function's own arguments (see `implements`).
 _HANDLED_FUNCTIONS = {}
 
+# numpy function -> what `explain_op(func, *args)` prints for a function that is not elementwise (np.fft.*),
+# filled by the module that implements it
+EXPLAINERS = {}
+
 
 def implements(*numpy_functions):
     """Register the decorated function as the DistributedTensor version of ``numpy_functions``.

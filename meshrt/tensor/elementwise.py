@@ -254,7 +254,7 @@ def array_fingerprint(a: np.ndarray) -> str:
     return f"{data.dtype}{data.shape}:{hashlib.sha1(data.view(np.uint8).reshape(-1)).hexdigest()}"
 
 
-def explain_op(ufunc, *operands, out=None) -> ElementwisePlan:
+def explain_op(ufunc, *operands, out=None, **kwargs) -> ElementwisePlan:
     """What ``ufunc(*operands, out=out)`` moves between processes, as a printable plan.
 
     The elementwise sharding rule of the module docstring, applied to real
@@ -271,6 +271,9 @@ def explain_op(ufunc, *operands, out=None) -> ElementwisePlan:
         The operands as they would be passed to ``ufunc``.
     out : DistributedTensor or tuple of DistributedTensor, optional
         The target of an in-place op; the result keeps its sharding.
+    **kwargs
+        A non-elementwise function's own keywords (``explain_op(np.fft.fftn,
+        t, axes=(0, 1))`` prints the FFT's stages, see `meshrt.fft`).
 
     Returns
     -------
@@ -307,6 +310,12 @@ def explain_op(ufunc, *operands, out=None) -> ElementwisePlan:
 
     if isinstance(ufunc, DistributedTensor) and ABOVE.lazy is not None:  # explain_op(expr[, target, key])
         return ABOVE.lazy.explain_fused(ufunc, *operands)
+    from .dispatch import EXPLAINERS
+
+    if ufunc in EXPLAINERS:  # explain_op(np.fft.fftn, t, axes=...): the function's own plan
+        return EXPLAINERS[ufunc](*operands, **({} if out is None else {"out": out}), **kwargs)
+    if kwargs:
+        raise TypeError(f"explain_op: unexpected keyword argument(s) {sorted(kwargs)} for np.{ufunc.__name__}")
     ops = [describe_operand(x, DistributedTensor) for x in operands]
     target = out[0] if isinstance(out, tuple) else out
     return plan_elementwise(ops, None if target is None else target.sharding, f"np.{ufunc.__name__}",
