@@ -66,8 +66,6 @@ def __array_namespace_info__():
     return _Info()
 
 
-_names = [n for n in dir() if not n.startswith("_") or n in ("__array_namespace_info__",)]
-__all__ = sorted(set(_names) - {"annotations", "GATHERS"}) + ["__array_api_version__"]
 
 
 class NamespacePlan:
@@ -154,3 +152,10 @@ def _register_explainers():
 
 
 _register_explainers()
+
+from ._funcs import __all__ as _core
+
+__all__ = sorted(set(_core) | set(_ELEMENTWISE) | {
+    "e", "inf", "nan", "pi", "newaxis", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "float32", "float64", "complex64", "complex128", "linalg", "fft", "__array_namespace_info__",
+    "default_device", "set_default_device", "explain", "NamespacePlan"}) + ["__array_api_version__"]

@@ -749,3 +749,8 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     _need_array("diff", x)
     kw = {k: v for k, v in (("prepend", prepend), ("append", append)) if v is not None}
     return _gathered("diff", lambda a, **k: np.diff(a, n=n, axis=axis, **k), (x,), kw, "")
+
+
+__all__ = sorted(n for n, f in list(globals().items())
+                 if callable(f) and not n.startswith("_") and getattr(f, "__module__", None) == __name__
+                 and not isinstance(f, type) and n not in ("T",))
