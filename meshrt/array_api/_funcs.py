@@ -102,13 +102,32 @@ _UNARY = ("abs acos acosh asin asinh atan atanh bitwise_invert ceil conj cos cos
           "isinf isnan log log1p log2 log10 logical_not negative positive real reciprocal sign signbit sin sinh "
           "square sqrt tan tanh trunc").split()
 _BINARY = ("add atan2 bitwise_and bitwise_left_shift bitwise_or bitwise_right_shift bitwise_xor copysign divide "
-           "equal floor_divide greater greater_equal hypot less less_equal logaddexp logical_and logical_or "
+           "equal greater greater_equal hypot less less_equal logaddexp logical_and logical_or "
            "logical_xor maximum minimum multiply nextafter not_equal pow remainder subtract").split()
 ELEMENTWISE = {}
 for _n in _UNARY:
     ELEMENTWISE[_n] = _elementwise(_n, getattr(np, _n), 1)
 for _n in _BINARY:
     ELEMENTWISE[_n] = _elementwise(_n, getattr(np, _n), 2)
+
+
+def _floor_divide(x1, x2):
+    # numpy's floor_divide gives nan for inf // finite and -1 for finite // inf of the other sign; the standard
+    # asks for +-inf and -0 there
+    q = np.floor_divide(x1, x2)
+    if q.dtype.kind != "f":
+        return q
+    q = np.where(np.isinf(x1) & np.isfinite(x2) & (x2 != 0), np.divide(x1, x2), q)
+    other = np.isfinite(x1) & (x1 != 0) & np.isinf(x2) & (np.signbit(x1) != np.signbit(x2))
+    return np.where(other, np.asarray(-0.0, dtype=q.dtype), q)
+
+
+_floor_divide.__name__ = "floor_divide"
+
+
+def floor_divide(x1, x2, /):
+    """The standard's ``floor_divide`` (``np.floor_divide`` with the standard's results for infinities)."""
+    return _elementwise_call("floor_divide", _floor_divide, (x1, x2))
 
 
 def round(x, /):  # noqa: A001

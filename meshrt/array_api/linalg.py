@@ -131,13 +131,13 @@ def cholesky(x, /, *, upper=False):
 def pinv(x, /, *, rtol=None):
     """Pseudo-inverse, computed where replicated (a split operand is gathered first)."""
     _need_array("pinv", x)
-    return _gathered("linalg.pinv", lambda a: np.linalg.pinv(a, rtol=rtol), (x,), {}, _SQUARE)
+    return _gathered("linalg.pinv", lambda a, r: np.linalg.pinv(a, rtol=r), (x, rtol), {}, _SQUARE)
 
 
 def matrix_rank(x, /, *, rtol=None):
     """Rank, computed where replicated (a split operand is gathered first)."""
     _need_array("matrix_rank", x)
-    return _gathered("linalg.matrix_rank", lambda a: np.asarray(np.linalg.matrix_rank(a, rtol=rtol)), (x,), {},
+    return _gathered("linalg.matrix_rank", lambda a, r: np.asarray(np.linalg.matrix_rank(a, rtol=r)), (x, rtol), {},
                      _SQUARE)
 det = _small("det", np.linalg.det, "Determinant.")
 eigh = _small("eigh", np.linalg.eigh, "Eigenvalues and eigenvectors of a symmetric/Hermitian matrix.")
