@@ -661,28 +661,44 @@ def sort(x, /, *, axis=-1, descending=False, stable=True):
     return _gathered("sort", run, (x,), {}, "a sort along a split axis")
 
 
+def _sorted_unique(a, **kw):
+    # sorted, like np.unique (numpy's unique_values may return hash order; scikit-learn expects sorted classes);
+    # NaNs kept distinct, as the standard asks
+    r = np.unique(a, equal_nan=False, **kw)
+    return r
+
+
 def unique_values(x, /):
-    """The distinct values (sorted)."""
+    """The distinct values, sorted."""
     _need_array("unique_values", x)
-    return _gathered("unique_values", np.unique_values, (x,), {}, "a data-dependent shape")
+    return _gathered("unique_values", lambda a: _sorted_unique(a.ravel()), (x,), {}, "a data-dependent shape")
 
 
 def unique_counts(x, /):
     """The distinct values and their counts."""
     _need_array("unique_counts", x)
-    return _gathered("unique_counts", np.unique_counts, (x,), {}, "a data-dependent shape")
+    def run(a):
+        v, c = _sorted_unique(a.ravel(), return_counts=True)
+        return np.lib._arraysetops_impl.UniqueCountsResult(v, c)
+    return _gathered("unique_counts", run, (x,), {}, "a data-dependent shape")
 
 
 def unique_inverse(x, /):
     """The distinct values and each element's index into them."""
     _need_array("unique_inverse", x)
-    return _gathered("unique_inverse", np.unique_inverse, (x,), {}, "a data-dependent shape")
+    def run(a):
+        v, inv = _sorted_unique(a.ravel(), return_inverse=True)
+        return np.lib._arraysetops_impl.UniqueInverseResult(v, inv.reshape(a.shape))
+    return _gathered("unique_inverse", run, (x,), {}, "a data-dependent shape")
 
 
 def unique_all(x, /):
     """The distinct values, first indices, inverse indices and counts."""
     _need_array("unique_all", x)
-    return _gathered("unique_all", np.unique_all, (x,), {}, "a data-dependent shape")
+    def run(a):
+        v, i, inv, c = _sorted_unique(a.ravel(), return_index=True, return_inverse=True, return_counts=True)
+        return np.lib._arraysetops_impl.UniqueAllResult(v, i, inv.reshape(a.shape), c)
+    return _gathered("unique_all", run, (x,), {}, "a data-dependent shape")
 
 
 # -- statistics and utilities --------------------------------------------------------------------------------

@@ -117,6 +117,7 @@ def test_scans_sorts_and_sets_against_numpy():
     np.testing.assert_allclose(xp.cumulative_prod(xp.asarray(b), axis=0).gather(), np.cumprod(b, axis=0))
     np.testing.assert_array_equal(xp.sort(x, descending=True).gather(), np.sort(a)[::-1])
     np.testing.assert_array_equal(xp.argsort(x).gather(), np.argsort(a, kind="stable"))
+    np.testing.assert_array_equal(xp.unique_values(xp.asarray(a[::-1].copy())).gather(), np.unique(a))  # sorted
     u = xp.unique_counts(x)
     ref = np.unique_counts(a)
     np.testing.assert_array_equal(u.values.gather(), ref.values)
