@@ -98,7 +98,7 @@ def _elementwise(name, ufunc, nin):
     return f
 
 
-_UNARY = ("abs acos acosh asin asinh atan atanh bitwise_invert ceil conj cos cosh exp expm1 floor imag isfinite "
+_UNARY = ("abs acos acosh asin asinh atan atanh bitwise_invert ceil conj cos cosh exp floor imag isfinite "
           "isinf isnan log log1p log2 log10 logical_not negative positive real reciprocal sign signbit sin sinh "
           "square sqrt tan tanh trunc").split()
 _BINARY = ("add atan2 bitwise_and bitwise_left_shift bitwise_or bitwise_right_shift bitwise_xor copysign divide "
@@ -128,6 +128,27 @@ _floor_divide.__name__ = "floor_divide"
 def floor_divide(x1, x2, /):
     """The standard's ``floor_divide`` (``np.floor_divide`` with the standard's results for infinities)."""
     return _elementwise_call("floor_divide", _floor_divide, (x1, x2))
+
+
+def _expm1(x):
+    # numpy's complex expm1 misses the standard's infinities and NaNs; real inputs are numpy's own
+    r = np.expm1(x)
+    if r.dtype.kind != "c":
+        return r
+    re, im = np.real(x), np.imag(x)
+    bad_im = np.isinf(im) | np.isnan(im)
+    r = np.where((re == np.inf) & (im == 0), x, r)
+    r = np.where((re == -np.inf) & bad_im, -1 + 0j, r)
+    r = np.where((re == np.inf) & bad_im, complex(np.inf, np.nan), r)
+    return np.where(np.isnan(re) & (im == 0), x, r)
+
+
+_expm1.__name__ = "expm1"
+
+
+def expm1(x, /):
+    """The standard's ``expm1`` (``np.expm1``; complex infinities and NaNs as the standard gives them)."""
+    return _elementwise_call("expm1", _expm1, (x,))
 
 
 def round(x, /):  # noqa: A001
