@@ -41,38 +41,33 @@ def _row_split(x) -> bool:
             and x.shape[0] >= x.shape[1] and x.shape[1] > 0 and x.dtype.kind in "fc")
 
 
+def _tsqr_factors(x):
+    """(q1, small, r): this process's ``Q`` block is ``q1 @ small`` (``small`` is ``k x n``), ``r`` the
+    replicated ``n x n`` factor with a non-negative diagonal (LAPACK's usual sign)."""
+    comm = x.mesh.group(x.sharding.dim_axes(0))
+    n = x.shape[1]
+    q1, r1 = np.linalg.qr(x.interior, mode="reduced")
+    sizes = comm.allgather(r1.shape[0])
+    stacked = np.empty((sum(sizes), n), dtype=r1.dtype)
+    comm.Allgatherv(np.ascontiguousarray(r1), [stacked, [k * n for k in sizes]])
+    q2, r = np.linalg.qr(stacked, mode="reduced")
+    start = sum(sizes[:comm.Get_rank()])
+    d = np.sign(np.diagonal(r).real).astype(r.dtype)
+    d[d == 0] = 1
+    small = q2[start:start + r1.shape[0]] * d[None, :]
+    return q1, small, d[:, None] * r
+
+
 def tsqr(x):
     """Q (row-split like ``x``, reduced) and R (``n x n``, replicated) of a row-split tall matrix.
 
     Each process: ``q_i, r_i = qr(block)``; the ``r_i`` (``k_i x n``, ``k_i = min(rows_i, n)``) are
     allgathered in block order and factored once more, identically everywhere: ``[r_i] = Q2 R``; the local
-    ``Q`` is ``q_i @ Q2_i``.
+    ``Q`` is ``q_i @ Q2_i`` (one block-sized product: the rows never move).
     """
-    from .. import collectives  # noqa: F401  (the mesh's group communicator below)
-
-    s = x.sharding
-    comm = x.mesh.group(s.dim_axes(0))
-    n = x.shape[1]
-    block = x.interior
-    q1, r1 = np.linalg.qr(block, mode="reduced")
-    sizes = comm.allgather(r1.shape[0])
-    stacked = np.empty((sum(sizes), n), dtype=r1.dtype)
-    counts = [k * n for k in sizes]
-    from mpi4py import MPI  # noqa: F401
-
-    comm.Allgatherv(np.ascontiguousarray(r1), [stacked, counts])
-    q2, r = np.linalg.qr(stacked, mode="reduced")
-    me = comm.Get_rank()
-    start = sum(sizes[:me])
-    q = np.ascontiguousarray(q1 @ q2[start:start + sizes[me]])
-    # sign convention: R with a non-negative diagonal (as LAPACK gives for most inputs), Q adjusted alike
-    d = np.sign(np.diagonal(r).real).astype(r.dtype)
-    d[d == 0] = 1
-    r = d[:, None] * r
-    q = q * d[None, :]
-    Q = DistributedTensor.from_local(q, s, x.shape) if q.shape == s.local_shape(x.shape) else None
-    R = from_numpy(r, replicated(2, x.mesh))
-    return Q, R
+    q1, small, r = _tsqr_factors(x)
+    q = np.ascontiguousarray(q1 @ small)
+    return (DistributedTensor.from_local(q, x.sharding, x.shape), from_numpy(r, replicated(2, x.mesh)))
 
 
 def qr(x, /, *, mode="reduced"):
@@ -91,9 +86,9 @@ def svd(x, /, *, full_matrices=True):
     TSQR, then the small ``R``'s SVD, ``U = Q @ U_R`` (row-split like ``x``)."""
     _need_array("svd", x)
     if not full_matrices and _row_split(x):
-        q, r = tsqr(x)
-        ur, s, vh = np.linalg.svd(r.interior, full_matrices=False)
-        u = DistributedTensor.from_local(np.ascontiguousarray(q.interior @ ur), q.sharding, x.shape)
+        q1, small, r = _tsqr_factors(x)
+        ur, s, vh = np.linalg.svd(r, full_matrices=False)
+        u = DistributedTensor.from_local(np.ascontiguousarray(q1 @ (small @ ur)), x.sharding, x.shape)
         m = x.mesh
         return SVDResult(u, from_numpy(s, replicated(1, m)), from_numpy(vh, replicated(2, m)))
     return _gathered("linalg.svd", lambda a: np.linalg.svd(a, full_matrices=full_matrices), (x,), {},
@@ -104,8 +99,8 @@ def svdvals(x, /):
     """Singular values (TSQR first for a row-split tall matrix)."""
     _need_array("svdvals", x)
     if _row_split(x):
-        _, r = tsqr(x)
-        return from_numpy(np.linalg.svd(r.interior, compute_uv=False), replicated(1, x.mesh))
+        r = _tsqr_factors(x)[2]
+        return from_numpy(np.linalg.svd(r, compute_uv=False), replicated(1, x.mesh))
     return _gathered("linalg.svdvals", np.linalg.svdvals, (x,), {}, "not a tall matrix split on rows only")
 
 
