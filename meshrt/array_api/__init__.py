@@ -17,9 +17,12 @@ keeps each process's block. Every call is SPMD: all processes make it, with equa
 from __future__ import annotations
 
 import builtins as _builtins
+import sys as _sys
 
 import numpy as _np
 
+from ..tensor.dispatch import ABOVE as _ABOVE
+from . import _device  # noqa: F401  (to_device reads its rules through ABOVE)
 from ._device import GATHERS, default_device, set_default_device
 from ._funcs import *  # noqa: F401,F403
 from ._funcs import ELEMENTWISE as _ELEMENTWISE
@@ -152,6 +155,7 @@ def _register_explainers():
 
 
 _register_explainers()
+_ABOVE.array_api = _sys.modules[__name__]  # DistributedTensor.__array_namespace__ returns this module
 
 from ._funcs import __all__ as _core
 

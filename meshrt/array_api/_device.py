@@ -7,7 +7,7 @@ every process, kept as a tensor: each process keeps its own block of it, no comm
 >>> from meshrt import Mesh
 >>> s = sharding_for(2, Mesh((-1,)))
 >>> s.split_axes
-((0,), ())
+((0,),)
 """
 
 from __future__ import annotations

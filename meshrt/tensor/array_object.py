@@ -21,9 +21,9 @@ class _ArrayAPIObject:
         """The array API namespace of this tensor, `meshrt.array_api`."""
         if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"api_version: {api_version!r} is not supported (2021.12 to 2024.12 are)")
-        from .. import array_api
+        from .dispatch import ABOVE
 
-        return array_api
+        return ABOVE.array_api
 
     @property
     def device(self):
@@ -34,9 +34,9 @@ class _ArrayAPIObject:
         """This tensor on ``device``: a `Mesh` (dim 0 split over all its axes) or a `Sharding`; a reshard."""
         if stream is not None:
             raise ValueError("stream: meshrt has no streams; pass None")
-        from ..array_api._device import sharding_for
+        from .dispatch import ABOVE
 
-        s = sharding_for(self.ndim, device)
+        s = ABOVE.array_api._device.sharding_for(self.ndim, device)
         return self if s == self.sharding else self.reshard(s)
 
     @property
