@@ -27,7 +27,7 @@ class _ArrayAPIObject:
 
     @property
     def device(self):
-        """Where the tensor lives, in the standard's sense: its `Mesh`."""
+        """The tensor's `Mesh`, which is the array API standard's device of the tensor."""
         return self.sharding.mesh
 
     def to_device(self, device, /, *, stream=None):
