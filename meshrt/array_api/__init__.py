@@ -97,7 +97,8 @@ _HOW = {
     "sort": (True, "a global sort along a split axis: no distributed sample sort yet"),
     "argsort": (True, "a global sort along a split axis: no distributed sample sort yet"),
     "searchsorted": (True, "the sorted array is read whole"),
-    "unique_values": (True, "a data-dependent shape"), "unique_counts": (True, "a data-dependent shape"),
+    "unique_values": (False, "each process's distinct values allgathered and merged; the data stay"),
+    "unique_counts": (False, "each process's distinct values and counts allgathered and merged; the data stay"),
     "unique_inverse": (True, "a data-dependent shape"), "unique_all": (True, "a data-dependent shape"),
     "nonzero": (True, "a data-dependent shape"), "repeat": (True, "a data-dependent length per element"),
     "take": (True, "index arrays"), "take_along_axis": (True, "index arrays"), "meshgrid": (True, "global 1-D"),
@@ -136,8 +137,8 @@ def explain(func, *operands, **kwargs):
                                               "and factored again; rows never move")
         return NamespacePlan(name, (len(split) > 0), "not a tall matrix split on rows only, or full/complete "
                                                 "factors asked: gathered")
-    if name in ("cumulative_sum", "cumulative_prod") and kwargs.get("include_initial"):
-        return NamespacePlan(name, (len(split) > 0), "include_initial is computed on the global array")
+    if name in ("cumulative_sum", "cumulative_prod"):
+        return NamespacePlan(name, False, "a scan: local scans, an exclusive scan of the block totals")
     gathers, how = _HOW.get(name, (False, "meshrt's distributed form of numpy's function on the tensors "
                                           "(collectives planned per op; see explain_op(np.<ufunc>, ...))"))
     return NamespacePlan(name, gathers and (len(split) > 0), how if split or not gathers else

@@ -689,15 +689,39 @@ def _sorted_unique(a, **kw):
     return r
 
 
+def _split_group(x):
+    """The communicator of the processes holding distinct blocks of ``x`` (None: not a plain split tensor)."""
+    s = x.sharding
+    if s.is_partial or s.halo_sizes or not builtins.any(s.split_axes):
+        return None
+    return x.mesh.group(tuple(sorted(a for axes in s.split_axes for a in axes)))
+
+
+def _distinct(x):
+    """(values, counts) of a split tensor: each process's distinct values and counts, allgathered (only the
+    distinct values move, not the data), merged identically everywhere."""
+    v, c = _sorted_unique(np.ascontiguousarray(x.interior).ravel(), return_counts=True)
+    parts = _split_group(x).allgather((v, c))
+    vals = np.concatenate([p[0] for p in parts]).astype(x.dtype, copy=False)
+    counts = np.concatenate([p[1] for p in parts])
+    u, inv = _sorted_unique(vals, return_inverse=True)
+    return u, np.bincount(inv, weights=counts, minlength=u.size).astype(np.int64)
+
+
 def unique_values(x, /):
-    """The distinct values, sorted."""
+    """The distinct values, sorted; of a split tensor, from each process's distinct values (no gather)."""
     _need_array("unique_values", x)
+    if _split_group(x) is not None:
+        return wrap(_distinct(x)[0], x.mesh)
     return _gathered("unique_values", lambda a: _sorted_unique(a.ravel()), (x,), {}, "a data-dependent shape")
 
 
 def unique_counts(x, /):
-    """The distinct values and their counts."""
+    """The distinct values and their counts; of a split tensor, merged from each process's (no gather)."""
     _need_array("unique_counts", x)
+    if _split_group(x) is not None:
+        return wrap(np.lib._arraysetops_impl.UniqueCountsResult(*_distinct(x)), x.mesh)
+
     def run(a):
         v, c = _sorted_unique(a.ravel(), return_counts=True)
         return np.lib._arraysetops_impl.UniqueCountsResult(v, c)
@@ -788,9 +812,16 @@ def _cumulative(name, npcum, npfn):
         if not -x.ndim <= axis < x.ndim:
             raise ValueError(f"{name}: axis {axis} out of range for {x.ndim} dims")
         kwargs = dict(axis=axis, dtype=dtype, include_initial=include_initial)
-        if include_initial or x.size == 0 or x.dtype == np.bool_:
-            return _gathered(name, lambda a: npfn(a, **kwargs), (x,), {}, "include_initial")
-        return _call(name, lambda a: npcum(a, axis=axis, dtype=dtype), (x,))
+        if x.size == 0 or x.dtype == np.bool_:
+            return _gathered(name, lambda a: npfn(a, **kwargs), (x,), {}, "")
+        r = _call(name, lambda a: npcum(a, axis=axis, dtype=dtype), (x,))
+        if not include_initial:
+            return r
+        shape = list(x.shape)
+        shape[axis] = 1
+        first = full(tuple(shape), 0 if name == "cumulative_sum" else 1, dtype=r.dtype,
+                     device=r.sharding if not r.sharding.is_partial else r.mesh)
+        return concat([first, r], axis=axis)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"The standard's ``{name}``: a scan along ``axis`` (split axes: local scans plus an exscan)."
     return f

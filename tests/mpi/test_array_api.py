@@ -118,7 +118,9 @@ def test_scans_sorts_and_sets_against_numpy():
     np.testing.assert_array_equal(xp.sort(x, descending=True).gather(), np.sort(a)[::-1])
     np.testing.assert_array_equal(xp.argsort(x).gather(), np.argsort(a, kind="stable"))
     np.testing.assert_array_equal(xp.unique_values(xp.asarray(a[::-1].copy())).gather(), np.unique(a))  # sorted
+    GATHERS.clear()
     u = xp.unique_counts(x)
+    assert "unique_counts" not in GATHERS  # only each process's distinct values move
     ref = np.unique_counts(a)
     np.testing.assert_array_equal(u.values.gather(), ref.values)
     np.testing.assert_array_equal(u.counts.gather(), ref.counts)
@@ -129,6 +131,8 @@ def test_scans_sorts_and_sets_against_numpy():
     y = xp.asarray(a.astype(np.float64))
     y[y > 2] = 0.0
     np.testing.assert_array_equal(y.gather(), np.where(a > 2, 0.0, a))
+    f = np.array([1.0, np.nan, 2.0, np.nan, 1.0, 3.0, 2.0])
+    np.testing.assert_array_equal(xp.unique_values(xp.asarray(f)).gather(), np.unique(f, equal_nan=False))
     if comm.size > 1:
         assert "sort" in GATHERS and meshrt.explain_op(xp.sort, x).gathers
 
