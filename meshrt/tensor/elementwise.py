@@ -273,7 +273,7 @@ def explain_op(ufunc, *operands, out=None, **kwargs) -> ElementwisePlan:
         The target of an in-place op; the result keeps its sharding.
     **kwargs
         A non-elementwise function's own keywords (``explain_op(np.fft.fftn,
-        t, axes=(0, 1))`` prints the FFT's stages, see `meshrt.fft`).
+        t, axes=(0, 1))`` prints the FFT's stages, see ``meshrt.fft``).
 
     Returns
     -------

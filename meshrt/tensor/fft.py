@@ -34,10 +34,9 @@ from .dispatch import implements
 from .distributed_tensor import DistributedTensor
 from .fft_plan import C2C, C2R, HFFT, IHFFT, R2C, FFTPlan, plan_fft
 
-try:  # scipy.fft: the same pocketfft as numpy, plus workers= and in-place transforms of our own buffers
-    import scipy.fft as _scipy_fft
-except ImportError:  # pragma: no cover - scipy is optional
-    _scipy_fft = None
+# scipy.fft: the same pocketfft as numpy, plus workers= and in-place transforms of our own buffers.  Imported
+# at the first transform (`_library`), not with meshrt: importing scipy.fft takes about a second.
+_scipy_fft = False  # not looked for yet; None: absent
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
            "hfft", "ihfft", "fftshift", "ifftshift", "fftfreq", "rfftfreq", "explain_fft", "plan_for", "workers"]
@@ -48,7 +47,11 @@ _INVREAL = ("irfft", "irfft2", "irfftn", "hfft")
 
 def workers() -> int:
     """The threads one process's local transforms use: ``MESHRT_FFT_WORKERS``, else this process's
-    share of the node's cores (as for BLAS, `meshrt.runtime.threads`), else every core it may use."""
+    share of the node's cores (as for BLAS, ``meshrt.runtime.threads``), else every core it may use.
+
+    >>> workers() >= 1
+    True
+    """
     from ..runtime import threads
 
     given = os.environ.get("MESHRT_FFT_WORKERS")
@@ -94,11 +97,9 @@ def _check(name, t, n_or_s, axis_or_axes, norm, out):
     nd = name in _ND
     small = None if n_or_s is None else (tuple(_small(v) for v in n_or_s) if nd and np.iterable(n_or_s)
                                          else n_or_s if nd else _small(n_or_s))
-    with warnings.catch_warnings():
-        if nd and n_or_s is not None and axis_or_axes is None:  # numpy 2's deprecation: warn once, as numpy does
-            warnings.simplefilter("always", DeprecationWarning)
-        res = func(proxy, small, axis_or_axes, norm) if axis_or_axes is not None or not nd else \
-            func(proxy, small, norm=norm)
+    # numpy's own warnings (s without axes is deprecated in numpy 2) come from this call, under the caller's filters
+    res = func(proxy, small, axis_or_axes, norm) if axis_or_axes is not None or not nd else \
+        func(proxy, small, norm=norm)
     if nd:
         from numpy.fft._pocketfft import _cook_nd_args
 
@@ -151,8 +152,20 @@ def plan_for(name, t, s=None, axes=None, result_dtype=None) -> FFTPlan:
                     None if axes is None else tuple(axes), None if result_dtype is None else np.dtype(result_dtype))
 
 
+def _library():
+    global _scipy_fft
+    if _scipy_fft is False:
+        try:
+            import scipy.fft as lib
+        except ImportError:  # pragma: no cover - scipy is optional
+            lib = None
+        _scipy_fft = lib
+    return _scipy_fft
+
+
 def _local(passes, x, norm, nworkers, own):
     """Run ``passes`` (all on local axes) on the block ``x``; ``own``: x is ours to overwrite."""
+    lib = _library()
     i = 0
     while i < len(passes):
         p = passes[i]
@@ -165,15 +178,15 @@ def _local(passes, x, norm, nworkers, own):
             group = passes[i:j]
             axes, s = [q.axis for q in group], [q.n for q in group]
             fname = "ifftn" if p.inverse else "fftn"
-            if _scipy_fft is not None:
-                x = getattr(_scipy_fft, fname)(x, s=s, axes=axes, norm=norm, overwrite_x=own, workers=nworkers)
+            if lib is not None:
+                x = getattr(lib, fname)(x, s=s, axes=axes, norm=norm, overwrite_x=own, workers=nworkers)
             else:
                 x = getattr(np.fft, fname)(x, s=s, axes=axes, norm=norm)
             i = j
         else:
             fname = {R2C: "rfft", C2R: "irfft", HFFT: "hfft", IHFFT: "ihfft"}[p.kind]
-            if _scipy_fft is not None:
-                x = getattr(_scipy_fft, fname)(x, n=p.n, axis=p.axis, norm=norm, overwrite_x=own, workers=nworkers)
+            if lib is not None:
+                x = getattr(lib, fname)(x, n=p.n, axis=p.axis, norm=norm, overwrite_x=own, workers=nworkers)
             else:
                 x = getattr(np.fft, fname)(x, n=p.n, axis=p.axis, norm=norm)
             i += 1
@@ -249,6 +262,7 @@ def _pipelined(x, own, stage, split, bounds, mesh, norm, nworkers):
     rank, comm = mesh.rank, mesh.comm
     sends, recvs, need = _exchange_program(_abstract(step.before), _abstract(step.after), stage.shape, rank)
     mine = [sl for src, sl in recvs if src == rank]
+    peers = _mpi.Peers(mesh, tuple(sorted({d for d, _ in recvs} | {d for d, _ in sends})))
     n = x.shape[c]
     whole = (slice(None),) * x.ndim
 
@@ -275,7 +289,8 @@ def _pipelined(x, own, stage, split, bounds, mesh, norm, nworkers):
             buf = view if view.flags.c_contiguous else np.empty(view.shape, x.dtype)
             if buf is not view:
                 later.append((view, buf))
-            reqs.append(comm.Irecv(buf, src, _TAG_CHUNK + j))
+            with _mpi.internal("np.fft", "pipelined exchange", peers):
+                reqs.append(comm.Irecv(buf, src, _TAG_CHUNK + j))
         posted[j] = (z, reqs, later)
 
     result = [None]
@@ -293,7 +308,6 @@ def _pipelined(x, own, stage, split, bounds, mesh, norm, nworkers):
         k0, k1 = bounds[j]
         result[0][along(whole, k0, k1)] = z
 
-    peers = _mpi.Peers(mesh, tuple(sorted({d for d, _ in recvs} | {d for d, _ in sends})))
     with _mpi.internal("np.fft", "pipelined exchange", peers):
         post(0)
         sent = []
@@ -423,7 +437,11 @@ def _np_ifftshift(x, axes=None):
 def _doc(name):
     return (f"``np.fft.{name}`` of a DistributedTensor (numpy's arguments and result).\n\n"
             "    ``sharding=`` asks for the result's layout (default: the layout of the last stage, which saves\n"
-            "    a move; see `explain_fft`); ``workers=`` the threads of the local transforms.\n")
+            "    a move; see `explain_fft`); ``workers=`` the threads of the local transforms.\n\n"
+            "    >>> from meshrt import DistributedTensor, Mesh, Sharding\n"
+            "    >>> t = DistributedTensor.from_global(np.arange(8.0).reshape(2, 4), Sharding(Mesh((-1,)), [[0]]))\n"
+            f"    >>> np.allclose({name}(t).gather(), np.fft.{name}(np.arange(8.0).reshape(2, 4)))\n"
+            "    True\n")
 
 
 def _public_nd(name):
@@ -473,6 +491,11 @@ def explain_fft(name, a, *args, **kwargs) -> FFTPlan:
 
     Also reached as ``meshrt.explain_op(np.fft.fftn, t, ...)``.  Checks the arguments as the transform does;
     moves nothing.
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> t = DistributedTensor.from_global(np.ones((4, 6)), Sharding(Mesh((-1,)), [[0]]))
+    >>> explain_fft("rfft2", t).result_shape
+    (4, 4)
     """
     func = getattr(np.fft, name)
     import inspect

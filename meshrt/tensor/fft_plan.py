@@ -18,7 +18,7 @@ shard.sharding @mesh split_axes = [[], [0], [1]]
 >>> back.result_sharding == Sharding(mesh, [["x"], ["y"]])
 True
 >>> [len(s.passes) for s in plan.stages], plan.elements_moved
-([1, 1, 1], 1024)
+([1, 1, 1], 512)
 """
 
 from __future__ import annotations
@@ -143,6 +143,16 @@ def _target(layout, d, busy, shape):
     return min(pool, key=lambda t: (abs(t - d), t))  # ties: the lower dim, so an inverse retraces a forward
 
 
+def _resized(s: Sharding, old: tuple, new: tuple) -> Sharding:
+    """``s`` for the shape ``new``: explicit offsets of a dim whose length changed (a dim split only over mesh
+    axes of size 1, so one shard) become ``(0, length)``."""
+    if not s.sharded_dims_offsets or old == new:
+        return s
+    offs = s.dim_offsets(old)
+    flat = [x for d in s.sharded_dims for x in ((0, new[d]) if new[d] != old[d] else offs[d])]
+    return s.replace(sharded_dims_offsets=flat)
+
+
 def _sharding(mesh, layout) -> Sharding:
     while layout and not layout[-1]:
         layout = layout[:-1]
@@ -204,6 +214,7 @@ def plan_fft(name: str, shape: tuple, sharding: Sharding, dtype: np.dtype, s: tu
             shape_l = list(cur_shape)
             for p in done:
                 shape_l[p.axis] = p.length_after(shape_l[p.axis])
+            cur = _resized(cur, cur_shape, tuple(shape_l))
             cur_shape = tuple(shape_l)
             continue
         busy_after = {p.axis for p in pending}
