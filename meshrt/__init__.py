@@ -48,6 +48,7 @@ from .stencil import Dirichlet, Neumann, apply_stencil, fill_ghosts, staggered, 
 from .io import CheckpointError, load_state, save_state
 from . import io  # noqa: F401  (meshrt.io: the file formats; wires DistributedTensor's file methods)
 from .spmd import spmd
+from . import array_api  # noqa: F401  (meshrt.array_api: the array API standard; x.__array_namespace__())
 from . import fft  # noqa: F401  (meshrt.fft: numpy's FFT functions on DistributedTensors)
 
 # Module paths from before the package had a folder per concept, kept for users' imports

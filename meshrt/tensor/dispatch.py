@@ -21,7 +21,9 @@ from types import SimpleNamespace
 #   lazy:     meshrt.tensor.lazy (deferred elementwise expressions, fused evaluation) -- set by meshrt/tensor/__init__.py
 #   advidx:   meshrt.tensor.advanced_index (index arrays and masks in t[key], t[key] = v) -- the same
 #   fast:     meshrt.tensor.fastpath (t[i, j] of one element as one broadcast, cached) -- the same
-ABOVE = SimpleNamespace(npreduce=None, mixed=None, io=None, formats=None, lazy=None, advidx=None, fast=None)
+#   array_api: meshrt.array_api (the namespace __array_namespace__ returns) -- set by meshrt/array_api/__init__.py
+ABOVE = SimpleNamespace(npreduce=None, mixed=None, io=None, formats=None, lazy=None, advidx=None, fast=None,
+                        array_api=None)
 
 
 # numpy function -> its handler, called with the function's own arguments (see `implements`).

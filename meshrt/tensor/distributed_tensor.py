@@ -48,6 +48,7 @@ from .layout import (
     _checked_layout, _displs, _from_dims, _gather_layout, _normalize_periodic, _permute_sharding,
     _reshape_groups, _reshape_target, _to_view_index, _zero_halos,
 )
+from .array_object import _ArrayAPIObject
 from .files import _TensorFiles
 from .index_exec import _drop_ints, _flip, _index_plan, _to_view_layout
 from .reductions import _TensorReductions, _accumulate
@@ -58,7 +59,7 @@ __all__ = ["DistributedTensor"]
 
 
 
-class DistributedTensor(_TensorFiles, _TensorReductions, numpy.lib.mixins.NDArrayOperatorsMixin):
+class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.lib.mixins.NDArrayOperatorsMixin):
     """A global array of ``global_shape`` laid out by ``sharding`` on a `Mesh`.
 
     Build one with the class methods (`from_global`, `zeros`, `empty`, `full`,

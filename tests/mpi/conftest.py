@@ -6,11 +6,16 @@ MESHRT_TEST_REPORT_DIR). The launcher also loads it with `-p meshrt.testing`;
 registration happens once either way.
 """
 
-import pytest
-from mpi4py import MPI
+import os
 
-from meshrt import Mesh
-from meshrt.testing import pytest_configure  # noqa: F401  (the hook itself)
+# before any test file of the job imports scipy: test_sklearn.py runs scikit-learn's array API dispatch
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import pytest  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+from meshrt import Mesh  # noqa: E402
+from meshrt.testing import pytest_configure  # noqa: F401,E402  (the hook itself)
 
 
 @pytest.fixture

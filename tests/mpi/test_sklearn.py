@@ -1,0 +1,86 @@
+"""scikit-learn on row-sharded DistributedTensors through the array API (issue 44): with
+``array_api_dispatch=True`` and ``SCIPY_ARRAY_API=1``, a representative set of estimators and metrics runs
+scikit-learn's own code on tensors split on rows over 2 and 3 processes (uneven at 3), and equals the same
+code on numpy arrays. Skips without scikit-learn and array-api-compat (the ``sklearn`` extra).
+"""
+
+import os
+
+os.environ["SCIPY_ARRAY_API"] = "1"  # noqa: E402  (read when scipy is first imported)
+
+import numpy as np
+import pytest
+
+sklearn = pytest.importorskip("sklearn", reason="scikit-learn is not installed (pip install meshrt[sklearn])")
+pytest.importorskip("array_api_compat", reason="array-api-compat is not installed (pip install meshrt[sklearn])")
+
+from mpi4py import MPI  # noqa: E402
+from sklearn import metrics  # noqa: E402
+from sklearn.decomposition import PCA  # noqa: E402
+from sklearn.linear_model import LogisticRegression, Ridge  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import MinMaxScaler, StandardScaler  # noqa: E402
+
+import meshrt.array_api as xp  # noqa: E402
+from meshrt.array_api import GATHERS  # noqa: E402
+
+MPI_NPROCS = (2, 3)
+comm = MPI.COMM_WORLD
+
+rng = np.random.default_rng(44)
+X = rng.standard_normal((203, 6)) * np.array([1.0, 2, 3, 0.5, 5, 1]) + np.arange(6)
+y = X @ rng.standard_normal(6) + 0.1 * rng.standard_normal(203)
+labels = (y > np.median(y)).astype(np.int64)
+
+
+@pytest.fixture(autouse=True)
+def dispatch():
+    with sklearn.config_context(array_api_dispatch=True):
+        yield
+
+
+def values(a):
+    return a.gather() if hasattr(a, "gather") else np.asarray(a)
+
+
+def check(fn, rtol=1e-7, atol=1e-9, signs=False):
+    got = fn(xp.asarray(X), xp.asarray(y), xp.asarray(labels))
+    ref = fn(X, y, labels)
+    got = [values(g) for g in (got if isinstance(got, tuple) else (got,))]
+    ref = [np.asarray(r) for r in (ref if isinstance(ref, tuple) else (ref,))]
+    for g, r in zip(got, ref):
+        if signs:
+            g, r = np.abs(g), np.abs(r)
+        np.testing.assert_allclose(g, r, rtol=rtol, atol=atol)
+
+
+def test_scalers_keep_rows_split():
+    t = StandardScaler().fit_transform(xp.asarray(X))
+    assert t.sharding.split_axes == ((0,),) and comm.size > 1
+    check(lambda X, y, c: StandardScaler().fit_transform(X))
+    check(lambda X, y, c: MinMaxScaler().fit_transform(X))
+
+
+def test_pca_full_by_tsqr_and_covariance_eigh():
+    GATHERS.clear()
+    check(lambda X, y, c: (PCA(n_components=4, svd_solver="full").fit_transform(X),), signs=True)
+    assert "linalg.svd" not in GATHERS  # the rows never gathered
+    check(lambda X, y, c: (lambda p: (p.explained_variance_, np.abs(values(p.components_))))(
+        PCA(n_components=3, svd_solver="covariance_eigh").fit(X)))
+
+
+def test_ridge_svd_and_pipeline():
+    check(lambda X, y, c: Ridge(solver="svd", alpha=0.5).fit(X, y).coef_)
+    check(lambda X, y, c: make_pipeline(StandardScaler(), PCA(n_components=5, svd_solver="full"),
+                                        Ridge(solver="svd")).fit(X, y).predict(X))
+
+
+def test_logistic_regression_lbfgs():
+    check(lambda X, y, c: LogisticRegression(solver="lbfgs").fit(X, c).predict_proba(X), rtol=1e-5, atol=1e-7)
+
+
+def test_metrics():
+    check(lambda X, y, c: float(metrics.r2_score(y, 0.9 * y + 0.1)))
+    check(lambda X, y, c: float(metrics.mean_squared_error(y, 0.9 * y)))
+    check(lambda X, y, c: float(metrics.accuracy_score(c, (X[:, 0] > 0) * 1)))
+    check(lambda X, y, c: metrics.pairwise.euclidean_distances(X[:7], X[:5]), atol=1e-6)
