@@ -111,7 +111,10 @@ print("STATS", fuse.stats["compiled"], fuse.stats["loaded"])
 def _run_programs(n, cache):
     env = dict(os.environ, MESHRT_CACHE_DIR=str(cache), MESHRT_WARMUP="0")
     env.pop("MESHRT_FUSE_CACHE", None)
-    procs = [subprocess.Popen([sys.executable, "-c", _PROGRAM], env=env, stdout=subprocess.PIPE, text=True)
+    # cwd outside the source tree: `python -c` puts the cwd first on sys.path, and an installed meshrt must win
+    # over the unbuilt checkout
+    procs = [subprocess.Popen([sys.executable, "-c", _PROGRAM], env=env, cwd=str(cache), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
              for _ in range(n)]
     out = []
     for p in procs:
