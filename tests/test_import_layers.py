@@ -253,7 +253,7 @@ def test_old_module_paths_still_import():
     assert callable(meshrt.matmul) and meshrt.formats is importlib.import_module("meshrt.io.formats")
 
 
-def test_old_mlir_module_paths_still_import():
+def test_old_mlir_module_paths_still_import(tmp_path):
     """Every module of meshrt/mlir from before it was laid out by dialect imports under its old name as the
     same module (so patching one patches the other), and is an attribute of meshrt.mlir once imported."""
     import importlib
@@ -285,7 +285,8 @@ def test_old_mlir_module_paths_still_import():
     code = ("import meshrt.mlir.execute as e, meshrt.mlir.sdy_cli as c; from meshrt.mlir import stablehlo as h; "
             "import meshrt.mlir; assert e.__name__ == 'meshrt.mlir.interpreters.spmd' and c.explain "
             "and h is meshrt.mlir.stablehlo and callable(meshrt.mlir.verify)")
-    subprocess.run([sys.executable, "-W", "error", "-c", code], check=True, timeout=120)
+    # cwd outside the source tree: `python -c` puts the cwd first on sys.path (an installed meshrt must win)
+    subprocess.run([sys.executable, "-W", "error", "-c", code], check=True, timeout=120, cwd=str(tmp_path))
 
 
 # -- the checker itself, on made-up modules ------------------------------------------------------
