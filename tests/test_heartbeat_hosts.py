@@ -46,6 +46,7 @@ class Job:
                "-hosts", f"{self.a}:{PER_HOST},{self.b}:{PER_HOST}", "-n", str(2 * PER_HOST),
                sys.executable, "-m", "meshrt.launch", PROGRAM, *map(str, args)]
         self.lines, self.started = [], threading.Event()
+        self.state = str(args[2]) if len(args) > 2 else None
         self.proc = subprocess.Popen(cmd, env=e, cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, start_new_session=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -66,6 +67,14 @@ class Job:
             self.kill()
             pytest.fail(f"the job did not start in {timeout} s:\n{self.out[-4000:]}")
         time.sleep(1.0)  # a few rounds in: every process is inside the loop
+        # and the first checkpoint committed (a process's first save_state can take longer than that second
+        # on a loaded machine, and the tests read the last committed checkpoint back)
+        deadline = time.monotonic() + timeout
+        while self.state and not os.path.exists(os.path.join(self.state, "manifest.json")):
+            if time.monotonic() > deadline:
+                self.kill()
+                pytest.fail(f"the job committed no checkpoint in {timeout} s:\n{self.out[-4000:]}")
+            time.sleep(0.05)
 
     def finish(self, timeout):
         """(exit status, seconds it took from now)."""
