@@ -22,6 +22,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..errors import CollectiveError, ShardingError
+from ..runtime import mpi as _mpi
 from ..tensor.distributed_tensor import DistributedTensor
 from ._device import GATHERS, from_numpy, is_replicated, local, mesh_of, sharding_for, wrap, replicated
 
@@ -701,7 +702,9 @@ def _distinct(x):
     """(values, counts) of a split tensor: each process's distinct values and counts, allgathered (only the
     distinct values move, not the data), merged identically everywhere."""
     v, c = _sorted_unique(np.ascontiguousarray(x.interior).ravel(), return_counts=True)
-    parts = _split_group(x).allgather((v, c))
+    group = _split_group(x)
+    with _mpi.internal("array_api.unique", "the distinct values of each block", group):
+        parts = group.allgather((v, c))
     vals = np.concatenate([p[0] for p in parts]).astype(x.dtype, copy=False)
     counts = np.concatenate([p[1] for p in parts])
     u, inv = _sorted_unique(vals, return_inverse=True)

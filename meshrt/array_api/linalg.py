@@ -20,6 +20,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..runtime import mpi as _mpi
 from ..tensor.distributed_tensor import DistributedTensor
 from ._device import GATHERS, from_numpy, is_replicated, replicated
 from ._funcs import _call, _gathered, _need_array, matmul, matrix_transpose, tensordot, vecdot  # noqa: F401
@@ -47,9 +48,10 @@ def _tsqr_factors(x):
     comm = x.mesh.group(x.sharding.dim_axes(0))
     n = x.shape[1]
     q1, r1 = np.linalg.qr(x.interior, mode="reduced")
-    sizes = comm.allgather(r1.shape[0])
-    stacked = np.empty((sum(sizes), n), dtype=r1.dtype)
-    comm.Allgatherv(np.ascontiguousarray(r1), [stacked, [k * n for k in sizes]])
+    with _mpi.internal("array_api.linalg TSQR", "the R factors of the row blocks", comm):
+        sizes = comm.allgather(r1.shape[0])
+        stacked = np.empty((sum(sizes), n), dtype=r1.dtype)
+        comm.Allgatherv(np.ascontiguousarray(r1), [stacked, [k * n for k in sizes]])
     q2, r = np.linalg.qr(stacked, mode="reduced")
     start = sum(sizes[:comm.Get_rank()])
     d = np.sign(np.diagonal(r).real).astype(r.dtype)
