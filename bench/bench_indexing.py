@@ -13,34 +13,13 @@ repetitions; per side the best repetition of the slowest process is kept.
 """
 
 import argparse
-import time
 
 from mpi4py import MPI
 
 from meshrt import DistributedTensor, Mesh, Sharding
+from _timing import compare  # noqa: E402  (bench/_timing.py, beside this script)
 
 comm = MPI.COMM_WORLD
-
-
-def loop(fn, iters):
-    comm.Barrier()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        fn()
-    return comm.allreduce((time.perf_counter() - t0) / iters, op=MPI.MAX)
-
-
-def compare(sides, iters, reps):
-    """Best per-iteration time of each side; the sides take turns going first."""
-    for fn in sides.values():
-        for _ in range(5):
-            fn()
-    best = {k: float("inf") for k in sides}
-    names = list(sides)
-    for rep in range(reps):
-        for k in names if rep % 2 == 0 else names[::-1]:
-            best[k] = min(best[k], loop(sides[k], iters))
-    return best
 
 
 def main():
@@ -62,7 +41,7 @@ def main():
     def meshrt_write():
         u[0, :] = 1.0
 
-    t = compare({"hand": by_hand, "meshrt": meshrt_write}, args.iters, args.reps)
+    t = compare({"hand": by_hand, "meshrt": meshrt_write}, args.iters, args.reps, warmup=5)
     u.local[...] = 0
     u[0, :] = 1.0
     assert float(u.sum()) == args.n  # the write lands once, on the owner
@@ -70,7 +49,7 @@ def main():
 
     small = DistributedTensor.zeros((args.small, args.small), s)
     views = compare({"large": lambda: u[1:-1, ::2], "small": lambda: small[1:-1, ::2],
-                     "numpy": lambda: local[1:-1, ::2]}, args.iters, args.reps)
+                     "numpy": lambda: local[1:-1, ::2]}, args.iters, args.reps, warmup=5)
     rows.append(("u[1:-1, ::2]", f"{args.n}^2 vs {args.small}^2", views["large"], views["small"]))
     if comm.rank == 0:
         print(f"{comm.size} processes; best of {args.reps} reps x {args.iters} iterations, slowest process")

@@ -13,34 +13,15 @@ process.  Ratios are meshrt / hand-written.
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # np.dot's BLAS threads would fight the MPI processes
 import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 from meshrt import DistributedTensor, Mesh, Sharding
+from _timing import compare  # noqa: E402  (bench/_timing.py, beside this script)
 
 comm = MPI.COMM_WORLD
-
-
-def loop(fn, iters):
-    comm.Barrier()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        fn()
-    return comm.allreduce((time.perf_counter() - t0) / iters, op=MPI.MAX)
-
-
-def compare(sides, iters, reps):
-    for fn in sides.values():
-        fn()  # first calls (plans, numba) stay out of the timed loops
-    best = {k: float("inf") for k in sides}
-    names = list(sides)
-    for rep in range(reps):
-        for k in names if rep % 2 == 0 else names[::-1]:
-            best[k] = min(best[k], loop(sides[k], iters))
-    return best
 
 
 def main():
@@ -84,7 +65,7 @@ def main():
         print(f"# {n}x{n} float64 on {comm.size} processes; ms per call (best of {o.reps} x {o.iters})")
         print(f"{'case':18s} {'meshrt':>9s} {'by hand':>9s} {'ratio':>6s}")
     for name, sides in cases.items():
-        best = compare(sides, o.iters, o.reps)
+        best = compare(sides, o.iters, o.reps, warmup=1)
         if comm.rank == 0:
             print(f"{name:18s} {best['meshrt'] * 1e3:9.2f} {best['by hand'] * 1e3:9.2f} "
                   f"{best['meshrt'] / best['by hand']:6.2f}", flush=True)

@@ -26,28 +26,9 @@ import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 from meshrt import DistributedTensor, Mesh, Sharding  # noqa: E402
+from _timing import compare  # noqa: E402  (bench/_timing.py, beside this script)
 
 comm = MPI.COMM_WORLD
-
-
-def loop(fn, iters):
-    comm.Barrier()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        fn()
-    return comm.allreduce((time.perf_counter() - t0) / iters, op=MPI.MAX)
-
-
-def compare(sides, iters, reps):
-    for fn in sides.values():
-        for _ in range(20):
-            fn()  # first calls (plans, kernels, communicators) stay out of the timed loops
-    best = {k: float("inf") for k in sides}
-    names = list(sides)
-    for rep in range(reps):
-        for k in names if rep % 2 == 0 else names[::-1]:
-            best[k] = min(best[k], loop(sides[k], iters))
-    return best
 
 
 def first_call(fn):
@@ -120,7 +101,7 @@ def main():
         print(f"# {n} float64 elements on {comm.size} processes; us per call (best of {o.reps} x {o.iters})")
         print(f"{'operation':22s} {'meshrt':>8s} {'numpy':>8s} {'raw':>8s} {'/numpy':>7s} {'/raw':>6s}")
     for name, sides in rows.items():
-        best = compare(sides, o.iters, o.reps)
+        best = compare(sides, o.iters, o.reps, warmup=20)
         if comm.rank == 0:
             m, q, r = (best[k] * 1e6 for k in ("meshrt", "numpy", "raw"))
             print(f"{name:22s} {m:8.2f} {q:8.2f} {r:8.2f} {m / q:7.1f} {m / r:6.1f}", flush=True)
