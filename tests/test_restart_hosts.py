@@ -206,7 +206,9 @@ def test_killed_rank_on_b_restarts_on_a(hosts, tmp_path):
     _kill(ranks[-1])
     rc = run.finish()
     _check_result(run, rc, f"{a}:2", 2, 4)
-    assert re.search(rf"\[meshrt\] rank [23] on host {b} \(pid {ranks[-1]}\) ended without finishing", run.out), \
+    # the launcher may end the killed rank's neighbour on the same host too: then both are named in one line
+    assert re.search(rf"\[meshrt\] ranks? [23](, [23])? on host {b} \(pids? ([0-9]+, )?{ranks[-1]}(, [0-9]+)?\) "
+                     "ended without finishing", run.out), \
         run.out[-3000:]
     run.assert_empty()
 

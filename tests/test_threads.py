@@ -34,9 +34,18 @@ def test_bad_meshrt_blas_threads_names_the_variable(value):
         blas_threads({"MESHRT_BLAS_THREADS": value}, 8, 8)
 
 
-_PROBE = ("import json, meshrt, threadpoolctl; from meshrt.runtime import threads; "
-          "print(json.dumps([threads.applied, [p['num_threads'] for p in threadpoolctl.threadpool_info() "
-          "if p['user_api'] == 'blas']]))")
+# each process writes its own file: two ranks printing at once can share one line of mpiexec's forwarded output
+_PROBE = ("import json, os, meshrt, threadpoolctl; from meshrt.runtime import threads; "
+          "open(f'probe-{os.getpid()}.json', 'w').write(json.dumps([threads.applied, "
+          "[p['num_threads'] for p in threadpoolctl.threadpool_info() if p['user_api'] == 'blas']]))")
+
+
+def _probe(cmd, tmp_path, env):
+    for old in tmp_path.glob("probe-*.json"):
+        old.unlink()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    return [json.loads(f.read_text()) for f in sorted(tmp_path.glob("probe-*.json"))]
 
 
 def _clean_env(**extra):
@@ -50,18 +59,14 @@ def _clean_env(**extra):
 def test_two_processes_on_this_node_share_its_cores(tmp_path):
     cores = os.cpu_count()
     bound = len(os.sched_getaffinity(0))
-    r = subprocess.run([find_mpiexec(), "-n", "2", sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                       timeout=120, env=_clean_env(), cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
     want = blas_threads({"MPI_LOCALNRANKS": "2"}, cores, bound)
-    for line in r.stdout.splitlines():
-        applied, pools = json.loads(line)
-        assert applied == want and all(n == want for n in pools), (line, want)
+    probes = _probe([find_mpiexec(), "-n", "2", sys.executable, "-c", _PROBE], tmp_path, _clean_env())
+    assert len(probes) == 2, probes
+    for applied, pools in probes:
+        assert applied == want and all(n == want for n in pools), (probes, want)
     # MESHRT_BLAS_THREADS=keep: numpy's own pools, as in a process started without mpiexec
-    alone = json.loads(subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120,
-                                      env=_clean_env(), cwd=tmp_path).stdout)
+    [alone] = _probe([sys.executable, "-c", _PROBE], tmp_path, _clean_env())
     assert alone[0] is None
-    r = subprocess.run([find_mpiexec(), "-n", "2", sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                       timeout=120, env=_clean_env(MESHRT_BLAS_THREADS="keep"), cwd=tmp_path)
-    for line in r.stdout.splitlines():
-        assert json.loads(line) == alone
+    probes = _probe([find_mpiexec(), "-n", "2", sys.executable, "-c", _PROBE], tmp_path,
+                    _clean_env(MESHRT_BLAS_THREADS="keep"))
+    assert probes == [alone, alone]
