@@ -622,7 +622,7 @@ _SIGS: dict = {}
 def _collect_fast(root, origin):
     """`_collect` from the lists made while building: no walk, one lookup (no node of the tree evaluated)."""
     if root.oldest != _forced[0]:
-        return _collect(root, origin)
+        return _collect(root, origin) + (None,)
     ids, arrays, pattern = {}, [], []
     for leaf in root.leaves:
         a = ids.get(id(leaf.t))
@@ -636,8 +636,28 @@ def _collect_fast(root, origin):
         sig, _, leaves, _ = _collect(root, origin)
         if len(_SIGS) > 4096:
             _SIGS.clear()
-        c = _SIGS[key] = (sig, tuple(leaves))
-    return c[0], arrays, c[1], root.scalars
+        c = _SIGS[key] = [sig, tuple(leaves), None]  # [2]: the plan last used, see _memo_plan
+    return c[0], arrays, c[1], root.scalars, c
+
+
+def _memo_plan(c, t, arrays, shape):
+    """The plan this expression shape last used, if ``t`` and ``arrays`` have the shardings, shapes and
+    dtypes it was used with (the plan's key is made of those alone): no key to build, no lookup."""
+    m = c[2]
+    if m is None or m[0] != _GEN[0] or t._sharding is not m[1] or t._global_shape != m[2] or shape != m[3]:
+        return None
+    facts = m[4]
+    if len(facts) != len(arrays):
+        return None
+    for a, (s, g, dt, is_t) in zip(arrays, facts):
+        if a._sharding is not s or a._global_shape != g or a._local.dtype is not dt or (a is t) != is_t:
+            return None
+    return m[5]
+
+
+def _memo_store(c, t, arrays, shape, plan):
+    c[2] = (_GEN[0], t._sharding, t._global_shape, shape,
+            tuple((a._sharding, a._global_shape, a._local.dtype, a is t) for a in arrays), plan)
 
 
 def _collect(root, origin):
@@ -696,12 +716,16 @@ def _fused_write(t, origin, node) -> bool:
     if _subtree_pending(node) or not _errstate_ok():
         return False
     try:
-        sig, arrays, leaves, scalars = _collect_fast(node, origin)
+        sig, arrays, leaves, scalars, c = _collect_fast(node, origin)
     except _NotFusable:
         return False
-    plan = _get_plan(t, origin, node.shape, sig, arrays, leaves)
+    plan = None if c is None else _memo_plan(c, t, arrays, node.shape)
     if plan is None:
-        return False
+        plan = _get_plan(t, origin, node.shape, sig, arrays, leaves)
+        if plan is None:
+            return False
+        if c is not None:
+            _memo_store(c, t, arrays, node.shape, plan)
     _pending.pop(id(node), None)
     node.consumed = True
     flush()
@@ -716,7 +740,7 @@ def _fused_new(node):
         return None
     origin = (0,) * len(node.shape)
     try:
-        sig, arrays, leaves, scalars = _collect_fast(node, origin)
+        sig, arrays, leaves, scalars, _ = _collect_fast(node, origin)
     except _NotFusable:
         return None
     if not arrays:
@@ -742,7 +766,9 @@ def _fused_new(node):
 
 
 _PLANS: dict = {}
+_GEN = [0]  # bumped when the plans are freed
 _SAME: dict = {}
+_SMALL = 1 << 15  # local elements up to which a fused write runs as one call after the exchange
 
 
 def _same_layout(a, t) -> bool:
@@ -809,6 +835,7 @@ def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
             if type(p) is _FusedPlan:
                 p.free()
         _PLANS.clear()
+        _GEN[0] += 1  # (the memos of _memo_plan name freed plans)
         _SEEN.clear()
         _FIRST.clear()  # (no key names their ids any more)
         _CANON.clear()
@@ -846,7 +873,8 @@ class _Ghost:
 
 class _FusedPlan:
     __slots__ = ("kernel", "pre", "post", "sel_pre", "sel_post", "offs_pre", "offs_post", "oo", "ghosts",
-                 "self_shift", "box", "keep", "describe_args", "_mm", "_out")
+                 "self_shift", "box", "keep", "describe_args", "_mm", "_out", "small", "all", "sel_all",
+                 "offs_all", "_copy")
 
     @classmethod
     def build(cls, t, origin, shape, sig, arrays, leaves):
@@ -929,6 +957,12 @@ class _FusedPlan:
 
         self.pre, self.sel_pre, self.offs_pre = pack(pre)
         self.post, self.sel_post, self.offs_post = pack(post)
+        # A small block: no overlap to win, so one kernel call over every box after the wait, and a target
+        # read with a shift is read from a copy (no second buffer to install).  Local only: the messages
+        # stay those of every process.
+        self.small = t._local.size <= _SMALL
+        self.all, self.sel_all, self.offs_all = pack(pre + post)
+        self._copy = None
         t_lo = [s.halo_widths(d)[0] if split[d] else 0 for d in range(nd)]
         self.oo = np.array([t_lo[d] - owned[d][0] for d in range(nd)], np.int64)
         self.box = box
@@ -975,6 +1009,9 @@ class _FusedPlan:
         self.kernel(boxes, sel, offs, out, self.oo, *args, *scalars)
 
     def run(self, t, arrays, scalars, new):
+        if self.small and t._local.flags.c_contiguous:
+            self._run_small(t, arrays, scalars, new)
+            return
         handles = []
         for i, gh in enumerate(self.ghosts):
             if gh is not None:
@@ -985,6 +1022,35 @@ class _FusedPlan:
         if (self.self_shift and not new) or not t._local.flags.c_contiguous:
             _install(t, self._out, self.box, self.oo)
         self._out = None
+
+    def _run_small(self, t, arrays, scalars, new):
+        ghosts = self.ghosts
+        for i, gh in enumerate(ghosts):
+            if gh is not None:
+                for ip, ia in gh.slabs:
+                    gh.padded[ip] = arrays[i]._local[ia]
+                gh.exchange.start()
+        target = t._local
+        bufs = []
+        for a in arrays:
+            x = a._local
+            if a is t:
+                if self.self_shift and not new:  # read from the cells as they were before the write
+                    c = self._copy
+                    if c is None or c.shape != x.shape or c.dtype != x.dtype:
+                        c = self._copy = np.empty_like(x)
+                    np.copyto(c, x)
+                    x = c
+            elif not x.flags.c_contiguous:
+                x = np.ascontiguousarray(x)
+            elif np.may_share_memory(x, target):
+                x = x.copy()
+            bufs.append(x)
+        for gh in ghosts:
+            if gh is not None:
+                gh.exchange.wait()
+        if len(self.all):
+            self._call(self.all, self.sel_all, self.offs_all, target, bufs, scalars)
 
     def _run(self, t, arrays, scalars, new, handles):
         # What only this process sees (a strided buffer, memory shared with the target) is handled here,
@@ -1180,7 +1246,11 @@ def _explain(node, t, origin, new=False):
     lines.append(f"  boxes before the wait (overlap the exchange): {[_fmt(b) for b, _, _ in pre]}")
     lines.append(f"  boxes after the wait (read ghosts): {[_fmt(b) for b, _, _ in post]}")
     if plan.self_shift and not new:
-        lines.append("  the target is read with a shift: written into a second buffer that replaces its own")
+        if plan.small:
+            lines.append("  the target is read with a shift: its cells are read from a copy made before the "
+                         "write (a small block: no second buffer)")
+        else:
+            lines.append("  the target is read with a shift: written into a second buffer that replaces its own")
     return "\n".join(lines)
 
 
