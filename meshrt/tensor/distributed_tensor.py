@@ -556,6 +556,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         return self._scalar("item()").item()
 
     def __float__(self):
+        if not self._global_shape and not self._sharding._partial_axes:  # (the common case, without calls)
+            return float(self._interior[()])
         return float(self._scalar("float()"))
 
     def __int__(self):
@@ -1196,8 +1198,9 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
 
     # -- numpy: functions ----------------------------------------------------------------------
     def __array_function__(self, func, types, args, kwargs):
-        if not all(issubclass(t, (DistributedTensor, np.ndarray)) for t in types):
-            return NotImplemented  # another array type may know this mix (NEP 18)
+        for t in types:
+            if t is not DistributedTensor and not issubclass(t, (DistributedTensor, np.ndarray)):
+                return NotImplemented  # another array type may know this mix (NEP 18)
         if ABOVE.lazy is not None:
             lazy = ABOVE.lazy.array_function(func, args, kwargs)
             if lazy is not None:
@@ -1377,3 +1380,29 @@ def _abstract_sharding(s: Sharding) -> Sharding:
     return s.replace(mesh=s.mesh.abstract()) if type(s.mesh) is not AbstractMesh else s
 
 
+
+
+def _deferred_operator(name, ufunc, reflected, symbol):
+    """``t + x`` and the like straight to the deferred form (`meshrt.tensor.lazy.ufunc_call`, what
+    ``__array_ufunc__`` would reach through numpy's dispatch); anything it does not defer takes numpy's
+    operator (``NDArrayOperatorsMixin``), so results are those of ``ufunc(t, x)``."""
+    mixin = getattr(numpy.lib.mixins.NDArrayOperatorsMixin, name)
+
+    def op(self, other):
+        lazy = ABOVE.lazy
+        if lazy is not None:
+            r = lazy.ufunc_call(ufunc, (other, self) if reflected else (self, other), None)
+            if r is not None:
+                return r
+        return mixin(self, other)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``{'x ' + symbol + ' t' if reflected else 't ' + symbol + ' x'}``: ``np.{ufunc.__name__}``."
+    return op
+
+
+for _name, _ufunc, _sym in (("add", np.add, "+"), ("sub", np.subtract, "-"), ("mul", np.multiply, "*"),
+                           ("truediv", np.true_divide, "/")):
+    setattr(DistributedTensor, f"__{_name}__", _deferred_operator(f"__{_name}__", _ufunc, False, _sym))
+    setattr(DistributedTensor, f"__r{_name}__", _deferred_operator(f"__r{_name}__", _ufunc, True, _sym))
+del _name, _ufunc, _sym

@@ -131,9 +131,9 @@ class _Op(_Node):
 
     __slots__ = ("ufunc", "args", "raw", "ins", "op", "head")
 
-    def __init__(self, op, ufunc, args, raw, ins, dtype, shape, mesh, periodic):
+    def __init__(self, op, ufunc, args, raw, ins, dtype, shape, mesh, periodic, head=None):
         self.op, self.ufunc, self.args, self.raw, self.ins = op, ufunc, args, raw, ins
-        self.head = _head(op, ufunc, ins, dtype)
+        self.head = _head(op, ufunc, ins, dtype) if head is None else head
         self.dtype, self.shape, self.mesh, self.periodic = dtype, shape, mesh, periodic
         size, leaves, scalars, skey, oldest = 1, (), (), [self.head], _forced[0]
         for a in args:
@@ -295,7 +295,8 @@ _LOOPS: dict = {}
 
 
 def _loop(ufunc, key):
-    """(input loop dtypes, result dtype) numpy picks for ``key`` (dtypes; Python types for weak scalars)."""
+    """(input loop dtypes, result dtype, kernel signature head) numpy picks for ``key`` (dtypes; Python types
+    for weak scalars); False where the fused kernels have no such loop."""
     ck = (ufunc, key)
     r = _LOOPS.get(ck)
     if r is None:
@@ -305,7 +306,7 @@ def _loop(ufunc, key):
             ok = all(d in _DTYPES for d in ins) and (out in _DTYPES or out == np.bool_)
             if ufunc.__name__ in _fuse.FLOAT_ONLY:
                 ok = ok and all(d.kind == "f" for d in ins)
-            r = (ins, out) if ok else False
+            r = (ins, out, _head("ufunc", ufunc, ins, out)) if ok else False
         except Exception:
             r = False
         _LOOPS[ck] = r
@@ -331,9 +332,14 @@ def ufunc_call(ufunc, inputs, out):
     return None if node is None else _wrap(node)
 
 
+_FUSABLE: dict = {}  # ufunc -> whether the fused kernels have it
+
+
 def _build_ufunc(ufunc, inputs):
-    name = ufunc.__name__
-    if name not in _fuse.UFUNCS or ufunc.nin != len(inputs) or not _errstate_ok():
+    ok = _FUSABLE.get(ufunc)
+    if ok is None:
+        ok = _FUSABLE[ufunc] = ufunc.__name__ in _fuse.UFUNCS
+    if not ok or ufunc.nin != len(inputs) or not _errstate_ok():
         return None
     nodes, key = [], []
     shape = mesh = periodic = None
@@ -362,7 +368,7 @@ def _build_ufunc(ufunc, inputs):
     loop = _loop(ufunc, tuple(key))
     if not loop:
         return None
-    ins, dt = loop
+    ins, dt, head = loop
     args = []
     for n, d in zip(nodes, ins):
         if isinstance(n, _Node):
@@ -371,7 +377,7 @@ def _build_ufunc(ufunc, inputs):
             args.append(d.type(n))
         else:
             return None
-    return _Op("ufunc", ufunc, args, nodes, ins, dt, shape, mesh, periodic)
+    return _Op("ufunc", ufunc, args, nodes, ins, dt, shape, mesh, periodic, head)
 
 
 def getitem(t, key):

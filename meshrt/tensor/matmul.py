@@ -1135,7 +1135,8 @@ def _np_matmul(a, b, out=None, **kwargs):
 
 @implements(np.dot)
 def _np_dot(a, b, out=None):
-    _no_extra("dot", {"out": out})
+    if out is not None:
+        _no_extra("dot", {"out": out})
     r = _fastpath.dot_1d(a, b, dot)  # two 1-D tensors of one sharding: one local dot, one allreduce
     return dot(a, b) if r is None else r
 
