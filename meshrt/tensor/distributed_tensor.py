@@ -668,7 +668,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         >>> u[1:-1, ::2].sharding.sharded_dims_offsets      # doctest: +SKIP
         >>> u[:, n // 2].gather()                            # doctest: +SKIP
         """
-        if type(self) is DistributedTensor and ABOVE.fast is not None and _int_key(key):
+        tk = type(key)
+        if (tk is int or tk is tuple and _int_key(key)) and type(self) is DistributedTensor and ABOVE.fast is not None:
             one = ABOVE.fast.read_element(self, key)  # one element: one broadcast from its owner, plan kept
             if one is not None:
                 return one

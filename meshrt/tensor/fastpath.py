@@ -73,5 +73,5 @@ def dot_1d(a, b, general):
     local = np.empty((), dt)
     local[()] = np.dot(a._interior, b._interior)
     if axes:
-        local = collectives.all_reduce(local, s.mesh, axes, reduction="sum")
+        local = collectives.all_reduce(local, s._mesh, axes, reduction="sum")
     return DistributedTensor._fast(local, local, rs, (), (), None)

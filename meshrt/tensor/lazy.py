@@ -110,7 +110,7 @@ class _Leaf(_Node):
 
     def __init__(self, t, kind, starts, shape, args=None):
         self.t, self.kind, self.starts, self.args = t, kind, starts, args
-        self.shape, self.dtype, self.mesh, self.size = shape, t._local.dtype, t._sharding.mesh, 0
+        self.shape, self.dtype, self.mesh, self.size = shape, t._local.dtype, t._sharding._mesh, 0
         self.periodic = t._periodic if kind != "slice" else None
         self.value = None
         self.consumed = False
@@ -373,7 +373,7 @@ def _build_ufunc(ufunc, inputs):
     for n, d in zip(nodes, ins):
         if isinstance(n, _Node):
             args.append(n)
-        elif _scalar_ok(n, d):
+        elif type(n) is not int or _scalar_ok(n, d):
             args.append(d.type(n))
         else:
             return None
@@ -1045,7 +1045,7 @@ class _FusedPlan:
                     c = self._copy
                     if c is None or c.shape != x.shape or c.dtype != x.dtype:
                         c = self._copy = np.empty_like(x)
-                    np.copyto(c, x)
+                    c[...] = x
                     x = c
             elif not x.flags.c_contiguous:
                 x = np.ascontiguousarray(x)
