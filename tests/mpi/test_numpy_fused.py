@@ -189,6 +189,28 @@ def test_inplace_shifted_self_read(mesh2):
         assert bool(u2[0, 0] == u2[0, 0])           # 0-d: eager (the owner's block is a view, others' not)
 
 
+@pytest.mark.parametrize("small", [True, False])
+def test_small_and_large_blocks_take_their_paths(mesh2, monkeypatch, small):
+    """A small block: one kernel call after the exchange, a shifted target read from a copy (no second buffer);
+    a large one (``_SMALL`` lowered): the kernel overlaps the exchange and writes a second buffer."""
+    monkeypatch.setattr(_lazy, "_SMALL", 1 << 30 if small else 0)
+    for k, (name, s) in enumerate(layouts(mesh2, 2)):
+        a = data((comm.size * 3 + 6 + small, 9), "float64", k)  # shapes of their own: plans built here
+        u = DT.from_global(a, s)
+        b = a.copy()
+        swaps = _lazy.stats["swaps"] + _lazy.stats["copies"]
+        for _ in range(3):
+            jacobi_np(u)
+            jacobi_np(b)
+            u[1:, :] = u[:-1, :] * 0.5 + u[1:, :]
+            b[1:, :] = b[:-1, :] * 0.5 + b[1:, :]
+        same(u, b, f"{name} small={small}")
+        second = _lazy.stats["swaps"] + _lazy.stats["copies"] - swaps
+        assert (second == 0) if small else (second == 6), (name, small, second)
+        text = meshrt.explain_fused(0.25 * (u[:-2, 1:-1] + u[2:, 1:-1]), u, (slice(1, -1), slice(1, -1)))
+        assert ("read from a copy" in text) == small, text
+
+
 def test_exception_leaves_target_unchanged(mesh2, monkeypatch):
     s = layouts(mesh2, 2)[0][1]
     a = data((comm.size * 3 + 4, 6), "float64", 3)
