@@ -14,7 +14,10 @@ repetition of the slowest process, in microseconds per call):
   one ``Bcast`` of 8 bytes from the owner; a local ``np.dot`` and one ``Allreduce`` of 8 bytes.
 
 Rows: ``a + 1.0`` (deferred, as written, and used: ``(a + 1.0).interior``), the fused stencil
-assignment ``a[1:-1] = 0.5 * (a[:-2] + a[2:])``, ``float(a[500])``, ``float(np.dot(a, a))``.
+assignment ``a[1:-1] = 0.5 * (a[:-2] + a[2:])``, ``float(a[500])``, ``float(np.dot(a, a))``, and
+``a[idx]`` with ``idx`` a tensor of 100 random ints split on dim 0 (raw: an ``Alltoall`` of the counts,
+an ``Alltoallv`` of the indices and one of the values back, each process's part of ``idx`` routed by
+hand; the gather of ``a`` it replaced is the row ``gather + numpy``).
 """
 
 import argparse
@@ -84,6 +87,27 @@ def main():
     def np_stencil():
         x[1:-1] = 0.5 * (x[:-2] + x[2:])
 
+    ig = np.random.default_rng(1).integers(0, n, 100)
+    idx = DistributedTensor.from_global(ig, Sharding(mesh, [[0]]))
+    mine = ig[idx.shard_slices[0]]
+    starts = np.array([a.sharding.shard_slices((n,), r)[0].start for r in range(comm.size)] + [n])
+    fetched = np.empty(mine.size)
+
+    def raw_take():
+        shard = np.searchsorted(starts, mine, side="right") - 1
+        order = np.argsort(shard, kind="stable")
+        counts = np.bincount(shard, minlength=comm.size)
+        got = np.empty_like(counts)
+        comm.Alltoall(counts, got)
+        sd, rd = np.concatenate(([0], np.cumsum(counts)[:-1])), np.concatenate(([0], np.cumsum(got)[:-1]))
+        asked = np.empty(got.sum(), np.int64)
+        comm.Alltoallv([mine[order] - starts[shard[order]], (counts, sd)], [asked, (got, rd)])
+        out = np.empty(mine.size)
+        comm.Alltoallv([blk[asked], (got, rd)], [out, (counts, sd)])
+        fetched[order] = out
+        return fetched
+
+    assert np.array_equal(raw_take(), g[mine]) and np.array_equal(a[idx].gather(), g[ig])
     assert float(a[n // 2]) == raw_read() == g[n // 2]
     assert np.isclose(float(np.dot(a, a)), raw_dot())
     rows = {
@@ -93,6 +117,9 @@ def main():
         "float(a[n//2])": {"meshrt": lambda: float(a[n // 2]), "numpy": lambda: float(x[n // 2]), "raw": raw_read},
         "float(np.dot(a, a))": {"meshrt": lambda: float(np.dot(a, a)), "numpy": lambda: float(np.dot(x, x)),
                                 "raw": raw_dot},
+        "a[idx]": {"meshrt": lambda: a[idx], "numpy": lambda: x[ig], "raw": raw_take},
+        "a[idx] gather + numpy": {"meshrt": lambda: a.gather()[idx.gather()], "numpy": lambda: x[ig],
+                                  "raw": raw_take},
     }
     firsts = {}
     b = DistributedTensor.from_global(g, Sharding(mesh, [[0]], sharded_dims_offsets=None))
