@@ -725,6 +725,7 @@ def _fused_write(t, origin, node) -> bool:
         sig, arrays, leaves, scalars, c = _collect_fast(node, origin)
     except _NotFusable:
         return False
+    _trim_plans()
     plan = None if c is None else _memo_plan(c, t, arrays, node.shape)
     if plan is None:
         plan = _get_plan(t, origin, node.shape, sig, arrays, leaves)
@@ -829,13 +830,9 @@ def _canon(s) -> int:
     return c[0]
 
 
-def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
-    # Decided alike on every process (a plan is built collectively): from global facts only
-    if not shape:
-        return None
-    for a in arrays:
-        if not _same_layout(a, t):
-            return None
+def _trim_plans():
+    """Free every plan past 256 (at the same call on every process: the count grows only by plans built
+    together, and every fused write checks it, whether or not it then finds its plan memoized)."""
     if len(_PLANS) > 256:
         for p in _PLANS.values():
             if type(p) is _FusedPlan:
@@ -845,6 +842,16 @@ def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
         _SEEN.clear()
         _FIRST.clear()  # (no key names their ids any more)
         _CANON.clear()
+
+
+def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
+    # Decided alike on every process (a plan is built collectively): from global facts only
+    if not shape:
+        return None
+    for a in arrays:
+        if not _same_layout(a, t):
+            return None
+    _trim_plans()
     key = (sig, tuple((_canon(a._sharding), a._global_shape, a._local.dtype, a is t) for a in arrays),
            tuple(leaves), _canon(t._sharding), t._global_shape, origin, shape)
     entry = _PLANS.get(key)
