@@ -774,6 +774,7 @@ def _fused_new(node):
 
 _PLANS: dict = {}
 _GEN = [0]  # bumped when the plans are freed
+_MAX_PLANS = 256
 _SAME: dict = {}
 _SMALL = 1 << 15  # local elements up to which a fused write runs as one call after the exchange
 
@@ -831,9 +832,9 @@ def _canon(s) -> int:
 
 
 def _trim_plans():
-    """Free every plan past 256 (at the same call on every process: the count grows only by plans built
-    together, and every fused write checks it, whether or not it then finds its plan memoized)."""
-    if len(_PLANS) > 256:
+    """Free every plan past `_MAX_PLANS` (at the same call on every process: the count grows only by plans
+    built together, and every fused write checks it, whether or not it then finds its plan memoized)."""
+    if len(_PLANS) > _MAX_PLANS:
         for p in _PLANS.values():
             if type(p) is _FusedPlan:
                 p.free()

@@ -211,6 +211,27 @@ def test_small_and_large_blocks_take_their_paths(mesh2, monkeypatch, small):
         assert ("read from a copy" in text) == small, text
 
 
+def test_plans_freed_alike_with_memoized_ones(mesh2, monkeypatch):
+    """Past _MAX_PLANS every process frees its plans at the same statement, also when a statement finds its
+    plan memoized on its signature (no _get_plan call): later builds agree instead of hanging."""
+    monkeypatch.setattr(_lazy, "_MAX_PLANS", 3)
+    s = layouts(mesh2, 1)[0][1]
+    arrays = [data((comm.size * 2 + 4 + k,), "float64", k) for k in range(6)]
+    us = [DT.from_global(a, s) for a in arrays]
+    gen = _lazy._GEN[0]
+    def step(x):
+        x[1:-1] = 0.5 * (x[:-2] + x[2:])
+
+    for _ in range(2):
+        for xs in (us, arrays):  # the tensors, then numpy on the global arrays
+            for k in range(len(xs)):
+                step(xs[k])
+                step(xs[0])  # memoized after its first run
+    for u, a in zip(us, arrays):
+        same(u, a, "after the plans were freed")
+    assert _lazy._GEN[0] > gen
+
+
 def test_exception_leaves_target_unchanged(mesh2, monkeypatch):
     s = layouts(mesh2, 2)[0][1]
     a = data((comm.size * 3 + 4, 6), "float64", 3)
