@@ -1406,4 +1406,7 @@ for _name, _ufunc, _sym in (("add", np.add, "+"), ("sub", np.subtract, "-"), ("m
                            ("truediv", np.true_divide, "/")):
     setattr(DistributedTensor, f"__{_name}__", _deferred_operator(f"__{_name}__", _ufunc, False, _sym))
     setattr(DistributedTensor, f"__r{_name}__", _deferred_operator(f"__r{_name}__", _ufunc, True, _sym))
+for _name, _ufunc, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),
+                            ("ge", np.greater_equal, ">=")):  # (no reflected forms: Python swaps them)
+    setattr(DistributedTensor, f"__{_name}__", _deferred_operator(f"__{_name}__", _ufunc, False, _sym))
 del _name, _ufunc, _sym
