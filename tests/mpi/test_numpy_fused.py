@@ -195,7 +195,7 @@ def test_small_and_large_blocks_take_their_paths(mesh2, monkeypatch, small):
     a large one (``_SMALL`` lowered): the kernel overlaps the exchange and writes a second buffer."""
     monkeypatch.setattr(_lazy, "_SMALL", 1 << 30 if small else 0)
     for k, (name, s) in enumerate(layouts(mesh2, 2)):
-        a = data((comm.size * 3 + 6 + small, 9), "float64", k)  # shapes of their own: plans built here
+        a = data((comm.size * 3 + 6 + small, 17), "float64", k)  # shapes of their own: plans built here
         u = DT.from_global(a, s)
         b = a.copy()
         swaps = _lazy.stats["swaps"] + _lazy.stats["copies"]
