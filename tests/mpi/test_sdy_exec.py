@@ -461,7 +461,6 @@ func.func public @main(%arg0: tensor<8x3xf32> {{sdy.sharding = #sdy.sharding<@me
     out = explain(parse(text), "main", comm)
     if comm.rank == 0:
         lines = [ln for ln in out.splitlines() if "stablehlo.reshape" in ln or "stablehlo.sine" in ln]
-        assert all("moves:" not in ln for ln in lines), out
-        assert f"// meshrt: {N} processes, 0 bytes moved in all" in out, out
+        assert f"// meshrt: {N} processes, 0 bytes moved in all" in out, out  # (a local re-slice may be noted)
         if N == 4:
             assert '-> <@mesh, [{"x":(1)2}, {"x":(2)2}, {}]>' in lines[0], lines[0]

@@ -6,7 +6,10 @@ index vector picks (a start clamped for gather, checked for scatter; a window of
 is expanded into one point per element), or a **box** dim, which every window covers from 0 to
 its size (dims the index vector does not name, and named dims whose window is the whole dim).
 A *lookup* is one batch position (and one offset in the expanded windows): its point coords name
-the operand rows it touches; the box dims are the same range for every lookup.
+the operand rows it touches; the box dims are the same range for every lookup.  An operand
+batching dim (``jax.vmap`` over indexing) is a point dim whose coord is the lookup's own global
+position on the batch dim it follows, so a batch split alike in operand and indices stays local.
+A scatter of N operands routes once: operands and updates travel as the fields of one record array.
 
 gather: each process computes the block of the result its sharding gives it.  It asks the owner
 of every row it needs (the owner in its own replica group of the operand's mesh axes: itself when
