@@ -208,8 +208,9 @@ def bytes_table():
 
 def memory(args):
     """Peak RSS per process of the exported MLP run from argument files (each process reads its
-    shards only, `SdyProgram.read_args`), above the RSS after imports, against 1/P of the global
-    arrays."""
+    shards only, `SdyProgram.read_args`), above the RSS after imports and a run of the same program
+    on small arrays, and the peak of Python's traced allocations (tracemalloc), against 1/P of the
+    global arrays."""
     import tempfile
 
     from mpi4py import MPI
@@ -217,26 +218,41 @@ def memory(args):
     from meshrt.mlir import parse
     from meshrt.mlir.shardy.program import SdyProgram
 
+    import tracemalloc
+
     comm = MPI.COMM_WORLD
     w = args.width
-    text = export(comm.size, w, 8)[0] if comm.rank == 0 else None
-    text = comm.bcast(text, root=0)
+    small = 512  # wide enough for the ring matmul (`meshrt.tensor.matmul.RING_MIN_ELEMENTS`)
+    texts = (export(comm.size, w, 8)[0], export(comm.size, small, 8)[0]) if comm.rank == 0 else None
+    text, warm_text = comm.bcast(texts, root=0)
     d = comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None, root=0)
     if comm.rank == 0:
         rng = np.random.default_rng(0)
         for i in range(3):
             np.save(os.path.join(d, f"a{i}.npy"), (rng.standard_normal((w, w)) / np.sqrt(w)).astype(np.float32))
+            np.save(os.path.join(d, f"s{i}.npy"), np.ones((small, small), np.float32))
     comm.Barrier()
+    # the same program on small arrays first: the modules meshrt imports when first used (Numba, llvmlite,
+    # SciPy: ~95 MiB of RSS) and the compiled kernels stay out of the measurement, which is of the arrays
+    warm = SdyProgram(parse(warm_text), comm)
+    warm.run("main", warm.read_args("main", [os.path.join(d, f"s{i}.npy") for i in range(3)]), consume=True)
+    warm.free()
+    from meshrt.runtime import warmup
+
+    warmup.wait()  # Numba's start-up thread (`meshrt.runtime.warmup`) done before the peak is reset
     p = SdyProgram(parse(text), comm)
     base = _reset_peak_mib()
+    tracemalloc.start()
     arrays = p.read_args("main", [os.path.join(d, f"a{i}.npy") for i in range(3)])
     y = p.run("main", arrays, consume=True)[0]
+    traced = comm.allreduce(tracemalloc.get_traced_memory()[1] / 2**20, op=MPI.MAX)
+    tracemalloc.stop()
     grown = comm.allreduce(_status_mib("VmHWM") - base, op=MPI.MAX)
     share = 4 * w * w * 4 / comm.size / 2**20  # x, w1, w2 and the result
     if comm.rank == 0:
         print(f"MLP {w}x{w} float32 on {comm.size} processes: peak RSS growth during the run {grown:.0f} MiB "
-              f"(largest over processes); 1/P of the global arrays (3 arguments + result) {share:.0f} MiB; "
-              f"ratio {grown / share:.2f}")
+              f"(largest over processes), ratio {grown / share:.2f}; tracemalloc peak {traced:.1f} MiB, ratio "
+              f"{traced / share:.2f}; 1/P of the global arrays (3 arguments + result) {share:.0f} MiB")
     del y
     p.free()
 

@@ -324,6 +324,25 @@ def causal_attention_inputs():
     return [r.standard_normal((12, 4)).astype(np.float32) for _ in range(3)]
 
 
+def vmap_indexing(mesh):
+    # jax.vmap over indexing: gather / scatter with batching dims, the batch split over "x"
+    def f(x, idx, v, jdx):
+        g = jax.vmap(lambda xi, ii: xi[ii])(x, idx)
+        s = jax.vmap(lambda xi, ii, vi: xi.at[ii].add(vi))(x, idx, v)
+        m = jax.vmap(lambda xi, ii, vi: xi.at[ii].set(vi * 2))(x, idx, v)
+        r = jax.vmap(lambda xi, ji: xi[ji], in_axes=(2, 1), out_axes=2)(x, jdx)
+        return g, s, m, r
+    specs = (P("x", None, "y"), P("x", None), P("x", None, "y"), P(None, None))
+    outs = (P("x", None, "y"), P("x", None, "y"), P(None, "x", None), P(None, None, "y"))
+    return f, specs, outs
+
+
+def vmap_indexing_inputs():
+    r = _rng(20)
+    return [r.standard_normal((6, 6, 4)).astype(np.float32), r.integers(-6, 6, (6, 3)).astype(np.int32),
+            r.standard_normal((6, 3, 4)).astype(np.float32), r.integers(0, 7, (3, 4)).astype(np.int32)]
+
+
 PROGRAMS = [
     ("mlp", mesh_2d, mlp, mlp_inputs),
     ("attention", mesh_1d, attention, attention_inputs),
@@ -345,9 +364,10 @@ PROGRAMS = [
     ("partial_collectives", mesh_2d, partial_collectives, partial_collectives_inputs),
     ("cond_while", mesh_1d, cond_while, cond_while_inputs),
     ("causal_attention", mesh_1d, causal_attention, causal_attention_inputs),
+    ("vmap_indexing", mesh_2d, vmap_indexing, vmap_indexing_inputs),
 ]
 SIZES = {name: (1, 2, 3, 4) for name in ("partial_manual", "scalar_psum", "nested_manual", "partial_collectives",
-                                         "cond_while", "causal_attention")}
+                                         "cond_while", "causal_attention", "vmap_indexing")}
 
 
 def _named(mesh, spec):

@@ -21,7 +21,7 @@ from ..errors import MeshError, ShardingError
 from ..mesh import AbstractMesh, Mesh
 from ..reduction import REDUCTION_KINDS, ReductionKind
 from ..runtime import check as _check
-from .text import parse_sharding, visualize as _visualize
+from .text import parse_sharding, sdy_text, sub_axes, visualize as _visualize
 
 __all__ = ["Sharding", "REDUCTION_KINDS", "split_sizes", "split_offsets"]
 
@@ -483,6 +483,9 @@ class Sharding:
 
     # -- text forms --------------------------------------------------------------
     def __str__(self):
+        if (sub_axes(self._mesh) and not self._halo_sizes and not self._offsets
+                and (not self._partial_axes or self._partial_type == "sum")):
+            return sdy_text(self)  # Shardy sub-axes: the text they came from, which parses back
         parts = [f"shard.sharding @{self._mesh.name} split_axes = {_list(self._split_axes) if self._split_axes else '[[]]'}"]
         if self._partial_axes:
             parts.append(f"partial = {self._partial_type}{list(self._partial_axes)}")

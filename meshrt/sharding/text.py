@@ -268,6 +268,27 @@ def _parse_sdy(t: _Tokens, mesh, cls):
     if not names:
         raise ShardingError(f"mesh: a Shardy sharding names axes, but {mesh!r} has no axis_names")
     refs = [r for d in dims for r in d] + replicated + unreduced
+    subs = sub_axes(mesh)
+    if subs:  # a refined mesh (what `sdy_text` prints a sub-axis sharding from): its own cuts
+        def on_refined(ref):
+            name, pre, size = ref
+            if name not in subs:
+                if name not in names:
+                    raise ShardingError(f"sharding text: unknown axis name {name!r}; the mesh has {list(names)}")
+                return [name] if size != 1 else []
+            runs = subs[name]
+            full = runs[-1][1]
+            lo, hi = (1, full) if pre is None else (pre, pre * size)
+            got = [n for p, q, n in runs if lo <= p and q <= hi]
+            if lo == hi or (got and runs[[n for _, _, n in runs].index(got[0])][0] == lo
+                            and runs[[n for _, _, n in runs].index(got[-1])][1] == hi):
+                return got
+            raise ShardingError(f'sharding text: sub-axis "{name}":({pre}){size} is not a run of the axes '
+                                f"{[n for _, _, n in runs]} of the refined mesh")
+
+        split = [[a for r in d for a in on_refined(r)] for d in dims]
+        partial = [a for r in unreduced for a in on_refined(r)]
+        return cls(mesh, split, partial_axes=partial, partial_type="sum")
     for name, pre, size in refs:
         if name not in names:
             raise ShardingError(f"sharding text: unknown axis name {name!r}; the mesh has {list(names)}")
@@ -293,6 +314,57 @@ def _parse_sdy(t: _Tokens, mesh, cls):
     split = [[a for r in d for a in resolve(r)] for d in dims]
     partial = [a for r in unreduced for a in resolve(r)]
     return cls(mesh, split, partial_axes=partial, partial_type="sum")
+
+
+_SUB = re.compile(r"(.*):\((\d+)\)(\d+)")
+
+
+def sub_axes(mesh) -> dict:
+    """The sub-axes of a refined mesh (axis names ``x:(pre)size``, from `_refine`): per full axis
+    its runs ``(pre, pre * size, name)``, major first; ``{}`` for a mesh without sub-axes."""
+    out = {}
+    for n in mesh.axis_names or ():
+        m = _SUB.fullmatch(n)
+        if m:
+            p, k = int(m.group(2)), int(m.group(3))
+            out.setdefault(m.group(1), []).append((p, p * k, n))
+    return out
+
+
+def sdy_axes_text(mesh, axes) -> str:
+    """One dim's axes (indices into ``mesh``) as a Shardy dim sharding, ``{"x":(1)2, "y"}``: a
+    refined mesh's consecutive sub-axes of one axis joined, a run covering the axis written as it."""
+    subs = sub_axes(mesh)
+    names = mesh.axis_names
+    where = {n: (b, p, q) for b, runs in subs.items() for p, q, n in runs}
+    out = []  # [base, pre, hi] or [name]
+    for a in axes:
+        n = names[a]
+        if n in where:
+            b, p, q = where[n]
+            if out and len(out[-1]) == 3 and out[-1][0] == b and out[-1][2] == p:
+                out[-1][2] = q
+            else:
+                out.append([b, p, q])
+        else:
+            out.append([n])
+    text = []
+    for r in out:
+        if len(r) == 1 or (r[1] == 1 and r[2] == subs[r[0]][-1][1]):
+            text.append(f'"{r[0]}"')
+        else:
+            text.append(f'"{r[0]}":({r[1]}){r[2] // r[1]}')
+    return "{" + ", ".join(text) + "}"
+
+
+def sdy_text(s) -> str:
+    """A sharding on a refined mesh as the Shardy text it came from, which `parse_sharding` reads
+    back on that mesh or on the unrefined one: ``#sdy.sharding<@mesh, [{"x":(1)2}, {"x":(2)2}]>``
+    (consecutive sub-axes of one axis in a dim joined, a run covering the axis written as it)."""
+    body = f"@{s.mesh.name}, [" + ", ".join(sdy_axes_text(s.mesh, axes) for axes in s.split_axes) + "]"
+    if s.partial_axes:
+        body += ", unreduced=" + sdy_axes_text(s.mesh, s.partial_axes)
+    return f"#sdy.sharding<{body}>"
 
 
 def _refine(mesh: AbstractMesh, cuts: dict):

@@ -1254,8 +1254,13 @@ def _reshape(t: "DistributedTensor", new, sharding: "Sharding | None" = None) ->
                                         t.dtype)
         return empty if sharding is None else empty.reshard(sharding)
     target = _reshape_sharding(s, old, new) if sharding is None else sharding
-    if target.mesh != s.mesh:  # a refined mesh (Shardy sub-axes): reshape on this one, then reshard
-        return _reshape(t, new).reshard(target)
+    if target.mesh != s.mesh:  # a refined mesh (Shardy sub-axes)
+        lifted = _lift_to(s, target.mesh)
+        if lifted is None:  # reshape on this one, then reshard
+            return _reshape(t, new).reshard(target)
+        # the same blocks on the finer mesh: a sub-axis split the reshape keeps moves nothing
+        t = DistributedTensor(t._local, lifted, old)
+        s = lifted
     want = target.replace(halo_sizes=None)
     if (want.partial_axes, want.partial_type) != (s.partial_axes, s.partial_type):
         if s.is_partial and not set(s.partial_axes) & {a for d in range(len(new)) for a in want.dim_axes(d)}:
@@ -1266,6 +1271,19 @@ def _reshape(t: "DistributedTensor", new, sharding: "Sharding | None" = None) ->
             want = want.replace(partial_axes=s.partial_axes, partial_type=s.partial_type)
     out = DistributedTensor(_reshape_exchange(t, new, want), want, new)
     return out if out.sharding == target else out.reshard(target)
+
+
+def _lift_to(s: Sharding, mesh) -> "Sharding | None":
+    """``s`` on ``mesh`` where that is a sub-axis refinement of ``s``'s mesh (same processes, the
+    same blocks everywhere), else None."""
+    from ..reshard import _lift, _refinement, same_devices
+
+    if not same_devices(s.mesh, mesh):
+        return None
+    ref = _refinement(s.mesh.abstract(), mesh.abstract())
+    if ref is None or ref[0].shape != tuple(mesh.shape):
+        return None
+    return _lift(s, mesh, ref[1])
 
 
 def _reshape_sharding(s: Sharding, old, new) -> Sharding:

@@ -674,11 +674,13 @@ RING_CHUNK_ELEMENTS = 1 << 18
 
 def _ring_contract(plan: ContractionPlan, want: tuple, tensors, local_fn, ring) -> np.ndarray:
     """The local result of ``plan`` with operand ``k``'s all_gather done as a ring: at step ``s``
-    each process holds the piece of the process ``s`` places before it on the axis and passes it
-    on to the next while it multiplies it with the matching slices of the other operands: into
-    its slice of the result where the gathered label is a result dim, else (a contracted label)
-    added to the result.  Each step runs in chunks of `RING_CHUNK_ELEMENTS` result elements
-    along a result dim of another operand, so no temporary is the size of the result."""
+    each process holds the piece of the process ``s`` places before it on the axis, multiplies it
+    with the matching slices of the other operands (into its slice of the result where the
+    gathered label is a result dim, else, a contracted label, added to the result), then passes it
+    on to the next.  Each step runs in chunks of `RING_CHUNK_ELEMENTS` result elements along a
+    result dim of another operand, and the pieces go round in one buffer, shifted in chunks of as
+    many elements, so besides the operands and the result a process holds one piece and one chunk
+    (the peak memory of an exported MLP: `bench/bench_sdy.py --memory`)."""
     from .. import collectives
 
     k, d, axis = ring
@@ -698,9 +700,8 @@ def _ring_contract(plan: ContractionPlan, want: tuple, tensors, local_fn, ring) 
     oc = None if chunked is None else c.output.index(chunked)
     extent = 1 if oc is None else want[oc]
     rows = max(1, RING_CHUNK_ELEMENTS // max(1, math.prod(want) // max(1, extent)))
-    y = None
+    y = buf = spare = None
     for s in range(n):
-        moving = collectives.shift(piece, mesh, (axis,), axis, 1, rotate=True, wait=False) if s < n - 1 else None
         src = (me - s) % n
         window = slice(src * m, (src + 1) * m)
         for lo in range(0, extent, rows):
@@ -719,8 +720,22 @@ def _ring_contract(plan: ContractionPlan, want: tuple, tensors, local_fn, ring) 
                 y[tuple(where)] += part
             else:
                 y[tuple(where)] = part
-        if moving is not None:
-            piece = moving.wait()
+        if s < n - 1:  # pass the piece on in chunks through one buffer (the operand's own block untouched)
+            flat = piece.reshape(-1)
+            if buf is None:
+                buf = np.empty_like(piece)
+            into = buf.reshape(-1)
+            step = max(1, RING_CHUNK_ELEMENTS)
+            for lo in range(0, flat.size, step):
+                hi = min(lo + step, flat.size)
+                if piece is buf:  # in place: each chunk through a spare of one chunk
+                    if spare is None:
+                        spare = np.empty(min(step, flat.size), flat.dtype)
+                    got = collectives.shift(flat[lo:hi], mesh, (axis,), axis, 1, rotate=True, out=spare[:hi - lo])
+                    into[lo:hi] = got
+                else:
+                    collectives.shift(flat[lo:hi], mesh, (axis,), axis, 1, rotate=True, out=into[lo:hi])
+            piece = buf
     return y
 
 

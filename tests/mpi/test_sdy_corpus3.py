@@ -23,7 +23,7 @@ PROGRAMS = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.pat
 
 def test_corpus_has_programs_for_3_devices():
     assert {"partial_manual", "scalar_psum", "nested_manual", "partial_collectives", "cond_while",
-            "causal_attention"} <= set(PROGRAMS), PROGRAMS
+            "causal_attention", "vmap_indexing"} <= set(PROGRAMS), PROGRAMS
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

@@ -503,24 +503,56 @@ def check_region_op(op):
 
 # -- gather, scatter, sort --------------------------------------------------------------------------------
 
+BATCHING_KEYS = ("operand_batching_dims", "start_indices_batching_dims", "input_batching_dims",
+                 "scatter_indices_batching_dims")
+
+
 def _numbers(op, attr, keys):
-    """The fields of ``#stablehlo.gather<...>`` / ``#stablehlo.scatter<...>`` as tuples of ints."""
+    """The fields of ``#stablehlo.gather<...>`` / ``#stablehlo.scatter<...>`` as tuples of ints
+    (the batching dims' fields too, ``()`` where absent)."""
     import re
 
     text = str(op.attributes.get(attr, ""))
     out = {}
-    for k in keys:
+    for k in tuple(keys) + BATCHING_KEYS:
         m = re.search(rf"\b{k}\s*=\s*\[([\d,\s]*)\]", text)
         if m:
             out[k] = tuple(int(x) for x in m.group(1).replace(",", " ").split())
         else:
             m = re.search(rf"\b{k}\s*=\s*(\d+)", text)
             out[k] = int(m.group(1)) if m else ()
-    for k in ("operand_batching_dims", "start_indices_batching_dims", "input_batching_dims",
-              "scatter_indices_batching_dims"):
-        if re.search(rf"\b{k}\s*=\s*\[\s*\d", text):
-            raise MLIRError(f"{op.location}: unsupported '{op.name}' with {k} (batched gather/scatter)")
     return out
+
+
+def batch_positions(op, indices_rank, ivd, indices_batching):
+    """Per indices batching dim, its position among the batch dims (the indices' dims but
+    ``index_vector_dim``), which are the result's (gather) or updates' (scatter) batch dims in order."""
+    others = [d for d in range(indices_rank) if d != ivd]
+    for d in indices_batching:
+        if d not in others:
+            raise MLIRError(f"{op.location}: '{op.name}': indices batching dim {d} is the index vector dim or not a "
+                            f"dim of rank-{indices_rank} indices")
+    return tuple(others.index(d) for d in indices_batching)
+
+
+def _fold_batching(op, indices, ivd, index_map, operand_batching, indices_batching):
+    """Batching dims as index-mapped dims: each index vector gets, per indices batching dim, its own
+    position along that dim (the operand batching dim then picks the same row, as ``vmap`` means).
+    Returns (index vectors: batch + (k,), index map)."""
+    vec = _index_vectors(indices, ivd)
+    if not operand_batching:
+        return vec, tuple(index_map)
+    if len(operand_batching) != len(indices_batching):
+        raise MLIRError(f"{op.location}: '{op.name}': {len(operand_batching)} operand batching dims for "
+                        f"{len(indices_batching)} indices batching dims")
+    bl = vec.shape[:-1]
+    cols = []
+    for j in batch_positions(op, np.ndim(indices), ivd, indices_batching):
+        shape = [1] * len(bl)
+        shape[j] = bl[j]
+        cols.append(np.broadcast_to(np.arange(bl[j], dtype=np.int64).reshape(shape), bl))
+    vec = np.concatenate([vec.astype(np.int64, copy=False), np.stack(cols, axis=-1)], axis=-1)
+    return vec, tuple(index_map) + tuple(operand_batching)
 
 
 def _index_vectors(idx, ivd):
@@ -532,21 +564,24 @@ def _index_vectors(idx, ivd):
 
 
 def gather(op, operand, indices):
-    """StableHLO ``gather`` (no batching dims): each batch position takes a clamped slice."""
+    """StableHLO ``gather``: each batch position takes a clamped slice (an operand batching dim at
+    the position's own coordinate along its indices batching dim)."""
     n = _numbers(op, "dimension_numbers", ("offset_dims", "collapsed_slice_dims", "start_index_map",
                                             "index_vector_dim"))
     sizes = _attr_ints(op, "slice_sizes")
     operand = np.asarray(operand)
     out_t = op.results[0].type
     out = np.empty(out_t.shape, operand.dtype)
-    vec = _index_vectors(indices, n["index_vector_dim"])
+    vec, index_map = _fold_batching(op, indices, n["index_vector_dim"], n["start_index_map"],
+                                    n["operand_batching_dims"], n["start_indices_batching_dims"])
+    collapsed = set(n["collapsed_slice_dims"]) | set(n["operand_batching_dims"])
     batch_dims = [d for d in range(out_t.rank) if d not in n["offset_dims"]]
     for b in np.ndindex(*vec.shape[:-1]):
         start = [0] * operand.ndim
-        for k, d in enumerate(n["start_index_map"]):
+        for k, d in enumerate(index_map):
             start[d] = min(max(int(vec[b][k]), 0), operand.shape[d] - sizes[d])
         block = operand[tuple(slice(s, s + z) for s, z in zip(start, sizes))]
-        block = block.reshape([z for d, z in enumerate(sizes) if d not in n["collapsed_slice_dims"]])
+        block = block.reshape([z for d, z in enumerate(sizes) if d not in collapsed])
         where = [slice(None)] * out_t.rank
         for d, i in zip(batch_dims, b):
             where[d] = i
@@ -555,31 +590,43 @@ def gather(op, operand, indices):
 
 
 def scatter(op, operand, indices, updates, combine):
-    """StableHLO ``scatter`` (no batching dims), updates applied in order; windows that do not fit
-    in the operand are skipped, as the specification says."""
+    """StableHLO ``scatter`` of one operand (`scatter_many` with one)."""
+    return scatter_many(op, [operand], indices, [updates], lambda a, b: [combine(a[0], b[0])])[0]
+
+
+def scatter_many(op, operands, indices, updates, combine):
+    """StableHLO ``scatter`` of N operands with N updates, applied in order by
+    ``combine(olds, news) -> results`` (lists of N arrays); windows that do not fit in the operand
+    are skipped, as the specification says; an input batching dim is written at the update's own
+    coordinate along its indices batching dim."""
     n = _numbers(op, "scatter_dimension_numbers", ("update_window_dims", "inserted_window_dims",
                                                     "scatter_dims_to_operand_dims", "index_vector_dim"))
-    out = np.array(operand)
-    updates = np.asarray(updates)
-    vec = _index_vectors(indices, n["index_vector_dim"])
-    scatter_dims = [d for d in range(updates.ndim) if d not in n["update_window_dims"]]
-    window_operand_dims = [d for d in range(out.ndim) if d not in n["inserted_window_dims"]]
+    outs = [np.array(o) for o in operands]
+    updates = [np.asarray(u) for u in updates]
+    out = outs[0]
+    vec, index_map = _fold_batching(op, indices, n["index_vector_dim"], n["scatter_dims_to_operand_dims"],
+                                    n["input_batching_dims"], n["scatter_indices_batching_dims"])
+    inserted = set(n["inserted_window_dims"]) | set(n["input_batching_dims"])
+    scatter_dims = [d for d in range(updates[0].ndim) if d not in n["update_window_dims"]]
+    window_operand_dims = [d for d in range(out.ndim) if d not in inserted]
     for b in np.ndindex(*vec.shape[:-1]):
         start = [0] * out.ndim
-        for k, d in enumerate(n["scatter_dims_to_operand_dims"]):
+        for k, d in enumerate(index_map):
             start[d] = int(vec[b][k])
-        sel = [slice(None)] * updates.ndim
+        sel = [slice(None)] * updates[0].ndim
         for d, i in zip(scatter_dims, b):
             sel[d] = i
-        upd = updates[tuple(sel)]
+        upd = [u[tuple(sel)] for u in updates]
         size = [1] * out.ndim
-        for d, z in zip(window_operand_dims, upd.shape):
+        for d, z in zip(window_operand_dims, upd[0].shape):
             size[d] = z
         if any(s < 0 or s + z > dim for s, z, dim in zip(start, size, out.shape)):
             continue
         region = tuple(slice(s, s + z) for s, z in zip(start, size))
-        out[region] = np.asarray(combine(out[region], upd.reshape(size))).astype(out.dtype)
-    return out
+        res = combine([o[region] for o in outs], [u.reshape(size) for u in upd])
+        for o, r in zip(outs, res):
+            o[region] = np.asarray(r).astype(o.dtype)
+    return outs
 
 
 def merge_sort_perm(cols, less):

@@ -28,6 +28,7 @@ import numpy as np
 
 from ...errors import MLIRError
 from ...runtime import mpi as _mpi
+from ...sharding.text import sdy_axes_text
 from ...tensor.distributed_tensor import DistributedTensor
 from ..ir import TensorType
 from .program import SdyProgram
@@ -43,22 +44,12 @@ def sdy_text(value, mesh_name="mesh", rank=None) -> str:
         value = value.src
     if isinstance(value, DT):
         s = value.sharding
-        names = s.mesh.axis_names
         dims = []
         for d in range(value.ndim):
-            axes = s.dim_axes(d) if d < len(s.split_axes) else ()
-            dims.append("{" + ", ".join(_axis_text(names[a]) for a in axes) + "}")
+            dims.append(sdy_axes_text(s.mesh, s.dim_axes(d) if d < len(s.split_axes) else ()))
         return f"<@{s.mesh.name}, [{', '.join(dims)}]>"
     nd = rank if rank is not None else len(getattr(value, "shape", ()))  # replicated, or a broadcast scalar
     return f"<@{mesh_name}, [{', '.join('{}' for _ in range(nd))}]>"
-
-
-def _axis_text(name):
-    """A mesh axis name as Shardy writes it: a refined mesh's ``x:(2)2`` is the sub-axis ``"x":(2)2``."""
-    import re
-
-    m = re.fullmatch(r"(.*):\((\d+)\)(\d+)", name)
-    return f'"{m.group(1)}":({m.group(2)}){m.group(3)}' if m else f'"{name}"'
 
 
 def explain(module, name="main", comm=None) -> str:

@@ -6,7 +6,10 @@ index vector picks (a start clamped for gather, checked for scatter; a window of
 is expanded into one point per element), or a **box** dim, which every window covers from 0 to
 its size (dims the index vector does not name, and named dims whose window is the whole dim).
 A *lookup* is one batch position (and one offset in the expanded windows): its point coords name
-the operand rows it touches; the box dims are the same range for every lookup.
+the operand rows it touches; the box dims are the same range for every lookup.  An operand
+batching dim (``jax.vmap`` over indexing) is a point dim whose coord is the lookup's own global
+position on the batch dim it follows, so a batch split alike in operand and indices stays local.
+A scatter of N operands routes once: operands and updates travel as the fields of one record array.
 
 gather: each process computes the block of the result its sharding gives it.  It asks the owner
 of every row it needs (the owner in its own replica group of the operand's mesh axes: itself when
@@ -66,11 +69,27 @@ class IndexForm(NamedTuple):
     batch_dims: tuple   # the other result / update dims: the indices' dims but index_vector_dim
     ivd: int            # index_vector_dim
     clamp: bool         # gather clamps starts into range; scatter skips windows out of range
+    batching: tuple = ()  # per operand batching dim (vmap), (that dim, the batch dim it follows)
 
 
-def _form(op, shape, indices_shape, index_map, collapsed, win_dims, size, value_rank, ivd, clamp):
+def _form(op, shape, indices_shape, index_map, collapsed, win_dims, size, value_rank, ivd, clamp,
+          operand_batching=(), indices_batching=()):
     where = f"{op.location}: '{op.name}'"
     rank = len(shape)
+    if len(operand_batching) != len(indices_batching):
+        raise MLIRError(f"{where}: {len(operand_batching)} operand batching dims for {len(indices_batching)} "
+                        "indices batching dims")
+    jpos = H.batch_positions(op, len(indices_shape), ivd, indices_batching)
+    for d, j in zip(operand_batching, jpos):
+        if not 0 <= d < rank or d in collapsed or d in index_map:
+            raise MLIRError(f"{where}: operand batching dim {d} is out of range or also collapsed / index-mapped")
+        if indices_shape[indices_batching[operand_batching.index(d)]] != shape[d]:
+            raise MLIRError(f"{where}: operand batching dim {d} has size {shape[d]}, its indices batching dim "
+                            f"{indices_batching[operand_batching.index(d)]} has size "
+                            f"{indices_shape[indices_batching[operand_batching.index(d)]]}")
+    nmap = len(index_map)
+    index_map = tuple(index_map) + tuple(operand_batching)
+    collapsed = set(collapsed) | set(operand_batching)
     if len(size) != rank:
         raise MLIRError(f"{where}: {len(size)} window sizes for an operand of rank {rank}")
     index_of = [-1] * rank
@@ -80,8 +99,8 @@ def _form(op, shape, indices_shape, index_map, collapsed, win_dims, size, value_
                             "out of range")
         index_of[d] = k
     nvec = 1 if ivd == len(indices_shape) else indices_shape[ivd]
-    if nvec != len(index_map):
-        raise MLIRError(f"{where}: index vectors of length {nvec} for an index map of {len(index_map)} dims")
+    if nvec != nmap:
+        raise MLIRError(f"{where}: index vectors of length {nvec} for an index map of {nmap} dims")
     for d in range(rank):
         if not 0 <= size[d] <= shape[d]:
             raise MLIRError(f"{where}: window size {size[d]} of operand dim {d} is not in [0, {shape[d]}]")
@@ -94,23 +113,24 @@ def _form(op, shape, indices_shape, index_map, collapsed, win_dims, size, value_
     point = tuple(d for d in range(rank) if index_of[d] >= 0 and size[d] < shape[d])
     box = tuple(d for d in range(rank) if d not in point)
     return IndexForm(tuple(shape), tuple(index_of), tuple(size), point, box, nc, tuple(win_dims), batch_dims,
-                     ivd, clamp)
+                     ivd, clamp, tuple(zip(operand_batching, jpos)))
 
 
 def gather_form(op, operand_shape, indices_shape) -> IndexForm:
-    """The `IndexForm` of a ``stablehlo.gather`` (no batching dims)."""
+    """The `IndexForm` of a ``stablehlo.gather``."""
     n = H._numbers(op, "dimension_numbers", ("offset_dims", "collapsed_slice_dims", "start_index_map",
                                             "index_vector_dim"))
     return _form(op, operand_shape, indices_shape, n["start_index_map"], set(n["collapsed_slice_dims"]),
                  n["offset_dims"], tuple(H._attr_ints(op, "slice_sizes")), op.results[0].type.rank,
-                 n["index_vector_dim"], True)
+                 n["index_vector_dim"], True, n["operand_batching_dims"], n["start_indices_batching_dims"])
 
 
 def scatter_form(op, operand_shape, indices_shape, updates_shape) -> IndexForm:
-    """The `IndexForm` of a one-operand ``stablehlo.scatter`` (no batching dims)."""
+    """The `IndexForm` of a ``stablehlo.scatter`` (of its first operand and updates: every
+    operand has one shape, every update one shape)."""
     n = H._numbers(op, "scatter_dimension_numbers", ("update_window_dims", "inserted_window_dims",
                                                     "scatter_dims_to_operand_dims", "index_vector_dim"))
-    inserted = set(n["inserted_window_dims"])
+    inserted = set(n["inserted_window_dims"]) | set(n["input_batching_dims"])
     uwd = n["update_window_dims"]
     nc = [d for d in range(len(operand_shape)) if d not in inserted]
     if len(nc) != len(uwd):
@@ -119,8 +139,9 @@ def scatter_form(op, operand_shape, indices_shape, updates_shape) -> IndexForm:
     size = [1] * len(operand_shape)
     for d, u in zip(nc, uwd):
         size[d] = updates_shape[u]
-    return _form(op, operand_shape, indices_shape, n["scatter_dims_to_operand_dims"], inserted, uwd, tuple(size),
-                 len(updates_shape), n["index_vector_dim"], False)
+    return _form(op, operand_shape, indices_shape, n["scatter_dims_to_operand_dims"], set(n["inserted_window_dims"]),
+                 uwd, tuple(size), len(updates_shape), n["index_vector_dim"], False, n["input_batching_dims"],
+                 n["scatter_indices_batching_dims"])
 
 
 def check_index_op(op) -> None:
@@ -130,8 +151,17 @@ def check_index_op(op) -> None:
         return
     if op.name == "stablehlo.gather":
         gather_form(op, tuple(types[0].shape), tuple(types[1].shape))
-    elif op.name == "stablehlo.scatter" and len(types) == 3:
-        scatter_form(op, tuple(types[0].shape), tuple(types[1].shape), tuple(types[2].shape))
+    elif op.name == "stablehlo.scatter":
+        n = (len(types) - 1) // 2
+        if len(types) != 2 * n + 1 or n < 1:
+            raise MLIRError(f"{op.location}: 'stablehlo.scatter' has {len(types)} operands, not N operands, the "
+                            "indices and N updates")
+        for k in range(1, n):
+            for what, a, b in (("operand", types[0], types[k]), ("updates", types[n + 1], types[n + 1 + k])):
+                if tuple(a.shape) != tuple(b.shape):
+                    raise MLIRError(f"{op.location}: 'stablehlo.scatter' {what} {k} has shape {tuple(b.shape)}, "
+                                    f"{what} 0 {tuple(a.shape)}")
+        scatter_form(op, tuple(types[0].shape), tuple(types[n].shape), tuple(types[n + 1].shape))
 
 
 def block_ranges(form: IndexForm, value_slices) -> tuple:
@@ -154,6 +184,13 @@ def lookups(form: IndexForm, vec, batch_lo, batch_shape, win):
     range), ordered batch position major, then window offset on the expanded point dims."""
     vec = np.asarray(vec).astype(np.int64, copy=False)
     bl = vec.shape[:-1]
+    if form.batching:  # an operand batching dim picks the lookup's own global position on its batch dim
+        cols = []
+        for _, j in form.batching:
+            shape = [1] * len(bl)
+            shape[j] = bl[j]
+            cols.append(np.broadcast_to((batch_lo[j] + np.arange(bl[j], dtype=np.int64)).reshape(shape), bl))
+        vec = np.concatenate([vec, np.stack(cols, axis=-1)], axis=-1)
     valid = np.ones(bl, bool)
     starts = []
     for d in form.point:
@@ -280,6 +317,8 @@ def natural_result_sharding(form: IndexForm, operand_s, mesh):
     for d, w in zip(form.nc, form.win_dims):
         if d in form.box:
             split[w] = list(operand_s.dim_axes(d))
+    for d, j in form.batching:  # vmap: the batch dim split as the operand's batching dim
+        split[form.batch_dims[j]] = list(operand_s.dim_axes(d))
     return Sharding(mesh, split) if any(split) else None
 
 
@@ -410,8 +449,6 @@ def run_index_op(prog, op, vals, env, splat):
     target = None if ts is None else prog.sharding(ts.without_unreduced())
     if op.name == "stablehlo.gather":
         return _gather(prog, op, vals, env, target, splat)
-    if len(vals) != 3:
-        return None
     return _scatter(prog, op, vals, env, target, splat)
 
 
@@ -590,11 +627,16 @@ def _gather_blocks(prog, form, x, idx, res_s, out_shape, mesh):
 def _gather_is_local(form, xs, res_s, out_shape, mesh):
     """Whether no process needs a row it does not hold (known from the shardings alone, so every
     process decides alike): point dims whole, and every result block's box inside its operand block."""
-    if any(xs.dim_axes(d) for d in form.point):
+    bdims = dict(form.batching)
+    if any(xs.dim_axes(d) for d in form.point if d not in bdims):
         return False
     for p in range(mesh.size):
-        win = block_ranges(form, _result_slices(res_s, out_shape, p))[1]
+        batch, win = block_ranges(form, _result_slices(res_s, out_shape, p))
         xsl = xs.shard_slices(form.shape, p)
+        for d, j in form.batching:  # a batching dim: the block's batch rows inside the operand's block
+            if batch[j].stop > batch[j].start and xs.dim_axes(d) and not (
+                    xsl[d].start <= batch[j].start and batch[j].stop <= xsl[d].stop):
+                return False
         for d, (a, b) in zip(form.box, box_ranges(form, win)):
             if b > a and xs.dim_axes(d) and not (xsl[d].start <= a and b <= xsl[d].stop):
                 return False
@@ -603,28 +645,38 @@ def _gather_is_local(form, xs, res_s, out_shape, mesh):
 
 def _scatter(prog, op, vals, env, target, Splat):
     DT = DistributedTensor
-    x, idx, upd = vals
+    n = (len(vals) - 1) // 2
+    xs_in, idx, us_in = list(vals[:n]), vals[n], list(vals[n + 1:])
     t = op.results[0].type
-    shape, dtype = tuple(t.shape), H.np_dtype(t)
+    shape = tuple(t.shape)
+    dtypes = [H.np_dtype(r.type) for r in op.results]
     if isinstance(idx, Splat):
         idx = np.asarray(idx.full())
-    if isinstance(upd, Splat):
-        upd = upd.full()
-    dts = [v for v in (x, idx, upd) if isinstance(v, DT)]
+    us_in = [u.full() if isinstance(u, Splat) else u for u in us_in]
+    if n > 1:
+        xs_in = [x.full() if isinstance(x, Splat) else x for x in xs_in]
+    dts = [v for v in xs_in + [idx] + us_in if isinstance(v, DT)]
     if target is not None and dts and target.mesh != dts[0].mesh:
         target = None
     if not dts and target is None:  # nothing is split, nor wanted split: every process computes it all
-        return prog._local_op(op, [x.full() if isinstance(x, Splat) else x, idx, upd], env)
+        return prog._local_op(op, [x.full() if isinstance(x, Splat) else x for x in xs_in] + [idx] + us_in, env)
     if any(not _plain(v) for v in dts) or len({v.mesh for v in dts}) > 1:
         return None
     mesh = dts[0].mesh if dts else target.mesh
     ishape = tuple(idx.global_shape) if isinstance(idx, DT) else np.shape(idx)
-    ushape = tuple(upd.global_shape) if isinstance(upd, DT) else np.shape(upd)
+    ushape = tuple(us_in[0].global_shape) if isinstance(us_in[0], DT) else np.shape(us_in[0])
     form = scatter_form(op, shape, ishape, ushape)
-    if not isinstance(x, DT):  # a replicated or splat operand: laid out as the result is wanted, locally
-        xs = target if target is not None else Sharding(mesh, [])
-        x = _local_dt(x.value if isinstance(x, Splat) else np.asarray(x), xs, shape)
-    xs = x.sharding
+    # every operand laid out as the first split one (else as the result is wanted), every update as the first
+    # split update: one routing serves them all
+    first = next((x for x in xs_in if isinstance(x, DT)), None)
+    xs = first.sharding if first is not None else (target if target is not None else Sharding(mesh, []))
+    xs_in = [(x if x.sharding == xs else x.reshard(xs)) if isinstance(x, DT) else
+             _local_dt(x.value if isinstance(x, Splat) else np.asarray(x), xs, shape) for x in xs_in]
+    ufirst = next((u for u in us_in if isinstance(u, DT)), None)
+    if ufirst is not None:
+        us_in = [(u if u.sharding == ufirst.sharding else u.reshard(ufirst.sharding)) if isinstance(u, DT) else
+                 _local_dt(np.asarray(u), ufirst.sharding, ushape) for u in us_in]
+    upd = us_in[0]
     nd = len(ishape)
     # indices and updates aligned on the batch dims: each holder of updates holds their indices
     if isinstance(upd, DT):
@@ -644,29 +696,49 @@ def _scatter(prog, op, vals, env, target, Splat):
             split = [[] for _ in ushape]
             for bd, axes in zip(form.batch_dims, want):
                 split[bd] = list(axes)
-            upd = _local_dt(np.asarray(upd), Sharding(mesh, split), ushape)
+            us_in = [_local_dt(np.asarray(u), Sharding(mesh, split), ushape) for u in us_in]
         else:
             idx = idx.interior
-    kind = combiner_kind(op.regions[0])
-    fn = None
-    if kind is None:
-        f = prog._region_fn(op.regions[0], True, env)
-        fn = lambda a, b: f(a, b)[0]  # noqa: E731
-    block = np.array(x.interior, dtype=dtype)
-    _scatter_blocks(prog, form, block, xs, idx, upd, ushape, mesh, kind, fn)
+    upd = us_in[0]
+    if isinstance(upd, DT):
+        uinfo = (upd.sharding, [u.interior for u in us_in], upd.shard_slices)
+    else:
+        uinfo = (None, [np.asarray(u) for u in us_in], tuple(slice(0, k) for k in ushape))
+    f = None if n == 1 and combiner_kind(op.regions[0]) is not None else prog._region_fn(op.regions[0], True, env)
+    if n == 1:
+        kind = combiner_kind(op.regions[0])
+        fn = None if f is None else (lambda a, b: f(a, b)[0])
+        block = np.array(xs_in[0].interior, dtype=dtypes[0])
+        ublock = uinfo[1][0]
+    else:  # N operands as the fields of one record array: the routing and the update order serve them all
+        kind = None
+        rec = np.dtype([(f"f{k}", dt) for k, dt in enumerate(dtypes)])
+        block = _records([x.interior for x in xs_in], rec)
+        ublock = _records(uinfo[1], rec)
+
+        def fn(a, b):
+            res = f(*(a[f"f{k}"] for k in range(n)), *(b[f"f{k}"] for k in range(n)))
+            return _records([np.broadcast_to(np.asarray(r), a.shape) for r in res], rec)
+    _scatter_blocks(prog, form, block, xs, idx, (uinfo[0], ublock, uinfo[2]), ushape, mesh, kind, fn)
+    blocks = [block] if n == 1 else [np.ascontiguousarray(block[f"f{k}"]) for k in range(n)]
     if not any(xs.split_axes):
-        return [block]
-    return [DT(block, xs, shape)]
+        return blocks
+    return [DT(b, xs, shape) for b in blocks]
+
+
+def _records(arrays, rec):
+    """Arrays of one shape as the fields of one record array of dtype ``rec``."""
+    out = np.empty(np.shape(arrays[0]), rec)
+    for k, a in enumerate(arrays):
+        out[f"f{k}"] = a
+    return out
 
 
 def _scatter_blocks(prog, form, block, xs, idx, upd, ushape, mesh, kind, fn):
     DT = DistributedTensor
     comm, me, size, ms = mesh.comm, mesh.rank, mesh.size, mesh.shape
     batch_shape = tuple(ushape[d] for d in form.batch_dims)
-    if isinstance(upd, DT):
-        us, ublock, usl = upd.sharding, upd.interior, upd.shard_slices
-    else:
-        us, ublock, usl = None, np.asarray(upd), tuple(slice(0, n) for n in ushape)
+    us, ublock, usl = upd  # the updates' sharding (None: replicated), this process's block and its slices
     vec = H._index_vectors(idx.interior if isinstance(idx, DT) else np.asarray(idx), form.ivd)
     batch, win = block_ranges(form, usl)
     if not isinstance(idx, DT):

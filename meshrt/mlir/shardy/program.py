@@ -598,10 +598,8 @@ class SdyProgram:
             return [H.gather(op, *vals)]
         if name == "stablehlo.scatter":
             n = (len(vals) - 1) // 2
-            if n != 1:
-                raise MLIRError(f"{op.location}: unsupported 'stablehlo.scatter' of {n} operands (one runs)")
             fn = self._region_fn(op.regions[0], True, env)
-            return [H.scatter(op, vals[0], vals[1], vals[2], lambda a, b: fn(a, b)[0])]
+            return H.scatter_many(op, vals[:n], vals[n], vals[n + 1:], lambda a, b: fn(*a, *b))
         if name == "stablehlo.sort":
             fn = self._region_fn(op.regions[0], True, env)
             return H.sort_with(op, vals, lambda *xs: fn(*xs)[0])

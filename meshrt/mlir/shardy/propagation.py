@@ -28,9 +28,11 @@ crosses a ``propagation_barrier`` in a blocked direction.
 
 from __future__ import annotations
 
+import math
+
 from ..interpreters import stablehlo as H
 from ..dialects.sdy import _arg_sharding, meshes, sharding_attr, shardings_attr
-from ..dialects.sdy_attrs import DimSharding, TensorSharding, direction_name, parse_axis_list
+from ..dialects.sdy_attrs import AxisRef, DimSharding, TensorSharding, direction_name, parse_axis_list
 from ..ir import TensorType
 
 __all__ = ["propagate", "Shardings", "reshape_axes"]
@@ -117,12 +119,15 @@ def _edges(ops, mesh_sizes=None):
     return out
 
 
-def reshape_axes(old, new, axes_per_dim, length) -> list:
+def reshape_axes(old, new, axes_per_dim, length, split=None) -> list:
     """Per dim of ``new``, the axes a reshape from ``old`` carries over (Shardy's reshape rule on
     the dims' common factors): a dim of the same size keeps its axes; otherwise the axes that split
     a run of merged/split dims major first (a dim's axes, then the next dim's only where the first
     is split whole) go onto the new run's dims major first, each where it divides what is left of
-    the dim (``length(axis)``: its size); the rest stay behind.
+    the dim (``length(axis)``: its size).  An axis that does not divide what is left becomes, as in
+    Shardy, its major sub-axis of the greatest common size there (``split(axis, k)`` -> (major of
+    size k, the minor rest)); the minor rest goes on to the next dim where that one is full, else
+    stays behind with the axes after it.
 
     >>> reshape_axes((96,), (4, 24), [["x"]], lambda a: 2)
     [['x'], []]
@@ -130,6 +135,9 @@ def reshape_axes(old, new, axes_per_dim, length) -> list:
     [['x', 'y']]
     >>> reshape_axes((8, 12), (4, 24), [["x"], ["y"]], lambda a: 2)
     [['x'], []]
+    >>> halves = lambda a, k: (f"{a}.major{k}", f"{a}.rest")
+    >>> reshape_axes((8,), (2, 4), [["x"]], lambda a: 4, halves)       # "x"=4 over a dim of 2
+    [['x.major2'], ['x.rest']]
     """
     from ...tensor.layout import _reshape_groups
 
@@ -153,13 +161,24 @@ def reshape_axes(old, new, axes_per_dim, length) -> list:
             if whole != old[d]:
                 break
         j, room = 0, new[gj[0]]
-        for a in chain:
+        todo = list(chain)
+        while todo:
+            a = todo.pop(0)
             n = length(a)
             while room == 1 and j + 1 < len(gj):
                 j += 1
                 room = new[gj[j]]
             if room % n:
-                break
+                k = math.gcd(room, n)
+                if split is None or k == 1 or n >= 1 << 62:
+                    break
+                major, minor = split(a, k)
+                out[gj[j]].append(major)
+                room //= k
+                if room != 1:  # the dim is not full: the minor part cannot go on to the next one
+                    break
+                todo.insert(0, minor)
+                continue
             out[gj[j]].append(a)
             room //= n
     return out
@@ -175,8 +194,43 @@ class _ReshapeMap:
         sizes = self.mesh_sizes.get(ts.mesh, {})
         axes = [d.axes for d in ts.dims] + [()] * (len(self.old) - len(ts.dims))
         carried = reshape_axes(self.old, self.new, axes, lambda a: a.length(sizes) if a.name in sizes or a.pre
-                               is not None else 1 << 62)
-        return TensorSharding(ts.mesh, tuple(DimSharding(tuple(a), False) for a in carried))
+                               is not None else 1 << 62, lambda a, k: _split_axis(a, k, sizes))
+        return TensorSharding(ts.mesh, tuple(DimSharding(_joined(a, sizes), False) for a in carried))
+
+
+def _split_axis(a: AxisRef, k: int, sizes: dict):
+    """Axis (or sub-axis) ``a`` as its major sub-axis of size ``k`` and the minor rest (a sub-axis
+    covering a whole axis is that axis)."""
+    full = sizes[a.name]
+    pre, n = (1, full) if a.pre is None else (a.pre, a.size)
+
+    def ref(p, z):
+        return AxisRef(a.name) if (p, z) == (1, full) else AxisRef(a.name, p, z)
+    return ref(pre, k), ref(pre * k, n // k)
+
+
+def _joined(axes, sizes) -> tuple:
+    """A dim's axes with consecutive sub-axes of one axis joined (Shardy keeps sub-axes as big as
+    possible): ``"x":(1)2, "x":(2)2`` of an axis of 4 is ``"x"``."""
+    out = []
+    for a in axes:
+        b = out[-1] if out else None
+        if b is not None and a.pre is not None and b.pre is not None and a.name == b.name and b.pre * b.size == a.pre:
+            p, z = b.pre, b.size * a.size
+            out[-1] = AxisRef(a.name) if (p, z) == (1, sizes.get(a.name)) else AxisRef(a.name, p, z)
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _overlap(a: AxisRef, b: AxisRef) -> bool:
+    """Whether two axis refs share a part of one mesh axis (sub-axes ``(pre)size`` as the ranges
+    [pre, pre * size) of the axis's pre-sizes; a full axis is all of them)."""
+    if a.name != b.name:
+        return False
+    if a.pre is None or b.pre is None:
+        return True
+    return max(a.pre, b.pre) < min(a.pre * a.size, b.pre * b.size)
 
 
 def _mapped(ts: TensorSharding, m) -> TensorSharding:
@@ -196,12 +250,12 @@ def _merge(cur: TensorSharding, new: TensorSharding):
     no axis is used twice; None if nothing changes."""
     if cur.mesh != new.mesh or len(cur.dims) != len(new.dims):
         return None
-    used = {a.name for a in cur.axis_refs()}
+    used = list(cur.axis_refs())
     dims, changed = [], False
     for c, n in zip(cur.dims, new.dims):
         if (not c.closed and len(n.axes) > len(c.axes) and tuple(n.axes[:len(c.axes)]) == tuple(c.axes)
-                and not any(a.name in used for a in n.axes[len(c.axes):])):
-            used |= {a.name for a in n.axes[len(c.axes):]}
+                and not any(_overlap(a, u) for a in n.axes[len(c.axes):] for u in used)):
+            used += list(n.axes[len(c.axes):])
             dims.append(DimSharding(n.axes, c.closed, c.priority))
             changed = True
         else:
