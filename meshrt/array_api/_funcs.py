@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import CollectiveError, ShardingError
 from ..runtime import mpi as _mpi
 from ..tensor.distributed_tensor import DistributedTensor
+from . import _sorting
 from ._device import GATHERS, from_numpy, is_replicated, local, mesh_of, sharding_for, wrap, replicated
 
 T = DistributedTensor
@@ -631,25 +632,50 @@ def argmin(x, /, *, axis=None, keepdims=False):
 
 
 def count_nonzero(x, /, *, axis=None, keepdims=False):
-    """The number of non-zero elements."""
+    """The number of non-zero elements (a distributed sum of ``x != 0``)."""
     _need_array("count_nonzero", x)
-    return _gathered("count_nonzero", lambda a: np.asarray(np.count_nonzero(a, axis=axis, keepdims=keepdims)),
-                     (x,), {}, "")
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    return sum(astype(ELEMENTWISE["not_equal"](x, 0), np.int64), axis=axis, keepdims=keepdims)
 
 
 def nonzero(x, /):
-    """The indices of the non-zero elements, one array per dim."""
+    """The indices of the non-zero elements, one array per dim; of a split tensor, each process's own
+    (offset to global indices), 1-D with uneven blocks over the split dims' mesh axes."""
     _need_array("nonzero", x)
     if x.ndim == 0:
         raise ValueError("nonzero: x must have at least one dim")
-    return tuple(_gathered("nonzero", np.nonzero, (x,), {}, "a data-dependent shape"))
+    if is_replicated(x):
+        return tuple(_gathered("nonzero", np.nonzero, (x,), {}, ""))
+    return _sorting.nonzero_split(x)
+
+
+def _plain_sharding(t):
+    s = t.sharding
+    if s.is_partial or s.halo_sizes:
+        return sharding_for(t.ndim, t.mesh)
+    return s
 
 
 def searchsorted(x1, x2, /, *, side="left", sorter=None):
-    """Where ``x2``'s values go in the sorted 1-D ``x1``."""
+    """Where ``x2``'s values go in the sorted 1-D ``x1``. A split ``x1`` never moves: each process counts its
+    block's elements below each value and one allreduce adds the counts (``x2``'s values are read on every
+    process); the result has ``x2``'s placement."""
     _need_array("searchsorted", x1)
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if x1.ndim != 1:
+        raise ValueError(f"searchsorted: x1 must be 1-D, got shape {x1.shape}")
+    if sorter is None and _sorting.sortable_split(x1):
+        values = local(x2)
+        counts = _sorting.searchsorted_split(x1, np.asarray(values), side)
+        if _is_t(x2):
+            return from_numpy(counts, replicated(0, x2.mesh) if is_replicated(x2) else _plain_sharding(x2))
+        return wrap(counts, x1.mesh)
+    why = ("a sorter= array (x1 read through it)" if sorter is not None and not is_replicated(x1)
+           else "x1 with halos or partial values")
     return _gathered("searchsorted", lambda a, v, s: np.searchsorted(a, v, side=side, sorter=s),
-                     (x1, x2, sorter), {}, "the sorted array is read whole")
+                     (x1, x2, sorter), {}, why)
 
 
 def where(condition, x1, x2, /):
@@ -666,28 +692,46 @@ def _argsort_np(a, axis, descending, stable):
     return n - 1 - r
 
 
+def _sort_np(a, axis, descending, stable):
+    r = np.sort(a, axis=axis, kind="stable" if stable else None)
+    return np.flip(r, axis) if descending else r
+
+
+def _sort_split(name, x, axis, descending, indices):
+    """sort/argsort of a tensor not replicated: a sample sort along a split dim 0 of a 1-D tensor; of more
+    dims, meshrt's np.sort (the sorted dim's mesh axes move to another dim, an all-to-all, and back) with
+    flips for ``descending``."""
+    ax = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
+    if x.sharding.is_partial:
+        return _gathered(name, lambda a: (_argsort_np if indices else _sort_np)(a, ax, descending, True),
+                         (x,), {}, "a tensor of partial values")
+    if _sorting.sortable_split(x):
+        return _sorting.sample_sort(x, descending=descending, want_indices=indices)
+    if not indices:
+        r = np.sort(x, axis=ax, kind="stable")
+        return np.flip(r, axis=ax) if descending else r
+    if not descending:
+        return np.argsort(x, axis=ax, kind="stable")
+    r = np.flip(np.argsort(np.flip(x, axis=ax), axis=ax, kind="stable"), axis=ax)
+    return (x.shape[ax] - 1) - r
+
+
 def argsort(x, /, *, axis=-1, descending=False, stable=True):
-    """Indices that sort ``x`` along ``axis``."""
+    """Indices that sort ``x`` along ``axis`` (always stable); a split axis is sorted in place (see `sort`)."""
     _need_array("argsort", x)
-    return _gathered("argsort", lambda a: _argsort_np(a, axis, descending, stable), (x,), {},
-                     "a sort along a split axis")
+    if x.ndim == 0 or is_replicated(x):
+        return _gathered("argsort", lambda a: _argsort_np(a, axis, descending, stable), (x,), {}, "")
+    return _sort_split("argsort", x, axis, descending, True)
 
 
 def sort(x, /, *, axis=-1, descending=False, stable=True):
-    """``x`` sorted along ``axis``."""
+    """``x`` sorted along ``axis`` (always stable; NaNs last, first when descending). Along dim 0 of a split
+    1-D tensor, a sample sort (local sorts, splitters from samples, alltoallv, local merges, and back to ``x``'s
+    blocks): the result has ``x``'s placement and no process holds more than its share at the end."""
     _need_array("sort", x)
-
-    def run(a):
-        r = np.sort(a, axis=axis, kind="stable" if stable else None)
-        return np.flip(r, axis) if descending else r
-    return _gathered("sort", run, (x,), {}, "a sort along a split axis")
-
-
-def _sorted_unique(a, **kw):
-    # sorted, like np.unique (numpy's unique_values may return hash order; scikit-learn expects sorted classes);
-    # NaNs kept distinct, as the standard asks
-    r = np.unique(a, equal_nan=False, **kw)
-    return r
+    if x.ndim == 0 or is_replicated(x):
+        return _gathered("sort", lambda a: _sort_np(a, axis, descending, stable), (x,), {}, "")
+    return _sort_split("sort", x, axis, descending, False)
 
 
 def _split_group(x):
@@ -698,55 +742,51 @@ def _split_group(x):
     return x.mesh.group(tuple(sorted(a for axes in s.split_axes for a in axes)))
 
 
-def _distinct(x):
-    """(values, counts) of a split tensor: each process's distinct values and counts, allgathered (only the
-    distinct values move, not the data), merged identically everywhere."""
-    v, c = _sorted_unique(np.ascontiguousarray(x.interior).ravel(), return_counts=True)
+_SETS = np.lib._arraysetops_impl
+_WHY_SETS = "a tensor with halos or partial values"
+
+
+def _unique(name, x, want_index, want_inverse):
+    """(values, counts, first indices, inverse) of ``x``: of a split tensor, merged from each process's
+    distinct values (no gather), the inverse indices sharded like ``x``; else numpy's on the array."""
     group = _split_group(x)
-    with _mpi.internal("array_api.unique", "the distinct values of each block", group):
-        parts = group.allgather((v, c))
-    vals = np.concatenate([p[0] for p in parts]).astype(x.dtype, copy=False)
-    counts = np.concatenate([p[1] for p in parts])
-    u, inv = _sorted_unique(vals, return_inverse=True)
-    return u, np.bincount(inv, weights=counts, minlength=u.size).astype(np.int64)
+    if group is None:
+        def run(a):
+            r = np.unique(a.ravel(), equal_nan=False, return_index=True, return_inverse=True, return_counts=True)
+            return r[0], r[3], r[1], r[2].reshape(a.shape)
+        return _gathered(name, run, (x,), {}, "" if is_replicated(x) else _WHY_SETS)
+    u, c, i, inv = _sorting.unique_split(x, group, want_index=want_index, want_inverse=want_inverse)
+    m = x.mesh
+    return (wrap(u, m), wrap(c, m), wrap(i, m) if i is not None else None,
+            DistributedTensor(inv, x.sharding, x.shape) if inv is not None else None)
 
 
 def unique_values(x, /):
-    """The distinct values, sorted; of a split tensor, from each process's distinct values (no gather)."""
+    """The distinct values, sorted (NaNs each distinct); of a split tensor, from each process's distinct
+    values (no gather)."""
     _need_array("unique_values", x)
-    if _split_group(x) is not None:
-        return wrap(_distinct(x)[0], x.mesh)
-    return _gathered("unique_values", lambda a: _sorted_unique(a.ravel()), (x,), {}, "a data-dependent shape")
+    return _unique("unique_values", x, False, False)[0]
 
 
 def unique_counts(x, /):
     """The distinct values and their counts; of a split tensor, merged from each process's (no gather)."""
     _need_array("unique_counts", x)
-    if _split_group(x) is not None:
-        return wrap(np.lib._arraysetops_impl.UniqueCountsResult(*_distinct(x)), x.mesh)
-
-    def run(a):
-        v, c = _sorted_unique(a.ravel(), return_counts=True)
-        return np.lib._arraysetops_impl.UniqueCountsResult(v, c)
-    return _gathered("unique_counts", run, (x,), {}, "a data-dependent shape")
+    u, c, _, _ = _unique("unique_counts", x, False, False)
+    return _SETS.UniqueCountsResult(u, c)
 
 
 def unique_inverse(x, /):
-    """The distinct values and each element's index into them."""
+    """The distinct values and each element's index into them (``inverse_indices`` placed like ``x``)."""
     _need_array("unique_inverse", x)
-    def run(a):
-        v, inv = _sorted_unique(a.ravel(), return_inverse=True)
-        return np.lib._arraysetops_impl.UniqueInverseResult(v, inv.reshape(a.shape))
-    return _gathered("unique_inverse", run, (x,), {}, "a data-dependent shape")
+    u, _, _, inv = _unique("unique_inverse", x, False, True)
+    return _SETS.UniqueInverseResult(u, inv)
 
 
 def unique_all(x, /):
-    """The distinct values, first indices, inverse indices and counts."""
+    """The distinct values, first (row-major) indices, inverse indices (placed like ``x``) and counts."""
     _need_array("unique_all", x)
-    def run(a):
-        v, i, inv, c = _sorted_unique(a.ravel(), return_index=True, return_inverse=True, return_counts=True)
-        return np.lib._arraysetops_impl.UniqueAllResult(v, i, inv.reshape(a.shape), c)
-    return _gathered("unique_all", run, (x,), {}, "a data-dependent shape")
+    u, c, i, inv = _unique("unique_all", x, True, True)
+    return _SETS.UniqueAllResult(u, i, inv, c)
 
 
 # -- statistics and utilities --------------------------------------------------------------------------------
