@@ -21,14 +21,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..errors import CollectiveError, ShardingError
 from ..runtime import mpi as _mpi
 from ..tensor.distributed_tensor import DistributedTensor
 from . import _sorting
 from ._device import GATHERS, from_numpy, is_replicated, local, mesh_of, sharding_for, wrap, replicated
 
 T = DistributedTensor
-_NOT_DISTRIBUTED = (TypeError, NotImplementedError, ShardingError, AttributeError)
 
 
 def _is_t(x):
@@ -43,8 +41,9 @@ def _mesh(*args, device=None):
 
 def _gathered(name, fn, args, kwargs, why, replicate=None):
     """numpy's ``fn`` on the operands' global arrays, every process alike; the result kept as blocks."""
-    if builtins.any(_is_t(a) and not is_replicated(a) for a in _flat(args)):
-        GATHERS.setdefault(name, why)
+    if builtins.any(_is_t(a) and not is_replicated(a) and a.size for a in _flat(args)):
+        case = CASES.get(name)
+        GATHERS.setdefault(name, why or (case if isinstance(case, str) else ""))
     mesh = mesh_of(*args, *kwargs.values())
     if replicate is None:
         replicate = builtins.all(is_replicated(a) for a in _flat(args) if _is_t(a)) and builtins.any(_is_t(a) for a in _flat(args))
@@ -60,16 +59,74 @@ def _flat(args):
             yield a
 
 
-def _call(name, fn, args, kwargs=None, why="no distributed algorithm for this case"):
-    """``fn`` on the tensors (meshrt's distributed form), else gathered."""
+def _split(a):
+    return _is_t(a) and not is_replicated(a)
+
+
+def _where_case(*operands):
+    shape = np.broadcast_shapes(*[a.shape for a in operands if _is_t(a)])
+    if builtins.any(_split(a) and a.shape != shape for a in operands):
+        return "a split operand broadcast to a larger shape (meshrt's where does not broadcast between tensors)"
+    return None
+
+
+def _sort_case(x, **kw):
+    return "a tensor of partial values" if x.sharding.is_partial else None
+
+
+def _searchsorted_case(x1, x2=None, sorter=None, **kw):
+    if sorter is not None:
+        return "a sorter= array (x1 read through it)"
+    if not is_replicated(x1) and not _sorting.sortable_split(x1):
+        return "x1 with halos or partial values"
+    return None
+
+
+def _unique_case(x, **kw):
+    return "a tensor with halos or partial values" if _split_group(x) is None else None
+
+
+# What each namespace function does with a split operand, decided from the operands before anything runs:
+# name -> the reason the call gathers (a string), or a function of the operands giving the reason or None
+# (None: meshrt's distributed form runs, and an error inside it is raised, never answered by gathering).
+# The functions missing here always have a distributed form (elementwise, reductions, contractions, layout
+# ops, scans). explain_op and docs/array_api.md read this table.
+CASES = {
+    "where": _where_case,
+    "broadcast_to": lambda x, shape=None, **kw: None if shape is None or tuple(shape) == x.shape else
+    "broadcast_to a larger shape (a broadcast copy of the data has no distributed form)",
+    "tile": "no distributed tile",
+    "repeat": "a data-dependent length per element",
+    "take": "index arrays (no distributed take)",
+    "take_along_axis": "index arrays (no distributed take_along_axis)",
+    "meshgrid": "built from the global 1-D arrays",
+    "unstack": "slices of the global array",
+    "diff": "no halo plan in the namespace yet",
+    "sort": _sort_case, "argsort": _sort_case,
+    "searchsorted": _searchsorted_case,
+    "unique_values": _unique_case, "unique_counts": _unique_case, "unique_inverse": _unique_case,
+    "unique_all": _unique_case,
+}
+
+
+def decide(name, *operands, **kwargs):
+    """Why ``name(*operands, **kwargs)`` gathers its split operands, or None when it does not (no operand is
+    split, or meshrt has a distributed form for these shardings)."""
+    if not builtins.any(_split(a) for a in _flat(operands)):
+        return None
+    case = CASES.get(name)
+    if case is None or isinstance(case, str):
+        return case
+    return case(*operands, **kwargs)
+
+
+def _call(name, fn, args, kwargs=None, gathers=None):
+    """``fn`` on the tensors (meshrt's distributed form); ``gathers`` is the reason this case has none
+    (None: it has one, and an error inside it is raised, never answered by gathering)."""
     kwargs = kwargs or {}
-    if builtins.any(_is_t(a) and not is_replicated(a) for a in _flat(args)):
-        try:
-            r = fn(*args, **kwargs)
-        except _NOT_DISTRIBUTED:
-            return _gathered(name, fn, args, kwargs, why)
-        return wrap(r, mesh_of(*args))
-    return _gathered(name, fn, args, kwargs, why)
+    if gathers is None and builtins.any(_is_t(a) and not is_replicated(a) for a in _flat(args)):
+        return wrap(fn(*args, **kwargs), mesh_of(*args))
+    return _gathered(name, fn, args, kwargs, gathers or "")
 
 
 def _need_array(name, x):
@@ -87,7 +144,7 @@ def _elementwise_call(name, ufunc, args):
             raise TypeError(f"{name}: expected an array or a Python scalar, got {type(a).__name__}")
     if builtins.all(_is_t(a) and is_replicated(a) or not _is_t(a) for a in args):
         return _gathered(name, ufunc, args, {}, "")
-    return _call(name, ufunc, args, {}, "the operands' shardings have no elementwise plan")
+    return _call(name, ufunc, args)
 
 
 def _elementwise(name, ufunc, nin):
@@ -505,7 +562,10 @@ def broadcast_to(x, /, shape):
     np.broadcast_shapes(x.shape, shape)
     if tuple(np.broadcast_shapes(x.shape, shape)) != shape:
         raise ValueError(f"broadcast_to: shape {x.shape} does not broadcast to {shape}")
-    return _call("broadcast_to", lambda a: np.array(np.broadcast_to(a, shape)), (x,))
+    if shape == x.shape:
+        return _call("broadcast_to", lambda a: a.copy(), (x,))
+    return _call("broadcast_to", lambda a: np.array(np.broadcast_to(a, shape)), (x,),
+                 gathers=decide("broadcast_to", x, shape))
 
 
 def concat(arrays, /, *, axis=0):
@@ -592,7 +652,7 @@ def roll(x, /, shift, *, axis=None):
 def tile(x, repetitions, /):
     """``x`` repeated per dim."""
     _need_array("tile", x)
-    return _call("tile", lambda a: np.tile(a, repetitions), (x,))
+    return _call("tile", lambda a: np.tile(a, repetitions), (x,), gathers=decide("tile", x))
 
 
 def repeat(x, repeats, /, *, axis=None):
@@ -672,8 +732,12 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
         if _is_t(x2):
             return from_numpy(counts, replicated(0, x2.mesh) if is_replicated(x2) else _plain_sharding(x2))
         return wrap(counts, x1.mesh)
-    why = ("a sorter= array (x1 read through it)" if sorter is not None and not is_replicated(x1)
-           else "x1 with halos or partial values")
+    if sorter is None and is_replicated(x1) and _is_t(x2) and not is_replicated(x2):
+        out = DistributedTensor.empty(x2.shape, _plain_sharding(x2), np.int64)
+        out.interior[...] = np.searchsorted(x1.interior, x2.reshard(out.sharding).interior
+                                            if x2.sharding != out.sharding else x2.interior, side=side)
+        return out
+    why = decide("searchsorted", x1, x2, sorter=sorter)
     return _gathered("searchsorted", lambda a, v, s: np.searchsorted(a, v, side=side, sorter=s),
                      (x1, x2, sorter), {}, why)
 
@@ -681,7 +745,12 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
 def where(condition, x1, x2, /):
     """``x1`` where ``condition``, else ``x2`` (arrays or Python scalars)."""
     _need_array("where", condition)
-    return _call("where", np.where, (condition, x1, x2))
+    args = [condition, x1, x2]
+    shape = np.broadcast_shapes(*[a.shape for a in args if _is_t(a)])
+    for i, a in enumerate(args):
+        if _is_t(a) and a.shape != shape and is_replicated(a):
+            args[i] = a.interior  # the same numpy array on every process: broadcast locally
+    return _call("where", np.where, tuple(args), gathers=decide("where", *args))
 
 
 def _argsort_np(a, axis, descending, stable):
@@ -702,9 +771,10 @@ def _sort_split(name, x, axis, descending, indices):
     dims, meshrt's np.sort (the sorted dim's mesh axes move to another dim, an all-to-all, and back) with
     flips for ``descending``."""
     ax = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
-    if x.sharding.is_partial:
+    why = decide(name, x)
+    if why:
         return _gathered(name, lambda a: (_argsort_np if indices else _sort_np)(a, ax, descending, True),
-                         (x,), {}, "a tensor of partial values")
+                         (x,), {}, why)
     if _sorting.sortable_split(x):
         return _sorting.sample_sort(x, descending=descending, want_indices=indices)
     if not indices:
@@ -743,7 +813,6 @@ def _split_group(x):
 
 
 _SETS = np.lib._arraysetops_impl
-_WHY_SETS = "a tensor with halos or partial values"
 
 
 def _unique(name, x, want_index, want_inverse):
@@ -754,7 +823,7 @@ def _unique(name, x, want_index, want_inverse):
         def run(a):
             r = np.unique(a.ravel(), equal_nan=False, return_index=True, return_inverse=True, return_counts=True)
             return r[0], r[3], r[1], r[2].reshape(a.shape)
-        return _gathered(name, run, (x,), {}, "" if is_replicated(x) else _WHY_SETS)
+        return _gathered(name, run, (x,), {}, decide(name, x) or "")
     u, c, i, inv = _sorting.unique_split(x, group, want_index=want_index, want_inverse=want_inverse)
     m = x.mesh
     return (wrap(u, m), wrap(c, m), wrap(i, m) if i is not None else None,
@@ -798,7 +867,10 @@ def _reduction(name, npfn, has_dtype):
         kwargs = dict(axis=axis, keepdims=keepdims, **kw)
         if not kw.get("dtype", 1):
             kw.pop("dtype")
-        if x.size == 0 or kw.get("dtype") is not None:
+        if kw.get("dtype") is not None and x.size:
+            x = astype(x, kw["dtype"])  # then meshrt's reduction in that dtype
+            kwargs.pop("dtype")
+        if x.size == 0:
             return _gathered(name, lambda a: np.asarray(npfn(a, **kwargs)), (x,), {}, "")
         return _call(name, lambda a: npfn(a, **kwargs), (x,))
     ns = {"_run": run}
@@ -855,7 +927,10 @@ def _cumulative(name, npcum, npfn):
         if not -x.ndim <= axis < x.ndim:
             raise ValueError(f"{name}: axis {axis} out of range for {x.ndim} dims")
         kwargs = dict(axis=axis, dtype=dtype, include_initial=include_initial)
-        if x.size == 0 or x.dtype == np.bool_:
+        if x.dtype == np.bool_ and x.size:
+            x, dtype = astype(x, np.int64 if dtype is None else dtype), None  # the standard's default integer
+            kwargs["dtype"] = None
+        if x.size == 0:
             return _gathered(name, lambda a: npfn(a, **kwargs), (x,), {}, "")
         r = _call(name, lambda a: npcum(a, axis=axis, dtype=dtype), (x,))
         if not include_initial:

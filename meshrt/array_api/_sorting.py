@@ -191,13 +191,16 @@ def unique_split(x: DistributedTensor, group, *, want_index: bool, want_inverse:
     everywhere; the inverse indices of this process's block are computed here (NaNs are each distinct, as
     the standard asks)."""
     block = np.ascontiguousarray(x.interior)
-    kw = dict(equal_nan=False, return_counts=True, return_index=want_index, return_inverse=want_inverse)
+    # return_index makes numpy's sort stable: NaNs (each distinct) get their slots in row-major order
+    kw = dict(equal_nan=False, return_counts=True, return_index=True, return_inverse=want_inverse)
     r = np.unique(block.ravel(), **kw)
     v, rest = r[0], list(r[1:])
-    first = rest.pop(0) if want_index else None
+    first = rest.pop(0)
     local_inv = rest.pop(0) if want_inverse else None
     c = rest.pop(0)
-    if want_index:
+    if not want_index:
+        first = None
+    else:
         coords = np.unravel_index(first, block.shape) if block.ndim else ()
         starts = [sl.start for sl in x.shard_slices]
         first = (np.ravel_multi_index(tuple(ci + s0 for ci, s0 in zip(coords, starts)), x.shape)
@@ -206,7 +209,7 @@ def unique_split(x: DistributedTensor, group, *, want_index: bool, want_inverse:
         parts = group.allgather((v, c, first))
     vals = np.concatenate([q[0] for q in parts]).astype(x.dtype, copy=False)
     counts = np.concatenate([q[1] for q in parts])
-    u, inv = np.unique(vals, equal_nan=False, return_inverse=True)
+    u, _, inv = np.unique(vals, equal_nan=False, return_index=True, return_inverse=True)
     total = np.bincount(inv, weights=counts, minlength=u.size).astype(np.int64)
     idx = None
     if want_index:
