@@ -69,8 +69,9 @@ def test_zero_dim_values_are_equal_on_every_process():
     assert same_everywhere(float(x[4])) == a[4]
 
 
-@pytest.mark.parametrize("shape", [(50, 4), (7, 3), (12, 6)])
-def test_tsqr_qr_and_svd_keep_rows_where_they_are(shape):
+@pytest.mark.parametrize("shape,chunk", [((50, 4), 4096), ((50, 4), 3), ((97, 5), 7), ((7, 3), 4096), ((12, 6), 4096)])
+def test_tsqr_qr_and_svd_keep_rows_where_they_are(shape, chunk, monkeypatch):
+    monkeypatch.setattr(xp.linalg, "_CHUNK", chunk)  # small chunks: each block is itself a TSQR of chunks
     a = rng.standard_normal(shape)
     x = xp.asarray(a)
     GATHERS.clear()
