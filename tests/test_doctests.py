@@ -21,7 +21,7 @@ MODULES = [
     "meshrt.tensor.distributed_tensor", "meshrt.tensor.numpy_reductions", "meshrt.tensor.elementwise",
     "meshrt.tensor.matmul", "meshrt.tensor.fastpath", "meshrt.tensor.advanced_index", "meshrt.tensor.numpy_stats",
     "meshrt.tensor.numpy_misc",
-    "meshrt.tensor.array_object", "meshrt.array_api", "meshrt.array_api._device", "meshrt.array_api._funcs",
+    "meshrt.tensor.array_object", "meshrt.array_api", "meshrt.array_api._device", "meshrt.array_api._funcs", "meshrt.array_api._sorting",
     "meshrt.array_api.linalg", "meshrt.array_api.fft", "meshrt.tensor.fft_plan", "meshrt.tensor.fft", "meshrt.fft",
     "meshrt.stencil", "meshrt.stencil.apply", "meshrt.io", "meshrt.io.npy", "meshrt.io.vtk", "meshrt.io.series",
     "meshrt.io.dataset",

@@ -46,6 +46,7 @@ NOT_COMMUNICATORS = {
     ("mlir/shardy/program.py", "x", "gather"): "DistributedTensor.gather, a named operation itself",
     ("tensor/numpy_shifts.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("array_api/_device.py", "x", "gather"): "DistributedTensor.gather, a named operation itself",
+    ("tensor/array_object.py", "self", "gather"): "DistributedTensor.gather, a named operation itself",
     ("io/formats.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("tensor/advanced_index.py", "t", "gather"): "DistributedTensor.gather, a named operation itself",
     ("tensor/advanced_index.py", "k", "gather"): "DistributedTensor.gather, a named operation itself",

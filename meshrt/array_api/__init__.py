@@ -26,6 +26,7 @@ from . import _device  # noqa: F401  (to_device reads its rules through ABOVE)
 from ._device import GATHERS, default_device, set_default_device
 from ._funcs import *  # noqa: F401,F403
 from ._funcs import ELEMENTWISE as _ELEMENTWISE
+from . import _funcs  # noqa: E402  (decide and CASES, for explain)
 from . import fft, linalg  # noqa: F401
 
 globals().update(_ELEMENTWISE)
@@ -94,16 +95,14 @@ class NamespacePlan:
 # function name -> (always gathers a split operand?, how); the names missing here run meshrt's distributed
 # form of numpy's function on the tensors (ufuncs, reductions, contractions, layout ops, scans)
 _HOW = {
-    "sort": (True, "a global sort along a split axis: no distributed sample sort yet"),
-    "argsort": (True, "a global sort along a split axis: no distributed sample sort yet"),
-    "searchsorted": (True, "the sorted array is read whole"),
-    "unique_values": (False, "each process's distinct values allgathered and merged; the data stay"),
-    "unique_counts": (False, "each process's distinct values and counts allgathered and merged; the data stay"),
-    "unique_inverse": (True, "a data-dependent shape"), "unique_all": (True, "a data-dependent shape"),
-    "nonzero": (True, "a data-dependent shape"), "repeat": (True, "a data-dependent length per element"),
-    "take": (True, "index arrays"), "take_along_axis": (True, "index arrays"), "meshgrid": (True, "global 1-D"),
-    "unstack": (True, "slices of the global array"), "diff": (True, "no halo plan in the namespace yet"),
-    "count_nonzero": (True, "counted on the global array"),
+    "sort": "1-D split on dim 0: a sample sort (local sorts, splitters from samples, alltoallv, local merges, "
+            "back to x's blocks); more dims: the sorted dim's mesh axes move to another dim (an all-to-all)",
+    "searchsorted": "x1 split: each process counts its block's elements below each value, one allreduce; "
+                    "x1 replicated: each process searches for its block of x2",
+    "unique_values": "each process's distinct values (counts, first indices) allgathered and merged; the data "
+                     "stay, inverse indices computed where the elements are",
+    "nonzero": "each process's own nonzero indices; 1-D results with uneven blocks (an allgather of the counts)",
+    "count_nonzero": "a distributed sum of x != 0",
     "linalg.solve": (True, "LU of a square matrix is not distributed"),
     "linalg.inv": (True, "LU of a square matrix is not distributed"),
     "linalg.det": (True, "LU of a square matrix is not distributed"),
@@ -116,6 +115,11 @@ _HOW = {
     "linalg.diagonal": (True, ""), "linalg.trace": (True, ""), "linalg.outer": (True, ""),
     "linalg.matrix_norm": (True, ""),
 }
+
+
+_DISTRIBUTED_HOW = {k: v for k, v in _HOW.items() if isinstance(v, str)}
+_DISTRIBUTED_HOW.update({"argsort": _HOW["sort"], "unique_counts": _HOW["unique_values"],
+                         "unique_inverse": _HOW["unique_values"], "unique_all": _HOW["unique_values"]})
 
 
 def explain(func, *operands, **kwargs):
@@ -139,6 +143,12 @@ def explain(func, *operands, **kwargs):
                                                 "factors asked: gathered")
     if name in ("cumulative_sum", "cumulative_prod"):
         return NamespacePlan(name, False, "a scan: local scans, an exclusive scan of the block totals")
+    if name in _funcs.CASES or name in _DISTRIBUTED_HOW:
+        why = _funcs.decide(name, *operands, **kwargs)
+        if why:
+            return NamespacePlan(name, True, why)
+        return NamespacePlan(name, False, _DISTRIBUTED_HOW.get(name, "meshrt's distributed form")
+                             if split else "every operand is replicated: computed locally, nothing moves")
     gathers, how = _HOW.get(name, (False, "meshrt's distributed form of numpy's function on the tensors "
                                           "(collectives planned per op; see explain_op(np.<ufunc>, ...))"))
     return NamespacePlan(name, gathers and (len(split) > 0), how if split or not gathers else

@@ -21,13 +21,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..errors import CollectiveError, ShardingError
 from ..runtime import mpi as _mpi
 from ..tensor.distributed_tensor import DistributedTensor
+from . import _sorting
 from ._device import GATHERS, from_numpy, is_replicated, local, mesh_of, sharding_for, wrap, replicated
 
 T = DistributedTensor
-_NOT_DISTRIBUTED = (TypeError, NotImplementedError, ShardingError, AttributeError)
 
 
 def _is_t(x):
@@ -42,8 +41,9 @@ def _mesh(*args, device=None):
 
 def _gathered(name, fn, args, kwargs, why, replicate=None):
     """numpy's ``fn`` on the operands' global arrays, every process alike; the result kept as blocks."""
-    if builtins.any(_is_t(a) and not is_replicated(a) for a in _flat(args)):
-        GATHERS.setdefault(name, why)
+    if builtins.any(_is_t(a) and not is_replicated(a) and a.size for a in _flat(args)):
+        case = CASES.get(name)
+        GATHERS.setdefault(name, why or (case if isinstance(case, str) else ""))
     mesh = mesh_of(*args, *kwargs.values())
     if replicate is None:
         replicate = builtins.all(is_replicated(a) for a in _flat(args) if _is_t(a)) and builtins.any(_is_t(a) for a in _flat(args))
@@ -59,16 +59,74 @@ def _flat(args):
             yield a
 
 
-def _call(name, fn, args, kwargs=None, why="no distributed algorithm for this case"):
-    """``fn`` on the tensors (meshrt's distributed form), else gathered."""
+def _split(a):
+    return _is_t(a) and not is_replicated(a)
+
+
+def _where_case(*operands):
+    shape = np.broadcast_shapes(*[a.shape for a in operands if _is_t(a)])
+    if builtins.any(_split(a) and a.shape != shape for a in operands):
+        return "a split operand broadcast to a larger shape (meshrt's where does not broadcast between tensors)"
+    return None
+
+
+def _sort_case(x, **kw):
+    return "a tensor of partial values" if x.sharding.is_partial else None
+
+
+def _searchsorted_case(x1, x2=None, sorter=None, **kw):
+    if sorter is not None:
+        return "a sorter= array (x1 read through it)"
+    if not is_replicated(x1) and not _sorting.sortable_split(x1):
+        return "x1 with halos or partial values"
+    return None
+
+
+def _unique_case(x, **kw):
+    return "a tensor with halos or partial values" if _split_group(x) is None else None
+
+
+# What each namespace function does with a split operand, decided from the operands before anything runs:
+# name -> the reason the call gathers (a string), or a function of the operands giving the reason or None
+# (None: meshrt's distributed form runs, and an error inside it is raised, never answered by gathering).
+# The functions missing here always have a distributed form (elementwise, reductions, contractions, layout
+# ops, scans). explain_op and docs/array_api.md read this table.
+CASES = {
+    "where": _where_case,
+    "broadcast_to": lambda x, shape=None, **kw: None if shape is None or tuple(shape) == x.shape else
+    "broadcast_to a larger shape (a broadcast copy of the data has no distributed form)",
+    "tile": "no distributed tile",
+    "repeat": "a data-dependent length per element",
+    "take": "index arrays (no distributed take)",
+    "take_along_axis": "index arrays (no distributed take_along_axis)",
+    "meshgrid": "built from the global 1-D arrays",
+    "unstack": "slices of the global array",
+    "diff": "no halo plan in the namespace yet",
+    "sort": _sort_case, "argsort": _sort_case,
+    "searchsorted": _searchsorted_case,
+    "unique_values": _unique_case, "unique_counts": _unique_case, "unique_inverse": _unique_case,
+    "unique_all": _unique_case,
+}
+
+
+def decide(name, *operands, **kwargs):
+    """Why ``name(*operands, **kwargs)`` gathers its split operands, or None when it does not (no operand is
+    split, or meshrt has a distributed form for these shardings)."""
+    if not builtins.any(_split(a) for a in _flat(operands)):
+        return None
+    case = CASES.get(name)
+    if case is None or isinstance(case, str):
+        return case
+    return case(*operands, **kwargs)
+
+
+def _call(name, fn, args, kwargs=None, gathers=None):
+    """``fn`` on the tensors (meshrt's distributed form); ``gathers`` is the reason this case has none
+    (None: it has one, and an error inside it is raised, never answered by gathering)."""
     kwargs = kwargs or {}
-    if builtins.any(_is_t(a) and not is_replicated(a) for a in _flat(args)):
-        try:
-            r = fn(*args, **kwargs)
-        except _NOT_DISTRIBUTED:
-            return _gathered(name, fn, args, kwargs, why)
-        return wrap(r, mesh_of(*args))
-    return _gathered(name, fn, args, kwargs, why)
+    if gathers is None and builtins.any(_is_t(a) and not is_replicated(a) for a in _flat(args)):
+        return wrap(fn(*args, **kwargs), mesh_of(*args))
+    return _gathered(name, fn, args, kwargs, gathers or "")
 
 
 def _need_array(name, x):
@@ -86,7 +144,7 @@ def _elementwise_call(name, ufunc, args):
             raise TypeError(f"{name}: expected an array or a Python scalar, got {type(a).__name__}")
     if builtins.all(_is_t(a) and is_replicated(a) or not _is_t(a) for a in args):
         return _gathered(name, ufunc, args, {}, "")
-    return _call(name, ufunc, args, {}, "the operands' shardings have no elementwise plan")
+    return _call(name, ufunc, args)
 
 
 def _elementwise(name, ufunc, nin):
@@ -504,7 +562,10 @@ def broadcast_to(x, /, shape):
     np.broadcast_shapes(x.shape, shape)
     if tuple(np.broadcast_shapes(x.shape, shape)) != shape:
         raise ValueError(f"broadcast_to: shape {x.shape} does not broadcast to {shape}")
-    return _call("broadcast_to", lambda a: np.array(np.broadcast_to(a, shape)), (x,))
+    if shape == x.shape:
+        return _call("broadcast_to", lambda a: a.copy(), (x,))
+    return _call("broadcast_to", lambda a: np.array(np.broadcast_to(a, shape)), (x,),
+                 gathers=decide("broadcast_to", x, shape))
 
 
 def concat(arrays, /, *, axis=0):
@@ -591,7 +652,7 @@ def roll(x, /, shift, *, axis=None):
 def tile(x, repetitions, /):
     """``x`` repeated per dim."""
     _need_array("tile", x)
-    return _call("tile", lambda a: np.tile(a, repetitions), (x,))
+    return _call("tile", lambda a: np.tile(a, repetitions), (x,), gathers=decide("tile", x))
 
 
 def repeat(x, repeats, /, *, axis=None):
@@ -631,31 +692,65 @@ def argmin(x, /, *, axis=None, keepdims=False):
 
 
 def count_nonzero(x, /, *, axis=None, keepdims=False):
-    """The number of non-zero elements."""
+    """The number of non-zero elements (a distributed sum of ``x != 0``)."""
     _need_array("count_nonzero", x)
-    return _gathered("count_nonzero", lambda a: np.asarray(np.count_nonzero(a, axis=axis, keepdims=keepdims)),
-                     (x,), {}, "")
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    return sum(astype(ELEMENTWISE["not_equal"](x, 0), np.int64), axis=axis, keepdims=keepdims)
 
 
 def nonzero(x, /):
-    """The indices of the non-zero elements, one array per dim."""
+    """The indices of the non-zero elements, one array per dim; of a split tensor, each process's own
+    (offset to global indices), 1-D with uneven blocks over the split dims' mesh axes."""
     _need_array("nonzero", x)
     if x.ndim == 0:
         raise ValueError("nonzero: x must have at least one dim")
-    return tuple(_gathered("nonzero", np.nonzero, (x,), {}, "a data-dependent shape"))
+    if is_replicated(x):
+        return tuple(_gathered("nonzero", np.nonzero, (x,), {}, ""))
+    return _sorting.nonzero_split(x)
+
+
+def _plain_sharding(t):
+    s = t.sharding
+    if s.is_partial or s.halo_sizes:
+        return sharding_for(t.ndim, t.mesh)
+    return s
 
 
 def searchsorted(x1, x2, /, *, side="left", sorter=None):
-    """Where ``x2``'s values go in the sorted 1-D ``x1``."""
+    """Where ``x2``'s values go in the sorted 1-D ``x1``. A split ``x1`` never moves: each process counts its
+    block's elements below each value and one allreduce adds the counts (``x2``'s values are read on every
+    process); the result has ``x2``'s placement."""
     _need_array("searchsorted", x1)
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if x1.ndim != 1:
+        raise ValueError(f"searchsorted: x1 must be 1-D, got shape {x1.shape}")
+    if sorter is None and _sorting.sortable_split(x1):
+        values = local(x2)
+        counts = _sorting.searchsorted_split(x1, np.asarray(values), side)
+        if _is_t(x2):
+            return from_numpy(counts, replicated(0, x2.mesh) if is_replicated(x2) else _plain_sharding(x2))
+        return wrap(counts, x1.mesh)
+    if sorter is None and is_replicated(x1) and _is_t(x2) and not is_replicated(x2):
+        out = DistributedTensor.empty(x2.shape, _plain_sharding(x2), np.int64)
+        out.interior[...] = np.searchsorted(x1.interior, x2.reshard(out.sharding).interior
+                                            if x2.sharding != out.sharding else x2.interior, side=side)
+        return out
+    why = decide("searchsorted", x1, x2, sorter=sorter)
     return _gathered("searchsorted", lambda a, v, s: np.searchsorted(a, v, side=side, sorter=s),
-                     (x1, x2, sorter), {}, "the sorted array is read whole")
+                     (x1, x2, sorter), {}, why)
 
 
 def where(condition, x1, x2, /):
     """``x1`` where ``condition``, else ``x2`` (arrays or Python scalars)."""
     _need_array("where", condition)
-    return _call("where", np.where, (condition, x1, x2))
+    args = [condition, x1, x2]
+    shape = np.broadcast_shapes(*[a.shape for a in args if _is_t(a)])
+    for i, a in enumerate(args):
+        if _is_t(a) and a.shape != shape and is_replicated(a):
+            args[i] = a.interior  # the same numpy array on every process: broadcast locally
+    return _call("where", np.where, tuple(args), gathers=decide("where", *args))
 
 
 def _argsort_np(a, axis, descending, stable):
@@ -666,28 +761,47 @@ def _argsort_np(a, axis, descending, stable):
     return n - 1 - r
 
 
+def _sort_np(a, axis, descending, stable):
+    r = np.sort(a, axis=axis, kind="stable" if stable else None)
+    return np.flip(r, axis) if descending else r
+
+
+def _sort_split(name, x, axis, descending, indices):
+    """sort/argsort of a tensor not replicated: a sample sort along a split dim 0 of a 1-D tensor; of more
+    dims, meshrt's np.sort (the sorted dim's mesh axes move to another dim, an all-to-all, and back) with
+    flips for ``descending``."""
+    ax = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
+    why = decide(name, x)
+    if why:
+        return _gathered(name, lambda a: (_argsort_np if indices else _sort_np)(a, ax, descending, True),
+                         (x,), {}, why)
+    if _sorting.sortable_split(x):
+        return _sorting.sample_sort(x, descending=descending, want_indices=indices)
+    if not indices:
+        r = np.sort(x, axis=ax, kind="stable")
+        return np.flip(r, axis=ax) if descending else r
+    if not descending:
+        return np.argsort(x, axis=ax, kind="stable")
+    r = np.flip(np.argsort(np.flip(x, axis=ax), axis=ax, kind="stable"), axis=ax)
+    return (x.shape[ax] - 1) - r
+
+
 def argsort(x, /, *, axis=-1, descending=False, stable=True):
-    """Indices that sort ``x`` along ``axis``."""
+    """Indices that sort ``x`` along ``axis`` (always stable); a split axis is sorted in place (see `sort`)."""
     _need_array("argsort", x)
-    return _gathered("argsort", lambda a: _argsort_np(a, axis, descending, stable), (x,), {},
-                     "a sort along a split axis")
+    if x.ndim == 0 or is_replicated(x):
+        return _gathered("argsort", lambda a: _argsort_np(a, axis, descending, stable), (x,), {}, "")
+    return _sort_split("argsort", x, axis, descending, True)
 
 
 def sort(x, /, *, axis=-1, descending=False, stable=True):
-    """``x`` sorted along ``axis``."""
+    """``x`` sorted along ``axis`` (always stable; NaNs last, first when descending). Along dim 0 of a split
+    1-D tensor, a sample sort (local sorts, splitters from samples, alltoallv, local merges, and back to ``x``'s
+    blocks): the result has ``x``'s placement and no process holds more than its share at the end."""
     _need_array("sort", x)
-
-    def run(a):
-        r = np.sort(a, axis=axis, kind="stable" if stable else None)
-        return np.flip(r, axis) if descending else r
-    return _gathered("sort", run, (x,), {}, "a sort along a split axis")
-
-
-def _sorted_unique(a, **kw):
-    # sorted, like np.unique (numpy's unique_values may return hash order; scikit-learn expects sorted classes);
-    # NaNs kept distinct, as the standard asks
-    r = np.unique(a, equal_nan=False, **kw)
-    return r
+    if x.ndim == 0 or is_replicated(x):
+        return _gathered("sort", lambda a: _sort_np(a, axis, descending, stable), (x,), {}, "")
+    return _sort_split("sort", x, axis, descending, False)
 
 
 def _split_group(x):
@@ -698,55 +812,50 @@ def _split_group(x):
     return x.mesh.group(tuple(sorted(a for axes in s.split_axes for a in axes)))
 
 
-def _distinct(x):
-    """(values, counts) of a split tensor: each process's distinct values and counts, allgathered (only the
-    distinct values move, not the data), merged identically everywhere."""
-    v, c = _sorted_unique(np.ascontiguousarray(x.interior).ravel(), return_counts=True)
+_SETS = np.lib._arraysetops_impl
+
+
+def _unique(name, x, want_index, want_inverse):
+    """(values, counts, first indices, inverse) of ``x``: of a split tensor, merged from each process's
+    distinct values (no gather), the inverse indices sharded like ``x``; else numpy's on the array."""
     group = _split_group(x)
-    with _mpi.internal("array_api.unique", "the distinct values of each block", group):
-        parts = group.allgather((v, c))
-    vals = np.concatenate([p[0] for p in parts]).astype(x.dtype, copy=False)
-    counts = np.concatenate([p[1] for p in parts])
-    u, inv = _sorted_unique(vals, return_inverse=True)
-    return u, np.bincount(inv, weights=counts, minlength=u.size).astype(np.int64)
+    if group is None:
+        def run(a):
+            r = np.unique(a.ravel(), equal_nan=False, return_index=True, return_inverse=True, return_counts=True)
+            return r[0], r[3], r[1], r[2].reshape(a.shape)
+        return _gathered(name, run, (x,), {}, decide(name, x) or "")
+    u, c, i, inv = _sorting.unique_split(x, group, want_index=want_index, want_inverse=want_inverse)
+    m = x.mesh
+    return (wrap(u, m), wrap(c, m), wrap(i, m) if i is not None else None,
+            DistributedTensor(inv, x.sharding, x.shape) if inv is not None else None)
 
 
 def unique_values(x, /):
-    """The distinct values, sorted; of a split tensor, from each process's distinct values (no gather)."""
+    """The distinct values, sorted (NaNs each distinct); of a split tensor, from each process's distinct
+    values (no gather)."""
     _need_array("unique_values", x)
-    if _split_group(x) is not None:
-        return wrap(_distinct(x)[0], x.mesh)
-    return _gathered("unique_values", lambda a: _sorted_unique(a.ravel()), (x,), {}, "a data-dependent shape")
+    return _unique("unique_values", x, False, False)[0]
 
 
 def unique_counts(x, /):
     """The distinct values and their counts; of a split tensor, merged from each process's (no gather)."""
     _need_array("unique_counts", x)
-    if _split_group(x) is not None:
-        return wrap(np.lib._arraysetops_impl.UniqueCountsResult(*_distinct(x)), x.mesh)
-
-    def run(a):
-        v, c = _sorted_unique(a.ravel(), return_counts=True)
-        return np.lib._arraysetops_impl.UniqueCountsResult(v, c)
-    return _gathered("unique_counts", run, (x,), {}, "a data-dependent shape")
+    u, c, _, _ = _unique("unique_counts", x, False, False)
+    return _SETS.UniqueCountsResult(u, c)
 
 
 def unique_inverse(x, /):
-    """The distinct values and each element's index into them."""
+    """The distinct values and each element's index into them (``inverse_indices`` placed like ``x``)."""
     _need_array("unique_inverse", x)
-    def run(a):
-        v, inv = _sorted_unique(a.ravel(), return_inverse=True)
-        return np.lib._arraysetops_impl.UniqueInverseResult(v, inv.reshape(a.shape))
-    return _gathered("unique_inverse", run, (x,), {}, "a data-dependent shape")
+    u, _, _, inv = _unique("unique_inverse", x, False, True)
+    return _SETS.UniqueInverseResult(u, inv)
 
 
 def unique_all(x, /):
-    """The distinct values, first indices, inverse indices and counts."""
+    """The distinct values, first (row-major) indices, inverse indices (placed like ``x``) and counts."""
     _need_array("unique_all", x)
-    def run(a):
-        v, i, inv, c = _sorted_unique(a.ravel(), return_index=True, return_inverse=True, return_counts=True)
-        return np.lib._arraysetops_impl.UniqueAllResult(v, i, inv.reshape(a.shape), c)
-    return _gathered("unique_all", run, (x,), {}, "a data-dependent shape")
+    u, c, i, inv = _unique("unique_all", x, True, True)
+    return _SETS.UniqueAllResult(u, i, inv, c)
 
 
 # -- statistics and utilities --------------------------------------------------------------------------------
@@ -758,7 +867,10 @@ def _reduction(name, npfn, has_dtype):
         kwargs = dict(axis=axis, keepdims=keepdims, **kw)
         if not kw.get("dtype", 1):
             kw.pop("dtype")
-        if x.size == 0 or kw.get("dtype") is not None:
+        if kw.get("dtype") is not None and x.size:
+            x = astype(x, kw["dtype"])  # then meshrt's reduction in that dtype
+            kwargs.pop("dtype")
+        if x.size == 0:
             return _gathered(name, lambda a: np.asarray(npfn(a, **kwargs)), (x,), {}, "")
         return _call(name, lambda a: npfn(a, **kwargs), (x,))
     ns = {"_run": run}
@@ -815,7 +927,10 @@ def _cumulative(name, npcum, npfn):
         if not -x.ndim <= axis < x.ndim:
             raise ValueError(f"{name}: axis {axis} out of range for {x.ndim} dims")
         kwargs = dict(axis=axis, dtype=dtype, include_initial=include_initial)
-        if x.size == 0 or x.dtype == np.bool_:
+        if x.dtype == np.bool_ and x.size:
+            x, dtype = astype(x, np.int64 if dtype is None else dtype), None  # the standard's default integer
+            kwargs["dtype"] = None
+        if x.size == 0:
             return _gathered(name, lambda a: npfn(a, **kwargs), (x,), {}, "")
         r = _call(name, lambda a: npcum(a, axis=axis, dtype=dtype), (x,))
         if not include_initial:

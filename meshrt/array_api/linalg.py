@@ -42,12 +42,53 @@ def _row_split(x) -> bool:
             and x.shape[0] >= x.shape[1] and x.shape[1] > 0 and x.dtype.kind in "fc")
 
 
+# rows per local QR: LAPACK's QR of a tall block runs from memory, of a block of a few thousand rows from
+# cache (4-5x faster on a 250k x 32 block), so each process factors its block as a TSQR of such chunks too
+_CHUNK = 4096
+
+
+class _LocalQ:
+    """This process's ``Q`` block of a TSQR, kept factored: ``Q = blockdiag(q_j) @ q2`` (``q2`` None: one
+    chunk). `times` forms ``Q @ m`` for a small ``m`` chunk by chunk, one pass over the block."""
+
+    __slots__ = ("qs", "q2", "rows")
+
+    def __init__(self, qs, q2, rows):
+        self.qs, self.q2, self.rows = qs, q2, rows
+
+    def times(self, m):
+        if self.q2 is None:
+            return np.ascontiguousarray(self.qs[0] @ m)
+        m2 = self.q2 @ m
+        out = np.empty((self.rows, m.shape[1]), np.result_type(self.qs[0], m2))
+        r = k = 0
+        for q in self.qs:
+            kk = min(q.shape[0], q.shape[1])
+            np.matmul(q, m2[k:k + kk], out=out[r:r + q.shape[0]])
+            r, k = r + q.shape[0], k + kk
+        return out
+
+
+def _local_qr(block):
+    """(`_LocalQ`, r) of this process's block: one LAPACK QR, or a TSQR over chunks of `_CHUNK` rows."""
+    if block.shape[0] <= 2 * _CHUNK:
+        q, r = np.linalg.qr(block, mode="reduced")
+        return _LocalQ([q], None, block.shape[0]), r
+    qs, rs = [], []
+    for i in range(0, block.shape[0], _CHUNK):
+        q, r = np.linalg.qr(block[i:i + _CHUNK], mode="reduced")
+        qs.append(q)
+        rs.append(r)
+    q2, r = np.linalg.qr(np.concatenate(rs), mode="reduced")
+    return _LocalQ(qs, q2, block.shape[0]), r
+
+
 def _tsqr_factors(x):
-    """(q1, small, r): this process's ``Q`` block is ``q1 @ small`` (``small`` is ``k x n``), ``r`` the
-    replicated ``n x n`` factor with a non-negative diagonal (LAPACK's usual sign)."""
+    """(local, small, r): this process's ``Q`` block is ``local.times(small)`` (``small`` is ``k x n``), ``r``
+    the replicated ``n x n`` factor with a non-negative diagonal (LAPACK's usual sign)."""
     comm = x.mesh.group(x.sharding.dim_axes(0))
     n = x.shape[1]
-    q1, r1 = np.linalg.qr(x.interior, mode="reduced")
+    q1, r1 = _local_qr(x.interior)
     with _mpi.internal("array_api.linalg TSQR", "the R factors of the row blocks", comm):
         sizes = comm.allgather(r1.shape[0])
         stacked = np.empty((sum(sizes), n), dtype=r1.dtype)
@@ -63,12 +104,13 @@ def _tsqr_factors(x):
 def tsqr(x):
     """Q (row-split like ``x``, reduced) and R (``n x n``, replicated) of a row-split tall matrix.
 
-    Each process: ``q_i, r_i = qr(block)``; the ``r_i`` (``k_i x n``, ``k_i = min(rows_i, n)``) are
-    allgathered in block order and factored once more, identically everywhere: ``[r_i] = Q2 R``; the local
-    ``Q`` is ``q_i @ Q2_i`` (one block-sized product: the rows never move).
+    Each process: ``q_i, r_i = qr(block)`` (itself a TSQR over chunks of `_CHUNK` rows); the ``r_i``
+    (``k_i x n``, ``k_i = min(rows_i, n)``) are allgathered in block order and factored once more, identically
+    everywhere: ``[r_i] = Q2 R``; the local ``Q`` is ``q_i @ Q2_i`` (one pass over the block: the rows never
+    move).
     """
     q1, small, r = _tsqr_factors(x)
-    q = np.ascontiguousarray(q1 @ small)
+    q = q1.times(small)
     return (DistributedTensor.from_local(q, x.sharding, x.shape), from_numpy(r, replicated(2, x.mesh)))
 
 
@@ -90,7 +132,7 @@ def svd(x, /, *, full_matrices=True):
     if not full_matrices and _row_split(x):
         q1, small, r = _tsqr_factors(x)
         ur, s, vh = np.linalg.svd(r, full_matrices=False)
-        u = DistributedTensor.from_local(np.ascontiguousarray(q1 @ (small @ ur)), x.sharding, x.shape)
+        u = DistributedTensor.from_local(q1.times(small @ ur), x.sharding, x.shape)
         m = x.mesh
         return SVDResult(u, from_numpy(s, replicated(1, m)), from_numpy(vh, replicated(2, m)))
     return _gathered("linalg.svd", lambda a: np.linalg.svd(a, full_matrices=full_matrices), (x,), {},

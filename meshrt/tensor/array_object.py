@@ -49,8 +49,19 @@ class _ArrayAPIObject:
         return self.transpose(*axes)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """This process's block (the global array for a replicated tensor) through DLPack."""
-        block = np.ascontiguousarray(self.interior)
+        """The global array through DLPack: a replicated tensor's block as it is, a split one allgathered
+        (every process must call it, as with any collective; `meshrt.array_api.GATHERS` records it)."""
+        s = self.sharding
+        if any(s.split_axes) or s.is_partial:
+            from .dispatch import ABOVE
+
+            if ABOVE.array_api is not None:
+                ABOVE.array_api.GATHERS.setdefault(
+                    "__dlpack__", "another library reads the array through DLPack (e.g. scikit-learn's move_to "
+                                  "numpy): the global array, an allgather")
+            block = np.ascontiguousarray(self.gather())
+        else:
+            block = np.ascontiguousarray(self.interior)
         kw = {}
         if max_version is not None:
             kw["max_version"] = max_version

@@ -1,7 +1,8 @@
 """scikit-learn on row-sharded DistributedTensors through the array API (issue 44): with
 ``array_api_dispatch=True`` and ``SCIPY_ARRAY_API=1``, a representative set of estimators and metrics runs
 scikit-learn's own code on tensors split on rows over 2 and 3 processes (uneven at 3), and equals the same
-code on numpy arrays. Skips without scikit-learn and array-api-compat (the ``sklearn`` extra).
+code on numpy arrays (at 4 processes, the scalers, PCA, Ridge and the label tools). Skips without
+scikit-learn and array-api-compat (the ``sklearn`` extra).
 """
 
 import os
@@ -17,20 +18,26 @@ pytest.importorskip("array_api_compat", reason="array-api-compat is not installe
 from mpi4py import MPI  # noqa: E402
 from sklearn import metrics  # noqa: E402
 from sklearn.decomposition import PCA  # noqa: E402
-from sklearn.linear_model import LogisticRegression, Ridge  # noqa: E402
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis  # noqa: E402
+from sklearn.linear_model import LogisticRegression, Ridge, RidgeClassifier, RidgeCV  # noqa: E402
+from sklearn.metrics import pairwise  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.naive_bayes import GaussianNB  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import MinMaxScaler, StandardScaler  # noqa: E402
+from sklearn.preprocessing import (Binarizer, KernelCenterer, LabelBinarizer, LabelEncoder, MaxAbsScaler,  # noqa: E402
+                                   MinMaxScaler, Normalizer, PolynomialFeatures, StandardScaler)
 
 import meshrt.array_api as xp  # noqa: E402
 from meshrt.array_api import GATHERS  # noqa: E402
 
-MPI_NPROCS = (2, 3)
+MPI_NPROCS = (2, 3, 4)
 comm = MPI.COMM_WORLD
 
 rng = np.random.default_rng(44)
 X = rng.standard_normal((203, 6)) * np.array([1.0, 2, 3, 0.5, 5, 1]) + np.arange(6)
 y = X @ rng.standard_normal(6) + 0.1 * rng.standard_normal(203)
 labels = (y > np.median(y)).astype(np.int64)
+classes3 = np.digitize(y, np.quantile(y, [0.33, 0.66])).astype(np.int64)
 
 
 @pytest.fixture(autouse=True)
@@ -41,6 +48,11 @@ def dispatch():
 
 def values(a):
     return a.gather() if hasattr(a, "gather") else np.asarray(a)
+
+
+def not_at_4():
+    if comm.size == 4:  # the same on every process
+        pytest.skip("run at 2 and 3 processes (4 processes: scalers, PCA, Ridge and the label tools)")
 
 
 def check(fn, rtol=1e-7, atol=1e-9, signs=False):
@@ -76,11 +88,56 @@ def test_ridge_svd_and_pipeline():
 
 
 def test_logistic_regression_lbfgs():
+    not_at_4()
     check(lambda X, y, c: LogisticRegression(solver="lbfgs").fit(X, c).predict_proba(X), rtol=1e-5, atol=1e-7)
 
 
 def test_metrics():
+    not_at_4()
     check(lambda X, y, c: float(metrics.r2_score(y, 0.9 * y + 0.1)))
     check(lambda X, y, c: float(metrics.mean_squared_error(y, 0.9 * y)))
     check(lambda X, y, c: float(metrics.accuracy_score(c, (X[:, 0] > 0) * 1)))
     check(lambda X, y, c: metrics.pairwise.euclidean_distances(X[:7], X[:5]), atol=1e-6)
+
+
+def test_more_preprocessing():
+    check(lambda X, y, c: MaxAbsScaler().fit_transform(X))
+    check(lambda X, y, c: Normalizer().fit_transform(X))
+    check(lambda X, y, c: Binarizer(threshold=1.0).fit_transform(X))
+    check(lambda X, y, c: PolynomialFeatures(2).fit_transform(X))
+    check(lambda X, y, c: KernelCenterer().fit_transform(pairwise.linear_kernel(X[:20], X[:20])))
+
+
+def test_label_tools_see_every_process_labels():
+    # LabelBinarizer builds a scipy matrix through DLPack (move_to numpy): the global labels, not a block
+    check(lambda X, y, c: LabelEncoder().fit_transform(3 * c + 1))
+    k = classes3
+    got = LabelBinarizer().fit_transform(xp.asarray(k))
+    np.testing.assert_array_equal(values(got), LabelBinarizer().fit_transform(k))
+
+
+def test_pca_randomized_lda_and_ridge_variants():
+    check(lambda X, y, c: PCA(n_components=3, svd_solver="randomized", power_iteration_normalizer="QR",
+                              random_state=0).fit_transform(X), signs=True, rtol=1e-6, atol=1e-8)
+    check(lambda X, y, c: RidgeCV(alphas=(0.1, 1.0, 10.0)).fit(X, y).coef_)
+    k = classes3
+    got = RidgeClassifier(solver="svd").fit(xp.asarray(X), xp.asarray(k)).decision_function(xp.asarray(X))
+    np.testing.assert_allclose(values(got), RidgeClassifier(solver="svd").fit(X, k).decision_function(X),
+                               rtol=1e-7, atol=1e-9)
+    not_at_4()
+    got = LinearDiscriminantAnalysis(solver="svd").fit(xp.asarray(X), xp.asarray(k)).predict_proba(xp.asarray(X))
+    np.testing.assert_allclose(values(got), LinearDiscriminantAnalysis(solver="svd").fit(X, k).predict_proba(X),
+                               rtol=1e-6, atol=1e-9)
+
+
+def test_naive_bayes_pairwise_and_splitting():
+    not_at_4()
+    k = classes3
+    got = GaussianNB().fit(xp.asarray(X), xp.asarray(k)).predict_proba(xp.asarray(X))
+    np.testing.assert_allclose(values(got), GaussianNB().fit(X, k).predict_proba(X), rtol=1e-6, atol=1e-9)
+    check(lambda X, y, c: pairwise.rbf_kernel(X[:30], X[:9]))
+    check(lambda X, y, c: pairwise.cosine_similarity(X[:30], X[:9]))
+    check(lambda X, y, c: pairwise.pairwise_distances(X[:30], X[:9], metric="manhattan"))
+    check(lambda X, y, c: tuple(train_test_split(X, y, test_size=0.25, shuffle=False)))
+    check(lambda X, y, c: metrics.confusion_matrix(c, (X[:, 0] > 1) * 1))
+    check(lambda X, y, c: float(metrics.f1_score(c, (X[:, 0] > 1) * 1)))
