@@ -22,6 +22,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..runtime import mpi as _mpi
+from ..tensor.dispatch import implements
 from ..tensor.distributed_tensor import DistributedTensor
 from . import _sorting
 from ._device import GATHERS, from_numpy, is_replicated, local, mesh_of, sharding_for, wrap, replicated
@@ -101,7 +102,8 @@ CASES = {
     "take_along_axis": "index arrays (no distributed take_along_axis)",
     "meshgrid": "built from the global 1-D arrays",
     "unstack": "slices of the global array",
-    "diff": "no halo plan in the namespace yet",
+    "diff": lambda x, prepend=None, append=None, **kw: None if prepend is None and append is None else
+    "prepend=/append= (the concatenation has no distributed form here)",
     "sort": _sort_case, "argsort": _sort_case,
     "searchsorted": _searchsorted_case,
     "unique_values": _unique_case, "unique_counts": _unique_case, "unique_inverse": _unique_case,
@@ -742,9 +744,17 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
                      (x1, x2, sorter), {}, why)
 
 
-def where(condition, x1, x2, /):
-    """``x1`` where ``condition``, else ``x2`` (arrays or Python scalars)."""
+_ONE_ARGUMENT = object()
+
+
+def where(condition, x1=_ONE_ARGUMENT, x2=_ONE_ARGUMENT, /):
+    """``x1`` where ``condition``, else ``x2`` (arrays or Python scalars).  ``where(condition)`` alone is
+    `nonzero`, as numpy's (scikit-learn's ``roc_curve`` calls it so)."""
     _need_array("where", condition)
+    if x1 is _ONE_ARGUMENT and x2 is _ONE_ARGUMENT:
+        return nonzero(condition)
+    if x1 is _ONE_ARGUMENT or x2 is _ONE_ARGUMENT:
+        raise TypeError("where: give both x1 and x2, or neither (then it is nonzero(condition))")
     args = [condition, x1, x2]
     shape = np.broadcast_shapes(*[a.shape for a in args if _is_t(a)])
     for i, a in enumerate(args):
@@ -858,6 +868,38 @@ def unique_all(x, /):
     return _SETS.UniqueAllResult(u, i, inv, c)
 
 
+@implements(np.unique)
+def _np_unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
+               sorted=True):
+    """``np.unique`` of a tensor (``axis=None``): `unique_all`'s merge of each process's distinct values, so a
+    split tensor is not gathered; NaNs collapse to one unless ``equal_nan=False``, as numpy's.  The values,
+    first indices and counts are replicated, the inverse indices placed like ``ar``."""
+    if axis is not None:
+        raise TypeError("np.unique on a DistributedTensor: axis= is not supported (only axis=None)")
+    if not isinstance(ar, DistributedTensor):
+        raise TypeError(f"np.unique: ar must be a DistributedTensor here, got {type(ar).__name__}")
+    u, c, i, inv = _unique("np.unique", ar, return_index, return_inverse)
+    if equal_nan and ar.dtype.kind in "fc":
+        uu = local(u)
+        nan = np.flatnonzero(np.isnan(uu))
+        if nan.size > 1:  # sorted: the NaNs are last, one per NaN element; numpy keeps the first
+            k, m = int(nan[0]), u.mesh
+            u = wrap(uu[:k + 1], m)
+            c = wrap(np.append(local(c)[:k], local(c)[k:].sum()), m)
+            if i is not None:
+                i = wrap(np.append(local(i)[:k], local(i)[k:].min()), m)
+            if inv is not None:
+                inv = np.minimum(inv, k)
+    out = [u]
+    if return_index:
+        out.append(i)
+    if return_inverse:
+        out.append(inv)
+    if return_counts:
+        out.append(c)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 # -- statistics and utilities --------------------------------------------------------------------------------
 def _reduction(name, npfn, has_dtype):
     def run(x, axis, keepdims, **kw):
@@ -949,11 +991,18 @@ cumulative_sum = _cumulative("cumulative_sum", np.cumsum, np.cumulative_sum)
 cumulative_prod = _cumulative("cumulative_prod", np.cumprod, np.cumulative_prod)
 
 
-def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
-    """The ``n``-th discrete difference along ``axis``."""
+def diff(x, /, *order, axis=-1, n=1, prepend=None, append=None):
+    """The ``n``-th discrete difference along ``axis``: of a split tensor, differences of shifted slices
+    (a halo exchange, no gather).  ``n`` may also come second positionally, as numpy takes it
+    (scikit-learn's ``roc_curve`` calls ``xp.diff(fps, 2)``)."""
     _need_array("diff", x)
+    if len(order) > 1:
+        raise TypeError(f"diff() takes at most 2 positional arguments ({1 + len(order)} given)")
+    if order:
+        n = order[0]
     kw = {k: v for k, v in (("prepend", prepend), ("append", append)) if v is not None}
-    return _gathered("diff", lambda a, **k: np.diff(a, n=n, axis=axis, **k), (x,), kw, "")
+    return _call("diff", lambda a, **k: np.diff(a, n=n, axis=axis, **k), (x,), kw,
+                 decide("diff", x, prepend=prepend, append=append))
 
 
 __all__ = sorted(n for n, f in list(globals().items())

@@ -176,3 +176,38 @@ def test_bad_input_raises_the_same_error_everywhere():
     _raises_everywhere(ValueError, lambda: x.to_device(Mesh((-1,)), stream=1))
     _raises_everywhere(ValueError, lambda: x.__array_namespace__(api_version="2099.01"))
     _raises_everywhere(ValueError, lambda: xp.cumulative_sum(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_np_unique_of_a_split_tensor_does_not_gather(dtype):
+    a = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9], dtype=dtype)
+    if dtype == np.float64:
+        a[[2, 7, 11]] = np.nan  # numpy collapses the NaNs to one (equal_nan=True)
+    x = xp.asarray(a)
+    GATHERS.clear()
+    u, i, inv, c = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    assert "np.unique" not in GATHERS
+    for got, want in zip((u, i, inv, c), np.unique(a, return_index=True, return_inverse=True, return_counts=True)):
+        np.testing.assert_array_equal(got.gather() if hasattr(got, "gather") else got, want)
+    assert inv.sharding == x.sharding
+    np.testing.assert_array_equal(np.unique(x).gather(), np.unique(a))
+    if dtype == np.float64:
+        np.testing.assert_array_equal(np.unique(x, equal_nan=False).gather(), np.unique(a, equal_nan=False))
+    with pytest.raises(TypeError, match="np.unique on a DistributedTensor: axis= is not supported"):
+        np.unique(x, axis=0)
+
+
+def test_where_with_condition_only_and_diff_with_positional_order():
+    """Two numpy spellings scikit-learn's roc_curve uses on the namespace: where(c) and diff(x, n)."""
+    a = rng.standard_normal(11)
+    x = xp.asarray(a)
+    (got,) = xp.where(x > 0)
+    np.testing.assert_array_equal(got.gather(), np.nonzero(a > 0)[0])
+    GATHERS.clear()
+    np.testing.assert_allclose(xp.diff(x, 2).gather(), np.diff(a, 2))
+    np.testing.assert_allclose(xp.diff(x, n=1).gather(), np.diff(a))
+    assert "diff" not in GATHERS  # shifted slices, not a gather
+    with pytest.raises(TypeError, match="give both x1 and x2, or neither"):
+        xp.where(x > 0, x)
+    with pytest.raises(TypeError, match="diff.. takes at most 2 positional arguments"):
+        xp.diff(x, 1, 2)

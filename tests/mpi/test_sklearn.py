@@ -17,13 +17,16 @@ pytest.importorskip("array_api_compat", reason="array-api-compat is not installe
 
 from mpi4py import MPI  # noqa: E402
 from sklearn import metrics  # noqa: E402
+from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
 from sklearn.decomposition import PCA  # noqa: E402
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis  # noqa: E402
-from sklearn.linear_model import LogisticRegression, Ridge, RidgeClassifier, RidgeCV  # noqa: E402
+from sklearn.kernel_approximation import Nystroem  # noqa: E402
+from sklearn.linear_model import LogisticRegression, PoissonRegressor, Ridge, RidgeClassifier, RidgeCV  # noqa: E402
 from sklearn.metrics import pairwise  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.mixture import GaussianMixture  # noqa: E402
+from sklearn.model_selection import GridSearchCV, cross_val_predict, train_test_split  # noqa: E402
 from sklearn.naive_bayes import GaussianNB  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.pipeline import FeatureUnion, make_pipeline  # noqa: E402
 from sklearn.preprocessing import (Binarizer, KernelCenterer, LabelBinarizer, LabelEncoder, MaxAbsScaler,  # noqa: E402
                                    MinMaxScaler, Normalizer, PolynomialFeatures, StandardScaler)
 
@@ -141,3 +144,52 @@ def test_naive_bayes_pairwise_and_splitting():
     check(lambda X, y, c: tuple(train_test_split(X, y, test_size=0.25, shuffle=False)))
     check(lambda X, y, c: metrics.confusion_matrix(c, (X[:, 0] > 1) * 1))
     check(lambda X, y, c: float(metrics.f1_score(c, (X[:, 0] > 1) * 1)))
+
+
+def test_mixture_kernel_approximation_model_selection():
+    not_at_4()
+    # kmeans initialisation is refused by scikit-learn itself under array API dispatch
+    check(lambda X, y, c: GaussianMixture(2, init_params="random_from_data", random_state=0).fit(X).means_,
+          rtol=1e-6, atol=1e-8)
+    check(lambda X, y, c: Nystroem(n_components=20, random_state=0).fit_transform(X), rtol=1e-6, atol=1e-8)
+    check(lambda X, y, c: float(GridSearchCV(Ridge(solver="svd"), {"alpha": [0.1, 1.0]}, cv=3).fit(X, y).best_score_))
+    check(lambda X, y, c: cross_val_predict(Ridge(solver="svd"), X, y, cv=3))
+    check(lambda X, y, c: FeatureUnion([("s", StandardScaler()), ("m", MinMaxScaler())]).fit_transform(X))
+    check(lambda X, y, c: PoissonRegressor(max_iter=300).fit(X, _counts(X)).coef_, rtol=1e-5, atol=1e-7)
+    check(lambda X, y, c: CalibratedClassifierCV(LogisticRegression(), method="temperature", cv=3)
+          .fit(X, c).predict_proba(X), rtol=1e-5, atol=1e-7)
+
+
+def _counts(X):
+    m = np if isinstance(X, np.ndarray) else xp
+    return m.floor(m.exp(0.1 * X[:, 0]))
+
+
+REGRESSION_METRICS = ["r2_score", "mean_squared_error", "mean_absolute_error", "explained_variance_score",
+                      "max_error", "mean_absolute_percentage_error", "median_absolute_error", "mean_tweedie_deviance",
+                      "d2_tweedie_score", "mean_poisson_deviance", "mean_gamma_deviance", "mean_squared_log_error",
+                      "root_mean_squared_error"]
+CLASSIFICATION_METRICS = ["accuracy_score", "zero_one_loss", "precision_score", "recall_score", "f1_score",
+                          "hamming_loss", "jaccard_score", "matthews_corrcoef", "balanced_accuracy_score",
+                          "cohen_kappa_score", "multilabel_confusion_matrix", "precision_recall_fscore_support"]
+SCORE_METRICS = ["roc_auc_score", "roc_curve", "log_loss", "brier_score_loss", "average_precision_score",
+                 "precision_recall_curve", "det_curve"]
+
+
+def test_metrics_on_split_labels_and_scores():
+    """Each metric on labels and scores split like the data (uneven at 3 processes), equal to numpy's."""
+    not_at_4()
+    for name in REGRESSION_METRICS:
+        f = getattr(metrics, name)
+        check(lambda X, y, c: _flat(f((y * y) + 1, (y * y) + 1.5 + 0.1 * y)))
+    for name in CLASSIFICATION_METRICS:
+        f = getattr(metrics, name)
+        check(lambda X, y, c: _flat(f(c, (c + (X[:, 0] > 1) * 1) % 2)))
+    for name in SCORE_METRICS:
+        f = getattr(metrics, name)
+        check(lambda X, y, c: _flat(f(c, 1 / (1 + (np if isinstance(y, np.ndarray) else xp).exp(-y)))))
+
+
+def _flat(r):
+    """A metric's result as a tuple of arrays (floats, tuples of arrays, named results)."""
+    return tuple(values(v) for v in r if v is not None) if isinstance(r, tuple) else (values(r),)
