@@ -13,6 +13,7 @@ import meshrt
 import meshrt.array_api as xp
 from meshrt import Mesh, Sharding
 from meshrt.array_api import GATHERS
+from test_array_api import _raises_everywhere
 
 MPI_NPROCS = (1, 2, 3, 4)
 comm = MPI.COMM_WORLD
@@ -169,15 +170,3 @@ def test_gathering_is_decided_before_running(monkeypatch):
     if comm.size > 1:
         assert "bug" in _raises_everywhere(TypeError, lambda: xp.sort(x))
     assert "sort" not in GATHERS
-
-
-def _raises_everywhere(exc, fn):
-    try:
-        fn()
-    except exc as e:
-        msg = str(e)
-    else:
-        msg = None
-    got = comm.allgather(msg)
-    assert got[0] is not None and all(g == got[0] for g in got), got
-    return got[0]
