@@ -1,8 +1,7 @@
 """scikit-learn on row-sharded DistributedTensors through the array API (issue 44): with
 ``array_api_dispatch=True`` and ``SCIPY_ARRAY_API=1``, a representative set of estimators and metrics runs
-scikit-learn's own code on tensors split on rows over 2 and 3 processes (uneven at 3), and equals the same
-code on numpy arrays (at 4 processes, the scalers, PCA, Ridge and the label tools). Skips without
-scikit-learn and array-api-compat (the ``sklearn`` extra).
+scikit-learn's own code on tensors split on rows over 1, 2, 3 and 4 processes (uneven at 3 and 4), and equals
+the same code on numpy arrays. Skips without scikit-learn and array-api-compat (the ``sklearn`` extra).
 """
 
 import os
@@ -21,10 +20,11 @@ from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
 from sklearn.decomposition import PCA  # noqa: E402
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis  # noqa: E402
 from sklearn.kernel_approximation import Nystroem  # noqa: E402
-from sklearn.linear_model import LogisticRegression, PoissonRegressor, Ridge, RidgeClassifier, RidgeCV  # noqa: E402
+from sklearn.linear_model import (LogisticRegression, PoissonRegressor, Ridge, RidgeClassifier,  # noqa: E402
+                                  RidgeClassifierCV, RidgeCV)
 from sklearn.metrics import pairwise  # noqa: E402
 from sklearn.mixture import GaussianMixture  # noqa: E402
-from sklearn.model_selection import GridSearchCV, cross_val_predict, train_test_split  # noqa: E402
+from sklearn.model_selection import GridSearchCV, RandomizedSearchCV, cross_val_predict, train_test_split  # noqa: E402
 from sklearn.naive_bayes import GaussianNB  # noqa: E402
 from sklearn.pipeline import FeatureUnion, make_pipeline  # noqa: E402
 from sklearn.preprocessing import (Binarizer, KernelCenterer, LabelBinarizer, LabelEncoder, MaxAbsScaler,  # noqa: E402
@@ -33,7 +33,7 @@ from sklearn.preprocessing import (Binarizer, KernelCenterer, LabelBinarizer, La
 import meshrt.array_api as xp  # noqa: E402
 from meshrt.array_api import GATHERS  # noqa: E402
 
-MPI_NPROCS = (2, 3, 4)
+MPI_NPROCS = (1, 2, 3, 4)
 comm = MPI.COMM_WORLD
 
 rng = np.random.default_rng(44)
@@ -53,10 +53,6 @@ def values(a):
     return a.gather() if hasattr(a, "gather") else np.asarray(a)
 
 
-def not_at_4():
-    if comm.size == 4:  # the same on every process
-        pytest.skip("run at 2 and 3 processes (4 processes: scalers, PCA, Ridge and the label tools)")
-
 
 def check(fn, rtol=1e-7, atol=1e-9, signs=False):
     got = fn(xp.asarray(X), xp.asarray(y), xp.asarray(labels))
@@ -71,7 +67,7 @@ def check(fn, rtol=1e-7, atol=1e-9, signs=False):
 
 def test_scalers_keep_rows_split():
     t = StandardScaler().fit_transform(xp.asarray(X))
-    assert t.sharding.split_axes == ((0,),) and comm.size > 1
+    assert t.sharding.split_axes == ((0,),)
     check(lambda X, y, c: StandardScaler().fit_transform(X))
     check(lambda X, y, c: MinMaxScaler().fit_transform(X))
 
@@ -91,12 +87,10 @@ def test_ridge_svd_and_pipeline():
 
 
 def test_logistic_regression_lbfgs():
-    not_at_4()
     check(lambda X, y, c: LogisticRegression(solver="lbfgs").fit(X, c).predict_proba(X), rtol=1e-5, atol=1e-7)
 
 
 def test_metrics():
-    not_at_4()
     check(lambda X, y, c: float(metrics.r2_score(y, 0.9 * y + 0.1)))
     check(lambda X, y, c: float(metrics.mean_squared_error(y, 0.9 * y)))
     check(lambda X, y, c: float(metrics.accuracy_score(c, (X[:, 0] > 0) * 1)))
@@ -127,14 +121,17 @@ def test_pca_randomized_lda_and_ridge_variants():
     got = RidgeClassifier(solver="svd").fit(xp.asarray(X), xp.asarray(k)).decision_function(xp.asarray(X))
     np.testing.assert_allclose(values(got), RidgeClassifier(solver="svd").fit(X, k).decision_function(X),
                                rtol=1e-7, atol=1e-9)
-    not_at_4()
+    got = RidgeClassifierCV(alphas=(0.1, 1.0, 10.0)).fit(xp.asarray(X), xp.asarray(k))
+    ref = RidgeClassifierCV(alphas=(0.1, 1.0, 10.0)).fit(X, k)
+    assert float(got.alpha_) == ref.alpha_
+    np.testing.assert_allclose(values(got.decision_function(xp.asarray(X))), ref.decision_function(X),
+                               rtol=1e-7, atol=1e-9)
     got = LinearDiscriminantAnalysis(solver="svd").fit(xp.asarray(X), xp.asarray(k)).predict_proba(xp.asarray(X))
     np.testing.assert_allclose(values(got), LinearDiscriminantAnalysis(solver="svd").fit(X, k).predict_proba(X),
                                rtol=1e-6, atol=1e-9)
 
 
 def test_naive_bayes_pairwise_and_splitting():
-    not_at_4()
     k = classes3
     got = GaussianNB().fit(xp.asarray(X), xp.asarray(k)).predict_proba(xp.asarray(X))
     np.testing.assert_allclose(values(got), GaussianNB().fit(X, k).predict_proba(X), rtol=1e-6, atol=1e-9)
@@ -147,12 +144,13 @@ def test_naive_bayes_pairwise_and_splitting():
 
 
 def test_mixture_kernel_approximation_model_selection():
-    not_at_4()
     # kmeans initialisation is refused by scikit-learn itself under array API dispatch
     check(lambda X, y, c: GaussianMixture(2, init_params="random_from_data", random_state=0).fit(X).means_,
           rtol=1e-6, atol=1e-8)
     check(lambda X, y, c: Nystroem(n_components=20, random_state=0).fit_transform(X), rtol=1e-6, atol=1e-8)
     check(lambda X, y, c: float(GridSearchCV(Ridge(solver="svd"), {"alpha": [0.1, 1.0]}, cv=3).fit(X, y).best_score_))
+    check(lambda X, y, c: float(RandomizedSearchCV(Ridge(solver="svd"), {"alpha": [0.01, 0.1, 1.0, 10.0]}, n_iter=3,
+                                                   cv=3, random_state=0).fit(X, y).best_score_))
     check(lambda X, y, c: cross_val_predict(Ridge(solver="svd"), X, y, cv=3))
     check(lambda X, y, c: FeatureUnion([("s", StandardScaler()), ("m", MinMaxScaler())]).fit_transform(X))
     check(lambda X, y, c: PoissonRegressor(max_iter=300).fit(X, _counts(X)).coef_, rtol=1e-5, atol=1e-7)
@@ -178,7 +176,6 @@ SCORE_METRICS = ["roc_auc_score", "roc_curve", "log_loss", "brier_score_loss", "
 
 def test_metrics_on_split_labels_and_scores():
     """Each metric on labels and scores split like the data (uneven at 3 processes), equal to numpy's."""
-    not_at_4()
     for name in REGRESSION_METRICS:
         f = getattr(metrics, name)
         check(lambda X, y, c: _flat(f((y * y) + 1, (y * y) + 1.5 + 0.1 * y)))
