@@ -4,6 +4,7 @@ The faults that need two hosts (a cut link, a lost proxy) are in tests/test_hear
 here a "lost host" is a rank and its helper stopped with SIGSTOP, which needs no root.
 """
 
+import json
 import os
 import signal
 import socket
@@ -153,6 +154,46 @@ def test_the_hub_ends_the_job_when_a_rank_process_ends_without_finishing(capfd):
     helper, status_w, cmd_r = _hub()
     helper._handle({"t": "g", "how": "finished", "r": 2, "j": 7}, ("127.0.0.1", 9))  # a normal end
     assert 2 not in helper.last and helper.states[2][0] == "finished" and capfd.readouterr().err == ""
+
+
+def test_ranks_killed_because_another_rank_aborts_are_not_blamed(capfd):
+    """A rank whose script fails tells its helper ("q"), which tells the hub, before it aborts the job;
+    mpiexec then kills the others, and their reports ("lost") must not end the job with an "ended without
+    finishing" line (which ``meshrt run --restarts`` would restart) or abort the hub's own rank."""
+    helper, status_w, cmd_r = _hub()
+    helper.pids = [10, 11, 12, 13]
+    helper._handle({"t": "q", "r": 1, "j": 7}, ("127.0.0.1", 9))
+    helper._handle({"t": "g", "how": "quiet", "r": 1, "j": 7}, ("127.0.0.1", 9))
+    helper._handle({"t": "g", "how": "lost", "dead": [3], "r": 2, "j": 7}, ("127.0.0.1", 9))
+    assert helper.aborted_by == 1 and not helper.ended and capfd.readouterr().err == ""
+    helper.rank_how = "lost"  # then mpiexec kills rank 0 too
+    with pytest.raises(SystemExit):
+        helper._leave()
+    assert capfd.readouterr().err == ""
+    os.set_blocking(cmd_r, False)
+    with pytest.raises(BlockingIOError):
+        os.read(cmd_r, 100)  # no abort asked of rank 0
+    helper, status_w, cmd_r = _hub()  # rank 0's own script failed: its helper notes it to the rank at once
+    helper.feed(b"q\n")
+    assert os.read(cmd_r, 100) == b"noted\n"
+    helper._handle({"t": "g", "how": "lost", "dead": [], "r": 3, "j": 7}, ("127.0.0.1", 9))
+    assert not helper.ended and capfd.readouterr().err == ""
+
+
+def test_a_spoke_passes_its_ranks_abort_to_the_hub_before_noting_it():
+    hub = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    hub.bind(("127.0.0.1", 0))
+    status_r, _ = os.pipe()
+    cmd_r, cmd_w = os.pipe()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    cfg = {"rank": 2, "job": 7, "deadline": 2.0, "keep": False, "pid": os.getpid(), "ppid": os.getppid(),
+           "hosts": ["a", "a", "b"], "pids": [0, 0, 0], "peers": [list(hub.getsockname())] * 3}
+    helper = hb._Helper(cfg, sock, status_r, cmd_w)
+    helper.feed(b"q\n")
+    assert json.loads(hub.recv(1000)) == {"t": "q", "j": 7, "r": 2}
+    assert os.read(cmd_r, 100) == b"noted\n" and helper.rank_said == "quiet"
+    hub.close()
+    sock.close()
 
 
 # -- jobs on this host ---------------------------------------------------------------------------

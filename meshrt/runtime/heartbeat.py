@@ -40,6 +40,7 @@ import select
 import signal
 import socket
 import sys
+import threading
 import time
 
 __all__ = ["DEFAULT", "EXIT_STATUS", "KILL_GRACE", "deadline_seconds", "interval", "silent", "lost_ranks", "ranks_text",
@@ -313,6 +314,7 @@ class _Helper:
         self.rank_how = None  # None while the rank runs; then "finished", "quiet" or "lost"
         self.rank_said = None  # "finished" or "quiet" once the rank said so
         self.ended: dict = {}  # rank -> pid of ranks that ended without finishing (hub)
+        self.aborted_by = None  # the rank whose script failed and aborts the job itself, once one said so (hub)
         self.proxies: dict = {}  # rank -> pid of the lost proxy (hub)
         self.noted_proxies = False
         self.acked = False
@@ -362,7 +364,10 @@ class _Helper:
                 return
             self.last[r] = now
             self.never.discard(r)
-            if kind == "b" and msg.get("s"):
+            if kind == "q":  # its script failed: it aborts the job, and mpiexec kills the others next
+                if self.aborted_by is None:
+                    self.aborted_by = r
+            elif kind == "b" and msg.get("s"):
                 state, age, text = msg["s"]
                 self.states[r] = (state, now - age, text)
             elif kind == "g":
@@ -372,7 +377,7 @@ class _Helper:
                     self.states[r] = ("finished", now, "")
                 else:
                     self.states.pop(r, None)
-                if msg.get("how") == "lost":
+                if msg.get("how") == "lost" and not self._aborting():  # (killed by mpiexec for the abort: no blame)
                     for d in [r] + [d for d in msg.get("dead", ()) if d in self.last]:
                         self.ended[d] = self.pids[d]
                         self.last.pop(d, None)
@@ -389,6 +394,9 @@ class _Helper:
                 self._end(None, msg.get("c", EXIT_STATUS), notify=False)
             elif kind == "a":
                 self.acked = True
+
+    def _aborting(self) -> bool:
+        return self.aborted_by is not None or self.rank_said == "quiet"
 
     # -- the rank's pipe
     def _read_rank(self) -> None:
@@ -415,7 +423,17 @@ class _Helper:
                 if state == "finished":
                     self.rank_said = "finished"
             elif word == "q":
+                # The rank's script failed: it printed why and aborts the job once this is noted. The hub
+                # hears it first, so that ranks mpiexec then kills are not taken for lost (a job that
+                # `meshrt run --restarts` would restart).
                 self.rank_said = "quiet"
+                if not self.hub:
+                    for _ in range(2):  # (a datagram can be lost; the hub takes the first)
+                        self._send({"t": "q"}, self.peers[0])
+                try:
+                    os.write(self.cmd_fd, b"noted\n")
+                except OSError:
+                    pass
 
     # -- decisions
     def _my_states(self, now: float) -> dict:
@@ -517,19 +535,20 @@ class _Helper:
     def _leave(self) -> None:
         """The rank's process has ended: tell the hub how (until it acknowledges), then exit."""
         if self.hub:
-            if self.rank_how == "lost":
+            if self.rank_how == "lost" and not self._aborting():
                 # mpiexec kills every rank once one dies: if another was reported dead just
                 # now, that one is the news (`_handle` names it and ends), not rank 0
                 until = time.monotonic() + 0.3
                 while time.monotonic() < until:
                     if select.select([self.sock], [], [], max(0.0, until - time.monotonic()))[0]:
                         self._receive()
-                self.ended[0] = self.cfg["pid"]
+                if not self._aborting():
+                    self.ended[0] = self.cfg["pid"]
+            if self._aborting():  # a rank printed why and aborted the job: nothing to add
+                raise SystemExit(0)
             if self.ended:
                 now = time.monotonic()
                 self._end(ended_line(self.ended, self.hosts, self._my_states(now), now), EXIT_STATUS, notify=True)
-            if self.rank_how == "quiet":  # rank 0 printed why and aborted the job: nothing to add
-                raise SystemExit(0)
             return  # finished: stay the hub until the others are done
         self.acked = False
         # the ranks of this host that died with this one (a node's ranks are often killed together)
@@ -593,6 +612,7 @@ def _helper_main(argv) -> int:
 # -- the rank's side ----------------------------------------------------------------------------
 _status_w = None  # the pipe to this rank's helper
 _helper = None  # its Popen (kept, so that its exit status is collected)
+_noted = threading.Event()  # set when the helper has passed this rank's "aborting" on
 
 
 def _addresses() -> list:
@@ -648,13 +668,18 @@ def _status_hook(state: str, since: float, text: str, group=None) -> None:
         pass
 
 
-def leaving() -> None:
-    """Tell the helper this rank is about to abort the job by itself (it printed why)."""
+def leaving(wait: float = 0.5) -> None:
+    """Tell the helper this rank is about to abort the job by itself (it printed why), and wait up to
+    ``wait`` seconds for the helper to pass that on (to rank 0's helper), before the abort makes mpiexec
+    kill the other ranks: their helpers' reports must not come first."""
     if _status_w is not None:
+        _noted.clear()
         try:
             os.write(_status_w, b"q\n")
         except OSError:
-            pass
+            return
+        if wait and _helper is not None and _helper.poll() is None:
+            _noted.wait(wait)
 
 
 def _listen(fd: int) -> None:
@@ -667,12 +692,16 @@ def _listen(fd: int) -> None:
         except OSError:
             return
         if not chunk:
+            _noted.set()
             return  # the helper is gone
         data += chunk
-        if b"\n" in data:
-            word, _, code = data.split(b"\n")[0].decode().partition(" ")
-            if word == "abort":
-                leaving()
+        *lines, data = data.split(b"\n")
+        for line in lines:
+            word, _, code = line.decode().partition(" ")
+            if word == "noted":
+                _noted.set()
+            elif word == "abort":  # the helper ends the job: it knows why, so no waiting for its note
+                leaving(wait=0)
                 _watchdog._abort(int(code or EXIT_STATUS))
 
 
@@ -684,7 +713,6 @@ def start(deadline=None) -> bool:
     """
     global _status_w, _helper
     import subprocess
-    import threading
 
     from mpi4py import MPI
 
