@@ -71,6 +71,26 @@ def _where_case(*operands):
     return None
 
 
+def _take_case(x, indices, axis):
+    if np.ndim(indices) != 1:
+        return f"indices of {np.ndim(indices)} dims (take's are 1-d)"
+    return None
+
+
+def _take_along_case(x, indices, axis):
+    if not _is_t(x) or not _is_t(indices) or indices.ndim != x.ndim or not -x.ndim <= axis < x.ndim:
+        return "indices that are not a tensor of x's rank"
+    axis %= x.ndim
+    s = x.sharding
+    if s.dim_axes(axis):
+        return "along a split axis (no distributed take_along_axis)"
+    if s.is_partial or builtins.any(s.halo_sizes):
+        return "x with halos or partial values"
+    if builtins.any(indices.shape[d] != x.shape[d] for d in range(x.ndim) if d != axis):
+        return "indices broadcast against x"
+    return None
+
+
 def _sort_case(x, **kw):
     return "a tensor of partial values" if x.sharding.is_partial else None
 
@@ -98,8 +118,8 @@ CASES = {
     "broadcast_to a larger shape (a broadcast copy of the data has no distributed form)",
     "tile": "no distributed tile",
     "repeat": "a data-dependent length per element",
-    "take": "index arrays (no distributed take)",
-    "take_along_axis": "index arrays (no distributed take_along_axis)",
+    "take": lambda x, indices, axis=None, **kw: _take_case(x, indices, axis),
+    "take_along_axis": lambda x, indices, axis=-1, **kw: _take_along_case(x, indices, axis),
     "meshgrid": "built from the global 1-D arrays",
     "unstack": "slices of the global array",
     "diff": lambda x, prepend=None, append=None, **kw: None if prepend is None and append is None else
@@ -666,18 +686,42 @@ def repeat(x, repeats, /, *, axis=None):
 
 # -- indexing ------------------------------------------------------------------------------------------------
 def take(x, indices, /, *, axis=None):
-    """Elements of ``x`` at integer ``indices`` along ``axis``."""
+    """Elements of ``x`` at integer ``indices`` (1-d) along ``axis``: ``x[..., indices, ...]``, each process
+    fetching only the elements its block of the result needs (no gather of ``x``).
+
+    >>> import meshrt.array_api as xp
+    >>> xp.take(xp.asarray([[1, 2], [3, 4], [5, 6]]), xp.asarray([2, 0]), axis=0).gather().tolist()
+    [[5, 6], [1, 2]]
+    """
     _need_array("take", x)
     if axis is None and x.ndim != 1:
         raise ValueError(f"take: axis is required for a {x.ndim}-d array")
-    return _gathered("take", lambda a, i: np.take(a, i, axis=axis), (x, indices), {}, "index arrays")
+    axis = 0 if axis is None else axis
+    if not -x.ndim <= axis < x.ndim:
+        raise IndexError(f"take: axis {axis} is out of bounds for a {x.ndim}-d array")
+    why = decide("take", x, indices, axis=axis)
+    if why is None and builtins.any(_split(a) for a in (x, indices)):
+        if not np.issubdtype(indices.dtype if hasattr(indices, "dtype") else np.asarray(indices).dtype, np.integer):
+            raise IndexError("take: indices must be integers")
+        return x[(slice(None),) * (axis % x.ndim) + (indices,)]
+    return _gathered("take", lambda a, i: np.take(a, i, axis=axis), (x, indices), {}, why or "")
 
 
 def take_along_axis(x, indices, /, *, axis=-1):
-    """Elements of ``x`` at ``indices`` (same rank) along ``axis``."""
+    """Elements of ``x`` at ``indices`` (same rank) along ``axis``. Along a dim that is whole on every
+    process, with ``indices`` shaped like ``x`` in the other dims (``argsort``'s output, say): each process
+    takes from its own block (``indices`` moved to ``x``'s layout first where it differs)."""
     _need_array("take_along_axis", x)
+    why = decide("take_along_axis", x, indices, axis=axis)
+    if why is None and _split(x):
+        if not np.issubdtype(indices.dtype, np.integer):
+            raise IndexError("take_along_axis: indices must be integers")
+        s = x.sharding
+        ind = indices if indices.sharding == s else indices.to_device(s)
+        block = np.take_along_axis(x.local, ind.local, axis=axis)
+        return T.from_local(np.ascontiguousarray(block), s, indices.shape)
     return _gathered("take_along_axis", lambda a, i: np.take_along_axis(a, i, axis=axis), (x, indices), {},
-                     "index arrays")
+                     why or "")
 
 
 # -- searching, sorting, sets ------------------------------------------------------------------------------

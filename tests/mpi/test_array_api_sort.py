@@ -155,9 +155,9 @@ def test_nonzero_gives_uneven_blocks():
 def test_gathering_is_decided_before_running(monkeypatch):
     x = xp.asarray(np.arange(10.0))
     GATHERS.clear()
-    np.testing.assert_array_equal(xp.take(x, xp.asarray([7, 1])).gather(), [7.0, 1.0])
-    plan = meshrt.explain_op(xp.take, x, xp.asarray([1]))
-    assert plan.gathers and "take" in GATHERS and "index arrays" in str(plan)  # split even at 1 process
+    np.testing.assert_array_equal(xp.tile(x, (2,)).gather(), np.tile(np.arange(10.0), 2))
+    plan = meshrt.explain_op(xp.tile, x, (2,))
+    assert plan.gathers and "tile" in GATHERS and "no distributed tile" in str(plan)  # split even at 1 process
     # a replicated 0-d operand of where broadcasts locally: the split operand stays
     np.testing.assert_array_equal(xp.where(x > 4, xp.asarray(0.0), x).gather(), np.where(np.arange(10) > 4, 0, np.arange(10.0)))
     assert "where" not in GATHERS
@@ -170,3 +170,35 @@ def test_gathering_is_decided_before_running(monkeypatch):
     if comm.size > 1:
         assert "bug" in _raises_everywhere(TypeError, lambda: xp.sort(x))
     assert "sort" not in GATHERS
+
+
+@pytest.mark.parametrize("split", [0, 1])
+def test_take_and_take_along_axis_do_not_gather(split):
+    """take along any axis (the split one too: each process fetches the rows its result block needs) and
+    take_along_axis along a whole axis, against numpy, indices negative and repeated; out-of-range indices
+    raise IndexError on every process."""
+    a = sample(np.float64, 7 * 5, 3).reshape(7, 5)
+    x = xp.asarray(a, device=Sharding(Mesh((-1,)), [[0]] if split == 0 else [[], [0]]))
+    GATHERS.clear()
+    for axis, idx in ((0, [6, 0, -1, 3, 3]), (1, [4, 0, -2]), (0, [])):
+        ind = np.array(idx, dtype=np.int64)
+        for i in (xp.asarray(ind), ind):
+            got = xp.take(x, i, axis=axis)
+            np.testing.assert_array_equal(got.gather(), np.take(a, ind, axis=axis))
+    np.testing.assert_array_equal(xp.take(xp.asarray(a[:, 0]), xp.asarray([5, 1])).gather(), a[[5, 1], 0])
+    along = 1 - split  # the axis that is whole on every process
+    order = xp.argsort(x, axis=along)
+    got = xp.take_along_axis(x, order, axis=along)
+    np.testing.assert_array_equal(got.gather(), np.take_along_axis(a, np.argsort(a, axis=along, kind="stable"), along))
+    assert got.sharding.split_axes == x.sharding.split_axes
+    first = xp.take_along_axis(x, order[:, :1] if along == 1 else order[:1, :], axis=along)  # fewer along the axis
+    np.testing.assert_array_equal(first.gather(), np.sort(a, axis=along)[:, :1] if along == 1 else np.sort(a, axis=0)[:1])
+    assert not GATHERS, GATHERS
+    assert not meshrt.explain_op(xp.take, x, xp.asarray([1]), axis=0).gathers
+    _raises_everywhere(IndexError, lambda: xp.take(x, xp.asarray([0, 7 if split == 0 else 5]), axis=split))
+    _raises_everywhere(IndexError, lambda: xp.take(x, xp.asarray([0.5]), axis=0))
+    _raises_everywhere(IndexError, lambda: xp.take(x, xp.asarray([0]), axis=2))
+    across = xp.asarray(np.argsort(a, axis=split, kind="stable"), device=x.sharding)
+    xs = xp.take_along_axis(x, across, axis=split)  # along the split axis: gathers, and says so
+    np.testing.assert_array_equal(xs.gather(), np.sort(a, axis=split))
+    assert "split axis" in GATHERS["take_along_axis"]
