@@ -71,6 +71,11 @@ def _where_case(*operands):
     return None
 
 
+def _halo_or_partial(x):
+    s = x.sharding
+    return "a tensor with halos or partial values" if s.is_partial or builtins.any(s.halo_sizes) else None
+
+
 def _take_case(x, indices, axis):
     if np.ndim(indices) != 1:
         return f"indices of {np.ndim(indices)} dims (take's are 1-d)"
@@ -116,8 +121,9 @@ CASES = {
     "where": _where_case,
     "broadcast_to": lambda x, shape=None, **kw: None if shape is None or tuple(shape) == x.shape else
     "broadcast_to a larger shape (a broadcast copy of the data has no distributed form)",
-    "tile": "no distributed tile",
-    "repeat": "a data-dependent length per element",
+    "tile": lambda x, *a, **kw: _halo_or_partial(x),
+    "repeat": lambda x, repeats=None, **kw: "repeats per element (a data-dependent length per element)"
+    if _is_t(repeats) or np.ndim(repeats) != 0 else _halo_or_partial(x),
     "take": lambda x, indices, axis=None, **kw: _take_case(x, indices, axis),
     "take_along_axis": lambda x, indices, axis=-1, **kw: _take_along_case(x, indices, axis),
     "meshgrid": "built from the global 1-D arrays",
@@ -672,16 +678,57 @@ def roll(x, /, shift, *, axis=None):
 
 
 def tile(x, repetitions, /):
-    """``x`` repeated per dim."""
+    """``x`` repeated per dim: copies joined by `concat` along each dim (a split dim's copies are moved
+    where the result's blocks are; nothing is gathered).
+
+    >>> import meshrt.array_api as xp
+    >>> xp.tile(xp.asarray([1, 2]), (2, 2)).gather().tolist()
+    [[1, 2, 1, 2], [1, 2, 1, 2]]
+    """
     _need_array("tile", x)
-    return _call("tile", lambda a: np.tile(a, repetitions), (x,), gathers=decide("tile", x))
+    reps = tuple(operator.index(r) for r in repetitions)
+    if builtins.any(r < 0 for r in reps):
+        raise ValueError(f"tile: repetitions must not be negative, got {reps}")
+    why = decide("tile", x)
+    if why is not None or not _split(x):
+        return _call("tile", lambda a: np.tile(a, reps), (x,), gathers=why)
+    y = reshape(x, (1,) * (len(reps) - x.ndim) + x.shape) if len(reps) > x.ndim else x
+    reps = (1,) * (y.ndim - len(reps)) + reps
+    for d, r in enumerate(reps):
+        if r == 0:
+            y = y[(slice(None),) * d + (slice(0, 0),)]
+        elif r > 1:
+            y = concat([y] * r, axis=d)
+    return y if y is not x else x.copy()
 
 
 def repeat(x, repeats, /, *, axis=None):
-    """Each element repeated ``repeats`` times (an int or an array)."""
+    """Each element repeated ``repeats`` times. An int: each process repeats its own block (along a split
+    dim the result's blocks are uneven, ``repeats`` times the input's); an array of counts per element
+    gathers (a data-dependent length per element).
+
+    >>> import meshrt.array_api as xp
+    >>> xp.repeat(xp.asarray([1, 2, 3]), 2).gather().tolist()
+    [1, 1, 2, 2, 3, 3]
+    """
     _need_array("repeat", x)
-    return _gathered("repeat", lambda a, r: np.repeat(a, r, axis=axis), (x, repeats), {},
-                     "a data-dependent length per element")
+    why = decide("repeat", x, repeats)
+    if why is not None or not _split(x):
+        return _gathered("repeat", lambda a, r: np.repeat(a, r, axis=axis), (x, repeats), {}, why or "")
+    r = operator.index(repeats)
+    if r < 0:
+        raise ValueError(f"repeat: repeats must not be negative, got {r}")
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    if not -x.ndim <= axis < x.ndim:
+        raise IndexError(f"repeat: axis {axis} is out of bounds for a {x.ndim}-d array")
+    axis %= x.ndim
+    s = x.sharding
+    if s.dim_axes(axis):
+        offs = s.dim_offsets(x.shape)
+        s = s.replace(sharded_dims_offsets=[o * r if d == axis else o for d in s.sharded_dims for o in offs[d]])
+    shape = x.shape[:axis] + (x.shape[axis] * r,) + x.shape[axis + 1:]
+    return T.from_local(np.ascontiguousarray(np.repeat(x.local, r, axis=axis)), s, shape)
 
 
 # -- indexing ------------------------------------------------------------------------------------------------

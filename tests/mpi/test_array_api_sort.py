@@ -155,9 +155,10 @@ def test_nonzero_gives_uneven_blocks():
 def test_gathering_is_decided_before_running(monkeypatch):
     x = xp.asarray(np.arange(10.0))
     GATHERS.clear()
-    np.testing.assert_array_equal(xp.tile(x, (2,)).gather(), np.tile(np.arange(10.0), 2))
-    plan = meshrt.explain_op(xp.tile, x, (2,))
-    assert plan.gathers and "tile" in GATHERS and "no distributed tile" in str(plan)  # split even at 1 process
+    counts = xp.asarray(np.arange(10) % 3)
+    np.testing.assert_array_equal(xp.repeat(x, counts).gather(), np.repeat(np.arange(10.0), np.arange(10) % 3))
+    plan = meshrt.explain_op(xp.repeat, x, counts)
+    assert plan.gathers and "repeat" in GATHERS and "data-dependent" in str(plan)  # split even at 1 process
     # a replicated 0-d operand of where broadcasts locally: the split operand stays
     np.testing.assert_array_equal(xp.where(x > 4, xp.asarray(0.0), x).gather(), np.where(np.arange(10) > 4, 0, np.arange(10.0)))
     assert "where" not in GATHERS
@@ -202,3 +203,25 @@ def test_take_and_take_along_axis_do_not_gather(split):
     xs = xp.take_along_axis(x, across, axis=split)  # along the split axis: gathers, and says so
     np.testing.assert_array_equal(xs.gather(), np.sort(a, axis=split))
     assert "split axis" in GATHERS["take_along_axis"]
+
+
+@pytest.mark.parametrize("split", [0, 1])
+def test_tile_and_repeat_do_not_gather(split):
+    """tile (copies joined by concat) and repeat by an int (each block repeated; along the split dim the
+    result's blocks are uneven) against numpy, used afterwards with an evenly split tensor; negative counts
+    raise ValueError on every process."""
+    a = sample(np.float64, 7 * 5, 5).reshape(7, 5)
+    x = xp.asarray(a, device=Sharding(Mesh((-1,)), [[0]] if split == 0 else [[], [0]]))
+    GATHERS.clear()
+    for reps in [(2,), (3, 1), (1, 2), (2, 2, 2), (0, 1), (2, 0)]:
+        np.testing.assert_array_equal(xp.tile(x, reps).gather(), np.tile(a, reps))
+    for r in (0, 1, 3):
+        for axis in (None, 0, 1, -1):
+            got = xp.repeat(x, r, axis=axis)
+            np.testing.assert_array_equal(got.gather(), np.repeat(a, r, axis=axis))
+    y = xp.repeat(x, 2, axis=split) + xp.ones((14, 5) if split == 0 else (7, 10))
+    np.testing.assert_array_equal(y.gather(), np.repeat(a, 2, axis=split) + 1)
+    assert not GATHERS, GATHERS
+    _raises_everywhere(ValueError, lambda: xp.tile(x, (2, -1)))
+    _raises_everywhere(ValueError, lambda: xp.repeat(x, -1, axis=0))
+    _raises_everywhere(IndexError, lambda: xp.repeat(x, 2, axis=2))
