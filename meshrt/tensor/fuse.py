@@ -207,7 +207,7 @@ _KERNELS: dict = {}
 _DIR = [None]
 _LOADING = threading.RLock()  # the warm-up thread may load a kernel while this one asks for it
 # kernels this process compiled, and took from the disk cache (tests and benchmarks read it)
-stats = {"compiled": 0, "loaded": 0}
+stats = {"compiled": 0, "loaded": 0, "interpreted": 0}
 
 
 def cache_dir() -> str:
@@ -371,6 +371,115 @@ def kernel(sig, ndim: int, out_dtype: str, array_dtypes):
                     _write_once(done, "")
     fn = _KERNELS[key] = mod.fused
     return fn
+
+
+def _interpreter_on() -> bool:
+    return os.environ.get("MESHRT_FUSE_INTERP", "1") != "0"
+
+
+_PROGRAMS: dict = {}
+
+
+def program(sig, ndim: int, out_dtype: str, array_dtypes):
+    """The `meshrt._fusevm.Program` evaluating ``sig`` (the arguments of `kernel`'s kernel), or None where
+    the interpreter has no such program: a dtype other than one float64 or float32 throughout (every
+    array, scalar, operation and the result), a ``where``, or a ufunc it lacks.
+
+    Registers: a leaf reads its operand in place (or a gathered chunk), a scalar is broadcast once per
+    call and keeps its register, an operation's result takes the register of an operand it consumed.
+
+    >>> sig = ("ufunc", "add", ("float64", "float64"), "float64", ("leaf", 0, 0), ("scalar", 0))
+    >>> program(sig, 2, "float64", ("float64",)) is not None, program(sig, 2, "int64", ("int64",))
+    (True, None)
+    """
+    key = (sig, ndim, out_dtype, tuple(array_dtypes))
+    try:
+        return _PROGRAMS[key]
+    except KeyError:
+        pass
+    prog = _PROGRAMS[key] = _program(sig, ndim, out_dtype, tuple(array_dtypes))
+    return prog
+
+
+def _program(sig, ndim, out_dtype, array_dtypes):
+    t = out_dtype
+    if t not in ("float64", "float32") or not 1 <= ndim <= 32 or any(a != t for a in array_dtypes):
+        return None
+    try:
+        from .. import _fusevm
+    except ImportError:  # (a build without the extension: the Numba kernel does it all)
+        return None
+    sc = scalar_dtypes(sig)
+    code, free, nreg, leaves = [], [], [0], {}
+
+    def new():
+        if free:
+            return free.pop()
+        nreg[0] += 1
+        return nreg[0] - 1
+
+    def emit(n):  # -> (register, whether it may be reused once consumed)
+        kind = n[0]
+        if kind == "leaf":
+            r = new()
+            leaves[n[1]] = n[2]
+            code.append((_fusevm.OPS["leaf"], r, n[1], 0))
+            return r, True
+        if kind == "scalar":
+            if sc[n[1]] != t:
+                raise _Unsupported
+            r = nreg[0]  # (a register of its own, never freed: its chunk is filled once per call)
+            nreg[0] += 1
+            code.append((_fusevm.OPS["scalar"], r, n[1], 0))
+            return r, False
+        if kind == "astype":
+            if n[1] != t:
+                raise _Unsupported
+            return emit(n[2])
+        if kind != "ufunc" or any(d != t for d in n[2]) or n[3] != t:
+            raise _Unsupported
+        name = n[1]
+        if name == "positive":
+            return emit(n[4])
+        if name not in _fusevm.OPS or name in ("leaf", "scalar"):
+            raise _Unsupported
+        regs = [emit(c) for c in n[4:]]
+        r = new()  # (before the operands' registers are freed: an in-place loop would not vectorize)
+        for q, reuse in regs:
+            if reuse and q not in free:
+                free.append(q)
+        a = regs[0][0]
+        code.append((_fusevm.OPS[name], r, a, regs[1][0] if len(regs) > 1 else a))
+        return r, True
+
+    try:
+        emit(sig)
+    except _Unsupported:
+        return None
+    nleaf = 1 + max(leaves)
+    if sorted(leaves) != list(range(nleaf)):
+        return None
+    narr = 1 + max(leaves.values())
+    if narr != len(array_dtypes):
+        return None
+    leaf_arr = np.array([leaves[k] for k in range(nleaf)], np.int64)
+    return _fusevm.Program(np.array(code, np.int64), nreg[0], leaf_arr, narr, len(sc), ndim, t)
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def runner(sig, ndim: int, out_dtype: str, array_dtypes):
+    """What evaluates ``sig``: `program`'s interpreter where it has one (no compile, no Numba: a fresh
+    process's first steps pay nothing), else `kernel`'s compiled kernel. ``MESHRT_FUSE_INTERP=0``: always
+    the compiled kernel. Both take the same arguments and give the same bits."""
+    if _interpreter_on():
+        p = program(sig, ndim, out_dtype, array_dtypes)
+        if p is not None:
+            stats["interpreted"] += 1
+            return p
+    return kernel(sig, ndim, out_dtype, array_dtypes)
 
 
 def preload() -> None:
