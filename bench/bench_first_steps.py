@@ -44,16 +44,16 @@ def child(form, n):
 
     comm = MPI.COMM_WORLD
     spent = []
-    real = _fuse.kernel
+    real = _fuse.runner
 
-    def timed_kernel(*args):
+    def timed_runner(*args):
         t0 = time.perf_counter()
         try:
             return real(*args)
         finally:
             spent.append(time.perf_counter() - t0)
 
-    _fuse.kernel = timed_kernel
+    _fuse.runner = timed_runner
 
     def timed(fn):
         comm.Barrier()
@@ -107,16 +107,17 @@ def child(form, n):
     for _ in range(3):
         stencil()
     st = statistics.median(timed(stencil) for _ in range(10))
-    compiled, loaded = (comm.allreduce(_fuse.stats[k]) for k in ("compiled", "loaded"))
+    compiled, loaded, interp = (comm.allreduce(_fuse.stats[k]) for k in ("compiled", "loaded", "interpreted"))
     if comm.rank == 0:
         print("RESULT " + json.dumps({
             "setup": setup, "first": steps[0], "first10": sum(steps[:10]), "steady": statistics.median(steps[10:]),
             "new": new, "kernel": kernel_ms, "stencil": st,
-            "compiled": compiled, "loaded": loaded, "ready": ready}), flush=True)
+            "compiled": compiled, "loaded": loaded, "interp": interp, "ready": ready}), flush=True)
 
 
-def run_once(nproc, form, n, cache, warmup=True):
-    env = dict(os.environ, MESHRT_CACHE_DIR=cache, MESHRT_WARMUP="1" if warmup else "0")
+def run_once(nproc, form, n, cache, warmup=True, interp=True):
+    env = dict(os.environ, MESHRT_CACHE_DIR=cache, MESHRT_WARMUP="1" if warmup else "0",
+               MESHRT_FUSE_INTERP="1" if interp else "0")
     env.pop("MESHRT_FUSE_CACHE", None)
     cmd = ["mpiexec", "-n", str(nproc), sys.executable, HERE, "--child", form, "--n", str(n)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -138,35 +139,45 @@ def main():
         child(args.child, args.n)
         return
     print(f"{args.np} processes, {args.n}^2 float64, a fresh mpiexec per run; ms (slowest process)")
-    cols = ("setup", "kernel", "first", "first10", "steady", "new", "stencil", "compiled", "loaded", "ready")
+    cols = ("setup", "kernel", "first", "first10", "steady", "new", "stencil", "compiled", "loaded", "interp",
+            "ready")
     for form in args.forms.split(","):
         cache = tempfile.mkdtemp(prefix="meshrt-bench-cache-")
         try:
-            rows = [("clean cache", run_once(args.np, form, args.n, cache))]
-            rows += [(f"run {k + 2}", run_once(args.np, form, args.n, cache)) for k in range(args.runs - 1)]
-            rows.append(("MESHRT_WARMUP=0", run_once(args.np, form, args.n, cache, warmup=False)))
+            # the interpreter's runs first (they compile nothing), then the Numba kernel's on the same cache
+            rows = [("interp", [run_once(args.np, form, args.n, cache) for _ in range(args.runs - 1)])]
+            rows.append(("interp, MESHRT_WARMUP=0", [run_once(args.np, form, args.n, cache, warmup=False)]))
+            numba = [run_once(args.np, form, args.n, cache, interp=False) for _ in range(args.runs)]
+            rows.append(("numba, clean cache", numba[:1]))
+            rows.append(("numba", numba[1:]))
+            rows.append(("numba, MESHRT_WARMUP=0", [run_once(args.np, form, args.n, cache, warmup=False,
+                                                             interp=False)]))
         finally:
             shutil.rmtree(cache, ignore_errors=True)
         print(f"\n{form} form")
-        print(f"  {'run':<16s}" + "".join(f"{c:>10s}" for c in cols))
-        for name, r in rows:
-            print(f"  {name:<16s}" + "".join(f"{r[c]:10.1f}" if isinstance(r[c], float) else f"{r[c]:>10}"
-                                            for c in cols))
-        warm = [r for name, r in rows if name.startswith("run ")]
-        clean = rows[0][1]
+        print(f"  {'run':<24s}" + "".join(f"{c:>9s}" for c in cols))
+        for name, rs in rows:
+            for r in rs:
+                print(f"  {name:<24s}" + "".join(f"{r[c]:9.1f}" if isinstance(r[c], float) else f"{r[c]:>9}"
+                                                for c in cols))
+        clean = rows[2][1][0]
+        for name, warm in (("interpreter (MESHRT_FUSE_INTERP=1, the default)", rows[0][1]),
+                           ("Numba kernel from the disk cache (MESHRT_FUSE_INTERP=0)", rows[3][1])):
 
-        def med(f):
-            return statistics.median(f(r) for r in warm) if warm else float("nan")
+            def med(f):
+                return statistics.median(f(r) for r in warm) if warm else float("nan")
 
-        print("  goals (the median over the warm runs; each ratio inside one run):")
-        print(f"    first step / steady step                  {med(lambda r: r['first'] / r['steady']):6.2f}   (<= 3)")
-        print(f"    first 10 steps / 10 steady steps          "
-              f"{med(lambda r: r['first10'] / (10 * r['steady'])):6.2f}   (<= 1.5)")
-        print(f"    new tensor's first step / steady step     {med(lambda r: r['new'] / r['steady']):6.2f}   (<= 2)")
-        print(f"    steady step / apply_stencil               {med(lambda r: r['steady'] / r['stencil']):6.2f}   (<= 1.25)")
-        print(f"    clean cache: first step / (kernel + 2 steady)  "
+            print(f"  goals, {name}: the median over its runs; each ratio inside one run")
+            print(f"    first step / steady step                  {med(lambda r: r['first'] / r['steady']):6.2f}   (<= 3)")
+            print(f"    first 10 steps / 10 steady steps          "
+                  f"{med(lambda r: r['first10'] / (10 * r['steady'])):6.2f}   (<= 1.5)")
+            print(f"    new tensor's first step / steady step     {med(lambda r: r['new'] / r['steady']):6.2f}   (<= 2)")
+            print(f"    steady step / apply_stencil               {med(lambda r: r['steady'] / r['stencil']):6.2f}   (<= 1.25)")
+            print(f"    compiles                                  {sum(r['compiled'] for r in warm)}")
+        print(f"  Numba, clean cache: first step / (kernel + 2 steady)  "
               f"{clean['first'] / (clean['kernel'] + 2 * clean['steady']):6.2f}   (<= 1)")
-        print(f"    compiles on the warm runs                 {sum(r['compiled'] for r in warm)}")
+        print(f"  steady step, interpreter / Numba kernel (medians over runs)  "
+              f"{statistics.median(r['steady'] for r in rows[0][1]) / statistics.median(r['steady'] for r in rows[3][1]):6.2f}")
 
 
 if __name__ == "__main__":
