@@ -37,7 +37,8 @@ import numpy as np
 
 from ..runtime import warmup as _warmup
 
-__all__ = ["UFUNCS", "Evaluator", "kernel", "program", "runner", "interpreter_on", "switch_seconds", "cache_dir", "expression_source", "kernel_source", "module_source",
+__all__ = ["UFUNCS", "Evaluator", "kernel", "program", "runner", "interpreter_on", "switch_seconds", "cache_dir",
+           "expression_source", "kernel_source", "module_source",
            "plan_boxes", "scalar_dtypes"]
 
 # ufunc name -> Python operator template over its (cast) operands. Only operations whose Numba/LLVM
