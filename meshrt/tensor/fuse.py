@@ -1,4 +1,6 @@
-"""Fused elementwise kernels: Numba source generated per expression structure, and the boxes they run on.
+"""Fused elementwise kernels: Numba source generated per expression structure, the same expression on the
+``meshrt._fusevm`` interpreter (`program`; `runner` picks: the interpreter first, no compile), and the
+boxes they run on.
 
 Pure (no MPI): `kernel` turns an expression signature into one compiled loop
 nest, `plan_boxes` cuts a device's target box into boxes on which every
@@ -413,7 +415,7 @@ def _program(sig, ndim, out_dtype, array_dtypes):
     leaves = {n[1]: n[2] for n in nodes if n[0] == "leaf"}
     nleaf = 1 + max(leaves, default=-1)
     sc = scalar_dtypes(sig)
-    if (sorted(leaves) != list(range(nleaf)) or any(d != t for d in sc)
+    if (not nleaf or sorted(leaves) != list(range(nleaf)) or any(d != t for d in sc)
             or 1 + max(leaves.values(), default=-1) != len(array_dtypes)):
         return None
     code, dsts, ntemp = [], [], [0]
