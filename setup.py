@@ -38,9 +38,11 @@ def _extensions():
                     f"meshrt.{mod}",
                     [f"{CSRC}/{name}"],
                     include_dirs=[np.get_include(), CSRC],
-                    depends=[f"{CSRC}/_mpicall.h", f"{CSRC}/_mpicall.pxi"],
+                    depends=[f"{CSRC}/_mpicall.h", f"{CSRC}/_mpicall.pxi", f"{CSRC}/_fusevm.h"],
                     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                    extra_compile_args=["-O3"] if os.name != "nt" else [],
+                    # _fusevm: no fused multiply-add (its results must equal numpy's bits)
+                    extra_compile_args=(["-O3"] + (["-ffp-contract=off", "-Wno-psabi"] if mod == "_fusevm" else []))
+                    if os.name != "nt" else [],
                 )
             )
     return exts

@@ -1,25 +1,31 @@
 """The first steps of a fused numpy stencil, each run a fresh pair of processes (issue 47's goals).
 
-    python bench/bench_first_steps.py                      # 2 processes, 4096^2, 4 runs per form
+    python bench/bench_first_steps.py                      # 2 processes, 4096^2, 4 runs per path and form
     python bench/bench_first_steps.py --n 1024 --runs 3 --np 2
 
 For each form of the 5-point Jacobi (slice form ``u[1:-1, 1:-1] = 0.25 * (...)`` and the periodic
-``np.roll`` form) it starts ``mpiexec -n NP`` afresh per run, all runs sharing one new kernel cache
-folder (``MESHRT_CACHE_DIR``, removed at the end):
+``np.roll`` form) it starts ``mpiexec -n NP`` afresh per run, all runs of a form sharing one new kernel
+cache folder (``MESHRT_CACHE_DIR``, removed at the end), in this order:
 
-1. run 1 finds the cache empty: the fused kernel is compiled during the first step;
-2. runs 2.. load it from the cache;
-3. one more run with ``MESHRT_WARMUP=0`` shows what Numba's own start-up (import, CPU target) costs a
-   first step when it is not overlapped with the program's set-up.
+1. ``interp``: the defaults, the fused expression on the interpreter (``meshrt._fusevm``: nothing to
+   compile or load, no Numba); then one run with ``MESHRT_WARMUP=1`` (Numba's start-up on a thread beside
+   the first steps, as the default was before the interpreter);
+2. ``numba``, ``MESHRT_FUSE_INTERP=0`` (the behaviour before the interpreter): the first run finds the
+   cache empty and compiles the kernel during the first step, the later ones load it from the cache; and
+   one more run with ``MESHRT_WARMUP=0`` (Numba's start-up not overlapped with the program's set-up).
 
-Inside each run (ms, the slowest process): ``setup`` (from the mesh to the tensor built: what the
-warm-up thread overlaps), ``first`` (step 1), ``first10`` (steps 1-10 together), ``steady`` (the median of
-steps 11-30), ``new`` (step 1 on a new tensor of the same shape, an equal new `Sharding`), ``kernel``
-(time inside ``meshrt.tensor.fuse.kernel``, the slowest process: the compile or the cache load, and
-any part of Numba's start-up still running), ``stencil`` (a steady `apply_stencil` step of the same
-stencil, same run), ``compiled``/``loaded`` (kernels compiled / loaded from the cache, all processes),
-``ready`` (1: the warm-up thread had finished on every process when step 1 began). Printed: per run, then the goals as ratios of
-numbers measured in the same run, the median over the warm runs.
+Inside each run (ms, the slowest process): ``setup`` (from the mesh to the tensor built), ``first``
+(step 1), ``first10`` (steps 1-10 together), ``steady`` (the median of steps 11-30), ``new`` (step 1 on a
+new tensor of the same shape, an equal new `Sharding`), ``kernel`` (time inside
+``meshrt.tensor.fuse.runner``, the slowest process: the compile or the cache load, and any part of
+Numba's start-up still running; the interpreter's program is built in well under a millisecond),
+``stencil`` (a steady `apply_stencil` step of the same stencil, same run), ``compiled``/``loaded``
+(Numba kernels compiled / loaded from the cache, all processes), ``interp`` (expressions run on the
+interpreter, all processes), ``ready`` (1: the warm-up thread, where it ran, had finished on every
+process when step 1 began); with ``--steps N`` (> 30) also ``total`` (all N steps) and ``last`` (the
+median of the last 20: the Numba kernel's, where the run switched to it). Printed: per run, then the
+goals as ratios of numbers measured in the same run, the median over the runs of each path, and the
+interpreter's steady step over the Numba kernel's.
 """
 
 import argparse
@@ -33,9 +39,10 @@ import tempfile
 import time
 
 HERE = os.path.abspath(__file__)
+STEPS = [30]
 
 
-def child(form, n):
+def child(form, n, nsteps=30):
     import numpy as np
     from mpi4py import MPI
 
@@ -44,16 +51,16 @@ def child(form, n):
 
     comm = MPI.COMM_WORLD
     spent = []
-    real = _fuse.kernel
+    real = _fuse.runner
 
-    def timed_kernel(*args):
+    def timed_runner(*args):
         t0 = time.perf_counter()
         try:
             return real(*args)
         finally:
             spent.append(time.perf_counter() - t0)
 
-    _fuse.kernel = timed_kernel
+    _fuse.runner = timed_runner
 
     def timed(fn):
         comm.Barrier()
@@ -83,7 +90,7 @@ def child(form, n):
     from meshrt.runtime import warmup
 
     ready = comm.allreduce(int(warmup.wait(0)), op=MPI.MIN)  # Numba's start-up done before step 1, everywhere
-    steps = [timed(lambda: step(u)) for _ in range(30)]
+    steps = [timed(lambda: step(u)) for _ in range(nsteps)]
     kernel_ms = sum(spent) * 1e3
     v = [DistributedTensor.from_global(g * 0.5, Sharding(mesh, [["x"]]), periodic=periodic)]
     new = timed(lambda: step(v))
@@ -107,18 +114,23 @@ def child(form, n):
     for _ in range(3):
         stencil()
     st = statistics.median(timed(stencil) for _ in range(10))
-    compiled, loaded = (comm.allreduce(_fuse.stats[k]) for k in ("compiled", "loaded"))
+    compiled, loaded, interp = (comm.allreduce(_fuse.stats[k]) for k in ("compiled", "loaded", "interpreted"))
     if comm.rank == 0:
         print("RESULT " + json.dumps({
-            "setup": setup, "first": steps[0], "first10": sum(steps[:10]), "steady": statistics.median(steps[10:]),
+            "setup": setup, "first": steps[0], "first10": sum(steps[:10]), "steady": statistics.median(steps[10:30]),
+            "total": sum(steps), "last": statistics.median(steps[-20:]),
             "new": new, "kernel": kernel_ms, "stencil": st,
-            "compiled": compiled, "loaded": loaded, "ready": ready}), flush=True)
+            "compiled": compiled, "loaded": loaded, "interp": interp, "ready": ready}), flush=True)
 
 
-def run_once(nproc, form, n, cache, warmup=True):
-    env = dict(os.environ, MESHRT_CACHE_DIR=cache, MESHRT_WARMUP="1" if warmup else "0")
-    env.pop("MESHRT_FUSE_CACHE", None)
-    cmd = ["mpiexec", "-n", str(nproc), sys.executable, HERE, "--child", form, "--n", str(n)]
+def run_once(nproc, form, n, cache, warmup=None, interp=True):
+    """One fresh job; ``warmup`` None: MESHRT_WARMUP unset (its default), else set to 1 or 0."""
+    env = dict(os.environ, MESHRT_CACHE_DIR=cache, MESHRT_FUSE_INTERP="1" if interp else "0")
+    for k in ("MESHRT_FUSE_CACHE", "MESHRT_WARMUP", "MESHRT_FUSE_SWITCH_S"):
+        env.pop(k, None)
+    if warmup is not None:
+        env["MESHRT_WARMUP"] = "1" if warmup else "0"
+    cmd = ["mpiexec", "-n", str(nproc), sys.executable, HERE, "--child", form, "--n", str(n), "--steps", str(STEPS[0])]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     if out.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
@@ -132,41 +144,56 @@ def main():
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--runs", type=int, default=4, help="runs per form (the first on an empty cache)")
     ap.add_argument("--forms", default="slice,roll")
+    ap.add_argument("--steps", type=int, default=30, help="steps per run (>= 30; 'total' and 'last' show "
+                    "where a long run switches from the interpreter to the Numba kernel)")
     ap.add_argument("--child")
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.n)
+        child(args.child, args.n, args.steps)
         return
+    STEPS[0] = max(30, args.steps)
     print(f"{args.np} processes, {args.n}^2 float64, a fresh mpiexec per run; ms (slowest process)")
-    cols = ("setup", "kernel", "first", "first10", "steady", "new", "stencil", "compiled", "loaded", "ready")
+    cols = ("setup", "kernel", "first", "first10", "steady", "new", "stencil", "compiled", "loaded", "interp",
+            "ready") + (("total", "last") if STEPS[0] > 30 else ())
     for form in args.forms.split(","):
         cache = tempfile.mkdtemp(prefix="meshrt-bench-cache-")
         try:
-            rows = [("clean cache", run_once(args.np, form, args.n, cache))]
-            rows += [(f"run {k + 2}", run_once(args.np, form, args.n, cache)) for k in range(args.runs - 1)]
-            rows.append(("MESHRT_WARMUP=0", run_once(args.np, form, args.n, cache, warmup=False)))
+            # the interpreter's runs first (they compile nothing), then the Numba kernel's on the same cache
+            rows = [("interp", [run_once(args.np, form, args.n, cache) for _ in range(args.runs - 1)])]
+            rows.append(("interp, MESHRT_WARMUP=1", [run_once(args.np, form, args.n, cache, warmup=True)]))
+            numba = [run_once(args.np, form, args.n, cache, interp=False) for _ in range(args.runs)]
+            rows.append(("numba, clean cache", numba[:1]))
+            rows.append(("numba", numba[1:]))
+            rows.append(("numba, MESHRT_WARMUP=0", [run_once(args.np, form, args.n, cache, warmup=False,
+                                                             interp=False)]))
         finally:
             shutil.rmtree(cache, ignore_errors=True)
         print(f"\n{form} form")
-        print(f"  {'run':<16s}" + "".join(f"{c:>10s}" for c in cols))
-        for name, r in rows:
-            print(f"  {name:<16s}" + "".join(f"{r[c]:10.1f}" if isinstance(r[c], float) else f"{r[c]:>10}"
-                                            for c in cols))
-        warm = [r for name, r in rows if name.startswith("run ")]
-        clean = rows[0][1]
+        print(f"  {'run':<24s}" + "".join(f"{c:>9s}" for c in cols))
+        for name, rs in rows:
+            for r in rs:
+                print(f"  {name:<24s}" + "".join(f"{r[c]:9.1f}" if isinstance(r[c], float) else f"{r[c]:>9}"
+                                                for c in cols))
+        clean = rows[2][1][0]
+        for name, warm in (("interpreter (the default)", rows[0][1]),
+                           ("Numba kernel from the disk cache (MESHRT_FUSE_INTERP=0: as before)", rows[3][1])):
 
-        def med(f):
-            return statistics.median(f(r) for r in warm) if warm else float("nan")
+            def med(f):
+                return statistics.median(f(r) for r in warm) if warm else float("nan")
 
-        print("  goals (the median over the warm runs; each ratio inside one run):")
-        print(f"    first step / steady step                  {med(lambda r: r['first'] / r['steady']):6.2f}   (<= 3)")
-        print(f"    first 10 steps / 10 steady steps          "
-              f"{med(lambda r: r['first10'] / (10 * r['steady'])):6.2f}   (<= 1.5)")
-        print(f"    new tensor's first step / steady step     {med(lambda r: r['new'] / r['steady']):6.2f}   (<= 2)")
-        print(f"    steady step / apply_stencil               {med(lambda r: r['steady'] / r['stencil']):6.2f}   (<= 1.25)")
-        print(f"    clean cache: first step / (kernel + 2 steady)  "
+            print(f"  goals, {name}: the median over its runs; each ratio inside one run")
+            for label, f, goal in (
+                    ("first step / steady step", lambda r: r["first"] / r["steady"], 3),
+                    ("first 10 steps / 10 steady steps", lambda r: r["first10"] / (10 * r["steady"]), 1.5),
+                    ("new tensor's first step / steady step", lambda r: r["new"] / r["steady"], 2),
+                    ("steady step / apply_stencil", lambda r: r["steady"] / r["stencil"], 1.25)):
+                print(f"    {label:<42s}{med(f):6.2f}   (<= {goal})")
+            print(f"    compiles                                  {sum(r['compiled'] for r in warm)}")
+        print(f"  Numba, clean cache: first step / (kernel + 2 steady)  "
               f"{clean['first'] / (clean['kernel'] + 2 * clean['steady']):6.2f}   (<= 1)")
-        print(f"    compiles on the warm runs                 {sum(r['compiled'] for r in warm)}")
+        ratio = (statistics.median(r["steady"] for r in rows[0][1])
+                 / statistics.median(r["steady"] for r in rows[3][1]))
+        print(f"  steady step, interpreter / Numba kernel (medians over runs)  {ratio:6.2f}")
 
 
 if __name__ == "__main__":

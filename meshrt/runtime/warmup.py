@@ -13,7 +13,9 @@ done waits for the part still running (Python's import lock and Numba's
 compiler lock), never for more than without the thread.
 
 The thread makes no MPI call. ``MESHRT_WARMUP=0`` turns it off (then the
-first kernel pays the start-up, as before).
+first kernel pays the start-up, as before), ``MESHRT_WARMUP=1`` on; by default it
+runs only where fused expressions go to Numba from the start
+(``MESHRT_FUSE_INTERP=0``, see `enabled`).
 
 >>> import meshrt.runtime.warmup as w
 >>> w.then(lambda: None)   # a task for the thread, run after Numba's start-up
@@ -24,7 +26,7 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["start", "then", "wait"]
+__all__ = ["enabled", "start", "then", "wait"]
 
 _TASKS: list = []
 _THREAD = [None]
@@ -37,9 +39,25 @@ def then(task) -> None:
     _TASKS.append(task)
 
 
+def enabled(env=None) -> bool:
+    """``MESHRT_WARMUP``: 1 on, 0 off; unset: on only where fused expressions do not run on the
+    interpreter first (``MESHRT_FUSE_INTERP=0``). With the interpreter a program's first steps need no
+    Numba, and a Numba start-up beside them only takes a core and the GIL from them (their first step
+    3-30x slower on a loaded 2-core machine, measured).
+
+    >>> enabled({}), enabled({"MESHRT_FUSE_INTERP": "0"}), enabled({"MESHRT_WARMUP": "1"})
+    (False, True, True)
+    """
+    env = os.environ if env is None else env
+    v = env.get("MESHRT_WARMUP")
+    if v is None:
+        return env.get("MESHRT_FUSE_INTERP", "1") == "0"
+    return v != "0"
+
+
 def start() -> None:
-    """Begin the warm-up once per process (unless ``MESHRT_WARMUP=0``)."""
-    if _THREAD[0] is not None or os.environ.get("MESHRT_WARMUP", "1") == "0":
+    """Begin the warm-up once per process (where `enabled`)."""
+    if _THREAD[0] is not None or not enabled():
         return
     t = _THREAD[0] = threading.Thread(target=_run, name="meshrt-numba-warmup", daemon=True)
     t.start()

@@ -1024,7 +1024,7 @@ class _FusedPlan:
         self.oo = np.array([t_lo[d] - owned[d][0] for d in range(nd)], np.int64)
         self.box = box
         # compiled (or loaded from the disk cache) now: a compile error falls back, on every process
-        self.kernel = _fuse.kernel(sig, nd, t._local.dtype.name, tuple(a._local.dtype.name for a in arrays))
+        self.kernel = _fuse.runner(sig, nd, t._local.dtype.name, tuple(a._local.dtype.name for a in arrays))
         self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays], pre, post)
         self._out = None
 

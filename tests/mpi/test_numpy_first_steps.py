@@ -104,9 +104,11 @@ def test_new_tensor_of_a_seen_layout_reuses_the_plan(mesh, eager_count):
     np.testing.assert_array_equal(y.gather(), jacobi_np(g, 1))
 
 
-def test_one_process_compiles_the_others_load(mesh):
+def test_one_process_compiles_the_others_load(mesh, monkeypatch):
     """A kernel new to this test session (its structure depends on the process count): compiled by exactly
-    one process of the job, loaded by the others, where they share one cache folder."""
+    one process of the job, loaded by the others, where they share one cache folder (the Numba kernels:
+    the interpreter off)."""
+    monkeypatch.setenv("MESHRT_FUSE_INTERP", "0")
     g = np.random.default_rng(5).random((comm.size * 3 + 4, 6))
     u = DT.from_global(g, Sharding(mesh, [["x"]]))
     compiled, loaded = _fuse.stats["compiled"], _fuse.stats["loaded"]
@@ -129,3 +131,44 @@ def test_one_process_compiles_the_others_load(mesh):
     dirs = comm.allgather(_fuse.cache_dir())
     if len(set(dirs)) == 1:
         assert comm.allreduce(mine[0]) == 1, comm.allgather(mine)
+
+
+@pytest.mark.parametrize("interp", ["1", "0"])
+def test_interpreter_and_numba_kernel_alike(mesh, monkeypatch, interp):
+    """The first steps on the interpreter (the default) and on the Numba kernel (MESHRT_FUSE_INTERP=0)
+    give numpy's bits, float64 and float32, a shape of their own (a plan made under the setting)."""
+    monkeypatch.setenv("MESHRT_FUSE_INTERP", interp)
+    monkeypatch.setattr(_fuse, "_EVALUATORS", {})
+    made = _fuse.stats["interpreted"]
+    for dt in (np.float64, np.float32):
+        g = np.random.default_rng(11).random((comm.size * 4 + 5 + int(interp), 9)).astype(dt)
+        u = DT.from_global(g, Sharding(mesh, [["x"]]))
+        v = DT.from_global(g.copy(), Sharding(mesh, [["x"]]))
+        for _ in range(2):
+            jacobi(u)
+            v[1:-1, :] = np.sqrt(np.abs(v[2:, :] - v[:-2, :] * dt(0.5))) / dt(3)
+        np.testing.assert_array_equal(u.gather(), jacobi_np(g, 2))
+        w = g.copy()
+        for _ in range(2):
+            w[1:-1, :] = np.sqrt(np.abs(w[2:, :] - w[:-2, :] * dt(0.5))) / dt(3)
+        np.testing.assert_array_equal(v.gather(), w)
+    assert (_fuse.stats["interpreted"] > made) == (interp == "1")
+
+
+def test_switch_to_the_numba_kernel_mid_run(mesh, monkeypatch):
+    """MESHRT_FUSE_SWITCH_S=0: the Numba kernel loads on a thread after the first step, the steps go on
+    meanwhile (each process switching when its thread is done), numpy's bits throughout."""
+    monkeypatch.setenv("MESHRT_FUSE_SWITCH_S", "0")
+    monkeypatch.setattr(_fuse, "_EVALUATORS", {})
+    g = np.random.default_rng(12).random((comm.size * 4 + 7, 10))
+    u = DT.from_global(g, Sharding(mesh, [["x"]]))
+    jacobi(u)
+    evs = list(_fuse._EVALUATORS.values())
+    assert evs and all(ev.thread is not None for ev in evs)
+    for _ in range(3):
+        jacobi(u)
+    for ev in evs:
+        ev.thread.join(300)
+        assert ev.error is None and ev.fn is not ev.program
+    jacobi(u)
+    np.testing.assert_array_equal(u.gather(), jacobi_np(g, 5))

@@ -1,0 +1,306 @@
+"""A chain interpreter for fused elementwise expressions: the fused kernels' work without a compile.
+
+``meshrt.tensor.fuse`` compiles an expression signature once (in Python) into chains, each
+``acc = start; acc = acc OP x; ...`` with its operands in slots (leaves, scalars, temporaries);
+`Program` runs them over exactly the arguments of the generated Numba kernel
+``fused(boxes, sel, offs, out, oo, a0, p0, ..., c0, ...)``. Per box and per outer index, the innermost
+run is cut into chunks of `CHUNK` elements; each chain is one C loop over a chunk (``_fusevm.h``: the
+accumulator in vector registers), the GIL released, reading the operands in place where their last dim
+is contiguous. Every operation is the IEEE operation of one dtype (float64 or float32), in the
+expression's order, so the bits equal the Numba kernel's and numpy's.
+
+    >>> import numpy as np
+    >>> from meshrt._fusevm import Program, OPS
+    >>> code = np.array([[OPS["start"], 0], [OPS["add"], 1]], np.int64)  # out = leaf0 + leaf1
+    >>> p = Program(code, np.array([-1], np.int64), 0, np.array([0, 0], np.int64), 1, 0, 1, "float64")
+    >>> x = np.arange(5.0); out = np.zeros(5)
+    >>> p(np.array([[0, 4]], np.int64), np.zeros((1, 1), np.int8), np.array([[[0], [1]]], np.int64),
+    ...   out, np.zeros(1, np.int64), x, x)
+    >>> out
+    array([1., 3., 5., 7., 0.])
+"""
+
+cimport cython
+cimport numpy as cnp
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, free
+
+import numpy as np
+
+cdef extern from "_fusevm.h":
+    enum:
+        FV_START, FV_ADD, FV_SUB, FV_MUL, FV_DIV, FV_RADD, FV_RSUB, FV_RMUL, FV_RDIV, FV_NEG, FV_SQUARE
+        FV_SQRT, FV_ABS, FV_NOPS
+    void fv_chaind(const int64_t* rows, int64_t nops, double* const* slot, const double* src, double* dst,
+                   int64_t n) nogil
+    void fv_chainf(const int64_t* rows, int64_t nops, float* const* slot, const float* src, float* dst,
+                   int64_t n) nogil
+
+cnp.import_array()
+
+__all__ = ["Program", "CHUNK", "OPS"]
+
+# the operations of a chain; "r" forms compute x OP acc (numpy's operand order where the chain's
+# accumulator is the right operand)
+OPS = {"start": FV_START, "add": FV_ADD, "subtract": FV_SUB, "multiply": FV_MUL, "divide": FV_DIV,
+       "radd": FV_RADD, "rsubtract": FV_RSUB, "rmultiply": FV_RMUL, "rdivide": FV_RDIV,
+       "negative": FV_NEG, "square": FV_SQUARE, "sqrt": FV_SQRT, "absolute": FV_ABS}
+BINARY = frozenset(("add", "subtract", "multiply", "divide"))
+
+# elements per chunk: a chunk of every operand and temporary stays in the L1 cache
+DEF _CHUNK = 256
+CHUNK = _CHUNK
+DEF MAXD = 32
+# slot buffers this many elements apart: not a multiple of 4 KiB (loads and stores of one chunk would
+# alias in the CPU's store forwarding)
+DEF _RSTRIDE = _CHUNK + 40
+
+
+cdef inline void _gather(char* dst, const char* src, Py_ssize_t stride, Py_ssize_t n, Py_ssize_t size) noexcept nogil:
+    cdef Py_ssize_t i
+    if size == 8:
+        for i in range(n):
+            (<double*>dst)[i] = (<const double*>(src + i * stride))[0]
+    else:
+        for i in range(n):
+            (<float*>dst)[i] = (<const float*>(src + i * stride))[0]
+
+
+cdef inline void _scatter(char* dst, Py_ssize_t stride, const char* src, Py_ssize_t n, Py_ssize_t size) noexcept nogil:
+    cdef Py_ssize_t i
+    if size == 8:
+        for i in range(n):
+            (<double*>(dst + i * stride))[0] = (<const double*>src)[i]
+    else:
+        for i in range(n):
+            (<float*>(dst + i * stride))[0] = (<const float*>src)[i]
+
+
+cdef void _run(Py_ssize_t size, const int64_t* code, Py_ssize_t nchain, const int64_t* cstart,
+               const int64_t* cnops, const int64_t* cdst, Py_ssize_t nleaf, Py_ssize_t nslot,
+               const int64_t* leaf_arr, Py_ssize_t ndim,
+               const int64_t* boxes, Py_ssize_t nbox, const cnp.int8_t* sel, Py_ssize_t narr,
+               const int64_t* offs, char* out, const Py_ssize_t* ostr, const int64_t* oo,
+               char** abase, char** pbase, const Py_ssize_t* astr, const Py_ssize_t* pstr,
+               char* bufs, char** slot, const char** lptr, Py_ssize_t* lstr, Py_ssize_t* idx) noexcept nogil:
+    """Run the chains over every box (``bufs``: a chunk per slot, the scalars' already filled;
+    ``slot``, ``lptr``, ``lstr``, ``idx``: scratch)."""
+    cdef Py_ssize_t b, k, d, a, c, t, n, lo, hi, inner, ostride, o_in
+    cdef Py_ssize_t last = ndim - 1
+    cdef const Py_ssize_t* st
+    cdef char* base
+    cdef char* optr
+    cdef char* dst
+    cdef const int64_t* bx
+    cdef bint ocontig = ostr[last] == size
+    for k in range(nleaf, nslot):
+        slot[k] = bufs + k * _RSTRIDE * size
+    for b in range(nbox):
+        bx = boxes + b * 2 * ndim
+        for d in range(ndim):
+            if bx[2 * d + 1] <= bx[2 * d]:
+                break
+        else:
+            # each leaf's address at the box's first cell and its strides (its array or the padded copy)
+            for k in range(nleaf):
+                a = leaf_arr[k]
+                if sel[b * narr + a]:
+                    base, st = pbase[a], pstr + a * MAXD
+                else:
+                    base, st = abase[a], astr + a * MAXD
+                for d in range(ndim):
+                    base += (bx[2 * d] + offs[(b * nleaf + k) * ndim + d]) * st[d]
+                    lstr[k * MAXD + d] = st[d]
+                lptr[k] = base
+            optr = out
+            for d in range(ndim):
+                optr += (bx[2 * d] + oo[d]) * ostr[d]
+            for d in range(last):
+                idx[d] = 0
+            lo, hi = bx[2 * last], bx[2 * last + 1]
+            inner = hi - lo
+            ostride = ostr[last]
+            while True:
+                # one row: the innermost run, chunk by chunk
+                o_in = 0
+                for d in range(last):
+                    o_in += idx[d] * ostr[d]
+                t = 0
+                while t < inner:
+                    n = inner - t if inner - t < _CHUNK else _CHUNK
+                    for k in range(nleaf):
+                        base = <char*>lptr[k]
+                        for d in range(last):
+                            base += idx[d] * lstr[k * MAXD + d]
+                        if lstr[k * MAXD + last] == size:
+                            slot[k] = base + t * size
+                        else:
+                            slot[k] = bufs + k * _RSTRIDE * size
+                            _gather(slot[k], base + t * lstr[k * MAXD + last], lstr[k * MAXD + last], n, size)
+                    for c in range(nchain):
+                        if cdst[c] >= 0:
+                            dst = slot[cdst[c]]
+                        elif ocontig:  # the result straight into the output
+                            dst = optr + o_in + t * size
+                        else:
+                            dst = bufs + nslot * _RSTRIDE * size  # (a buffer of its own)
+                        if size == 8:
+                            fv_chaind(code + 2 * (cstart[c] + 1), cnops[c], <double**>slot,
+                                      <double*>slot[code[2 * cstart[c] + 1]], <double*>dst, n)
+                        else:
+                            fv_chainf(code + 2 * (cstart[c] + 1), cnops[c], <float**>slot,
+                                      <float*>slot[code[2 * cstart[c] + 1]], <float*>dst, n)
+                        if cdst[c] < 0 and not ocontig:
+                            _scatter(optr + o_in + t * ostride, ostride, dst, n, size)
+                    t += n
+                # the next outer index (an odometer over the box's outer dims)
+                d = last - 1
+                while d >= 0:
+                    idx[d] += 1
+                    if idx[d] < bx[2 * d + 1] - bx[2 * d]:
+                        break
+                    idx[d] = 0
+                    d -= 1
+                if d < 0:
+                    break
+
+
+cdef class Program:
+    """The chains of one fused expression (see the module's docstring).
+
+    ``code``: ``[nrows, 2]`` int64 rows: a chain is a row ``(OPS["start"], slot)`` followed by its
+    ``(op, slot)`` rows (the slot is ignored for a unary op), chains in evaluation order;
+    ``chain_dst[c]``: the temporary slot chain ``c`` writes, -1 for the output (the last chain).
+    Slots: ``0 .. nleaf-1`` the leaves, then the ``nsc`` scalars, then ``ntemp`` temporaries.
+    ``leaf_arr[k]``: the array argument leaf ``k`` reads, of ``narr`` arrays; ``ndim``; ``dtype``
+    ("float64" or "float32") of every array, the output, every scalar and every operation.
+    """
+
+    cdef object code_arr, cstart_arr, cnops_arr, cdst_arr, leaf_arr_arr
+    cdef Py_ssize_t nchain, nleaf, narr, nsc, nslot, ndim, size
+    cdef int typenum
+
+    def __init__(self, code, chain_dst, Py_ssize_t ntemp, leaf_arr, Py_ssize_t narr, Py_ssize_t nsc,
+                 Py_ssize_t ndim, str dtype):
+        c = self.code_arr = np.ascontiguousarray(code, np.int64)
+        self.cdst_arr = np.ascontiguousarray(chain_dst, np.int64)
+        self.leaf_arr_arr = np.ascontiguousarray(leaf_arr, np.int64)
+        if c.ndim != 2 or c.shape[1] != 2 or c.shape[0] < 1 or c[0, 0] != FV_START:
+            raise ValueError(f"code: expected a [n >= 1, 2] table starting a chain, got {c.tolist()}")
+        if not 1 <= ndim <= MAXD:
+            raise ValueError(f"ndim: expected 1..{MAXD}, got {ndim}")
+        if dtype not in ("float64", "float32"):
+            raise ValueError(f"dtype: expected 'float64' or 'float32', got {dtype!r}")
+        self.nleaf = self.leaf_arr_arr.shape[0]
+        self.nslot = self.nleaf + nsc + ntemp
+        if self.leaf_arr_arr.ndim != 1 or any(not 0 <= a < narr for a in self.leaf_arr_arr.tolist()):
+            raise ValueError(f"leaf_arr: expected array numbers in 0..{narr - 1}, got {leaf_arr!r}")
+        starts = [i for i, (op, _) in enumerate(c.tolist()) if op == FV_START]
+        for op, sl in c.tolist():
+            if not 0 <= op < FV_NOPS or not 0 <= sl < max(self.nslot, 1):
+                raise ValueError(f"code: bad row {(op, sl)} ({self.nslot} slots)")
+        if len(starts) != self.cdst_arr.shape[0]:
+            raise ValueError(f"chain_dst: expected {len(starts)} entries, got {self.cdst_arr.shape[0]}")
+        dsts = self.cdst_arr.tolist()
+        if dsts[-1] != -1 or any(not self.nleaf + nsc <= x < self.nslot for x in dsts[:-1]):
+            raise ValueError(f"chain_dst: temporaries then -1 expected, got {dsts}")
+        self.cstart_arr = np.array(starts, np.int64)
+        self.cnops_arr = np.diff(np.array(starts + [c.shape[0]], np.int64)) - 1
+        self.nchain = len(starts)
+        self.narr, self.nsc, self.ndim = narr, nsc, ndim
+        self.typenum = cnp.NPY_DOUBLE if dtype == "float64" else cnp.NPY_FLOAT
+        self.size = 8 if dtype == "float64" else 4
+
+    def __call__(self, *args):
+        cdef Py_ssize_t narr = self.narr, nd = self.ndim, nl = self.nleaf, i, d, nbox
+        if len(args) != 5 + 2 * narr + self.nsc:
+            raise TypeError(f"fused program: expected {5 + 2 * narr + self.nsc} arguments, got {len(args)}")
+        cdef cnp.ndarray boxes = _int_array(args[0], cnp.NPY_INT64, 2, "boxes")
+        cdef cnp.ndarray sel = _int_array(args[1], cnp.NPY_INT8, 2, "sel")
+        cdef cnp.ndarray offs = _int_array(args[2], cnp.NPY_INT64, 3, "offs")
+        cdef cnp.ndarray oo = _int_array(args[4], cnp.NPY_INT64, 1, "oo")
+        nbox = cnp.PyArray_DIM(boxes, 0)
+        if (cnp.PyArray_DIM(boxes, 1) != 2 * nd or cnp.PyArray_DIM(sel, 0) != nbox
+                or cnp.PyArray_DIM(sel, 1) != narr or cnp.PyArray_DIM(offs, 0) != nbox
+                or cnp.PyArray_DIM(offs, 1) != nl or cnp.PyArray_DIM(offs, 2) != nd
+                or cnp.PyArray_DIM(oo, 0) != nd):
+            raise ValueError("fused program: boxes, sel, offs or oo of the wrong shape")
+        cdef cnp.ndarray out = self._array(args[3], "out", True)
+        cdef cnp.ndarray x
+        # one allocation: strides (out, arrays, padded copies, leaves), pointers, slot buffers
+        cdef Py_ssize_t nstr = MAXD * (1 + 2 * narr + nl + 1)
+        cdef Py_ssize_t nptr = 2 * narr + nl + self.nslot + 2
+        cdef Py_ssize_t nbuf = self.size * _RSTRIDE * (self.nslot + 1) + 64
+        cdef char* mem = <char*>malloc(sizeof(Py_ssize_t) * nstr + sizeof(char*) * nptr + nbuf)
+        if not mem:
+            raise MemoryError()
+        cdef Py_ssize_t* ostr = <Py_ssize_t*>mem
+        cdef Py_ssize_t* astr = ostr + MAXD
+        cdef Py_ssize_t* pstr = astr + MAXD * narr
+        cdef Py_ssize_t* lstr = pstr + MAXD * narr
+        cdef char** abase = <char**>(mem + sizeof(Py_ssize_t) * nstr)
+        cdef char** pbase = abase + narr
+        cdef char** lptr = pbase + narr
+        cdef char** slot = lptr + nl + 1
+        cdef char* bufs = <char*>(slot + self.nslot + 1)
+        cdef Py_ssize_t idx[MAXD]
+        bufs += (64 - (<size_t>bufs) % 64) % 64
+        try:
+            for d in range(nd):
+                ostr[d] = cnp.PyArray_STRIDE(out, d)
+            for i in range(2 * narr):
+                x = self._array(args[5 + i], "array", False)
+                (abase if i % 2 == 0 else pbase)[i // 2] = <char*>cnp.PyArray_DATA(x)
+                for d in range(nd):
+                    (astr if i % 2 == 0 else pstr)[MAXD * (i // 2) + d] = cnp.PyArray_STRIDE(x, d)
+            for i in range(self.nsc):  # each scalar's chunk, filled once per call
+                v = args[5 + 2 * narr + i]
+                for d in range(_CHUNK):
+                    if self.size == 8:
+                        (<double*>bufs)[(nl + i) * _RSTRIDE + d] = <double>v
+                    else:
+                        (<float*>bufs)[(nl + i) * _RSTRIDE + d] = <float>v
+            self._go(boxes, nbox, sel, offs, out, ostr, oo, abase, pbase, astr, pstr, bufs, slot, lptr,
+                     lstr, idx)
+        finally:
+            free(mem)
+
+    cdef void _go(self, cnp.ndarray boxes, Py_ssize_t nbox, cnp.ndarray sel, cnp.ndarray offs, cnp.ndarray out,
+                  Py_ssize_t* ostr, cnp.ndarray oo, char** abase, char** pbase, Py_ssize_t* astr,
+                  Py_ssize_t* pstr, char* bufs, char** slot, char** lptr, Py_ssize_t* lstr, Py_ssize_t* idx):
+        cdef const int64_t* code = <const int64_t*>cnp.PyArray_DATA(self.code_arr)
+        cdef const int64_t* cstart = <const int64_t*>cnp.PyArray_DATA(self.cstart_arr)
+        cdef const int64_t* cnops = <const int64_t*>cnp.PyArray_DATA(self.cnops_arr)
+        cdef const int64_t* cdst = <const int64_t*>cnp.PyArray_DATA(self.cdst_arr)
+        cdef const int64_t* la = <const int64_t*>cnp.PyArray_DATA(self.leaf_arr_arr)
+        cdef const int64_t* bx = <const int64_t*>cnp.PyArray_DATA(boxes)
+        cdef const cnp.int8_t* sl = <const cnp.int8_t*>cnp.PyArray_DATA(sel)
+        cdef const int64_t* of = <const int64_t*>cnp.PyArray_DATA(offs)
+        cdef const int64_t* oop = <const int64_t*>cnp.PyArray_DATA(oo)
+        cdef char* o = <char*>cnp.PyArray_DATA(out)
+        with nogil:
+            _run(self.size, code, self.nchain, cstart, cnops, cdst, self.nleaf, self.nslot, la, self.ndim,
+                 bx, nbox, sl, self.narr, of, o, ostr, oop, abase, pbase, astr, pstr, bufs, slot,
+                 <const char**>lptr, lstr, idx)
+
+    cdef cnp.ndarray _array(self, object x, str what, bint writable):
+        if not cnp.PyArray_Check(x):
+            raise TypeError(f"fused program: {what} must be a numpy array, got {type(x).__name__}")
+        cdef cnp.ndarray a = <cnp.ndarray>x
+        if cnp.PyArray_TYPE(a) != self.typenum or cnp.PyArray_NDIM(a) != self.ndim:
+            raise TypeError(f"fused program: {what} must be {self.ndim}-d "
+                            f"{'float64' if self.typenum == cnp.NPY_DOUBLE else 'float32'}, "
+                            f"got {a.ndim}-d {a.dtype}")
+        if writable and not cnp.PyArray_ISWRITEABLE(a):
+            raise ValueError(f"fused program: {what} is read-only")
+        if not cnp.PyArray_ISALIGNED(a):
+            raise ValueError(f"fused program: {what} is not aligned")
+        return a
+
+
+cdef cnp.ndarray _int_array(object x, int typenum, int ndim, str what):
+    if (not cnp.PyArray_Check(x) or cnp.PyArray_TYPE(<cnp.ndarray>x) != typenum
+            or cnp.PyArray_NDIM(<cnp.ndarray>x) != ndim or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x)):
+        raise TypeError(f"fused program: {what} must be a C-contiguous {ndim}-d "
+                        f"{'int64' if typenum == cnp.NPY_INT64 else 'int8'} array")
+    return <cnp.ndarray>x
