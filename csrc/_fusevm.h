@@ -25,13 +25,8 @@ enum {
 #define FV_CLONES
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-
-#define FV_DEFINE(T, SFX, SQRT, FABS)                                                              \
-typedef T fv_v##SFX __attribute__((vector_size(32)));                                              \
-enum { FV_W##SFX = (int)(32 / sizeof(T)), FV_B##SFX = 4 * (int)(32 / sizeof(T)) };                 \
-static inline fv_v##SFX fv_ld##SFX(const T* p) { fv_v##SFX v; memcpy(&v, p, 32); return v; }       \
-static inline void fv_st##SFX(T* p, fv_v##SFX v) { memcpy(p, &v, 32); }                           \
+/* one element: the chains' tails, and the operations the vector loop has no form for */
+#define FV_ONE(T, SFX, SQRT, FABS)                                                                 \
 static inline T fv_one##SFX(int64_t op, T a, T x) {                                                \
     switch (op) {                                                                                  \
     case FV_ADD: return a + x;    case FV_SUB: return a - x;                                       \
@@ -43,6 +38,28 @@ static inline T fv_one##SFX(int64_t op, T a, T x) {                             
     }                                                                                              \
     return a;                                                                                      \
 }                                                                                                  \
+/* elements i0..n-1 of a chain, one at a time */                                                   \
+static inline void fv_tail##SFX(const int64_t* rows, int64_t nops, T* const* slot, const T* src,   \
+                                T* dst, int64_t i0, int64_t n) {                                   \
+    int64_t i, o;                                                                                  \
+    for (i = i0; i < n; i++) {                                                                     \
+        T a = src[i];                                                                              \
+        for (o = 0; o < nops; o++) {                                                               \
+            int64_t op = rows[2 * o];                                                              \
+            a = fv_one##SFX(op, a, op <= FV_RDIV ? slot[rows[2 * o + 1]][i] : (T)0);               \
+        }                                                                                          \
+        dst[i] = a;                                                                                \
+    }                                                                                              \
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+
+#define FV_DEFINE(T, SFX, SQRT, FABS)                                                              \
+typedef T fv_v##SFX __attribute__((vector_size(32)));                                              \
+enum { FV_W##SFX = (int)(32 / sizeof(T)), FV_B##SFX = 4 * (int)(32 / sizeof(T)) };                 \
+static inline fv_v##SFX fv_ld##SFX(const T* p) { fv_v##SFX v; memcpy(&v, p, 32); return v; }       \
+static inline void fv_st##SFX(T* p, fv_v##SFX v) { memcpy(p, &v, 32); }                           \
+FV_ONE(T, SFX, SQRT, FABS)                                                                         \
 /* rows: (op, slot) pairs after the start; slot[s]: the operand's n elements */                    \
 FV_CLONES static void fv_chain##SFX(const int64_t* rows, int64_t nops, T* const* slot,             \
                                     const T* src, T* dst, int64_t n) {                             \
@@ -84,41 +101,16 @@ FV_CLONES static void fv_chain##SFX(const int64_t* rows, int64_t nops, T* const*
         fv_st##SFX(dst + i, a0); fv_st##SFX(dst + i + W, a1);                                      \
         fv_st##SFX(dst + i + 2 * W, a2); fv_st##SFX(dst + i + 3 * W, a3);                          \
     }                                                                                              \
-    for (; i < n; i++) {                                                                           \
-        T a = src[i];                                                                              \
-        for (o = 0; o < nops; o++) {                                                               \
-            int64_t op = rows[2 * o];                                                              \
-            a = fv_one##SFX(op, a, op <= FV_RDIV ? slot[rows[2 * o + 1]][i] : (T)0);               \
-        }                                                                                          \
-        dst[i] = a;                                                                                \
-    }                                                                                              \
+    fv_tail##SFX(rows, nops, slot, src, dst, i, n);                                                \
 }
 
 #else  /* no vector extensions: one element at a time */
 
 #define FV_DEFINE(T, SFX, SQRT, FABS)                                                              \
-static inline T fv_one##SFX(int64_t op, T a, T x) {                                                \
-    switch (op) {                                                                                  \
-    case FV_ADD: return a + x;    case FV_SUB: return a - x;                                       \
-    case FV_MUL: return a * x;    case FV_DIV: return a / x;                                       \
-    case FV_RADD: return x + a;   case FV_RSUB: return x - a;                                      \
-    case FV_RMUL: return x * a;   case FV_RDIV: return x / a;                                      \
-    case FV_NEG: return -a;       case FV_SQUARE: return a * a;                                    \
-    case FV_SQRT: return SQRT(a); case FV_ABS: return FABS(a);                                     \
-    }                                                                                              \
-    return a;                                                                                      \
-}                                                                                                  \
+FV_ONE(T, SFX, SQRT, FABS)                                                                         \
 static void fv_chain##SFX(const int64_t* rows, int64_t nops, T* const* slot,                       \
                           const T* src, T* dst, int64_t n) {                                       \
-    int64_t i, o;                                                                                  \
-    for (i = 0; i < n; i++) {                                                                      \
-        T a = src[i];                                                                              \
-        for (o = 0; o < nops; o++) {                                                               \
-            int64_t op = rows[2 * o];                                                              \
-            a = fv_one##SFX(op, a, op <= FV_RDIV ? slot[rows[2 * o + 1]][i] : (T)0);               \
-        }                                                                                          \
-        dst[i] = a;                                                                                \
-    }                                                                                              \
+    fv_tail##SFX(rows, nops, slot, src, dst, 0, n);                                                \
 }
 
 #endif
