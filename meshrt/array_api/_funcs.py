@@ -89,8 +89,8 @@ def _take_along_case(x, indices, axis):
     s = x.sharding
     if s.dim_axes(axis):
         return "along a split axis (no distributed take_along_axis)"
-    if s.is_partial or builtins.any(s.halo_sizes):
-        return "x with halos or partial values"
+    if _halo_or_partial(x):
+        return _halo_or_partial(x)
     if builtins.any(indices.shape[d] != x.shape[d] for d in range(x.ndim) if d != axis):
         return "indices broadcast against x"
     return None

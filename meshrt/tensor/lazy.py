@@ -335,50 +335,42 @@ def ufunc_call(ufunc, inputs, out):
 _FUSABLE: dict = {}  # ufunc -> whether the fused kernels have it
 
 
-_SCALAR_LOOPS: dict = {}  # (ufunc, tensor dtype, tensor first) -> _loop's answer for a tensor and a float
-_TWO_LOOPS: dict = {}  # (ufunc, dtype, dtype) -> _loop's answer for two tensors
+_PAIR_LOOPS: dict = {}  # (ufunc, operand types) -> _loop's answer, for _build_ufunc's two-operand form
+
+
+def _pair_loop(ufunc, types):
+    loop = _PAIR_LOOPS.get((ufunc, types))
+    if loop is None:
+        ok = ufunc.__name__ in _fuse.UFUNCS and ufunc.nin == 2
+        loop = _PAIR_LOOPS[(ufunc, types)] = ok and _loop(ufunc, types)
+    return loop
 
 
 def _build_ufunc(ufunc, inputs):
-    if len(inputs) == 2:  # ``t + 1.0`` / ``0.5 * t``: the common form, one lookup for what the loop below decides
+    if len(inputs) == 2:  # ``t + 1.0`` / ``0.5 * t`` / ``t + u``: the common forms, one lookup for the loop below
         x, y = inputs
-        if type(y) is float:
-            t, s, first = x, y, True
-        elif type(x) is float:
-            t, s, first = y, x, False
-        else:
-            t = None
-            tx, ty = type(x), type(y)
-            if (tx is LazyTensor or tx is DistributedTensor) and (ty is LazyTensor or ty is DistributedTensor):
-                n, m = _node_of(x), _node_of(y)  # two tensors: the same checks as the loop below, in one go
-                if n is not None and m is not None and n.shape and _errstate_ok():
-                    if n.shape != m.shape or n.mesh is not m.mesh and n.mesh != m.mesh:
-                        return None
-                    ck = (ufunc, n.dtype, m.dtype)
-                    loop = _TWO_LOOPS.get(ck)
-                    if loop is None:
-                        ok = ufunc.__name__ in _fuse.UFUNCS and ufunc.nin == 2
-                        loop = _TWO_LOOPS[ck] = ok and _loop(ufunc, (n.dtype, m.dtype))
+        tx, ty = type(x), type(y)
+        if ty is float or tx is float:
+            t, s = (x, y) if ty is float else (y, x)
+            if type(t) is LazyTensor or type(t) is DistributedTensor:
+                n = _node_of(t)
+                if n is not None and n.shape and _errstate_ok():
+                    loop = _pair_loop(ufunc, (n.dtype, float) if ty is float else (float, n.dtype))
                     if not loop:
                         return None
                     ins, dt, head = loop
-                    return _Op("ufunc", ufunc, [n, m], [n, m], ins, dt, n.shape, n.mesh, n.periodic, head)
-        if t is not None and (type(t) is LazyTensor or type(t) is DistributedTensor):
-            n = _node_of(t)
-            if n is not None and n.shape and _errstate_ok():
-                ck = (ufunc, n.dtype, first)
-                loop = _SCALAR_LOOPS.get(ck)
-                if loop is None:
-                    ok = ufunc.__name__ in _fuse.UFUNCS and ufunc.nin == 2
-                    loop = _SCALAR_LOOPS[ck] = ok and _loop(ufunc, (n.dtype, float) if first else (float, n.dtype))
-                if loop:
-                    ins, dt, head = loop
-                    if first:
-                        return _Op("ufunc", ufunc, [n, ins[1].type(s)], [n, s], ins, dt, n.shape, n.mesh, n.periodic,
-                                   head)
-                    return _Op("ufunc", ufunc, [ins[0].type(s), n], [s, n], ins, dt, n.shape, n.mesh, n.periodic,
-                               head)
-                return None
+                    args, raw = ([n, ins[1].type(s)], [n, s]) if ty is float else ([ins[0].type(s), n], [s, n])
+                    return _Op("ufunc", ufunc, args, raw, ins, dt, n.shape, n.mesh, n.periodic, head)
+        elif (tx is LazyTensor or tx is DistributedTensor) and (ty is LazyTensor or ty is DistributedTensor):
+            n, m = _node_of(x), _node_of(y)
+            if n is not None and m is not None and n.shape and _errstate_ok():
+                if n.shape != m.shape or n.mesh is not m.mesh and n.mesh != m.mesh:
+                    return None
+                loop = _pair_loop(ufunc, (n.dtype, m.dtype))
+                if not loop:
+                    return None
+                ins, dt, head = loop
+                return _Op("ufunc", ufunc, [n, m], [n, m], ins, dt, n.shape, n.mesh, n.periodic, head)
     ok = _FUSABLE.get(ufunc)
     if ok is None:
         ok = _FUSABLE[ufunc] = ufunc.__name__ in _fuse.UFUNCS
