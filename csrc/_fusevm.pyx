@@ -38,7 +38,7 @@ cdef extern from "_fusevm.h":
 
 cnp.import_array()
 
-__all__ = ["Program", "CHUNK", "OPS"]
+__all__ = ["Program", "SmallRun", "CHUNK", "OPS"]
 
 # the operations of a chain; "r" forms compute x OP acc (numpy's operand order where the chain's
 # accumulator is the right operand)
@@ -268,16 +268,19 @@ cdef class Program:
     cdef void _go(self, cnp.ndarray boxes, Py_ssize_t nbox, cnp.ndarray sel, cnp.ndarray offs, cnp.ndarray out,
                   Py_ssize_t* ostr, cnp.ndarray oo, char** abase, char** pbase, Py_ssize_t* astr,
                   Py_ssize_t* pstr, char* bufs, char** slot, char** lptr, Py_ssize_t* lstr, Py_ssize_t* idx):
+        self._go_raw(<const int64_t*>cnp.PyArray_DATA(boxes), nbox, <const cnp.int8_t*>cnp.PyArray_DATA(sel),
+                     <const int64_t*>cnp.PyArray_DATA(offs), <char*>cnp.PyArray_DATA(out), ostr,
+                     <const int64_t*>cnp.PyArray_DATA(oo), abase, pbase, astr, pstr, bufs, slot, lptr, lstr)
+
+    cdef void _go_raw(self, const int64_t* bx, Py_ssize_t nbox, const cnp.int8_t* sl, const int64_t* of, char* o,
+                      Py_ssize_t* ostr, const int64_t* oop, char** abase, char** pbase, Py_ssize_t* astr,
+                      Py_ssize_t* pstr, char* bufs, char** slot, char** lptr, Py_ssize_t* lstr):
         cdef const int64_t* code = <const int64_t*>cnp.PyArray_DATA(self.code_arr)
         cdef const int64_t* cstart = <const int64_t*>cnp.PyArray_DATA(self.cstart_arr)
         cdef const int64_t* cnops = <const int64_t*>cnp.PyArray_DATA(self.cnops_arr)
         cdef const int64_t* cdst = <const int64_t*>cnp.PyArray_DATA(self.cdst_arr)
         cdef const int64_t* la = <const int64_t*>cnp.PyArray_DATA(self.leaf_arr_arr)
-        cdef const int64_t* bx = <const int64_t*>cnp.PyArray_DATA(boxes)
-        cdef const cnp.int8_t* sl = <const cnp.int8_t*>cnp.PyArray_DATA(sel)
-        cdef const int64_t* of = <const int64_t*>cnp.PyArray_DATA(offs)
-        cdef const int64_t* oop = <const int64_t*>cnp.PyArray_DATA(oo)
-        cdef char* o = <char*>cnp.PyArray_DATA(out)
+        cdef Py_ssize_t idx[MAXD]
         with nogil:
             _run(self.size, code, self.nchain, cstart, cnops, cdst, self.nleaf, self.nslot, la, self.ndim,
                  bx, nbox, sl, self.narr, of, o, ostr, oop, abase, pbase, astr, pstr, bufs, slot,
@@ -304,3 +307,252 @@ cdef cnp.ndarray _int_array(object x, int typenum, int ndim, str what):
         raise TypeError(f"fused program: {what} must be a C-contiguous {ndim}-d "
                         f"{'int64' if typenum == cnp.NPY_INT64 else 'int8'} array")
     return <cnp.ndarray>x
+
+
+# -- one small fused write as one call ------------------------------------------------------------------
+include "_mpicall.pxi"
+
+from libc.string cimport memcpy
+from meshrt._blockcopy cimport copy_strided
+
+cdef int _mpi_state = -1  # -1: not looked up; 1: this module's MPI table is filled; 0: mpi4py's calls
+
+
+cdef class SmallRun:
+    """A small block's whole fused write, as one call: the operands' slabs copied into their
+    ghost-padded buffers, the ghost exchanges started (MPI's ``Startall`` on their persistent
+    requests) and waited for, the target copied where it is also read with a shift, then the
+    `Program` over every box. `run` makes no Python object and no system call but MPI's.
+
+    Built by ``meshrt.tensor.lazy``'s plan from the buffers of one call; `run` checks that the
+    buffers it gets have the same dtype, shape and strides (the byte offsets above depend on them)
+    and that no operand overlaps the target, and returns False without doing anything otherwise
+    (the plan's Python path then runs). ``slabs``: ``(array number, padded view, offset view)``:
+    the padded buffer's view is written from the array's same-shaped view ``offset view`` (a view
+    of the array as built: its byte offset and strides are kept). ``copy``: the
+    target is read with a shift: a copy of it is read. ``target``: the array number of the target, or -1
+    (an operand other than the target may not overlap it).
+    """
+
+    cdef Program prog
+    cdef object keep
+    cdef Py_ssize_t narr, nd, nbox, nsc, target, nslab, nreq
+    cdef bint copy
+    cdef char* status
+    cdef char* mem
+    cdef Py_ssize_t* ostr
+    cdef Py_ssize_t* astr
+    cdef Py_ssize_t* pstr
+    cdef Py_ssize_t* lstr
+    cdef char** abase
+    cdef char** pbase
+    cdef char** lptr
+    cdef char** slot
+    cdef char* bufs
+    cdef Py_ssize_t* shape  # (narr + 1) * MAXD: each array's shape, then the target's
+    cdef Py_ssize_t* nbytes  # narr + 1
+    cdef bint* ghost  # narr: the array has a padded buffer (pbase fixed)
+    cdef Py_ssize_t* slab  # nslab rows of 4 + 3 * MAXD: array, dst address, src offset, ndim, shape, strides
+    cdef char* reqs
+    cdef object req_list, py_exchanges
+    cdef char* copy_buf
+    cdef const int64_t* bx
+    cdef const cnp.int8_t* sl
+    cdef const int64_t* of
+    cdef const int64_t* oop
+
+    def __cinit__(self):
+        self.mem = NULL
+        self.slab = NULL
+        self.reqs = NULL
+
+    def __init__(self, Program prog, boxes, sel, offs, oo, out, list arrays, list padded, list slabs,
+                 list exchanges, Py_ssize_t target, bint copy):
+        global _mpi_state
+        cdef Py_ssize_t narr = len(arrays), nd = prog.ndim, i, d, k, nl = prog.nleaf
+        cdef Py_ssize_t* row
+        cdef cnp.ndarray x, p
+        if narr != prog.narr or len(padded) != narr:
+            raise ValueError("SmallRun: the arrays or padded buffers do not match the program")
+        boxes = _int_array(boxes, cnp.NPY_INT64, 2, "boxes")
+        sel = _int_array(sel, cnp.NPY_INT8, 2, "sel")
+        offs = _int_array(offs, cnp.NPY_INT64, 3, "offs")
+        oo = _int_array(oo, cnp.NPY_INT64, 1, "oo")
+        if copy and not 0 <= target < narr:
+            raise ValueError(f"SmallRun: copy needs the target among the arrays (target {target})")
+        self.prog, self.narr, self.nd, self.nsc, self.target, self.copy = prog, narr, nd, prog.nsc, target, copy
+        self.nbox = cnp.PyArray_DIM(boxes, 0)
+        if (cnp.PyArray_DIM(boxes, 1) != 2 * nd or cnp.PyArray_DIM(sel, 0) != self.nbox
+                or cnp.PyArray_DIM(sel, 1) != narr or cnp.PyArray_DIM(offs, 0) != self.nbox
+                or cnp.PyArray_DIM(offs, 1) != nl or cnp.PyArray_DIM(offs, 2) != nd or cnp.PyArray_DIM(oo, 0) != nd):
+            raise ValueError("SmallRun: boxes, sel, offs or oo of the wrong shape")
+        self.bx = <const int64_t*>cnp.PyArray_DATA(boxes)
+        self.sl = <const cnp.int8_t*>cnp.PyArray_DATA(sel)
+        self.of = <const int64_t*>cnp.PyArray_DATA(offs)
+        self.oop = <const int64_t*>cnp.PyArray_DATA(oo)
+        cdef Py_ssize_t nstr = MAXD * (1 + 2 * narr + nl + 1)
+        cdef Py_ssize_t nptr = 2 * narr + nl + prog.nslot + 2
+        cdef Py_ssize_t nbuf = prog.size * _RSTRIDE * (prog.nslot + 1) + 64
+        cdef Py_ssize_t nmeta = MAXD * (narr + 1) + (narr + 1) + narr
+        self.mem = <char*>malloc(sizeof(Py_ssize_t) * (nstr + nmeta) + sizeof(char*) * nptr + nbuf)
+        if not self.mem:
+            raise MemoryError()
+        self.ostr = <Py_ssize_t*>self.mem
+        self.astr = self.ostr + MAXD
+        self.pstr = self.astr + MAXD * narr
+        self.lstr = self.pstr + MAXD * narr
+        self.shape = self.lstr + MAXD * (nl + 1)
+        self.nbytes = self.shape + MAXD * (narr + 1)
+        self.ghost = <bint*>(self.nbytes + narr + 1)
+        self.abase = <char**>(self.mem + sizeof(Py_ssize_t) * (nstr + nmeta))
+        self.pbase = self.abase + narr
+        self.lptr = self.pbase + narr
+        self.slot = self.lptr + nl + 1
+        self.bufs = <char*>(self.slot + prog.nslot + 1)
+        self.bufs += (64 - (<size_t>self.bufs) % 64) % 64
+        keep = [boxes, sel, offs, oo]
+        x = prog._array(out, "out", True)
+        for d in range(nd):
+            self.ostr[d] = cnp.PyArray_STRIDE(x, d)
+            self.shape[MAXD * narr + d] = cnp.PyArray_DIM(x, d)
+        self.nbytes[narr] = cnp.PyArray_NBYTES(x)
+        for i in range(narr):
+            x = prog._array(arrays[i], "array", False)
+            self.nbytes[i] = cnp.PyArray_NBYTES(x)
+            for d in range(nd):
+                self.astr[MAXD * i + d] = cnp.PyArray_STRIDE(x, d)
+                self.shape[MAXD * i + d] = cnp.PyArray_DIM(x, d)
+            self.ghost[i] = padded[i] is not None
+            p = prog._array(padded[i], "padded", True) if self.ghost[i] else x
+            for d in range(nd):
+                self.pstr[MAXD * i + d] = cnp.PyArray_STRIDE(p, d)
+            if self.ghost[i]:
+                self.pbase[i] = <char*>cnp.PyArray_DATA(p)
+                keep.append(p)
+        # slabs: (array number, padded destination view, the array's source view)
+        self.nslab = len(slabs)
+        self.slab = <Py_ssize_t*>malloc(max(1, self.nslab) * (4 + 3 * MAXD) * sizeof(Py_ssize_t))
+        if not self.slab:
+            raise MemoryError()
+        for k, (i, dst, src) in enumerate(slabs):
+            x, p = arrays[i], dst
+            if cnp.PyArray_NDIM(p) != nd or src.shape != dst.shape or src.dtype != x.dtype or dst.dtype != x.dtype:
+                raise ValueError(f"SmallRun: slab {k} does not match its array")
+            row = self.slab + k * (4 + 3 * MAXD)
+            row[0] = i
+            row[1] = <Py_ssize_t>cnp.PyArray_DATA(p)
+            row[2] = <Py_ssize_t>(<char*>cnp.PyArray_DATA(<cnp.ndarray>src) - <char*>cnp.PyArray_DATA(x))
+            row[3] = nd
+            for d in range(nd):
+                row[4 + d] = cnp.PyArray_DIM(p, d)
+                row[4 + MAXD + d] = cnp.PyArray_STRIDE(p, d)
+                row[4 + 2 * MAXD + d] = cnp.PyArray_STRIDE(<cnp.ndarray>src, d)
+            keep.append(dst)
+        # exchanges: with no pack/unpack/local copies, their persistent requests started here
+        if _mpi_state < 0:
+            try:
+                _mpi_state = _mpicall_init()
+            except Exception:
+                _mpi_state = 0
+        reqs, py = [], []
+        for ex in exchanges:
+            if _mpi_state == 1 and ex._pack is None and ex._unpack is None and ex._local is None:
+                reqs += list(ex._reqs)
+            else:
+                py.append(ex)
+        self.req_list, self.py_exchanges = reqs, tuple(py)
+        self.nreq = len(reqs)
+        if self.nreq:
+            from mpi4py import MPI
+            self.reqs = <char*>malloc(self.nreq * (8 + MESHRT_STATUS_BYTES))
+            if not self.reqs:
+                raise MemoryError()
+            self.status = self.reqs + self.nreq * 8
+            for k, r in enumerate(reqs):
+                if meshrt_hs == 4:
+                    (<int*>self.reqs)[k] = <int><size_t>MPI._handleof(r)
+                else:
+                    (<void**>self.reqs)[k] = <void*><size_t>MPI._handleof(r)
+        self.copy_buf = NULL
+        if copy:
+            c = np.empty_like(arrays[target])
+            keep.append(c)
+            self.copy_buf = <char*>cnp.PyArray_DATA(<cnp.ndarray>c)
+        self.keep = keep
+
+    def __dealloc__(self):
+        free(self.mem)
+        free(self.slab)
+        free(self.reqs)
+
+    cdef bint _fits(self, cnp.ndarray x, Py_ssize_t i, bint writable):
+        cdef Py_ssize_t d
+        cdef Py_ssize_t* st = self.ostr if i == self.narr else self.astr + MAXD * i
+        if (cnp.PyArray_TYPE(x) != self.prog.typenum or cnp.PyArray_NDIM(x) != self.nd
+                or not cnp.PyArray_ISALIGNED(x) or writable and not cnp.PyArray_ISWRITEABLE(x)):
+            return False
+        for d in range(self.nd):
+            if cnp.PyArray_DIM(x, d) != self.shape[MAXD * i + d] or cnp.PyArray_STRIDE(x, d) != st[d]:
+                return False
+        return True
+
+    def run(self, out, tuple arrays, tuple scalars):
+        """Run the write into ``out`` from ``arrays`` (the operands' buffers, in the plan's order) and
+        ``scalars``; False (nothing done) where a buffer is not like the one the run was built for."""
+        cdef Py_ssize_t narr = self.narr, i, k, d, err = 0
+        cdef cnp.ndarray x
+        cdef char* o
+        cdef char* a
+        cdef Py_ssize_t* row
+        if len(arrays) != narr or len(scalars) != self.nsc or not cnp.PyArray_Check(out):
+            return False
+        x = <cnp.ndarray>out
+        if not self._fits(x, narr, True):
+            return False
+        o = <char*>cnp.PyArray_DATA(x)
+        for i in range(narr):
+            if not cnp.PyArray_Check(arrays[i]):
+                return False
+            x = <cnp.ndarray>arrays[i]
+            if not self._fits(x, i, False):
+                return False
+            a = <char*>cnp.PyArray_DATA(x)
+            self.abase[i] = a
+            if i != self.target and a < o + self.nbytes[narr] and o < a + self.nbytes[i]:
+                return False  # (shares memory with the target: the plan's path copies it)
+        for i in range(self.nsc):  # each scalar's chunk
+            v = scalars[i]
+            if self.prog.size == 8:
+                for d in range(_CHUNK):
+                    (<double*>self.bufs)[(self.prog.nleaf + i) * _RSTRIDE + d] = <double>v
+            else:
+                for d in range(_CHUNK):
+                    (<float*>self.bufs)[(self.prog.nleaf + i) * _RSTRIDE + d] = <float>v
+        for k in range(self.nslab):
+            row = self.slab + k * (4 + 3 * MAXD)
+            copy_strided(<char*>row[1], self.abase[row[0]] + row[2], <int>row[3], row + 4, row + 4 + MAXD,
+                         row + 4 + 2 * MAXD, self.prog.size)
+        for ex in self.py_exchanges:
+            ex.start()
+        if self.nreq:
+            err = meshrt_startall(<int>self.nreq, <void*>self.reqs)
+            if err:
+                from mpi4py import MPI
+                raise MPI.Exception(err)
+        if self.copy:
+            memcpy(self.copy_buf, self.abase[self.target], self.nbytes[self.target])
+            self.abase[self.target] = self.copy_buf
+        for i in range(narr):
+            if not self.ghost[i]:
+                self.pbase[i] = self.abase[i]
+        if self.nreq:
+            with nogil:
+                err = meshrt_waitall_n(<int>self.nreq, <void*>self.reqs, <void*>self.status)
+            if err:
+                from mpi4py import MPI
+                raise MPI.Exception(err)
+        for ex in self.py_exchanges:
+            ex.wait()
+        self.prog._go_raw(self.bx, self.nbox, self.sl, self.of, o, self.ostr, self.oop, self.abase, self.pbase,
+                          self.astr, self.pstr, self.bufs, self.slot, self.lptr, self.lstr)
+        return True

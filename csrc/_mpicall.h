@@ -21,7 +21,7 @@ enum {
     MF_BCAST, MF_IBCAST, MF_ALLGATHER, MF_IALLGATHER, MF_GATHER, MF_IGATHER, MF_SCATTER, MF_ISCATTER,
     MF_ALLTOALL, MF_IALLTOALL, MF_SENDRECV, MF_SEND, MF_RECV, MF_ISEND, MF_IRECV, MF_WAITALL, MF_TESTALL,
     MF_BARRIER, MF_ALLGATHERV, MF_IALLGATHERV, MF_ALLTOALLV, MF_IALLTOALLV, MF_GATHERV, MF_IGATHERV,
-    MF_SCATTERV, MF_ISCATTERV, MF_REDUCE_SCATTER, MF_IREDUCE_SCATTER, MF_COUNT
+    MF_SCATTERV, MF_ISCATTERV, MF_REDUCE_SCATTER, MF_IREDUCE_SCATTER, MF_STARTALL, MF_COUNT
 };
 
 static void *meshrt_fn[MF_COUNT];
@@ -209,6 +209,10 @@ static inline int meshrt_waitall(int n, void *reqs) {
 /* n requests, statuses into st (n * MESHRT_STATUS_BYTES bytes) */
 static inline int meshrt_waitall_n(int n, void *reqs, void *st) {
     return ((int (*)(int, void *, void *))meshrt_fn[MF_WAITALL])(n, reqs, st);
+}
+/* persistent requests (a halo exchange's), packed as above */
+static inline int meshrt_startall(int n, void *reqs) {
+    return ((int (*)(int, void *))meshrt_fn[MF_STARTALL])(n, reqs);
 }
 static inline int meshrt_testall(int n, void *reqs, int *flag) {
     char st[2 * MESHRT_STATUS_BYTES];

@@ -47,6 +47,7 @@ cdef extern from "_mpicall.h" nogil:
     int meshrt_waitall_n(int n, void *reqs, void *st)
     int MESHRT_STATUS_BYTES
     int meshrt_testall(int n, void *reqs, int *flag)
+    int meshrt_startall(int n, void *reqs)
     int meshrt_barrier(size_t c)
 
 # in the order of _mpicall.h's MF_* indices
@@ -56,7 +57,7 @@ _MPI_NAMES = ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Reduce", "MPI_Ireduce", "M
               "MPI_Sendrecv", "MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Waitall", "MPI_Testall",
               "MPI_Barrier", "MPI_Allgatherv", "MPI_Iallgatherv", "MPI_Alltoallv", "MPI_Ialltoallv",
               "MPI_Gatherv", "MPI_Igatherv", "MPI_Scatterv", "MPI_Iscatterv", "MPI_Reduce_scatter",
-              "MPI_Ireduce_scatter")
+              "MPI_Ireduce_scatter", "MPI_Startall")
 
 
 def _mpi_library():

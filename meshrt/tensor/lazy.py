@@ -69,8 +69,9 @@ _DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32",
 _BIG = 1 << 62
 _eager = [0]  # > 0 while pending expressions are replayed eagerly: no deferral inside
 _pending: dict = {}  # id(node) -> node: unevaluated copying expressions with a live LazyTensor
-# how often the fused kernel ran, swapped or copied back a second buffer, built a plan (tests read it)
-stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0}
+# how often the fused kernel ran, swapped or copied back a second buffer, built a plan, ran a small write as
+# one compiled call (tests read it)
+stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0, "one_call": 0}
 
 
 class _Eager:
@@ -923,7 +924,7 @@ class _Ghost:
 class _FusedPlan:
     __slots__ = ("kernel", "pre", "post", "sel_pre", "sel_post", "offs_pre", "offs_post", "oo", "ghosts",
                  "self_shift", "box", "keep", "describe_args", "_mm", "_out", "small", "all", "sel_all",
-                 "offs_all", "_copy")
+                 "offs_all", "_copy", "fast")
 
     @classmethod
     def build(cls, t, origin, shape, sig, arrays, leaves):
@@ -1019,6 +1020,25 @@ class _FusedPlan:
         self.kernel = _fuse.runner(sig, nd, t._local.dtype.name, tuple(a._local.dtype.name for a in arrays))
         self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays], pre, post)
         self._out = None
+        self.fast = self._small_run(t, arrays) if self.small else None
+
+    def _small_run(self, t, arrays):
+        """The whole small write as one compiled call (`meshrt._fusevm.SmallRun`), where the interpreter
+        has the expression and every buffer is C-contiguous; None otherwise."""
+        prog = getattr(self.kernel, "program", None)
+        bufs = [a._local for a in arrays]
+        if prog is None or not t._local.flags.c_contiguous or not all(b.flags.c_contiguous for b in bufs):
+            return None
+        from .. import _fusevm
+
+        ghosts = self.ghosts
+        target = next((i for i, a in enumerate(arrays) if a is t), -1)
+        slabs = [(i, gh.padded[ip], bufs[i][ia]) for i, gh in enumerate(ghosts) if gh is not None
+                 for ip, ia in gh.slabs]
+        return _fusevm.SmallRun(prog, self.all, self.sel_all, self.offs_all, self.oo, t._local, bufs,
+                                [None if gh is None else gh.padded for gh in ghosts], slabs,
+                                [gh.exchange for gh in ghosts if gh is not None], target,
+                                self.self_shift and target >= 0)
 
     def _ghost(self, arr, w, per, owned):
         s, g = arr._sharding, arr._global_shape
@@ -1058,6 +1078,10 @@ class _FusedPlan:
         self.kernel(boxes, sel, offs, out, self.oo, *args, *scalars)
 
     def run(self, t, arrays, scalars, new):
+        f = self.fast
+        if f is not None and f.run(t._local, tuple([a._local for a in arrays]), scalars):
+            stats["one_call"] += 1
+            return
         if self.small and t._local.flags.c_contiguous:
             self._run_small(t, arrays, scalars, new)
             return
@@ -1124,6 +1148,7 @@ class _FusedPlan:
             self._call(self.post, self.sel_post, self.offs_post, out, bufs, scalars)
 
     def free(self):
+        self.fast = None
         for gh in self.ghosts or ():
             if gh is not None:
                 gh.exchange.free()

@@ -157,8 +157,10 @@ def test_interpreter_and_numba_kernel_alike(mesh, monkeypatch, interp):
 
 def test_switch_to_the_numba_kernel_mid_run(mesh, monkeypatch):
     """MESHRT_FUSE_SWITCH_S=0: the Numba kernel loads on a thread after the first step, the steps go on
-    meanwhile (each process switching when its thread is done), numpy's bits throughout."""
+    meanwhile (each process switching when its thread is done), numpy's bits throughout.  (A block
+    counted large: a small one stays on the interpreter's one-call path, `SmallRun`.)"""
     monkeypatch.setenv("MESHRT_FUSE_SWITCH_S", "0")
+    monkeypatch.setattr(_lazy, "_SMALL", 0)
     monkeypatch.setattr(_fuse, "_EVALUATORS", {})
     g = np.random.default_rng(12).random((comm.size * 4 + 7, 10))
     u = DT.from_global(g, Sharding(mesh, [["x"]]))

@@ -211,6 +211,35 @@ def test_small_and_large_blocks_take_their_paths(mesh2, monkeypatch, small):
         assert ("read from a copy" in text) == small, text
 
 
+def test_small_block_one_compiled_call(mesh2):
+    """A small block's fused write is one compiled call (`meshrt._fusevm.SmallRun`: the slabs, the ghost
+    exchange, the copy of a target read with a shift, the interpreter) at every layout and dtype, with
+    numpy's bits; an operand sharing the target's memory takes the plan's Python path (which copies it)."""
+    for k, (name, s) in enumerate(layouts(mesh2, 2)):
+        for dt in ("float64", "float32"):
+            shape = (comm.size * 2 + 5, 7 + k)
+            a, b = data(shape, dt, k), data(shape, dt, k + 7)
+            u, v = DT.from_global(a, s), DT.from_global(b, s)
+            c = np.dtype(dt).type(0.25)
+            before = _lazy.stats["one_call"]
+            for _ in range(3):
+                for x, y in ((a, b), (u, v)):
+                    x[1:-1, 1:-1] = 0.5 * (x[:-2, 1:-1] + y[2:, 1:-1]) - x[1:-1, :-2] * c + y[1:-1, 1:-1] / 3.0
+            assert _lazy.stats["one_call"] == before + 3, (name, dt)
+            same(u, a, f"one call {name} {dt}")
+    s = layouts(mesh2, 2)[0][1]
+    a = data((comm.size * 2 + 5, 6), "float64", 9)
+    u = DT.from_global(a, s)
+    w = DT(u.local, s, u.global_shape)  # another tensor on u's buffer
+    before = dict(_lazy.stats)
+    for _ in range(2):
+        a[1:-1, :] = a[:-2, :] + a[2:, :] * 0.5
+        u[1:-1, :] = w[:-2, :] + w[2:, :] * 0.5
+    same(u, a, "operand on the target's buffer")
+    assert _lazy.stats["fused_writes"] == before["fused_writes"] + 2
+    assert _lazy.stats["one_call"] == before["one_call"]
+
+
 def test_plans_freed_alike_with_memoized_ones(mesh2, monkeypatch):
     """Past _MAX_PLANS every process frees its plans at the same statement, also when a statement finds its
     plan memoized on its signature (no _get_plan call): later builds agree instead of hanging."""
@@ -233,6 +262,7 @@ def test_plans_freed_alike_with_memoized_ones(mesh2, monkeypatch):
 
 
 def test_exception_leaves_target_unchanged(mesh2, monkeypatch):
+    monkeypatch.setattr(_lazy, "_SMALL", 0)  # the plan's Python path (a small block's one call cannot fail midway)
     s = layouts(mesh2, 2)[0][1]
     a = data((comm.size * 3 + 4, 6), "float64", 3)
     u = DT.from_global(a, s)
