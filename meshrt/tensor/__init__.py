@@ -25,8 +25,10 @@ from . import fft as _fft  # noqa: F401  (np.fft.* on DistributedTensor)
 from .elementwise import explain_op
 from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
 
-from . import lazy as _lazy
-from .lazy import explain_fused
+from .._compiled import fresh as _fresh
+
+_lazy = _fresh("meshrt.tensor.lazy")  # (compiled by setup.py; its source where the build is stale)
+explain_fused = _lazy.explain_fused
 
 # the DistributedTensor methods whose work lives in the modules above the class (see dispatch.ABOVE)
 _ABOVE.npreduce, _ABOVE.mixed, _ABOVE.lazy, _ABOVE.advidx = numpy_reductions, _mixed, _lazy, _advidx

@@ -1,0 +1,44 @@
+"""setup.py compiles the hot pure-Python modules (`COMPILED_PY`) with Cython; `meshrt._compiled.fresh`
+runs the source instead where the build is older than it."""
+
+import hashlib
+import importlib
+import py_compile
+import sys
+
+import pytest
+
+from meshrt._compiled import StaleBuildWarning, fresh
+
+
+def test_the_deferred_expressions_module_runs_compiled():
+    import meshrt.tensor
+    from meshrt.tensor import lazy
+
+    assert not lazy.__file__.endswith(".py"), f"{lazy.__file__}: not the compiled build (pip install .)"
+    assert meshrt.tensor._lazy is lazy
+    with open(lazy.__file__.rsplit("/", 1)[0] + "/lazy.py", "rb") as f:
+        assert lazy._SOURCE_SHA256 == hashlib.sha256(f.read()).hexdigest()
+
+
+def test_stale_build_runs_the_source(tmp_path, monkeypatch):
+    pkg = tmp_path / "stalepkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    built = "X = 'built'\n"
+    stamped = tmp_path / "stamped.py"
+    stamped.write_text(built + f"_SOURCE_SHA256 = '{hashlib.sha256(built.encode()).hexdigest()}'\n")
+    py_compile.compile(str(stamped), cfile=str(pkg / "mod.pyc"))  # a build without its source beside it
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        m = importlib.import_module("stalepkg.mod")
+        assert m.X == "built" and fresh("stalepkg.mod") is m  # no source: the build
+        (pkg / "mod.py").write_text(built)
+        assert fresh("stalepkg.mod") is m  # the source it was built from: the build
+        (pkg / "mod.py").write_text("X = 'edited'\n")
+        with pytest.warns(StaleBuildWarning, match="stalepkg.mod"):
+            s = fresh("stalepkg.mod")
+        assert s.X == "edited" and sys.modules["stalepkg.mod"] is s and sys.modules["stalepkg"].mod is s
+    finally:
+        for name in ("stalepkg.mod", "stalepkg"):
+            sys.modules.pop(name, None)
