@@ -32,8 +32,9 @@ def _mirror_pxd():
 
 # Pure-Python modules on the per-operation path of numpy programs (issue 48: a deferred operation's
 # bookkeeping is ~20% faster compiled). Each is compiled from a copy that records its source's
-# SHA-256 (`_SOURCE_SHA256`); `meshrt._compiled.fresh` imports the source instead where the .py beside
-# the build is not that source (a development tree edited since its last build).
+# SHA-256 (`_SOURCE_SHA256`), with the module's .pxd beside it where it has one (Cython's augmenting
+# declarations: its classes as extension types); `meshrt._compiled.fresh` imports the source instead where
+# the .py beside the build is not that source (a development tree edited since its last build).
 COMPILED_PY = ("meshrt/tensor/lazy.py",)
 COMPILED_DIR = os.path.join("build", "compiled_py")
 
@@ -53,6 +54,14 @@ def _compiled_py():
         if old != stamped:  # (rewritten only when changed: an unchanged module is not recompiled)
             with open(os.path.join(HERE, copy), "wb") as f:
                 f.write(stamped)
+        parts = path.split("/")[:-1]  # (the copy's folders are packages: Cython finds the .pxd by the module's name)
+        for i in range(1, len(parts) + 1):
+            init = os.path.join(HERE, COMPILED_DIR, *parts[:i], "__init__.py")
+            if not os.path.exists(init):
+                open(init, "w").close()
+        pxd = path[:-3] + ".pxd"  # its augmenting declarations (extension types), beside the copy
+        if os.path.exists(os.path.join(HERE, pxd)):
+            shutil.copyfile(os.path.join(HERE, pxd), os.path.join(HERE, COMPILED_DIR, pxd))
         exts.append(Extension(path[:-3].replace("/", "."), [copy],
                               extra_compile_args=["-O2"] if os.name != "nt" else []))
     return exts

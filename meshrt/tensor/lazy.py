@@ -70,8 +70,9 @@ _BIG = 1 << 62
 _eager = [0]  # > 0 while pending expressions are replayed eagerly: no deferral inside
 _pending: dict = {}  # id(node) -> node: unevaluated copying expressions with a live LazyTensor
 # how often the fused kernel ran, swapped or copied back a second buffer, built a plan, ran a small write as
-# one compiled call (tests read it)
-stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0, "one_call": 0}
+# one compiled call, evaluated a sliced or rolled operand on its own (the eager replay of an expression;
+# tests read them)
+stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0, "one_call": 0, "eager_leaves": 0}
 
 
 class _Eager:
@@ -89,7 +90,7 @@ _EAGER = _Eager()
 _forced = [0]  # how many nodes were evaluated: a tree made since then has no evaluated node
 
 
-class _Node:
+class _Node:  # (compiled: an extension type, lazy.pxd)
     # leaves, scalars: in evaluation order; skey: the structure (no tensors); oldest: _forced at the
     # making of the tree's oldest node
     __slots__ = ("shape", "dtype", "mesh", "periodic", "value", "size", "consumed", "leaves", "scalars", "skey",
@@ -121,6 +122,7 @@ class _Leaf(_Node):
     def _evaluate(self):
         if self.kind == "full":
             return self.t
+        stats["eager_leaves"] += 1
         with _EAGER:
             if self.kind == "slice":
                 return self.t[self.args]
@@ -434,12 +436,27 @@ _REGIONS: dict = {}
 
 def _region(shape, key):
     """(starts, shape) of a key made only of step-1 slices and one Ellipsis; None for any other key."""
+    if type(key) is slice and shape:  # ``t[a:b]``, the commonest: no key to build, no lookup
+        r = _slice_region(key, shape[0])
+        if r is not None:
+            return (r[0],) + (0,) * (len(shape) - 1), (r[1],) + shape[1:]
+    elif type(key) is tuple and 0 < len(key) <= len(shape) and type(key[0]) is slice:
+        starts, sizes = [], []
+        for k, n in zip(key, shape):
+            r = _slice_region(k, n) if type(k) is slice else None
+            if r is None:
+                break
+            starts.append(r[0])
+            sizes.append(r[1])
+        else:
+            rest = len(shape) - len(key)
+            return tuple(starts) + (0,) * rest, tuple(sizes) + shape[len(key):]
     kid = _key_id(key)
     if kid is None:
         return None
     ck = (shape, kid)
-    r = _REGIONS.get(ck, 0)
-    if r != 0:
+    r = _REGIONS.get(ck, _REGIONS)
+    if r is not _REGIONS:
         return r
     r = None
     items = key if type(key) is tuple else (key,)
@@ -464,6 +481,16 @@ def _region(shape, key):
         _REGIONS.clear()
     _REGIONS[ck] = r
     return r
+
+
+def _slice_region(k, n):
+    """(start, size) of the slice ``k`` (step 1, int or None bounds) of a dim of ``n``; None otherwise."""
+    a, b, step = k.start, k.stop, k.step
+    if (step is None or type(step) is int and step == 1) and (a is None or type(a) is int) and (
+            b is None or type(b) is int):
+        a, b, _ = k.indices(n)
+        return a, (b - a if b > a else 0)
+    return None
 
 
 def roll(a, shift, axis=None):
