@@ -955,7 +955,7 @@ class SdyProgram:
         counts each op's moves as it runs)."""
         from ...tensor.lazy import LazyTensor
 
-        return type(r) is LazyTensor and self.on_result is None and self.trace is None
+        return isinstance(r, LazyTensor) and self.on_result is None and self.trace is None
 
     def _deferred_to(self, r, ts, op):
         """A `_Deferred` result where ``ts`` is the layout it has, else evaluated and moved there."""
