@@ -117,7 +117,9 @@ class _Leaf(_Node):
         self.value = None
         self.consumed = False
         # (leaves stays None: (self,) would be a reference cycle, freed only by the cyclic collector)
-        self.leaves, self.scalars, self.skey, self.oldest = None, (), (kind, starts, self.dtype), _forced[0]
+        # (the dtype's char, not the dtype: hashing a dtype costs ~0.1 us; the plan's key and memo compare the
+        # arrays' dtypes themselves)
+        self.leaves, self.scalars, self.skey, self.oldest = None, (), (kind, starts, self.dtype.char), _forced[0]
 
     def _evaluate(self):
         if self.kind == "full":
@@ -707,14 +709,29 @@ def _collect_fast(root, origin):
     """`_collect` from the lists made while building: no walk, one lookup (no node of the tree evaluated)."""
     if root.oldest != _forced[0]:
         return _collect(root, origin) + (None,)
+    leaves = root.leaves
+    first = leaves[0].t
+    for leaf in leaves:
+        if leaf.t is not first:
+            break
+    else:  # every leaf reads one tensor (a stencil's): no dict
+        arrays, pattern = [first], _ZEROS[len(leaves)] if len(leaves) < len(_ZEROS) else (0,) * len(leaves)
+        return _sig_entry(root, origin, arrays, pattern)
     ids, arrays, pattern = {}, [], []
-    for leaf in root.leaves:
+    for leaf in leaves:
         a = ids.get(id(leaf.t))
         if a is None:
             a = ids[id(leaf.t)] = len(arrays)
             arrays.append(leaf.t)
         pattern.append(a)
-    key = (root.skey, tuple(pattern), origin)
+    return _sig_entry(root, origin, arrays, tuple(pattern))
+
+
+_ZEROS = tuple((0,) * n for n in range(17))
+
+
+def _sig_entry(root, origin, arrays, pattern):
+    key = (root.skey, pattern, origin)
     c = _SIGS.get(key)
     if c is None:
         sig, _, leaves, _ = _collect(root, origin)
