@@ -17,7 +17,8 @@ Rows: ``a + 1.0`` (deferred, as written, and used: ``(a + 1.0).interior``), the 
 assignment ``a[1:-1] = 0.5 * (a[:-2] + a[2:])``, ``float(a[500])``, ``float(np.dot(a, a))``, and
 ``a[idx]`` with ``idx`` a tensor of 100 random ints split on dim 0 (raw: an ``Alltoall`` of the counts,
 an ``Alltoallv`` of the indices and one of the values back, each process's part of ``idx`` routed by
-hand; the gather of ``a`` it replaced is the row ``gather + numpy``).
+hand; the gather of ``a`` it replaced is the row ``gather + numpy``).  Last, the first calls: one
+element's read and the stencil on a tensor of a new shape (its plan built), then the stencil's second call.
 """
 
 import argparse
@@ -124,6 +125,15 @@ def main():
     firsts = {}
     b = DistributedTensor.from_global(g, Sharding(mesh, [[0]], sharded_dims_offsets=None))
     firsts["float(b[n//2 + 1]) first call"] = first_call(lambda: float(b[n // 2 + 1]))
+    # a shape of its own: the plan (ghost buffer, persistent requests, the one-call run) is built here
+    c = DistributedTensor.from_global(np.random.default_rng(2).random(n + 1), Sharding(mesh, [[0]], halo_sizes=[1, 1]))
+
+    def c_stencil():
+        c[1:-1] = 0.5 * (c[:-2] + c[2:])
+
+    firsts["the stencil's first call (its plan built)"] = first_call(c_stencil)
+    firsts["the stencil's second call"] = first_call(c_stencil)
+    firsts["the stencil's third call"] = first_call(c_stencil)
     if comm.rank == 0:
         print(f"# {n} float64 elements on {comm.size} processes; us per call (best of {o.reps} x {o.iters})")
         print(f"{'operation':22s} {'meshrt':>8s} {'numpy':>8s} {'raw':>8s} {'/numpy':>7s} {'/raw':>6s}")
