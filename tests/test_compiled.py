@@ -42,3 +42,19 @@ def test_stale_build_runs_the_source(tmp_path, monkeypatch):
     finally:
         for name in ("stalepkg.mod", "stalepkg"):
             sys.modules.pop(name, None)
+
+
+def test_the_node_declarations_match_the_slots():
+    """lazy.pxd declares the fields of lazy.py's node classes (their __slots__): a slot it misses would be an
+    AttributeError in the compiled build only."""
+    import re
+    from pathlib import Path
+
+    from meshrt.tensor import lazy
+
+    pxd = (Path(__file__).resolve().parents[1] / "meshrt" / "tensor" / "lazy.pxd").read_text()
+    declared = {name: set(re.findall(r"\w+", fields.split("object", 1)[1]))
+                for name, fields in re.findall(r"cdef class (\w+)\b.*?:\n\s+(cdef public object [^\n]+)", pxd)}
+    assert set(declared) == {"_Node", "_Leaf", "_Op"}
+    for name, fields in declared.items():
+        assert fields == set(getattr(lazy, name).__slots__), name
