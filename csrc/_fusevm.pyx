@@ -165,6 +165,19 @@ cdef void _run(Py_ssize_t size, const int64_t* code, Py_ssize_t nchain, const in
                     break
 
 
+cdef struct Scratch:
+    # one block: strides (out, arrays, padded copies, leaves), pointers, a chunk per slot (64-byte aligned)
+    Py_ssize_t* ostr
+    Py_ssize_t* astr
+    Py_ssize_t* pstr
+    Py_ssize_t* lstr
+    char** abase
+    char** pbase
+    char** lptr
+    char** slot
+    char* bufs
+
+
 cdef class Program:
     """The chains of one fused expression (see the module's docstring).
 
@@ -227,54 +240,59 @@ cdef class Program:
             raise ValueError("fused program: boxes, sel, offs or oo of the wrong shape")
         cdef cnp.ndarray out = self._array(args[3], "out", True)
         cdef cnp.ndarray x
-        # one allocation: strides (out, arrays, padded copies, leaves), pointers, slot buffers
-        cdef Py_ssize_t nstr = MAXD * (1 + 2 * narr + nl + 1)
-        cdef Py_ssize_t nptr = 2 * narr + nl + self.nslot + 2
-        cdef Py_ssize_t nbuf = self.size * _RSTRIDE * (self.nslot + 1) + 64
-        cdef char* mem = <char*>malloc(sizeof(Py_ssize_t) * nstr + sizeof(char*) * nptr + nbuf)
-        if not mem:
-            raise MemoryError()
-        cdef Py_ssize_t* ostr = <Py_ssize_t*>mem
-        cdef Py_ssize_t* astr = ostr + MAXD
-        cdef Py_ssize_t* pstr = astr + MAXD * narr
-        cdef Py_ssize_t* lstr = pstr + MAXD * narr
-        cdef char** abase = <char**>(mem + sizeof(Py_ssize_t) * nstr)
-        cdef char** pbase = abase + narr
-        cdef char** lptr = pbase + narr
-        cdef char** slot = lptr + nl + 1
-        cdef char* bufs = <char*>(slot + self.nslot + 1)
-        cdef Py_ssize_t idx[MAXD]
-        bufs += (64 - (<size_t>bufs) % 64) % 64
+        cdef Scratch sc
+        cdef char* mem = self._scratch(&sc)
         try:
             for d in range(nd):
-                ostr[d] = cnp.PyArray_STRIDE(out, d)
+                sc.ostr[d] = cnp.PyArray_STRIDE(out, d)
             for i in range(2 * narr):
                 x = self._array(args[5 + i], "array", False)
-                (abase if i % 2 == 0 else pbase)[i // 2] = <char*>cnp.PyArray_DATA(x)
+                (sc.abase if i % 2 == 0 else sc.pbase)[i // 2] = <char*>cnp.PyArray_DATA(x)
                 for d in range(nd):
-                    (astr if i % 2 == 0 else pstr)[MAXD * (i // 2) + d] = cnp.PyArray_STRIDE(x, d)
-            for i in range(self.nsc):  # each scalar's chunk, filled once per call
-                v = args[5 + 2 * narr + i]
-                for d in range(_CHUNK):
-                    if self.size == 8:
-                        (<double*>bufs)[(nl + i) * _RSTRIDE + d] = <double>v
-                    else:
-                        (<float*>bufs)[(nl + i) * _RSTRIDE + d] = <float>v
-            self._go(boxes, nbox, sel, offs, out, ostr, oo, abase, pbase, astr, pstr, bufs, slot, lptr,
-                     lstr, idx)
+                    (sc.astr if i % 2 == 0 else sc.pstr)[MAXD * (i // 2) + d] = cnp.PyArray_STRIDE(x, d)
+            self._fill_scalars(sc.bufs, args[5 + 2 * narr:])
+            self._go(<const int64_t*>cnp.PyArray_DATA(boxes), nbox, <const cnp.int8_t*>cnp.PyArray_DATA(sel),
+                     <const int64_t*>cnp.PyArray_DATA(offs), <char*>cnp.PyArray_DATA(out),
+                     <const int64_t*>cnp.PyArray_DATA(oo), &sc)
         finally:
             free(mem)
 
-    cdef void _go(self, cnp.ndarray boxes, Py_ssize_t nbox, cnp.ndarray sel, cnp.ndarray offs, cnp.ndarray out,
-                  Py_ssize_t* ostr, cnp.ndarray oo, char** abase, char** pbase, Py_ssize_t* astr,
-                  Py_ssize_t* pstr, char* bufs, char** slot, char** lptr, Py_ssize_t* lstr, Py_ssize_t* idx):
-        self._go_raw(<const int64_t*>cnp.PyArray_DATA(boxes), nbox, <const cnp.int8_t*>cnp.PyArray_DATA(sel),
-                     <const int64_t*>cnp.PyArray_DATA(offs), <char*>cnp.PyArray_DATA(out), ostr,
-                     <const int64_t*>cnp.PyArray_DATA(oo), abase, pbase, astr, pstr, bufs, slot, lptr, lstr)
+    cdef char* _scratch(self, Scratch* sc) except NULL:
+        """Allocate (malloc: the caller frees) and carve the scratch block of one run."""
+        cdef Py_ssize_t narr = self.narr, nl = self.nleaf
+        cdef Py_ssize_t nstr = MAXD * (1 + 2 * narr + nl + 1)
+        cdef Py_ssize_t nptr = 2 * narr + nl + self.nslot + 2
+        cdef char* mem = <char*>malloc(sizeof(Py_ssize_t) * nstr + sizeof(char*) * nptr
+                                       + self.size * _RSTRIDE * (self.nslot + 1) + 64)
+        if not mem:
+            raise MemoryError()
+        sc.ostr = <Py_ssize_t*>mem
+        sc.astr = sc.ostr + MAXD
+        sc.pstr = sc.astr + MAXD * narr
+        sc.lstr = sc.pstr + MAXD * narr
+        sc.abase = <char**>(mem + sizeof(Py_ssize_t) * nstr)
+        sc.pbase = sc.abase + narr
+        sc.lptr = sc.pbase + narr
+        sc.slot = sc.lptr + nl + 1
+        sc.bufs = <char*>(sc.slot + self.nslot + 1)
+        sc.bufs += (64 - (<size_t>sc.bufs) % 64) % 64
+        return mem
 
-    cdef void _go_raw(self, const int64_t* bx, Py_ssize_t nbox, const cnp.int8_t* sl, const int64_t* of, char* o,
-                      Py_ssize_t* ostr, const int64_t* oop, char** abase, char** pbase, Py_ssize_t* astr,
-                      Py_ssize_t* pstr, char* bufs, char** slot, char** lptr, Py_ssize_t* lstr):
+    cdef int _fill_scalars(self, char* bufs, scalars) except -1:
+        """Each scalar's chunk, filled once per run."""
+        cdef Py_ssize_t i, d
+        for i in range(self.nsc):
+            v = scalars[i]
+            if self.size == 8:
+                for d in range(_CHUNK):
+                    (<double*>bufs)[(self.nleaf + i) * _RSTRIDE + d] = <double>v
+            else:
+                for d in range(_CHUNK):
+                    (<float*>bufs)[(self.nleaf + i) * _RSTRIDE + d] = <float>v
+        return 0
+
+    cdef void _go(self, const int64_t* bx, Py_ssize_t nbox, const cnp.int8_t* sl, const int64_t* of, char* o,
+                  const int64_t* oop, Scratch* sc):
         cdef const int64_t* code = <const int64_t*>cnp.PyArray_DATA(self.code_arr)
         cdef const int64_t* cstart = <const int64_t*>cnp.PyArray_DATA(self.cstart_arr)
         cdef const int64_t* cnops = <const int64_t*>cnp.PyArray_DATA(self.cnops_arr)
@@ -283,8 +301,8 @@ cdef class Program:
         cdef Py_ssize_t idx[MAXD]
         with nogil:
             _run(self.size, code, self.nchain, cstart, cnops, cdst, self.nleaf, self.nslot, la, self.ndim,
-                 bx, nbox, sl, self.narr, of, o, ostr, oop, abase, pbase, astr, pstr, bufs, slot,
-                 <const char**>lptr, lstr, idx)
+                 bx, nbox, sl, self.narr, of, o, sc.ostr, oop, sc.abase, sc.pbase, sc.astr, sc.pstr, sc.bufs,
+                 sc.slot, <const char**>sc.lptr, sc.lstr, idx)
 
     cdef cnp.ndarray _array(self, object x, str what, bint writable):
         if not cnp.PyArray_Check(x):
@@ -339,16 +357,9 @@ cdef class SmallRun:
     cdef Py_ssize_t narr, nd, nbox, nsc, target, nslab, nreq
     cdef bint copy
     cdef char* status
-    cdef char* mem
-    cdef Py_ssize_t* ostr
-    cdef Py_ssize_t* astr
-    cdef Py_ssize_t* pstr
-    cdef Py_ssize_t* lstr
-    cdef char** abase
-    cdef char** pbase
-    cdef char** lptr
-    cdef char** slot
-    cdef char* bufs
+    cdef char* mem  # the program's scratch block (sc), kept: strides and padded pointers fixed at build
+    cdef Scratch sc
+    cdef Py_ssize_t* meta  # shape, nbytes, ghost below, one block
     cdef Py_ssize_t* shape  # (narr + 1) * MAXD: each array's shape, then the target's
     cdef Py_ssize_t* nbytes  # narr + 1
     cdef bint* ghost  # narr: the array has a padded buffer (pbase fixed)
@@ -363,6 +374,7 @@ cdef class SmallRun:
 
     def __cinit__(self):
         self.mem = NULL
+        self.meta = NULL
         self.slab = NULL
         self.reqs = NULL
 
@@ -390,44 +402,31 @@ cdef class SmallRun:
         self.sl = <const cnp.int8_t*>cnp.PyArray_DATA(sel)
         self.of = <const int64_t*>cnp.PyArray_DATA(offs)
         self.oop = <const int64_t*>cnp.PyArray_DATA(oo)
-        cdef Py_ssize_t nstr = MAXD * (1 + 2 * narr + nl + 1)
-        cdef Py_ssize_t nptr = 2 * narr + nl + prog.nslot + 2
-        cdef Py_ssize_t nbuf = prog.size * _RSTRIDE * (prog.nslot + 1) + 64
-        cdef Py_ssize_t nmeta = MAXD * (narr + 1) + (narr + 1) + narr
-        self.mem = <char*>malloc(sizeof(Py_ssize_t) * (nstr + nmeta) + sizeof(char*) * nptr + nbuf)
-        if not self.mem:
+        self.mem = prog._scratch(&self.sc)
+        self.meta = <Py_ssize_t*>malloc(sizeof(Py_ssize_t) * (MAXD * (narr + 1) + (narr + 1)) + sizeof(bint) * narr)
+        if not self.meta:
             raise MemoryError()
-        self.ostr = <Py_ssize_t*>self.mem
-        self.astr = self.ostr + MAXD
-        self.pstr = self.astr + MAXD * narr
-        self.lstr = self.pstr + MAXD * narr
-        self.shape = self.lstr + MAXD * (nl + 1)
+        self.shape = self.meta
         self.nbytes = self.shape + MAXD * (narr + 1)
         self.ghost = <bint*>(self.nbytes + narr + 1)
-        self.abase = <char**>(self.mem + sizeof(Py_ssize_t) * (nstr + nmeta))
-        self.pbase = self.abase + narr
-        self.lptr = self.pbase + narr
-        self.slot = self.lptr + nl + 1
-        self.bufs = <char*>(self.slot + prog.nslot + 1)
-        self.bufs += (64 - (<size_t>self.bufs) % 64) % 64
         keep = [boxes, sel, offs, oo]
         x = prog._array(out, "out", True)
         for d in range(nd):
-            self.ostr[d] = cnp.PyArray_STRIDE(x, d)
+            self.sc.ostr[d] = cnp.PyArray_STRIDE(x, d)
             self.shape[MAXD * narr + d] = cnp.PyArray_DIM(x, d)
         self.nbytes[narr] = cnp.PyArray_NBYTES(x)
         for i in range(narr):
             x = prog._array(arrays[i], "array", False)
             self.nbytes[i] = cnp.PyArray_NBYTES(x)
             for d in range(nd):
-                self.astr[MAXD * i + d] = cnp.PyArray_STRIDE(x, d)
+                self.sc.astr[MAXD * i + d] = cnp.PyArray_STRIDE(x, d)
                 self.shape[MAXD * i + d] = cnp.PyArray_DIM(x, d)
             self.ghost[i] = padded[i] is not None
             p = prog._array(padded[i], "padded", True) if self.ghost[i] else x
             for d in range(nd):
-                self.pstr[MAXD * i + d] = cnp.PyArray_STRIDE(p, d)
+                self.sc.pstr[MAXD * i + d] = cnp.PyArray_STRIDE(p, d)
             if self.ghost[i]:
-                self.pbase[i] = <char*>cnp.PyArray_DATA(p)
+                self.sc.pbase[i] = <char*>cnp.PyArray_DATA(p)
                 keep.append(p)
         # slabs: (array number, padded destination view, the array's source view)
         self.nslab = len(slabs)
@@ -482,12 +481,13 @@ cdef class SmallRun:
 
     def __dealloc__(self):
         free(self.mem)
+        free(self.meta)
         free(self.slab)
         free(self.reqs)
 
     cdef bint _fits(self, cnp.ndarray x, Py_ssize_t i, bint writable):
         cdef Py_ssize_t d
-        cdef Py_ssize_t* st = self.ostr if i == self.narr else self.astr + MAXD * i
+        cdef Py_ssize_t* st = self.sc.ostr if i == self.narr else self.sc.astr + MAXD * i
         if (cnp.PyArray_TYPE(x) != self.prog.typenum or cnp.PyArray_NDIM(x) != self.nd
                 or not cnp.PyArray_ISALIGNED(x) or writable and not cnp.PyArray_ISWRITEABLE(x)):
             return False
@@ -517,20 +517,13 @@ cdef class SmallRun:
             if not self._fits(x, i, False):
                 return False
             a = <char*>cnp.PyArray_DATA(x)
-            self.abase[i] = a
+            self.sc.abase[i] = a
             if i != self.target and a < o + self.nbytes[narr] and o < a + self.nbytes[i]:
                 return False  # (shares memory with the target: the plan's path copies it)
-        for i in range(self.nsc):  # each scalar's chunk
-            v = scalars[i]
-            if self.prog.size == 8:
-                for d in range(_CHUNK):
-                    (<double*>self.bufs)[(self.prog.nleaf + i) * _RSTRIDE + d] = <double>v
-            else:
-                for d in range(_CHUNK):
-                    (<float*>self.bufs)[(self.prog.nleaf + i) * _RSTRIDE + d] = <float>v
+        self.prog._fill_scalars(self.sc.bufs, scalars)
         for k in range(self.nslab):
             row = self.slab + k * (4 + 3 * MAXD)
-            copy_strided(<char*>row[1], self.abase[row[0]] + row[2], <int>row[3], row + 4, row + 4 + MAXD,
+            copy_strided(<char*>row[1], self.sc.abase[row[0]] + row[2], <int>row[3], row + 4, row + 4 + MAXD,
                          row + 4 + 2 * MAXD, self.prog.size)
         for ex in self.py_exchanges:
             ex.start()
@@ -540,11 +533,11 @@ cdef class SmallRun:
                 from mpi4py import MPI
                 raise MPI.Exception(err)
         if self.copy:
-            memcpy(self.copy_buf, self.abase[self.target], self.nbytes[self.target])
-            self.abase[self.target] = self.copy_buf
+            memcpy(self.copy_buf, self.sc.abase[self.target], self.nbytes[self.target])
+            self.sc.abase[self.target] = self.copy_buf
         for i in range(narr):
             if not self.ghost[i]:
-                self.pbase[i] = self.abase[i]
+                self.sc.pbase[i] = self.sc.abase[i]
         if self.nreq:
             with nogil:
                 err = meshrt_waitall_n(<int>self.nreq, <void*>self.reqs, <void*>self.status)
@@ -553,6 +546,5 @@ cdef class SmallRun:
                 raise MPI.Exception(err)
         for ex in self.py_exchanges:
             ex.wait()
-        self.prog._go_raw(self.bx, self.nbox, self.sl, self.of, o, self.ostr, self.oop, self.abase, self.pbase,
-                          self.astr, self.pstr, self.bufs, self.slot, self.lptr, self.lstr)
+        self.prog._go(self.bx, self.nbox, self.sl, self.of, o, self.oop, &self.sc)
         return True

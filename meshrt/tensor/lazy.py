@@ -277,7 +277,7 @@ _TENSOR_TYPES = (DistributedTensor, LazyTensor, _Pending)
 def _node_of(x):
     """The node of a tensor operand (None for anything else)."""
     tx = type(x)
-    if tx is LazyTensor or tx is _Pending:
+    if tx in _LAZY_TYPES:
         n = _EXPR.__get__(x)
         if type(n) is _Leaf:
             n.t._writes = None
@@ -372,7 +372,7 @@ def _build_ufunc(ufunc, inputs):
         tx, ty = type(x), type(y)
         if ty is float or tx is float:
             t, s = (x, y) if ty is float else (y, x)
-            if type(t) is LazyTensor or type(t) is _Pending or type(t) is DistributedTensor:
+            if type(t) in _TENSOR_TYPES:
                 n = _node_of(t)
                 if n is not None and n.shape and _errstate_ok():
                     loop = _pair_loop(ufunc, (n.dtype, float) if ty is float else (float, n.dtype))
@@ -514,7 +514,7 @@ def roll(a, shift, axis=None):
     """``np.roll(a, shift, axis)`` deferred (None: run eagerly)."""
     if _eager[0] or not ENABLED or axis is None or type(a) not in _TENSOR_TYPES:
         return None
-    if type(a) is LazyTensor or type(a) is _Pending:
+    if type(a) in _LAZY_TYPES:
         a._materialize()
     if a._sharding._partial_axes:
         return None
