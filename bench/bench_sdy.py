@@ -222,7 +222,7 @@ def memory(args):
 
     comm = MPI.COMM_WORLD
     w = args.width
-    small = 512  # wide enough for the ring matmul (`meshrt.tensor.matmul.RING_MIN_ELEMENTS`)
+    small = 512  # wide enough for the ring matmul (`meshrt.linalg.matmul.RING_MIN_ELEMENTS`)
     texts = (export(comm.size, w, 8)[0], export(comm.size, small, 8)[0]) if comm.rank == 0 else None
     text, warm_text = comm.bcast(texts, root=0)
     d = comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None, root=0)

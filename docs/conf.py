@@ -53,7 +53,7 @@ nitpick_ignore_regex = [
     ("py:class", r"\(.*|.*\)"),
 ]
 # Internal types that show up only as field annotations of the documented plan classes.
-nitpick_ignore = [("py:class", "meshrt.tensor.matmul.Contraction")]
+nitpick_ignore = [("py:class", "meshrt.linalg.matmul.Contraction")]
 
 # -- MyST: the existing Markdown pages ------------------------------------------------------------
 myst_enable_extensions = ["colon_fence", "deflist"]

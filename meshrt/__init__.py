@@ -40,10 +40,10 @@ from .collectives import (
 )
 from .halo import HaloExchange, plan_halo, update_halo
 from .reshard import explain_reshard, plan_reshard
-# binds meshrt.matmul to the function (the module is meshrt.tensor.matmul)
-from .tensor import (
-    DistributedTensor, dot, einsum, explain_einsum, explain_fused, explain_matmul, explain_op, matmul, tensordot,
-)
+from .tensor import DistributedTensor, explain_fused, explain_op
+# binds meshrt.matmul to the function (the module is meshrt.linalg.matmul)
+from .linalg import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
+from . import linalg  # noqa: F401  (meshrt.linalg: contractions, TSQR, np.linalg on tensors)
 from .stencil import Dirichlet, Neumann, apply_stencil, fill_ghosts, staggered, t_eff, update_halos
 from .io import CheckpointError, load_state, save_state
 from . import io  # noqa: F401  (meshrt.io: the file formats; wires DistributedTensor's file methods)
@@ -53,12 +53,17 @@ from . import fft  # noqa: F401  (meshrt.fft: numpy's FFT functions on Distribut
 
 # Module paths from before the package had a folder per concept, kept for users' imports
 # (``from meshrt.formats import ...``, ``import meshrt.chunks``): each names the module's new home.
-_MOVED = {"formats": "io.formats", "vtk": "io.vtk", "chunks": "sharding.chunks", "matmul": "tensor.matmul",
-          "stencil_bench": "stencil.bench", "mpiexec": "runtime.mpiexec"}
+_MOVED = {"formats": "io.formats", "vtk": "io.vtk", "chunks": "sharding.chunks", "matmul": "linalg.matmul",
+          "stencil_bench": "stencil.bench", "mpiexec": "runtime.mpiexec", "tensor.matmul": "linalg.matmul"}
 for _old, _new in _MOVED.items():
     _sys.modules[f"{__name__}.{_old}"] = _importlib.import_module(f"{__name__}.{_new}")
-    globals().setdefault(_old, _sys.modules[f"{__name__}.{_old}"])  # meshrt.matmul stays the function
+    if "." not in _old:
+        globals().setdefault(_old, _sys.modules[f"{__name__}.{_old}"])  # meshrt.matmul stays the function
 del _old, _new
+# meshrt.tensor's names from before meshrt.linalg (``from meshrt.tensor import matmul``: the function)
+for _name in ("matmul", "dot", "tensordot", "einsum", "explain_matmul", "explain_einsum"):
+    setattr(_sys.modules[f"{__name__}.tensor"], _name, globals()[_name])
+del _name
 
 try:
     from importlib.metadata import version as _version

@@ -253,6 +253,23 @@ def test_old_module_paths_still_import():
     assert callable(meshrt.matmul) and meshrt.formats is importlib.import_module("meshrt.io.formats")
 
 
+def test_linalg_paths_from_before_the_linalg_folder(tmp_path):
+    """tensor/matmul.py and array_api/linalg.py's TSQR moved to meshrt/linalg/: the old imports still work, in a
+    fresh process that imports the old path first."""
+    import subprocess
+    import sys
+
+    code = ("from meshrt.tensor.matmul import plan_contraction, ContractionPlan; import meshrt.tensor.matmul; "
+            "import sys; m = sys.modules['meshrt.tensor.matmul']; "
+            "from meshrt.tensor import matmul, einsum, explain_matmul; import meshrt, meshrt.linalg.matmul as lm; "
+            "lm = sys.modules['meshrt.linalg.matmul']; "
+            "assert m is lm and matmul is meshrt.matmul is lm.matmul and einsum is lm.einsum; "
+            "assert plan_contraction is lm.plan_contraction; "
+            "from meshrt.array_api import linalg as L; from meshrt.linalg import tall; "
+            "assert L.tsqr is tall.tsqr and meshrt.linalg.tsqr is tall.tsqr")
+    subprocess.run([sys.executable, "-W", "error", "-c", code], check=True, timeout=120, cwd=str(tmp_path))
+
+
 def test_old_mlir_module_paths_still_import(tmp_path):
     """Every module of meshrt/mlir from before it was laid out by dialect imports under its old name as the
     same module (so patching one patches the other), and is an attribute of meshrt.mlir once imported."""

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from meshrt import AbstractMesh, Sharding
-from meshrt.tensor.matmul import (
+from meshrt.linalg.matmul import (
     Contraction, einsum_contraction, explain_einsum, explain_matmul, matmul_contraction, plan_contraction,
     reshard_volume, tensordot_contraction,
 )
@@ -28,7 +28,7 @@ def ops(plan):
 
 
 def test_docstring_examples():
-    assert doctest.testmod(importlib.import_module("meshrt.tensor.matmul"), optionflags=doctest.ELLIPSIS).failed == 0
+    assert doctest.testmod(importlib.import_module("meshrt.linalg.matmul"), optionflags=doctest.ELLIPSIS).failed == 0
 
 
 def test_contractions():

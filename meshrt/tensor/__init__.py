@@ -4,7 +4,8 @@ Lowest first: ``dispatch`` (the tables methods dispatch through), ``layout`` (wh
 shape mean for this process's buffer), ``index_plan`` (numpy keys planned as per-shard slices); then
 the parts of the class with a concept of their own (``reductions``, ``files``, ``index_exec``,
 ``ufunc``); ``distributed_tensor``, the class; the numpy functions registered for it
-(``numpy_functions``, ``numpy_reductions``, ``numpy_shifts``), contractions (``matmul``), the
+(``numpy_functions``, ``numpy_reductions``, ``numpy_shifts``; contractions and ``np.linalg`` are
+`meshrt.linalg`'s, one layer up), the
 sharding rule of elementwise ops over mixed operands (``elementwise``, ``mixed``); deferred
 elementwise expressions evaluated as one compiled loop with halo reads (``lazy``, on ``fuse``,
 which generates the loop's source).
@@ -23,7 +24,6 @@ from .distributed_tensor import DistributedTensor
 from . import advanced_index as _advidx, fastpath as _fast, mixed as _mixed, numpy_functions, numpy_reductions, numpy_shifts, numpy_stats, numpy_misc  # noqa: F401
 from . import fft as _fft  # noqa: F401  (np.fft.* on DistributedTensor)
 from .elementwise import explain_op
-from .matmul import dot, einsum, explain_einsum, explain_matmul, matmul, tensordot
 
 from .._compiled import fresh as _fresh
 
@@ -35,5 +35,6 @@ _ABOVE.npreduce, _ABOVE.mixed, _ABOVE.lazy, _ABOVE.advidx = numpy_reductions, _m
 _ABOVE.fast = _fast
 _lazy._calibrate()
 
-__all__ = ["DistributedTensor", "implements", "explain_op", "explain_fused", "matmul", "dot", "tensordot",
-           "einsum", "explain_matmul", "explain_einsum"]
+# (matmul, dot, tensordot, einsum, explain_matmul, explain_einsum: meshrt/__init__.py binds them here too,
+# from meshrt.linalg, for imports from before the move)
+__all__ = ["DistributedTensor", "implements", "explain_op", "explain_fused"]

@@ -1,4 +1,4 @@
-"""numpy shifts, differences, padding, sorting and small linear algebra on DistributedTensors.
+"""numpy shifts, differences, padding and sorting on DistributedTensors (``np.linalg``: `meshrt.linalg`).
 
 Shifts and differences are built from slices and the elementwise sharding rule
 (`meshrt.tensor.elementwise`): ``t[1:] - t[:-1]`` keeps the first slice's blocks and
@@ -28,8 +28,6 @@ np.inner (1-D)
 np.inner (N-D)         as ``np.tensordot(a, b, ([-1], [-1]))``             tensordot's
 np.outer (1-D)         the second operand made replicated (all-gather)      first operand's split on dim 0
 ufunc.outer(a, b)      the other operand made replicated (all-gather)       first tensor's split on its dims
-np.linalg.*            the matrix gathered on every process (at most         like the input (``det``: a scalar)
-                       ``MAX_GATHERED`` elements), solved by numpy there
 =====================  ===================================================  =====================================
 """
 
@@ -51,7 +49,7 @@ from .layout import _layout
 
 __all__ = ["MAX_GATHERED"]
 
-MAX_GATHERED = 1 << 24  # elements: np.linalg gathers the matrix on every process (128 MiB of float64)
+MAX_GATHERED = 1 << 24  # elements: the most a np.linalg function without a distributed form gathers (meshrt.linalg)
 
 
 def _axis(axis, ndim, name) -> int:
@@ -412,46 +410,6 @@ def _np_outer(a, b, out=None):
     out = DistributedTensor.empty((a.shape[0], b.shape[0]), result, block.dtype)
     out._interior[...] = block
     return out
-
-
-def _gathered(name, t):
-    t = _tensor(name, t)
-    if t.size > MAX_GATHERED:
-        raise ValueError(f"{name}: a {t.shape} matrix ({t.size} elements) is larger than meshrt.MAX_GATHERED "
-                         f"({MAX_GATHERED}); np.linalg on DistributedTensors gathers the matrix on every process")
-    return t.gather()
-
-
-def _like(values, t):
-    return DistributedTensor.from_global(np.ascontiguousarray(values), _plain(t).replace(halo_sizes=None))
-
-
-@implements(np.linalg.inv)
-def _np_inv(a):
-    return _like(np.linalg.inv(_gathered("np.linalg.inv", a)), a)
-
-
-@implements(np.linalg.det)
-def _np_det(a):
-    return np.linalg.det(_gathered("np.linalg.det", a))
-
-
-@implements(np.linalg.solve)
-def _np_solve(a, b):
-    A = _gathered("np.linalg.solve", a) if isinstance(a, DistributedTensor) else np.asarray(a)
-    B = _gathered("np.linalg.solve", b) if isinstance(b, DistributedTensor) else np.asarray(b)
-    x = np.linalg.solve(A, B)
-    like = b if isinstance(b, DistributedTensor) else None
-    if like is not None and like.shape == x.shape:
-        return _like(x, like)
-    ref = a if isinstance(a, DistributedTensor) else b
-    return DistributedTensor.from_global(x, Sharding(ref.mesh, []))
-
-
-@implements(np.linalg.eigh)
-def _np_eigh(a, UPLO="L"):
-    w, v = np.linalg.eigh(_gathered("np.linalg.eigh", a), UPLO=UPLO)
-    return DistributedTensor.from_global(w, Sharding(a.mesh, [])), _like(v, a)
 
 
 def flat_nonzero(t: DistributedTensor) -> np.ndarray:

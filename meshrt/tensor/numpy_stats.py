@@ -1,14 +1,12 @@
 """Counting and statistics on `DistributedTensor`: ``np.histogram``, ``np.histogram2d``, ``np.bincount``,
-``np.cov``, ``np.corrcoef``, ``np.linalg.cholesky``, and the stacking forms ``np.hstack``/``np.vstack``/
+``np.cov``, ``np.corrcoef``, and the stacking forms ``np.hstack``/``np.vstack``/
 ``np.column_stack``.
 
 A histogram is counted on each process's own block and the counts are summed over the mesh axes that
 split the tensor (one allreduce of ``bins`` numbers; replicas count once); where numpy would derive the
 bin edges from the data, the global minimum and maximum come first (two small allreduces), so the edges
 are numpy's to the bit.  The counts come back as numpy arrays, the same on every process, as numpy
-returns them.  ``np.cov`` is built from the tensor's own mean, broadcast subtraction and matmul;
-``np.linalg.cholesky`` gathers the matrix (the programs that call it factor small matrices) and keeps
-the input's sharding for the factor.
+returns them.  ``np.cov`` is built from the tensor's own mean, broadcast subtraction and matmul.
 
 >>> from meshrt import DistributedTensor, Mesh, Sharding
 >>> x = DistributedTensor.from_global(np.linspace(0, 1, 11), Sharding(Mesh((-1,)), [[0]]))
@@ -207,18 +205,6 @@ def _replicated_like(arr: np.ndarray, s) -> DistributedTensor:
     t = DistributedTensor.empty(arr.shape, s, arr.dtype)
     t._interior[...] = arr[t.shard_slices + (Ellipsis,)]
     return t
-
-
-@implements(np.linalg.cholesky)
-def _np_cholesky(a, /, **kwargs):
-    a = _as_tensor("np.linalg.cholesky", a)
-    if a.ndim < 2:
-        raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
-    L = np.linalg.cholesky(a.gather(), **kwargs)  # the same matrix everywhere: the same result or error
-    s = a.sharding
-    if s.is_partial or s.halo_sizes:
-        s = s.replace(partial_axes=None, halo_sizes=None)
-    return _replicated_like(L, s)
 
 
 def _atleast(name, x, nd) -> DistributedTensor:

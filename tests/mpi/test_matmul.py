@@ -16,7 +16,7 @@ from mpi4py import MPI
 
 import meshrt
 from meshrt import Mesh, ShardingError, collectives, reshard
-from meshrt.tensor.matmul import RING_CHUNK_ELEMENTS, explain_einsum, explain_matmul
+from meshrt.linalg.matmul import RING_CHUNK_ELEMENTS, explain_einsum, explain_matmul
 from meshrt.sharding import Sharding
 from meshrt.tensor import DistributedTensor as DT
 

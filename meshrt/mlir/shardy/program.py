@@ -790,7 +790,7 @@ class SdyProgram:
             a, b = (self._as_dt(v, vals) for v in vals)
             sub = H.dot_general_subscripts(op)
             if self.trace is not None:
-                from ...tensor.matmul import explain_einsum
+                from ...linalg.matmul import explain_einsum
 
                 plan = explain_einsum(sub, (a.global_shape, a.sharding), (b.global_shape, b.sharding))
                 steps = "; ".join(str(st) for _, st in plan.collectives()) or "no communication"

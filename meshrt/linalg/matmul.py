@@ -50,9 +50,9 @@ from ..runtime import mpi as _mpi
 from ..errors import ShardingError
 from ..reshard import ReshardPlan, execute_reshard, plan_reshard, scatter_target
 from ..sharding.spec import Sharding, split_offsets
-from .distributed_tensor import DistributedTensor
-from .dispatch import implements
-from . import fastpath as _fastpath
+from ..tensor.distributed_tensor import DistributedTensor
+from ..tensor.dispatch import implements
+from ..tensor import fastpath as _fastpath
 
 __all__ = [
     "Contraction", "ContractionPlan", "plan_contraction", "matmul_contraction", "dot_contraction",
