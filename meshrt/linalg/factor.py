@@ -1,0 +1,354 @@
+"""Dense factorizations and solves on block-cyclic matrices: Cholesky, LU with partial pivoting,
+triangular solves with many right-hand sides, and SUMMA products.
+
+Right-looking blocked algorithms in ScaLAPACK's shape (``PDPOTRF``, ``PDGETRF``, ``PDTRSM``, ``PDGEMM``):
+at step ``k`` the process column holding block column ``k`` factors the panel, the panel goes along the
+process rows (one ``Bcast`` on each row communicator), the matching block row of ``U`` (or the transposed
+panel) down the process columns, and every process updates its part of the trailing matrix with one
+local GEMM per block column (`meshrt.linalg.lapack`, BLAS on views, in place). Errors (a matrix that is
+not positive definite) travel with the panel, so every process leaves the loop at the same step.
+
+Per process and step, with ``b`` the block size and ``N`` the order: Cholesky moves ``b^2`` words down a
+column and ``(N/Pr) b + (N/Pc) b`` along rows and columns; over the factorization that is
+``N^2 (1/Pr + 1/Pc) / 2`` words in ``N/b`` steps of ``O(log P)`` messages, ScaLAPACK's own model.
+
+>>> from meshrt import DistributedTensor, Mesh, Sharding
+>>> from meshrt.linalg.cyclic import to_cyclic
+>>> a = to_cyclic(DistributedTensor.from_global(np.array([[4.0, 2.0], [2.0, 3.0]]), Sharding(Mesh((-1,)), [[0]])))
+>>> cholesky(a), a.to_tensor(Sharding(a.mesh, [])).gather().round(6).tolist()
+(0, [[2.0, 0.0], [1.0, 1.414214]])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime import mpi as _mpi
+from . import lapack
+from .blockcyclic import local_index
+from .cyclic import CyclicMatrix
+
+__all__ = ["cholesky", "lu", "triangular_solve", "permute_rows", "summa", "lu_diagonal", "zero_triangle"]
+
+# local GEMMs of the trailing update cover at least this many columns (consecutive block columns
+# joined; only the blocks on or below the diagonal need it, the rest is the price of fewer calls)
+_MIN_GEMM_COLS = 256
+
+
+def _bcast(comm, buf, root, what):
+    if comm.Get_size() > 1:
+        with _mpi.internal(what, "a panel broadcast", comm):
+            comm.Bcast(buf, root)
+    return buf
+
+
+def _check_square_blocks(a: CyclicMatrix, name: str):
+    if a.layout.block[0] != a.layout.block[1]:
+        raise ValueError(f"{name}: square blocks expected, got block {a.layout.block}")
+
+
+def cholesky(a: CyclicMatrix) -> int:
+    """The lower Cholesky factor of Hermitian positive definite ``a``, in place (the strict upper triangle
+    zeroed). Returns 0, or the order of the first leading minor that is not positive definite (LAPACK's
+    ``info``; ``a`` is then partly overwritten), the same on every process."""
+    _check_square_blocks(a, "cholesky")
+    lay, grid, loc = a.layout, a.grid, a.local
+    n, nb = lay.shape[0], lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    conj = "C" if loc.dtype.kind == "c" else "T"
+    for k in range(-(-n // nb)):
+        g0, g1 = k * nb, min(n, (k + 1) * nb)
+        w = g1 - g0
+        rk, ck = k % pr_n, k % pc_n
+        lr0, lr1 = lay.row_start(g0, r), lay.row_start(g1, r)
+        lc0, lc1 = lay.col_start(g0, c), lay.col_start(g1, c)
+        below = loc.shape[0] - lr1
+        pbuf = np.empty(below * w + 1, loc.dtype)
+        if c == ck:
+            dbuf = np.empty(w * w + 1, loc.dtype)
+            if r == rk:
+                d = loc[lr0:lr1, lc0:lc1]
+                dbuf[-1] = lapack.potrf("L", d)
+                dbuf[:-1] = d.ravel(order="F")
+            _bcast(grid.col, dbuf, rk, "cholesky")
+            info = int(dbuf[-1].real)
+            panel = loc[lr1:, lc0:lc1]
+            if info == 0:
+                lapack.trsm("R", "L", conj, "N", 1.0, dbuf[:-1].reshape((w, w), order="F"), panel)
+            pbuf[:-1] = panel.ravel(order="F")
+            pbuf[-1] = info
+        _bcast(grid.row, pbuf, ck, "cholesky")
+        info = int(pbuf[-1].real)
+        if info:
+            return g0 + info
+        prow = pbuf[:-1].reshape((below, w), order="F")  # L[my rows >= g1, block k]
+        pcol = _transposed_panel(a, prow, g1, w)  # L[my cols >= g1, block k]
+        # A[i, j] -= L[i, k] L[j, k]^H on and below the diagonal, block column by block column
+        for cs, ce, gstart in _column_chunks(a, g1):
+            rs = lay.row_start(gstart, r)
+            lapack.gemm(-1.0, prow[rs - lr1:], pcol[cs - lc1:ce - lc1], 1.0, loc[rs:, cs:ce], "N", conj)
+    zero_triangle(a, upper=True)
+    return 0
+
+
+def _column_chunks(a: CyclicMatrix, g1: int):
+    """(local start, local end, global start of the first block) of my columns from global ``g1`` on, in
+    runs of whole blocks at least `_MIN_GEMM_COLS` wide."""
+    lay, c = a.layout, a.grid.coords[1]
+    nb, pc = lay.block[1], lay.grid[1]
+    cols = lay.shape[1]
+    start = lay.col_start(g1, c)
+    end = a.local.shape[1]
+    per = max(1, _MIN_GEMM_COLS // nb) * nb
+    out = []
+    ls = start
+    while ls < end:
+        le = min(end, (ls // nb) * nb + per)
+        gb = (ls // nb) * pc + c  # the global block of local column ls
+        out.append((ls, le, max(g1, gb * nb + ls % nb)))
+        ls = le
+    del cols
+    return out
+
+
+def _transposed_panel(a: CyclicMatrix, prow: np.ndarray, g1: int, w: int) -> np.ndarray:
+    """The panel rows whose global index is one of my columns from ``g1`` on, in my columns' order.
+
+    Row ``j`` of the panel is on process row ``j``'s owner after the row broadcast; every process of my
+    process column needs the same rows (those of my columns), so one ``Allgatherv`` over the column."""
+    lay, grid = a.layout, a.grid
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    want = lay.global_cols(c, g1)
+    if pr_n == 1:  # one process row: every panel row is here
+        return np.asfortranarray(prow[want - g1])
+    mine = lay.global_rows(r, g1)
+    sel = lay.col_owner(mine) == c
+    send = np.asfortranarray(prow[sel])
+    counts = np.array([lay.global_rows(q, g1)[lay.col_owner(lay.global_rows(q, g1)) == c].size
+                       for q in range(pr_n)], np.int64)
+    recv = np.empty((int(counts.sum()), w), prow.dtype, order="F")
+    rows_from = np.concatenate([lay.global_rows(q, g1)[lay.col_owner(lay.global_rows(q, g1)) == c]
+                                for q in range(pr_n)])
+    # rows travel as w-element rows of a C-ordered buffer
+    sbuf = np.ascontiguousarray(send)
+    rbuf = np.empty((int(counts.sum()), w), prow.dtype)
+    with _mpi.internal("cholesky", "the transposed panel", grid.col):
+        grid.col.Allgatherv(sbuf, [rbuf, (counts * w, np.concatenate([[0], np.cumsum(counts * w)[:-1]]))])
+    recv[np.searchsorted(want, rows_from)] = rbuf
+    return recv
+
+
+def zero_triangle(a: CyclicMatrix, upper: bool, diagonal: bool = False) -> None:
+    """Zero the strict upper (``upper``) or lower triangle of ``a`` (with the diagonal if ``diagonal``)."""
+    rows = a.rows()
+    lay, c = a.layout, a.grid.coords[1]
+    nb = lay.block[1]
+    cols = a.cols()
+    for ls in range(0, cols.size, nb):
+        gc = cols[ls:ls + nb]
+        part = a.local[:, ls:ls + nb]
+        if upper:
+            mask = rows[:, None] < gc[None, :] if not diagonal else rows[:, None] <= gc[None, :]
+        else:
+            mask = rows[:, None] > gc[None, :] if not diagonal else rows[:, None] >= gc[None, :]
+        part[mask] = 0
+    del c
+
+
+def _swaps_to_moves(ipiv: np.ndarray, g0: int):
+    """LAPACK's row interchanges at ``g0 + i <-> g0 + ipiv[i]`` as (dest rows, source rows): after them
+    row ``dest[j]`` holds what row ``src[j]`` held before."""
+    content: dict = {}
+    for i, p in enumerate(ipiv.tolist()):
+        a, b = g0 + i, g0 + p
+        if a != b:
+            ca, cb = content.get(a, a), content.get(b, b)
+            content[a], content[b] = cb, ca
+    moved = sorted(x for x, s in content.items() if x != s)
+    return np.array(moved, np.int64), np.array([content[x] for x in moved], np.int64)
+
+
+def _move_rows(a: CyclicMatrix, dest: np.ndarray, src: np.ndarray, col_slices) -> None:
+    """Row ``dest[j]`` of ``a`` becomes what row ``src[j]`` is, on the local columns of ``col_slices``
+    (the same ``dest``/``src`` on every process): one ``Alltoallv`` over each process column."""
+    if not dest.size:
+        return
+    lay, grid, loc = a.layout, a.grid, a.local
+    pr_n, r = lay.grid[0], grid.coords[0]
+    mb = lay.block[0]
+    ncols = sum(s.stop - s.start for s in col_slices)
+    cols = np.concatenate([np.arange(s.start, s.stop) for s in col_slices]) if col_slices else np.zeros(0, int)
+    downer, sowner = lay.row_owner(dest), lay.row_owner(src)
+    if pr_n == 1:
+        if ncols:
+            li, ls = local_index(dest, mb, 1), local_index(src, mb, 1)
+            for s in col_slices:
+                loc[li, s] = loc[ls, s]
+        return
+    # I send the rows I own (src) to the owners of their destinations, ordered by destination
+    send_sel = sowner == r
+    order = np.argsort(downer[send_sel], kind="stable")
+    send_rows = local_index(src[send_sel][order], mb, pr_n)
+    scount = np.bincount(downer[send_sel], minlength=pr_n) * ncols
+    sbuf = np.ascontiguousarray(loc[np.ix_(send_rows, cols)]) if send_rows.size else np.zeros((0, ncols), loc.dtype)
+    recv_sel = downer == r
+    order_r = np.argsort(sowner[recv_sel], kind="stable")
+    recv_dest = local_index(dest[recv_sel][order_r], mb, pr_n)
+    rcount = np.bincount(sowner[recv_sel], minlength=pr_n) * ncols
+    rbuf = np.empty((recv_dest.size, ncols), loc.dtype)
+    sd = np.concatenate([[0], np.cumsum(scount)[:-1]])
+    rd = np.concatenate([[0], np.cumsum(rcount)[:-1]])
+    with _mpi.internal("lu", "the row interchanges", grid.col):
+        grid.col.Alltoallv([sbuf, (scount, sd)], [rbuf, (rcount, rd)])
+    if recv_dest.size:
+        loc[np.ix_(recv_dest, cols)] = rbuf
+
+
+def lu(a: CyclicMatrix):
+    """LU with partial pivoting of ``a`` (``m x n``) in place: the unit lower ``L`` below the diagonal, ``U``
+    on and above it. Returns ``(perm, info)``: ``perm`` the global row order (``A[perm] = L @ U``, the
+    same array on every process) and ``info`` 0 or the 1-based index of the first exactly zero pivot
+    (the factorization completes, as LAPACK's ``getrf``)."""
+    _check_square_blocks(a, "lu")
+    lay, grid, loc = a.layout, a.grid, a.local
+    m, n = lay.shape
+    nb = lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    perm = np.arange(m)
+    info = 0
+    kmax = min(m, n)
+    for k in range(-(-kmax // nb)):
+        g0, g1 = k * nb, min(kmax, (k + 1) * nb)
+        w = g1 - g0
+        rk, ck = k % pr_n, k % pc_n
+        lr0, lr1 = lay.row_start(g0, r), lay.row_start(g1, r)
+        lc0, lc1 = lay.col_start(g0, c), lay.col_start(g1, c)
+        head = np.zeros(w + 1, np.int64)
+        if c == ck:
+            head[:] = _factor_panel(a, g0, w, lr0, lc0, lc1)
+        _bcast(grid.row, head, ck, "lu")
+        if head[-1] and not info:
+            info = g0 + int(head[-1])
+        dest, src = _swaps_to_moves(head[:-1], g0)
+        if dest.size:
+            perm[dest] = perm[src]
+            others = [slice(0, lc0), slice(lc1, loc.shape[1])] if c == ck else [slice(0, loc.shape[1])]
+            _move_rows(a, dest, src, [s for s in others if s.stop > s.start])
+        # L[my rows >= g0, block k] along the process rows
+        rows_here = loc.shape[0] - lr0
+        lbuf = np.empty((rows_here, w), loc.dtype, order="F")
+        if c == ck:
+            lbuf[...] = loc[lr0:, lc0:lc1]
+        _bcast(grid.row, lbuf, ck, "lu")
+        trail = lay.col_start(g1, c) if c != ck else lc1
+        ncol = loc.shape[1] - trail
+        # U[block k, my cols >= g1] = L11^-1 A12 on process row rk, then down the process columns
+        ubuf = np.empty((w, ncol), loc.dtype, order="F")
+        if r == rk:
+            u12 = loc[lr0:lr1, trail:]
+            lapack.trsm("L", "L", "N", "U", 1.0, lbuf[:w], u12)
+            ubuf[...] = u12
+        _bcast(grid.col, ubuf, rk, "lu")
+        below = lr1 - lr0
+        lapack.gemm(-1.0, lbuf[below:], ubuf, 1.0, loc[lr1:, trail:])
+    return perm, info
+
+
+def _factor_panel(a: CyclicMatrix, g0: int, w: int, lr0: int, lc0: int, lc1: int) -> np.ndarray:
+    """LU of the panel (global rows ``g0 ..``, my columns ``lc0:lc1``) by my process column, in place:
+    LAPACK's ``getrf`` on the panel, gathered over the column where it spans several process rows (every
+    member factors the same rows identically and keeps its own). Returns ``ipiv`` (relative to ``g0``)
+    followed by ``info``."""
+    lay, grid, loc = a.layout, a.grid, a.local
+    pr_n, r = lay.grid[0], grid.coords[0]
+    m = lay.shape[0]
+    if pr_n == 1:
+        ipiv, info = lapack.getrf(loc[lr0:, lc0:lc1])
+        return np.concatenate([ipiv, [info]])
+    counts = np.array([lay.global_rows(q, g0).size for q in range(pr_n)], np.int64)
+    where = np.concatenate([lay.global_rows(q, g0) for q in range(pr_n)]) - g0
+    sbuf = np.ascontiguousarray(loc[lr0:, lc0:lc1])
+    rbuf = np.empty((m - g0, w), loc.dtype)
+    with _mpi.internal("lu", "the panel over the process column", grid.col):
+        grid.col.Allgatherv(sbuf, [rbuf, (counts * w, np.concatenate([[0], np.cumsum(counts * w)[:-1]]))])
+    full = np.empty((m - g0, w), loc.dtype, order="F")
+    full[where] = rbuf
+    ipiv, info = lapack.getrf(full)
+    loc[lr0:, lc0:lc1] = full[lay.global_rows(r, g0) - g0]
+    return np.concatenate([ipiv, [info]])
+
+
+def permute_rows(b: CyclicMatrix, perm: np.ndarray) -> None:
+    """Row ``i`` of ``b`` becomes row ``perm[i]`` (``b = b[perm]``), in place."""
+    moved = np.flatnonzero(perm != np.arange(perm.size))
+    _move_rows(b, moved, perm[moved], [slice(0, b.local.shape[1])])
+
+
+def triangular_solve(t: CyclicMatrix, b: CyclicMatrix, *, lower: bool, unit: bool = False) -> None:
+    """``b = T^-1 b`` in place, ``T`` the lower or upper triangle of square ``t`` (``unit``: ones on its
+    diagonal), ``b`` with ``t``'s row layout and any number of columns."""
+    lay, grid, tl, bl = t.layout, t.grid, t.local, b.local
+    n, nb = lay.shape[0], lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    steps = range(-(-n // nb))
+    for k in (steps if lower else reversed(steps)):
+        g0, g1 = k * nb, min(n, (k + 1) * nb)
+        w = g1 - g0
+        rk, ck = k % pr_n, k % pc_n
+        lr0, lr1 = lay.row_start(g0, r), lay.row_start(g1, r)
+        lc0, lc1 = lay.col_start(g0, c), lay.col_start(g1, c)
+        # the block column k of T on my rows: from g0 down (lower) or down to g1 (upper)
+        lo, hi = (lr0, tl.shape[0]) if lower else (0, lr1)
+        tbuf = np.empty((hi - lo, w), tl.dtype, order="F")
+        if c == ck:
+            tbuf[...] = tl[lo:hi, lc0:lc1]
+        _bcast(grid.row, tbuf, ck, "triangular_solve")
+        xbuf = np.empty((w, bl.shape[1]), bl.dtype, order="F")
+        diag = tbuf[lr0 - lo:lr1 - lo]
+        if r == rk:
+            xk = bl[lr0:lr1]
+            lapack.trsm("L", "L" if lower else "U", "N", "U" if unit else "N", 1.0, diag, xk)
+            xbuf[...] = xk
+        _bcast(grid.col, xbuf, rk, "triangular_solve")
+        if lower:
+            lapack.gemm(-1.0, tbuf[lr1 - lo:], xbuf, 1.0, bl[lr1:])
+        else:
+            lapack.gemm(-1.0, tbuf[:lr0], xbuf, 1.0, bl[:lr0])
+
+
+def summa(a: CyclicMatrix, b: CyclicMatrix, out: CyclicMatrix) -> None:
+    """``out = a @ b`` (SUMMA: for each block of the inner dim, ``a``'s block column along the process rows
+    and ``b``'s block row down the process columns, one local GEMM)."""
+    lay, grid = a.layout, a.grid
+    kdim, nb = lay.shape[1], lay.block[1]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    out.local[...] = 0
+    for k in range(-(-kdim // nb)):
+        g0, g1 = k * nb, min(kdim, (k + 1) * nb)
+        w = g1 - g0
+        abuf = np.empty((a.local.shape[0], w), a.dtype, order="F")
+        if c == k % pc_n:
+            lc0 = lay.col_start(g0, c)
+            abuf[...] = a.local[:, lc0:lc0 + w]
+        _bcast(grid.row, abuf, k % pc_n, "summa")
+        bbuf = np.empty((w, b.local.shape[1]), b.dtype, order="F")
+        if r == k % pr_n:
+            lr0 = b.layout.row_start(g0, r)
+            bbuf[...] = b.local[lr0:lr0 + w]
+        _bcast(grid.col, bbuf, k % pr_n, "summa")
+        lapack.gemm(1.0, abuf, bbuf, 1.0, out.local)
+
+
+def lu_diagonal(a: CyclicMatrix) -> np.ndarray:
+    """The diagonal of ``a``, the same array on every process (one ``Allgatherv`` of the owned entries)."""
+    lay, grid = a.layout, a.grid
+    k = min(lay.shape)
+    rows, cols = a.rows(), a.cols()
+    hit = np.intersect1d(rows[rows < k], cols[cols < k])
+    vals = a.local[local_index(hit, lay.block[0], lay.grid[0]), local_index(hit, lay.block[1], lay.grid[1])]
+    with _mpi.internal("lu", "the diagonal", grid.comm):
+        parts = grid.comm.allgather((hit, np.asarray(vals)))
+    out = np.empty(k, a.dtype)
+    for h, v in parts:
+        out[h] = v
+    return out

@@ -1,0 +1,174 @@
+"""BLAS and LAPACK calls on column-major views, in place: the local kernels of the distributed algorithms.
+
+SciPy's ``scipy.linalg.blas`` wrappers copy any operand that is not contiguous, so ``C[i:, j:] -= A @ B``
+on a view of a process's local matrix would cost a copy of the trailing matrix at every step. These call
+the Fortran routines SciPy exports for Cython (``scipy.linalg.cython_blas`` / ``cython_lapack``) with the
+view's leading dimension instead: a view is any 2-D array whose first axis has unit stride (a slice of a
+Fortran-ordered array). The dtype picks the routine (``s``, ``d``, ``c``, ``z``).
+
+>>> a = np.asfortranarray(np.arange(16.0).reshape(4, 4))
+>>> c = np.zeros((4, 4), order="F")
+>>> gemm(1.0, a[:2, :3], a[:3, 1:3], 0.0, c[1:3, :2]); bool(np.allclose(c[1:3, :2], a[:2, :3] @ a[:3, 1:3]))
+True
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+__all__ = ["gemm", "trsm", "herk", "potrf", "getrf", "geqrf", "larft", "larfb", "PREFIX"]
+
+PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
+          np.dtype(np.complex128): "z"}
+
+_capsule_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_name.restype, _capsule_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+_ROUTINES: dict = {}
+
+
+def _routine(name: str):
+    """The Fortran routine ``name`` (``dgemm``) as a ctypes function taking pointers."""
+    f = _ROUTINES.get(name)
+    if f is None:
+        from scipy.linalg import cython_blas, cython_lapack
+
+        module = cython_blas if name in cython_blas.__pyx_capi__ else cython_lapack
+        capsule = module.__pyx_capi__[name]
+        address = _capsule_pointer(capsule, _capsule_name(capsule))
+        f = _ROUTINES[name] = ctypes.CFUNCTYPE(None)(address)
+    return f
+
+
+def _prefix(*arrays) -> str:
+    dt = arrays[0].dtype
+    if any(a.dtype != dt for a in arrays[1:]):
+        raise TypeError(f"lapack: operands of one dtype expected, got {[str(a.dtype) for a in arrays]}")
+    try:
+        return PREFIX[dt]
+    except KeyError:
+        raise TypeError(f"lapack: dtype {dt} has no BLAS routine (float32, float64, complex64, complex128)") from None
+
+
+def _ld(a: np.ndarray) -> int:
+    """The leading dimension of a column-major view (its column stride in elements)."""
+    if a.ndim != 2 or (a.shape[0] > 1 and a.strides[0] != a.itemsize):
+        raise ValueError(f"lapack: a 2-D view with unit row stride expected, got strides {a.strides}")
+    return max(1, a.strides[1] // a.itemsize if a.shape[1] > 1 else a.shape[0])
+
+
+def _p(a: np.ndarray):
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def _i(n: int):
+    return ctypes.byref(ctypes.c_int(int(n)))
+
+
+def _c(flag: str):
+    return ctypes.c_char_p(flag.encode())
+
+
+def _scalar(x, dt):
+    return ctypes.c_void_p(np.array(x, dt).ctypes.data), np.array(x, dt)  # (pointer, keep-alive)
+
+
+def gemm(alpha, a, b, beta, c, trans_a="N", trans_b="N") -> None:
+    """``c = alpha * op(a) @ op(b) + beta * c`` in place (``op``: ``N``, ``T`` or ``C``)."""
+    if c.size == 0:
+        return
+    pre = _prefix(a, b, c)
+    m, n = c.shape
+    k = a.shape[1] if trans_a == "N" else a.shape[0]
+    if k == 0:
+        c *= beta
+        return
+    pa, ka = _scalar(alpha, c.dtype)
+    pb, kb = _scalar(beta, c.dtype)
+    _routine(pre + "gemm")(_c(trans_a), _c(trans_b), _i(m), _i(n), _i(k), pa, _p(a), _i(_ld(a)), _p(b),
+                            _i(_ld(b)), pb, _p(c), _i(_ld(c)))
+
+
+def trsm(side, uplo, trans, diag, alpha, a, b) -> None:
+    """``b = alpha * op(a)^-1 b`` (``side='L'``) or ``alpha * b op(a)^-1`` (``'R'``), ``a`` triangular."""
+    if b.size == 0:
+        return
+    pre = _prefix(a, b)
+    m, n = b.shape
+    pa, ka = _scalar(alpha, b.dtype)
+    _routine(pre + "trsm")(_c(side), _c(uplo), _c(trans), _c(diag), _i(m), _i(n), pa, _p(a), _i(_ld(a)), _p(b),
+                            _i(_ld(b)))
+
+
+def herk(uplo, trans, alpha, a, beta, c) -> None:
+    """``c = alpha * a @ a^H + beta * c`` (``trans='N'``) on the ``uplo`` triangle of ``c``
+    (``syrk`` for real dtypes, ``herk`` with real ``alpha``, ``beta`` for complex)."""
+    if c.size == 0:
+        return
+    pre = _prefix(a, c)
+    n = c.shape[0]
+    k = a.shape[1] if trans == "N" else a.shape[0]
+    scalar = c.real.dtype  # herk's alpha and beta are real
+    pa, ka = _scalar(alpha, scalar)
+    pb, kb = _scalar(beta, scalar)
+    name = pre + ("herk" if c.dtype.kind == "c" else "syrk")
+    t = trans if trans == "N" else ("C" if c.dtype.kind == "c" else "T")
+    _routine(name)(_c(uplo), _c(t), _i(n), _i(k), pa, _p(a), _i(_ld(a)), pb, _p(c), _i(_ld(c)))
+
+
+def potrf(uplo, a) -> int:
+    """Cholesky of the ``uplo`` triangle of ``a`` in place; LAPACK's ``info`` (> 0: not positive definite)."""
+    info = ctypes.c_int(0)
+    if a.shape[0]:
+        _routine(_prefix(a) + "potrf")(_c(uplo), _i(a.shape[0]), _p(a), _i(_ld(a)), ctypes.byref(info))
+    return info.value
+
+
+def getrf(a) -> tuple:
+    """LU with partial pivoting of ``a`` in place: (ipiv, info), ``ipiv`` 0-based row swaps as LAPACK's."""
+    m, n = a.shape
+    ipiv = np.zeros(max(1, min(m, n)), np.intc)
+    info = ctypes.c_int(0)
+    if m and n:
+        _routine(_prefix(a) + "getrf")(_i(m), _i(n), _p(a), _i(_ld(a)), _p(ipiv), ctypes.byref(info))
+    return ipiv[:min(m, n)] - 1, info.value
+
+
+def geqrf(a) -> np.ndarray:
+    """Householder QR of ``a`` in place (``R`` above the diagonal, the reflectors below): ``tau``."""
+    m, n = a.shape
+    k = min(m, n)
+    tau = np.zeros(max(1, k), a.dtype)
+    if not k:
+        return tau[:0]
+    info = ctypes.c_int(0)
+    lwork = max(1, n) * 64
+    work = np.zeros(lwork, a.dtype)
+    _routine(_prefix(a) + "geqrf")(_i(m), _i(n), _p(a), _i(_ld(a)), _p(tau), _p(work), _i(lwork),
+                                    ctypes.byref(info))
+    return tau[:k]
+
+
+def larft(v, tau) -> np.ndarray:
+    """The ``k x k`` upper triangular ``T`` of the block reflector ``H = I - V T V^H`` (forward, columnwise)."""
+    n, k = v.shape
+    t = np.zeros((k, k), v.dtype, order="F")
+    if k:
+        _routine(_prefix(v, tau) + "larft")(_c("F"), _c("C"), _i(n), _i(k), _p(v), _i(_ld(v)), _p(tau), _p(t),
+                                             _i(k))
+    return t
+
+
+def larfb(side, trans, v, t, c) -> None:
+    """``c = op(H) c`` (``side='L'``) or ``c op(H)`` with ``H = I - V T V^H`` (forward, columnwise), in place."""
+    m, n = c.shape
+    if not (m and n and v.shape[1]):
+        return
+    k = v.shape[1]
+    ldwork = n if side == "L" else m
+    work = np.zeros((ldwork, k), c.dtype, order="F")
+    _routine(_prefix(v, t, c) + "larfb")(_c(side), _c(trans), _c("F"), _c("C"), _i(m), _i(n), _i(k), _p(v),
+                                          _i(_ld(v)), _p(t), _i(_ld(t)), _p(c), _i(_ld(c)), _p(work), _i(ldwork))
