@@ -336,7 +336,10 @@ def summa(a: CyclicMatrix, b: CyclicMatrix, out: CyclicMatrix) -> None:
             lr0 = b.layout.row_start(g0, r)
             bbuf[...] = b.local[lr0:lr0 + w]
         _bcast(grid.col, bbuf, k % pr_n, "summa")
-        lapack.gemm(1.0, abuf, bbuf, 1.0, out.local)
+        if out.dtype in lapack.PREFIX:
+            lapack.gemm(1.0, abuf, bbuf, 1.0, out.local)
+        else:  # integer powers stay integers, as numpy's
+            out.local += abuf @ bbuf
 
 
 def lu_diagonal(a: CyclicMatrix) -> np.ndarray:

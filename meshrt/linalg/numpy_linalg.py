@@ -1,8 +1,9 @@
 """``np.linalg`` functions on `DistributedTensor` (numpy's ``__array_function__`` protocol).
 
-The matrix functions route to meshrt's distributed algorithms where they have one; the others gather
-the matrix on every process (at most `MAX_GATHERED` elements) and solve there with numpy, identically
-everywhere, so a singular matrix raises ``LinAlgError`` on every process alike.
+A split 2-D matrix goes to meshrt's distributed algorithms (`meshrt.linalg.dense`: ``solve``, ``inv``,
+``det``, ``slogdet``, ``cholesky``, ``matrix_power``); stacks of matrices and the functions without a
+distributed form gather the matrix on every process (at most `MAX_GATHERED` elements) and solve there with
+numpy, identically everywhere. Either way a singular matrix raises ``LinAlgError`` on every process alike.
 
 >>> from meshrt import DistributedTensor, Mesh, Sharding
 >>> a = DistributedTensor.from_global(np.diag([2.0, 4.0, 8.0]), Sharding(Mesh((-1,)), [[0]]))
@@ -18,6 +19,7 @@ from ..sharding.spec import Sharding
 from ..tensor.dispatch import implements
 from ..tensor.distributed_tensor import DistributedTensor
 from ..tensor.numpy_shifts import MAX_GATHERED
+from . import dense
 
 __all__ = ["MAX_GATHERED"]
 
@@ -49,18 +51,35 @@ def _like(values, t):
     return out
 
 
+def _distributed(a) -> bool:
+    return isinstance(a, DistributedTensor) and dense.is_distributable(a)
+
+
 @implements(np.linalg.inv)
 def _np_inv(a):
+    if _distributed(a):
+        return dense.inv(a)
     return _like(np.linalg.inv(_gathered("np.linalg.inv", a)), a)
 
 
 @implements(np.linalg.det)
 def _np_det(a):
+    if _distributed(a):
+        return dense.det(a)
     return np.linalg.det(_gathered("np.linalg.det", a))
+
+
+@implements(np.linalg.slogdet)
+def _np_slogdet(a):
+    if _distributed(a):
+        return dense.slogdet(a)
+    return np.linalg.slogdet(_gathered("np.linalg.slogdet", a))
 
 
 @implements(np.linalg.solve)
 def _np_solve(a, b):
+    if _distributed(a) and (not isinstance(b, DistributedTensor) or b.ndim <= 2):
+        return dense.solve(a, b)
     A = _gathered("np.linalg.solve", a) if isinstance(a, DistributedTensor) else np.asarray(a)
     B = _gathered("np.linalg.solve", b) if isinstance(b, DistributedTensor) else np.asarray(b)
     x = np.linalg.solve(A, B)
@@ -71,6 +90,13 @@ def _np_solve(a, b):
     return DistributedTensor.from_global(x, Sharding(ref.mesh, []))
 
 
+@implements(np.linalg.matrix_power)
+def _np_matrix_power(a, n):
+    if _distributed(a):
+        return dense.matrix_power(a, n)
+    return _like(np.linalg.matrix_power(_gathered("np.linalg.matrix_power", a), n), a)
+
+
 @implements(np.linalg.eigh)
 def _np_eigh(a, UPLO="L"):
     w, v = np.linalg.eigh(_gathered("np.linalg.eigh", a), UPLO=UPLO)
@@ -78,9 +104,11 @@ def _np_eigh(a, UPLO="L"):
 
 
 @implements(np.linalg.cholesky)
-def _np_cholesky(a, /, **kwargs):
+def _np_cholesky(a, /, *, upper=False):
     a = _tensor("np.linalg.cholesky", a)
     if a.ndim < 2:
         raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
-    L = np.linalg.cholesky(a.gather(), **kwargs)  # the same matrix everywhere: the same result or error
+    if _distributed(a):
+        return dense.cholesky(a, upper=upper)
+    L = np.linalg.cholesky(a.gather(), upper=upper)  # the same matrix everywhere: the same result or error
     return _like(L, a)

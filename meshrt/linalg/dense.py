@@ -1,0 +1,285 @@
+"""numpy's and SciPy's dense matrix functions on split `DistributedTensor`s, never gathered.
+
+Each function takes the matrix into the 2-D block-cyclic layout (`meshrt.linalg.cyclic`, one
+``Alltoallv``), runs the distributed algorithm there (`meshrt.linalg.factor`), and brings the result back
+in the sharding numpy's semantics give it: a factor or inverse like the input, a solution like the
+right-hand side, a determinant as a number on every process. A replicated matrix (every process holds
+all of it) is computed where it is, by numpy. Errors are numpy's (``LinAlgError("Singular matrix")``,
+``"Matrix is not positive definite"``), raised on every process alike.
+
+``block`` and ``grid`` choose the layout (default: `meshrt.linalg.blockcyclic.default_block` and
+``default_grid``; ``MESHRT_LINALG_BLOCK`` sets the default block size).
+
+>>> from meshrt import DistributedTensor, Mesh, Sharding
+>>> a = DistributedTensor.from_global(np.array([[4.0, 2.0], [2.0, 3.0]]), Sharding(Mesh((-1,)), [[0]]))
+>>> np.round(solve(a, np.array([2.0, 1.0])).gather(), 6).tolist()
+[0.5, 0.0]
+>>> round(float(det(a)), 9)
+8.0
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..runtime import mpi as _mpi
+from ..sharding.spec import Sharding
+from ..tensor.distributed_tensor import DistributedTensor
+from . import factor
+from .cyclic import CyclicMatrix, to_cyclic
+
+__all__ = ["cholesky", "lu", "solve", "inv", "det", "slogdet", "matrix_power", "is_distributable"]
+
+LinAlgError = np.linalg.LinAlgError
+
+
+def _env_block():
+    v = os.environ.get("MESHRT_LINALG_BLOCK")
+    if not v:
+        return None
+    try:
+        b = int(v)
+    except ValueError:
+        b = 0
+    if b < 1:
+        raise ValueError(f"MESHRT_LINALG_BLOCK: expected a positive int, got {v!r}")
+    return b
+
+
+def is_distributable(x) -> bool:
+    """A 2-D tensor that is split (not replicated): the distributed algorithms take it."""
+    if not isinstance(x, DistributedTensor) or x.ndim != 2:
+        return False
+    s = x.sharding
+    return any(s.split_axes) or s.is_partial
+
+
+def _work_dtype(name, dt) -> np.dtype:
+    dt = np.dtype(dt)
+    if dt.kind in "biu":
+        return np.dtype(np.float64)
+    if dt in (np.float32, np.float64, np.complex64, np.complex128):
+        return dt
+    raise TypeError(f"{name}: array type {dt} is unsupported in linalg")
+
+
+def _square(name, a: DistributedTensor):
+    if a.ndim < 2:
+        raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if a.shape[-1] != a.shape[-2]:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+
+
+def _plain(s: Sharding) -> Sharding:
+    return s.replace(partial_axes=None, halo_sizes=None) if s.is_partial or s.halo_sizes else s
+
+
+def _cyclic(a: DistributedTensor, name, block, grid) -> CyclicMatrix:
+    return to_cyclic(a, block=block if block is not None else _env_block(), grid=grid,
+                     dtype=_work_dtype(name, a.dtype))
+
+
+def _replicated_result(values, mesh) -> DistributedTensor:
+    values = np.ascontiguousarray(values)
+    return DistributedTensor._fast(values, values, Sharding(mesh, []), values.shape,
+                                   tuple(slice(0, n) for n in values.shape), None)
+
+
+def cholesky(a: DistributedTensor, *, upper: bool = False, block=None, grid=None) -> DistributedTensor:
+    """The Cholesky factor of Hermitian positive definite ``a`` (lower, or upper with ``upper=True``), in
+    ``a``'s sharding. ``LinAlgError`` on every process if ``a`` is not positive definite."""
+    _square("cholesky", a)
+    if not is_distributable(a):
+        return _replicated_result(np.linalg.cholesky(a.gather(), upper=upper), a.mesh)
+    c = _cyclic(a, "cholesky", block, grid)
+    if factor.cholesky(c):
+        raise LinAlgError("Matrix is not positive definite")
+    out = c.to_tensor(_plain(a.sharding))
+    return out.T.conj().reshard(_plain(a.sharding)) if upper else out
+
+
+def _lu(a: DistributedTensor, name, block, grid):
+    c = _cyclic(a, name, block, grid)
+    perm, info = factor.lu(c)
+    return c, perm, info
+
+
+def _row_sharding(a: DistributedTensor) -> Sharding:
+    """Rows split over ``a``'s row axes (or, for a matrix split on columns only, over its column axes)."""
+    s = _plain(a.sharding)
+    axes = list(s.dim_axes(0)) or [ax for d in range(a.ndim) for ax in s.dim_axes(d)]
+    return Sharding(a.mesh, [axes])
+
+
+def lu(a: DistributedTensor, *, permute_l: bool = False, block=None, grid=None):
+    """``P, L, U`` with ``a = P @ L @ U`` as ``scipy.linalg.lu`` returns them (``permute_l``: ``P @ L, U``),
+    partial pivoting; each factor split on rows like ``a``."""
+    if not isinstance(a, DistributedTensor) or a.ndim != 2:
+        raise ValueError(f"lu: expected a 2-D matrix, got shape {getattr(a, 'shape', None)}")
+    if not is_distributable(a):
+        import scipy.linalg
+
+        return tuple(_replicated_result(x, a.mesh) for x in scipy.linalg.lu(a.gather(), permute_l=permute_l))
+    m, n = a.shape
+    k = min(m, n)
+    rows = _row_sharding(a)
+    c, perm, _ = _lu(a, "lu", block, grid)
+    whole = c.to_tensor(rows)  # L below the diagonal, U on and above it (m x n)
+    packed = whole._interior
+    start = whole.shard_slices[0].start
+    grow = np.arange(start, start + packed.shape[0])
+    col = np.arange(k)
+    l_t = DistributedTensor.empty((m, k), rows, packed.dtype)
+    l_t._interior[...] = np.where(grow[:, None] > col[None, :], packed[:, :k], 0)
+    l_t._interior[grow[:, None] == col[None, :]] = 1
+    u_t = DistributedTensor.empty((m, n), rows, packed.dtype)
+    u_t._interior[...] = np.triu(packed, start)  # global column >= global row
+    if m > k:
+        u_t = u_t[:k].reshard(Sharding(a.mesh, [list(rows.dim_axes(0))]))
+    if permute_l:
+        return _permute_tensor_rows(l_t, perm), u_t
+    p = DistributedTensor.empty((m, m), rows, packed.dtype)
+    p._interior[...] = 0
+    inverse = np.empty_like(perm)
+    inverse[perm] = np.arange(m)
+    p._interior[np.arange(grow.size), inverse[grow]] = 1  # P[perm[i], i] = 1
+    return p, l_t, u_t
+
+
+def _permute_tensor_rows(t: DistributedTensor, perm) -> DistributedTensor:
+    """``out[perm[i]] = t[i]``: through the block-cyclic layout's row exchange."""
+    c = to_cyclic(t)
+    inverse = np.empty_like(perm)
+    inverse[perm] = np.arange(perm.size)
+    factor.permute_rows(c, inverse)
+    return c.to_tensor(t.sharding)
+
+
+def _rhs(name, a: DistributedTensor, b):
+    """``b`` as a 2-D tensor (a 1-D ``b`` as one column), and how to give the solution back."""
+    if not isinstance(b, DistributedTensor):
+        b = np.asarray(b)
+        vals = b if b.ndim == 2 else b.reshape(-1, 1)
+        t = _replicated_result(vals, a.mesh)
+        return t, (lambda x: x.reshape(b.shape) if b.ndim == 1 else x), Sharding(a.mesh, [])
+    if b.ndim == 1:
+        target = Sharding(b.mesh, [list(_plain(b.sharding).dim_axes(0))])
+        return b.reshape(b.shape[0], 1), (lambda x: x.reshape(b.shape[0])), target
+    return b, (lambda x: x), _plain(b.sharding)
+
+
+def solve(a: DistributedTensor, b) -> DistributedTensor:
+    """``x`` with ``a @ x = b`` (``b``: ``(n,)`` or ``(n, k)``, a tensor or a numpy array), by LU with partial
+    pivoting; ``x`` split like ``b``. ``LinAlgError("Singular matrix")`` on every process for a singular
+    ``a``."""
+    _square("solve", a)
+    n = a.shape[0]
+    bt, back, target = _rhs("solve", a, b)
+    if bt.shape[0] != n:
+        raise ValueError(f"solve: b has {bt.shape[0]} rows, the matrix is {a.shape}")
+    if not is_distributable(a) and not is_distributable(bt):
+        x = np.linalg.solve(a.gather(), bt.gather())
+        return back(_replicated_result(x, a.mesh))
+    c, perm, info = _lu(a, "solve", None, None)
+    if info:
+        raise LinAlgError("Singular matrix")
+    rhs = to_cyclic(bt, block=c.layout.block[0], grid=c.layout.grid, dtype=np.result_type(c.dtype, bt.dtype))
+    if rhs.dtype != c.dtype:
+        c = c.like(c.local.astype(rhs.dtype, order="F"))
+    factor.permute_rows(rhs, perm)
+    factor.triangular_solve(c, rhs, lower=True, unit=True)
+    factor.triangular_solve(c, rhs, lower=False)
+    return back(rhs.to_tensor(target))
+
+
+def inv(a: DistributedTensor) -> DistributedTensor:
+    """The inverse of square ``a``, split like ``a``; ``LinAlgError("Singular matrix")`` everywhere if it
+    has none."""
+    _square("inv", a)
+    if not is_distributable(a):
+        return _replicated_result(np.linalg.inv(a.gather()), a.mesh)
+    c, perm, info = _lu(a, "inv", None, None)
+    if info:
+        raise LinAlgError("Singular matrix")
+    eye = CyclicMatrix.identity(c.layout, c.grid, c.dtype, c.mesh)
+    factor.permute_rows(eye, perm)
+    factor.triangular_solve(c, eye, lower=True, unit=True)
+    factor.triangular_solve(c, eye, lower=False)
+    return eye.to_tensor(_plain(a.sharding))
+
+
+def _slogdet_parts(a: DistributedTensor):
+    c, perm, _ = _lu(a, "det", None, None)
+    d = factor.lu_diagonal(c)
+    cycles = _cycle_count(perm)
+    swaps_sign = -1.0 if (perm.size - cycles) % 2 else 1.0
+    return d, swaps_sign
+
+
+def _cycle_count(perm: np.ndarray) -> int:
+    seen = np.zeros(perm.size, bool)
+    count = 0
+    for i in range(perm.size):
+        if not seen[i]:
+            count += 1
+            j = i
+            while not seen[j]:
+                seen[j] = True
+                j = perm[j]
+    return count
+
+
+def slogdet(a: DistributedTensor):
+    """``(sign, logabsdet)`` of square ``a`` as numpy's ``slogdet`` (numbers, the same on every process)."""
+    _square("slogdet", a)
+    if not is_distributable(a):
+        return np.linalg.slogdet(a.gather())
+    d, sign = _slogdet_parts(a)
+    res = np.linalg.slogdet(np.diag(d))  # numpy's own conventions for the diagonal (zero, complex phase)
+    return type(res)(res.sign * sign, res.logabsdet)
+
+
+def det(a: DistributedTensor):
+    """The determinant of square ``a`` (a number, the same on every process)."""
+    _square("det", a)
+    if not is_distributable(a):
+        return np.linalg.det(a.gather())
+    d, sign = _slogdet_parts(a)
+    return np.prod(d) * d.dtype.type(sign)
+
+
+def matrix_power(a: DistributedTensor, power: int) -> DistributedTensor:
+    """``a`` to the integer ``power`` (negative: of its inverse) by repeated squaring with distributed
+    products (SUMMA on the block-cyclic layout), split like ``a``."""
+    _square("matrix_power", a)
+    if not isinstance(power, (int, np.integer)) or isinstance(power, bool):
+        raise TypeError("exponent must be an integer")
+    if not is_distributable(a):
+        return _replicated_result(np.linalg.matrix_power(a.gather(), power), a.mesh)
+    if power < 0:
+        if a.dtype.kind in "biu":
+            raise TypeError("For integer matrices, only non-negative powers are supported")
+        a = inv(a)
+        power = -power
+    c = to_cyclic(a, block=_env_block())
+    result = None
+    base = c
+    while True:
+        if power & 1:
+            if result is None:
+                result = base.like()
+            else:
+                nxt = CyclicMatrix.zeros(c.layout, c.grid, c.dtype, c.mesh)
+                factor.summa(result, base, nxt)
+                result = nxt
+        power >>= 1
+        if not power:
+            break
+        sq = CyclicMatrix.zeros(c.layout, c.grid, c.dtype, c.mesh)
+        factor.summa(base, base, sq)
+        base = sq
+    if result is None:
+        result = CyclicMatrix.identity(c.layout, c.grid, c.dtype, c.mesh)
+    return result.to_tensor(_plain(a.sharding))
