@@ -150,7 +150,7 @@ def _alltoallv(comm, sbuf, scount, rbuf, rcount, what):
 def _plain(t: DistributedTensor) -> DistributedTensor:
     s = t.sharding
     if s.is_partial or s.halo_sizes:
-        return t.reshard(s.replace(partial_axes=None, halo_sizes=None))
+        return t.reshard(s.replace(partial_axes=(), halo_sizes=None))
     return t
 
 

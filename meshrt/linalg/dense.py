@@ -73,7 +73,7 @@ def _square(name, a: DistributedTensor):
 
 
 def _plain(s: Sharding) -> Sharding:
-    return s.replace(partial_axes=None, halo_sizes=None) if s.is_partial or s.halo_sizes else s
+    return s.replace(partial_axes=(), halo_sizes=None) if s.is_partial or s.halo_sizes else s
 
 
 def _cyclic(a: DistributedTensor, name, block, grid) -> CyclicMatrix:

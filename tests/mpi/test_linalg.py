@@ -1,0 +1,265 @@
+"""Dense linear algebra on split matrices (meshrt.linalg.dense through np.linalg), at any process count.
+
+Oracle: numpy/SciPy on the global matrix (built identically on every rank) and LAPACK's own test
+ratios: backward errors ``||A x - b|| / (||A|| ||x|| eps n)`` and ``||A - P L U|| / (||A|| eps n)`` below
+a small constant. Block sizes are small so that the cyclic wrap, uneven last blocks and every grid
+shape (1 x P, P x 1, 2 x 2, 2 x 4) are exercised on small matrices.
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg
+from hypothesis import given, settings, strategies as st
+from mpi4py import MPI
+
+from meshrt import DistributedTensor as DT, Mesh, Sharding
+from meshrt.linalg import dense
+from meshrt.linalg.blockcyclic import default_grid
+from meshrt.linalg.cyclic import to_cyclic
+
+MPI_NPROCS = (1, 2, 3, 4, 8)
+comm = MPI.COMM_WORLD
+P = comm.size
+THRESH = 30.0  # LAPACK's test threshold on the scaled residuals
+
+DTYPES = [np.float32, np.float64, np.complex128]
+
+
+def eps(dt):
+    return np.finfo(np.dtype(dt)).eps
+
+
+def rand(shape, dt, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    if np.dtype(dt).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dt)
+
+
+def spd(n, dt, seed):
+    a = rand((n, n), dt, seed)
+    return (a @ a.conj().T + n * np.eye(n)).astype(dt)
+
+
+def ill_conditioned(n, dt, seed, cond=1e12):
+    rng = np.random.default_rng(seed)
+    q1, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    q2, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    return ((q1 * np.logspace(0, -np.log10(cond), n)) @ q2.T).astype(dt)
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    m = Mesh((-1,))
+    yield m
+    m.free()
+
+
+@pytest.fixture(scope="module")
+def mesh2():
+    m = Mesh((-1, -1))
+    yield m
+    m.free()
+
+
+def layouts(mesh, mesh2):
+    """Row-split, column-split, 2-D split and uneven row offsets."""
+    out = [Sharding(mesh, [[0]]), Sharding(mesh, [[], [0]]), Sharding(mesh2, [[0], [1]])]
+    return out
+
+
+def split(a, s):
+    return DT.from_global(np.ascontiguousarray(a), s)
+
+
+def residual_solve(a, x, b):
+    n = a.shape[0]
+    num = np.linalg.norm(a @ x - b, 1)
+    return num / (np.linalg.norm(a, 1) * max(np.linalg.norm(x, 1), 1e-300) * eps(a.dtype) * n)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("n", [1, 5, 23])
+def test_solve_backward_error_every_layout(mesh, mesh2, dt, n):
+    a = rand((n, n), dt, 10 + n)
+    b = rand((n, 3), dt, 20 + n)
+    for s in layouts(mesh, mesh2):
+        x = np.linalg.solve(split(a, s), split(b, s))
+        assert isinstance(x, DT) and x.shape == (n, 3) and x.sharding == s
+        assert residual_solve(a, x.gather(), b) < THRESH, (s, residual_solve(a, x.gather(), b))
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.complex128])
+def test_solve_ill_conditioned_and_vector_rhs(mesh, dt):
+    n = 40
+    a = ill_conditioned(n, dt, 3)
+    b = rand(n, dt, 4)
+    rows = Sharding(mesh, [[0]])
+    x = np.linalg.solve(split(a, rows), split(b, rows))
+    assert x.shape == (n,) and x.sharding == rows
+    assert residual_solve(a, x.gather()[:, None], b[:, None]) < THRESH
+    # a numpy right-hand side: the solution comes back replicated
+    y = np.linalg.solve(split(a, rows), b)
+    assert y.shape == (n,) and not any(y.sharding.split_axes)
+    assert residual_solve(a, y.gather()[:, None], b[:, None]) < THRESH
+
+
+@pytest.mark.parametrize("block,grid", [(3, None), (4, "column"), (5, "row"), (2, "square")])
+def test_factorizations_on_every_grid_shape(mesh, block, grid):
+    if grid == "column":
+        g = (P, 1)
+    elif grid == "row":
+        g = (1, P)
+    elif grid == "square":
+        g = default_grid(P)
+    else:
+        g = None
+    n = 29
+    rows = Sharding(mesh, [[0]])
+    a = spd(n, np.float64, 7)
+    c = dense.cholesky(split(a, rows), block=block, grid=g).gather()
+    assert np.abs(np.triu(c, 1)).max() == 0
+    assert np.linalg.norm(c @ c.T - a, 1) / (np.linalg.norm(a, 1) * eps(a.dtype) * n) < THRESH
+    g2 = rand((n + 4, n), np.float64, 8)
+    p, l, u = dense.lu(split(g2, rows), block=block, grid=g)
+    p, l, u = p.gather(), l.gather(), u.gather()
+    pr, lr, ur = scipy.linalg.lu(g2)
+    assert np.array_equal(p, pr)  # the same pivots as LAPACK (partial pivoting, no ties here)
+    assert np.allclose(l, lr) and np.allclose(u, ur)
+    assert np.linalg.norm(p @ l @ u - g2, 1) / (np.linalg.norm(g2, 1) * eps(g2.dtype) * n) < THRESH
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_cholesky_lower_and_upper(mesh, mesh2, dt):
+    n = 26
+    a = spd(n, dt, 5)
+    for s in layouts(mesh, mesh2):
+        low = np.linalg.cholesky(split(a, s))
+        up = np.linalg.cholesky(split(a, s), upper=True)
+        assert low.sharding == s and up.sharding == s
+        lo, hi = low.gather(), up.gather()
+        assert np.allclose(lo, np.linalg.cholesky(a), rtol=50 * eps(dt), atol=50 * eps(dt) * n)
+        assert np.allclose(hi, lo.conj().T)
+        assert np.linalg.norm(lo @ lo.conj().T - a, 1) / (np.linalg.norm(a, 1) * eps(dt) * n) < THRESH
+
+
+@pytest.mark.parametrize("shape", [(12, 12), (17, 9), (9, 17)])
+@pytest.mark.parametrize("dt", DTYPES)
+def test_lu_as_scipy_returns_it(mesh, shape, dt):
+    g = rand(shape, dt, 11)
+    rows = Sharding(mesh, [[0]])
+    p, l, u = dense.lu(split(g, rows))
+    k = min(shape)
+    assert p.shape == (shape[0],) * 2 and l.shape == (shape[0], k) and u.shape == (k, shape[1])
+    p, l, u = p.gather(), l.gather(), u.gather()
+    assert np.array_equal(np.sort(p, axis=0)[-1], np.ones(shape[0])) and np.all(np.abs(p).sum(0) == 1)
+    assert np.allclose(np.diag(l), 1) and np.abs(np.triu(l, 1)).max() == 0 and np.abs(np.tril(u, -1)).max() == 0
+    assert np.linalg.norm(p @ l @ u - g, 1) / (np.linalg.norm(g, 1) * eps(dt) * max(shape)) < THRESH
+    pl, u2 = dense.lu(split(g, rows), permute_l=True)
+    assert np.allclose(pl.gather() @ u2.gather(), g, atol=100 * eps(dt) * np.abs(g).max())
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_inv_det_slogdet(mesh, mesh2, dt):
+    n = 19
+    a = rand((n, n), dt, 13)
+    for s in layouts(mesh, mesh2):
+        t = split(a, s)
+        ai = np.linalg.inv(t)
+        assert ai.sharding == s
+        r = np.linalg.norm(a @ ai.gather() - np.eye(n), 1) / (
+            np.linalg.norm(a, 1) * np.linalg.norm(ai.gather(), 1) * eps(dt) * n)
+        assert r < THRESH
+        d, ref = np.linalg.det(t), np.linalg.det(a)
+        assert abs(d - ref) <= 1e3 * eps(dt) * n * abs(ref)
+        sign, logdet = np.linalg.slogdet(t)
+        rs, rl = np.linalg.slogdet(a)
+        assert abs(sign - rs) < 1e3 * eps(dt) and abs(logdet - rl) < 1e3 * eps(dt) * n
+        # the same numbers on every process
+        assert comm.allgather(complex(d)) == [complex(d)] * P
+
+
+def test_matrix_power(mesh):
+    rows = Sharding(mesh, [[0]])
+    a = rand((14, 14), np.float64, 17) / 4
+    for k in (0, 1, 2, 5, -3):
+        got = np.linalg.matrix_power(split(a, rows), k)
+        assert got.sharding == rows
+        ref = np.linalg.matrix_power(a, k)
+        assert np.allclose(got.gather(), ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max()), k
+    ints = np.arange(36).reshape(6, 6) % 5
+    got = np.linalg.matrix_power(split(ints, rows), 3)
+    assert got.dtype == ints.dtype and np.array_equal(got.gather(), np.linalg.matrix_power(ints, 3))
+    with pytest.raises(TypeError, match="integer"):
+        np.linalg.matrix_power(split(a, rows), 1.5)
+
+
+def test_uneven_offsets_and_halos(mesh):
+    n = 21
+    offsets = [0] + [min(n, i * (n // P) + 1) for i in range(1, P)] + [n]  # the first block one row longer
+    s = Sharding(mesh, [[0]], sharded_dims_offsets=offsets)
+    a = spd(n, np.float64, 21)
+    b = rand(n, np.float64, 22)
+    x = np.linalg.solve(split(a, s), split(b, Sharding(mesh, [[0]])))
+    assert residual_solve(a, x.gather()[:, None], b[:, None]) < THRESH
+    halo = Sharding(mesh, [[0]], halo_sizes=[1, 1])
+    t = DT.from_global(a, halo)
+    t.update_halo()
+    assert np.allclose(np.linalg.cholesky(t).gather(), np.linalg.cholesky(a))
+
+
+def test_singular_and_not_positive_definite_raise_everywhere(mesh):
+    rows = Sharding(mesh, [[0]])
+    z = np.ones((9, 9))
+    for f in (lambda: np.linalg.solve(split(z, rows), np.ones(9)), lambda: np.linalg.inv(split(z, rows))):
+        with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+            f()
+    assert np.linalg.det(split(z, rows)) == 0
+    sign, logdet = np.linalg.slogdet(split(z, rows))
+    assert sign == 0 and logdet == -np.inf
+    indefinite = np.diag(np.r_[np.ones(6), -1.0, np.ones(4)])
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        np.linalg.cholesky(split(indefinite, rows))
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        np.linalg.inv(split(np.ones((4, 6)), rows))
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        np.linalg.solve(split(np.ones((4, 6)), rows), np.ones(4))
+    with pytest.raises(TypeError, match="float16"):
+        dense.inv(split(np.eye(4, dtype=np.float16), rows))
+    # still in step after the errors: a collective that every process reaches
+    assert comm.allreduce(1) == P
+
+
+def test_bad_layout_arguments(mesh, monkeypatch):
+    rows = Sharding(mesh, [[0]])
+    a = split(spd(6, np.float64, 1), rows)
+    with pytest.raises(ValueError, match="grid"):
+        dense.cholesky(a, grid=(P + 1, 1))
+    with pytest.raises(ValueError, match="block"):
+        dense.cholesky(a, block=0)
+    monkeypatch.setenv("MESHRT_LINALG_BLOCK", "x")
+    with pytest.raises(ValueError, match="MESHRT_LINALG_BLOCK"):
+        np.linalg.inv(a)
+
+
+def test_cyclic_round_trip_any_sharding(mesh, mesh2):
+    a = rand((13, 11), np.float64, 2)
+    for s in layouts(mesh, mesh2) + [Sharding(mesh, [])]:
+        c = to_cyclic(split(a, s), block=(2, 3))
+        for s2 in layouts(mesh, mesh2):
+            assert np.array_equal(c.to_tensor(s2).gather(), a)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(n=st.integers(1, 30), block=st.integers(1, 9), seed=st.integers(0, 2**16))
+def test_randomized_solve_and_cholesky(n, block, seed):
+    mesh = Mesh((-1,))
+    rows = Sharding(mesh, [[0]])
+    a = spd(n, np.float64, seed)
+    b = rand((n, 2), np.float64, seed + 1)
+    c = dense.cholesky(split(a, rows), block=block).gather()
+    assert np.linalg.norm(c @ c.T - a, 1) / (np.linalg.norm(a, 1) * eps(a.dtype) * n) < THRESH
+    x = dense.solve(split(a, rows), split(b, rows)).gather()
+    assert residual_solve(a, x, b) < THRESH
+    mesh.free()
