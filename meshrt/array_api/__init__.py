@@ -103,15 +103,17 @@ _HOW = {
                      "stay, inverse indices computed where the elements are",
     "nonzero": "each process's own nonzero indices; 1-D results with uneven blocks (an allgather of the counts)",
     "count_nonzero": "a distributed sum of x != 0",
-    "linalg.solve": (True, "LU of a square matrix is not distributed"),
-    "linalg.inv": (True, "LU of a square matrix is not distributed"),
-    "linalg.det": (True, "LU of a square matrix is not distributed"),
-    "linalg.slogdet": (True, "LU of a square matrix is not distributed"),
+    "linalg.solve": "LU with partial pivoting on the 2-D block-cyclic layout (meshrt.linalg.dense), then two "
+                    "triangular solves; the solution split like x2",
+    "linalg.inv": "LU with partial pivoting on the 2-D block-cyclic layout, the identity solved for",
+    "linalg.det": "LU with partial pivoting on the 2-D block-cyclic layout; the diagonal allgathered",
+    "linalg.slogdet": "LU with partial pivoting on the 2-D block-cyclic layout; the diagonal allgathered",
+    "linalg.cholesky": "right-looking blocked Cholesky on the 2-D block-cyclic layout (meshrt.linalg.dense)",
+    "linalg.matrix_power": "repeated squaring by SUMMA products on the 2-D block-cyclic layout",
     "linalg.eigh": (True, "eigensolvers of a split matrix are not distributed"),
     "linalg.eigvalsh": (True, "eigensolvers of a split matrix are not distributed"),
-    "linalg.cholesky": (True, "Cholesky of a split matrix is not distributed"),
     "linalg.pinv": (True, "an SVD of a square split matrix"), "linalg.matrix_rank": (True, "an SVD"),
-    "linalg.matrix_power": (True, "products of a square matrix"), "linalg.cross": (True, ""),
+    "linalg.cross": (True, ""),
     "linalg.diagonal": (True, ""), "linalg.trace": (True, ""), "linalg.outer": (True, ""),
     "linalg.matrix_norm": (True, ""),
 }
@@ -136,9 +138,12 @@ def explain(func, *operands, **kwargs):
         full = kwargs.get("full_matrices", True) if name == "linalg.svd" else False
         if kwargs.get("mode", "reduced") == "complete":
             full = True
-        if tall and not full:
+        if tall and not full and (name != "linalg.qr" or x.shape[1] * x.sharding.dim_split_size(0) <= x.shape[0]):
             return NamespacePlan(name, False, "TSQR: local QR of each row block, the small R factors allgathered "
                                               "and factored again; rows never move")
+        if name == "linalg.qr" and split:
+            return NamespacePlan(name, False, "blocked Householder QR on the 2-D block-cyclic layout "
+                                              "(meshrt.linalg.dense)")
         return NamespacePlan(name, (len(split) > 0), "not a tall matrix split on rows only, or full/complete "
                                                 "factors asked: gathered")
     if name in ("cumulative_sum", "cumulative_prod"):

@@ -4,7 +4,9 @@
 A tall-skinny matrix split on rows only (``m >= n`` columns, the usual ``n_samples x n_features``) gets
 ``qr`` and ``svd``/``svdvals`` by TSQR (`meshrt.linalg.tall`): each process factors its block, the small
 ``R`` factors (``n x n`` each) are allgathered and factored again, so only ``P * n * n`` numbers move and
-the rows never do; ``Q`` and ``U`` come out row-split like the input. Small matrices (``eigh``, ``cholesky``, ``solve``, ``inv``,
+the rows never do; ``Q`` and ``U`` come out row-split like the input. Any other split matrix goes to the
+block-cyclic algorithms of `meshrt.linalg.dense` (``cholesky``, ``solve``, ``inv``, ``det``, ``slogdet``,
+``matrix_power``, ``qr`` of any shape and mode). Small matrices (``eigh``, ``cholesky``, ``solve``, ``inv``,
 ``det``, ``slogdet``, ``pinv``, ``matrix_rank``, ...) are computed where they are replicated; a split
 operand of those is gathered first, and `GATHERS` / ``explain_op`` say so.
 
@@ -21,8 +23,9 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..linalg import dense as _dense
 from ..linalg.tall import is_tall_row_split as _row_split, tsqr, tsqr_svd, tsqr_svdvals
-from ._device import GATHERS, is_replicated  # noqa: F401  (GATHERS: explain_op's table)
+from ._device import GATHERS, is_replicated, wrap  # noqa: F401  (GATHERS: explain_op's table)
 from ._funcs import _call, _gathered, _need_array, matmul, matrix_transpose, tensordot, vecdot  # noqa: F401
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
@@ -38,8 +41,10 @@ def qr(x, /, *, mode="reduced"):
     _need_array("qr", x)
     if mode not in ("reduced", "complete"):
         raise ValueError(f"mode: expected 'reduced' or 'complete', got {mode!r}")
-    if mode == "reduced" and _row_split(x):
+    if mode == "reduced" and _row_split(x) and x.shape[1] * x.sharding.dim_split_size(0) <= x.shape[0]:
         return QRResult(*tsqr(x))
+    if _dense.is_distributable(x):
+        return QRResult(*_dense.qr(x, mode))
     return _gathered("linalg.qr", lambda a: np.linalg.qr(a, mode=mode), (x,), {},
                      "not a tall matrix split on rows only (or mode='complete')")
 
@@ -76,8 +81,10 @@ def _small(name, fn, doc):
 
 
 def cholesky(x, /, *, upper=False):
-    """Cholesky factor, computed where replicated (a split operand is gathered first)."""
+    """Cholesky factor: block-cyclic right-looking Cholesky for a split matrix, numpy's where replicated."""
     _need_array("cholesky", x)
+    if _dense.is_distributable(x):
+        return _dense.cholesky(x, upper=upper)
     return _gathered("linalg.cholesky", lambda a: np.linalg.cholesky(a, upper=upper), (x,), {}, _SQUARE)
 
 
@@ -92,18 +99,50 @@ def matrix_rank(x, /, *, rtol=None):
     _need_array("matrix_rank", x)
     return _gathered("linalg.matrix_rank", lambda a, r: np.asarray(np.linalg.matrix_rank(a, rtol=r)), (x, rtol), {},
                      _SQUARE)
-det = _small("det", np.linalg.det, "Determinant.")
 eigh = _small("eigh", np.linalg.eigh, "Eigenvalues and eigenvectors of a symmetric/Hermitian matrix.")
 eigvalsh = _small("eigvalsh", np.linalg.eigvalsh, "Eigenvalues of a symmetric/Hermitian matrix.")
-inv = _small("inv", np.linalg.inv, "Inverse.")
-slogdet = _small("slogdet", np.linalg.slogdet, "Sign and log of the absolute determinant.")
-matrix_power = _small("matrix_power", np.linalg.matrix_power, "Integer power of a square matrix.")
+_inv = _small("inv", np.linalg.inv, "Inverse.")
+_det = _small("det", np.linalg.det, "Determinant.")
+_slogdet = _small("slogdet", np.linalg.slogdet, "Sign and log of the absolute determinant.")
+_matrix_power = _small("matrix_power", np.linalg.matrix_power, "Integer power of a square matrix.")
+SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
+
+
+def inv(x, /):
+    """Inverse: LU with partial pivoting on the block-cyclic layout for a split matrix."""
+    _need_array("inv", x)
+    return _dense.inv(x) if _dense.is_distributable(x) else _inv(x)
+
+
+def det(x, /):
+    """Determinant (a 0-d array, the same on every process): from the distributed LU for a split matrix."""
+    _need_array("det", x)
+    return wrap(np.asarray(_dense.det(x)), x.mesh, replicate=True) if _dense.is_distributable(x) else _det(x)
+
+
+def slogdet(x, /):
+    """Sign and log of the absolute determinant (0-d arrays): from the distributed LU for a split matrix."""
+    _need_array("slogdet", x)
+    if not _dense.is_distributable(x):
+        return _slogdet(x)
+    sign, logabs = _dense.slogdet(x)
+    return SlogdetResult(wrap(np.asarray(sign), x.mesh, replicate=True),
+                         wrap(np.asarray(logabs), x.mesh, replicate=True))
+
+
+def matrix_power(x, n, /):
+    """``x`` to the integer power ``n``: distributed products (SUMMA) for a split matrix."""
+    _need_array("matrix_power", x)
+    return _dense.matrix_power(x, n) if _dense.is_distributable(x) else _matrix_power(x, n)
 
 
 def solve(x1, x2, /):
-    """Solve ``x1 @ x = x2`` (square ``x1``)."""
+    """Solve ``x1 @ x = x2`` (square ``x1``; ``x2`` of shape ``(n,)`` is one vector): LU with partial
+    pivoting on the block-cyclic layout for a split ``x1``."""
     _need_array("solve", x1), _need_array("solve", x2)
-    return _gathered("linalg.solve", np.linalg.solve, (x1, x2), {}, "a square system: LU is not distributed")
+    if _dense.is_distributable(x1) and x2.ndim <= 2:
+        return _dense.solve(x1, x2)
+    return _gathered("linalg.solve", np.linalg.solve, (x1, x2), {}, "a stack of systems")
 
 
 def cross(x1, x2, /, *, axis=-1):

@@ -99,13 +99,14 @@ class CyclicMatrix:
         return CyclicMatrix(self.layout, self.grid, self.local.copy(order="F") if local is None else local,
                             self.mesh)
 
-    def to_tensor(self, sharding: Sharding) -> DistributedTensor:
-        """The matrix as a `DistributedTensor` of ``sharding`` (no halos, not partial; on ``self.mesh``)."""
-        shape = self.layout.shape
+    def to_tensor(self, sharding: Sharding, shape=None) -> DistributedTensor:
+        """The matrix (or its leading ``shape`` part) as a `DistributedTensor` of ``sharding`` (no halos, not
+        partial; on ``self.mesh``)."""
+        lay = self.layout
+        shape = lay.shape if shape is None else tuple(shape)
         out = DistributedTensor.empty(shape, sharding, self.dtype)
         mesh = sharding.mesh
         comm = self.grid.comm
-        lay = self.layout
         my_rows, my_cols = self.rows(), self.cols()
         # what I send to each device: my rows and cols inside its block, in global order
         sends, scount = [], np.zeros(comm.Get_size(), np.int64)
@@ -124,7 +125,7 @@ class CyclicMatrix:
             pr, pc = lay.coords(q)
             grow = lay.global_rows(pr)
             gcol = lay.global_cols(pc)
-            grow = grow[(grow >= rs.start) & (grow < rs.stop)]
+            grow = grow[(grow >= rs.start) & (grow < rs.stop)]  # my block lies inside ``shape``
             gcol = gcol[(gcol >= cs.start) & (gcol < cs.stop)]
             if grow.size and gcol.size:
                 recv_parts.append((q, grow, gcol))

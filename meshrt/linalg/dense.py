@@ -28,9 +28,11 @@ from ..runtime import mpi as _mpi
 from ..sharding.spec import Sharding
 from ..tensor.distributed_tensor import DistributedTensor
 from . import factor
+from .blockcyclic import BlockCyclic
 from .cyclic import CyclicMatrix, to_cyclic
+from .tall import is_tall_row_split, tsqr
 
-__all__ = ["cholesky", "lu", "solve", "inv", "det", "slogdet", "matrix_power", "is_distributable"]
+__all__ = ["cholesky", "lu", "solve", "inv", "det", "slogdet", "matrix_power", "qr", "lstsq", "is_distributable"]
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -163,10 +165,10 @@ def _rhs(name, a: DistributedTensor, b):
         b = np.asarray(b)
         vals = b if b.ndim == 2 else b.reshape(-1, 1)
         t = _replicated_result(vals, a.mesh)
-        return t, (lambda x: x.reshape(b.shape) if b.ndim == 1 else x), Sharding(a.mesh, [])
+        return t, (lambda x: x.reshape(x.shape[0]) if b.ndim == 1 else x), Sharding(a.mesh, [])
     if b.ndim == 1:
         target = Sharding(b.mesh, [list(_plain(b.sharding).dim_axes(0))])
-        return b.reshape(b.shape[0], 1), (lambda x: x.reshape(b.shape[0])), target
+        return b.reshape(b.shape[0], 1), (lambda x: x.reshape(x.shape[0])), target
     return b, (lambda x: x), _plain(b.sharding)
 
 
@@ -283,3 +285,96 @@ def matrix_power(a: DistributedTensor, power: int) -> DistributedTensor:
     if result is None:
         result = CyclicMatrix.identity(c.layout, c.grid, c.dtype, c.mesh)
     return result.to_tensor(_plain(a.sharding))
+
+
+def _householder(a: DistributedTensor, name, dtype=None):
+    c = to_cyclic(a, block=_env_block(), dtype=dtype or _work_dtype(name, a.dtype))
+    ts = factor.qr(c)
+    return c, ts
+
+
+def _r_factor(c: CyclicMatrix, sharding: Sharding, shape) -> DistributedTensor:
+    """The upper trapezoid of ``c``'s leading ``shape`` part (``R``; the reflectors below stay in ``c``)."""
+    r = c.to_tensor(sharding, shape=shape)
+    start = r.shard_slices[0].start
+    r._interior[...] = np.triu(r._interior, start - r.shard_slices[1].start)
+    return r
+
+
+def _q_factor(c: CyclicMatrix, ts, p: int) -> CyclicMatrix:
+    m = c.layout.shape[0]
+    layout = BlockCyclic((m, p), c.layout.block, c.layout.grid)
+    q = CyclicMatrix.identity(layout, c.grid, c.dtype, c.mesh)
+    factor.form_q(c, ts, q)
+    return q
+
+
+def qr(a: DistributedTensor, mode: str = "reduced"):
+    """numpy's ``qr`` (``mode`` ``'reduced'``, ``'complete'`` or ``'r'``) of a split matrix of any shape:
+    TSQR for a row-split tall matrix whose ``R`` factors, stacked, are no larger than it (the rows never
+    move), blocked Householder QR on the block-cyclic layout otherwise. ``Q`` and ``R`` come back split on
+    rows like ``a`` (TSQR's ``R``: replicated)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode {mode!r} is not 'reduced', 'complete' or 'r' ('raw' has no distributed form)")
+    if not isinstance(a, DistributedTensor) or a.ndim != 2:
+        raise np.linalg.LinAlgError(f"{getattr(a, 'ndim', 0)}-dimensional array given. Array must be two-dimensional")
+    m, n = a.shape
+    k = min(m, n)
+    if not is_distributable(a):
+        res = np.linalg.qr(a.gather(), mode=mode)
+        return _replicated_result(res, a.mesh) if mode == "r" else tuple(_replicated_result(x, a.mesh) for x in res)
+    if mode != "complete" and is_tall_row_split(a) and n * a.sharding.dim_split_size(0) <= m:
+        q, r = tsqr(a)
+        return r if mode == "r" else (q, r)
+    rows = _row_sharding(a)
+    c, ts = _householder(a, "qr")
+    rk = m if mode == "complete" else k
+    r = _r_factor(c, Sharding(a.mesh, [list(rows.dim_axes(0))]), (rk, n))
+    if mode == "r":
+        return r
+    return _q_factor(c, ts, rk).to_tensor(rows), r
+
+
+def lstsq(a: DistributedTensor, b, rcond=None):
+    """numpy's ``lstsq`` of a split matrix: ``(x, residuals, rank, s)``. Householder QR (of ``a``, or of
+    ``a^H`` when it is wide) reduces the problem to the small triangular factor (``min(m, n)`` square,
+    replicated), where numpy's own ``lstsq`` gives the minimum-norm solution, the rank and the singular
+    values; ``x`` comes back split on rows."""
+    if not isinstance(a, DistributedTensor) or a.ndim != 2:
+        raise np.linalg.LinAlgError(f"{getattr(a, 'ndim', 0)}-dimensional array given. Array must be two-dimensional")
+    m, n = a.shape
+    bt, back, _ = _rhs("lstsq", a, b)
+    if bt.shape[0] != m:
+        raise np.linalg.LinAlgError("Incompatible dimensions")
+    if not is_distributable(a) and not is_distributable(bt):
+        x, res, rank, s = np.linalg.lstsq(a.gather(), bt.gather(), rcond=rcond)
+        return back(_replicated_result(x, a.mesh)), _residuals(res, b), rank, s
+    rows = _row_sharding(a)
+    dt = np.result_type(_work_dtype("lstsq", a.dtype), bt.dtype)
+    if m >= n:
+        c, ts = _householder(a, "lstsq", dt)
+        y = to_cyclic(bt, block=c.layout.block[0], grid=c.layout.grid, dtype=dt)
+        factor.apply_qh(c, ts, y)
+        r_small = _r_factor(c, Sharding(a.mesh, []), (n, n))._interior
+        y_all = y.to_tensor(Sharding(a.mesh, [])).gather()
+        x, _, rank, s = np.linalg.lstsq(r_small, y_all[:n], rcond=rcond)
+        if rank == n and m > n:
+            res = np.sum(np.abs(y_all[n:]) ** 2, axis=0)
+        else:
+            res = np.zeros(0, np.abs(y_all[:0]).dtype)
+        xt = _replicated_result(x, a.mesh).reshard(Sharding(a.mesh, [list(rows.dim_axes(0))]))
+        return back(xt), _residuals(res, b), rank, s
+    # wide: a^H = Q R, a = R^H Q^H; the minimum-norm x is Q z with z the minimum-norm solution of R^H z = b
+    ah = a.T.conj() if a.dtype.kind == "c" else a.T
+    c, ts = _householder(ah, "lstsq", dt)
+    r_small = _r_factor(c, Sharding(a.mesh, []), (m, m))._interior
+    z, _, rank, s = np.linalg.lstsq(r_small.conj().T, bt.gather(), rcond=rcond)
+    q = _q_factor(c, ts, m).to_tensor(Sharding(a.mesh, [list(rows.dim_axes(0))]))
+    x = DistributedTensor.empty((n, z.shape[1]), q.sharding, np.result_type(q.dtype, z.dtype))
+    x._interior[...] = q._interior @ z
+    return back(x), _residuals(np.zeros(0, np.abs(z[:0]).dtype), b), rank, s
+
+
+def _residuals(res, b):
+    """numpy's ``residuals``: one per column of ``b``; a 1-D ``b`` gives a shape ``(1,)`` array."""
+    return np.asarray(res)

@@ -28,7 +28,8 @@ from . import lapack
 from .blockcyclic import local_index
 from .cyclic import CyclicMatrix
 
-__all__ = ["cholesky", "lu", "triangular_solve", "permute_rows", "summa", "lu_diagonal", "zero_triangle"]
+__all__ = ["cholesky", "lu", "qr", "form_q", "apply_qh", "triangular_solve", "permute_rows", "summa",
+           "lu_diagonal", "zero_triangle"]
 
 # local GEMMs of the trailing update cover at least this many columns (consecutive block columns
 # joined; only the blocks on or below the diagonal need it, the rest is the price of fewer calls)
@@ -355,3 +356,131 @@ def lu_diagonal(a: CyclicMatrix) -> np.ndarray:
     for h, v in parts:
         out[h] = v
     return out
+
+
+def _gathered_panel(a: CyclicMatrix, g0: int, w: int, lr0: int, lc0: int, lc1: int) -> np.ndarray:
+    """The panel (global rows ``g0 ..``, my columns ``lc0:lc1``) whole, column-major, on every process of
+    my process column (one ``Allgatherv``; no communication on a one-row grid, where it is a copy)."""
+    lay, grid, loc = a.layout, a.grid, a.local
+    pr_n = lay.grid[0]
+    m = lay.shape[0]
+    if pr_n == 1:
+        return np.asfortranarray(loc[lr0:, lc0:lc1])
+    counts = np.array([lay.global_rows(q, g0).size for q in range(pr_n)], np.int64)
+    where = np.concatenate([lay.global_rows(q, g0) for q in range(pr_n)]) - g0
+    rbuf = np.empty((m - g0, w), loc.dtype)
+    with _mpi.internal("qr", "the panel over the process column", grid.col):
+        grid.col.Allgatherv(np.ascontiguousarray(loc[lr0:, lc0:lc1]),
+                            [rbuf, (counts * w, np.concatenate([[0], np.cumsum(counts * w)[:-1]]))])
+    full = np.empty((m - g0, w), loc.dtype, order="F")
+    full[where] = rbuf
+    return full
+
+
+def _reflectors(full: np.ndarray, w: int) -> np.ndarray:
+    """The unit lower trapezoid ``V`` of a factored panel (LAPACK's storage of the reflectors)."""
+    v = np.tril(full, -1)
+    v[np.arange(w), np.arange(w)] = 1
+    return np.asfortranarray(v)
+
+
+def _panel_reflectors(a: CyclicMatrix, k: int, t: np.ndarray | None):
+    """(``V`` on my rows from the panel's first row down, ``T``) of panel ``k``, broadcast along the process
+    rows from the process column that holds it. ``t``: the panel's ``T`` where known already."""
+    lay, grid, loc = a.layout, a.grid, a.local
+    nb = lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    g0 = k * nb
+    w = min(min(lay.shape), g0 + nb) - g0
+    ck = k % pc_n
+    lr0 = lay.row_start(g0, r)
+    lc0 = lay.col_start(g0, c)
+    vbuf = np.empty((loc.shape[0] - lr0, w), loc.dtype, order="F")
+    if c == ck:
+        v = _reflectors(_gathered_panel(a, g0, w, lr0, lc0, lc0 + w), w)
+        vbuf[...] = v[lay.global_rows(r, g0) - g0]
+    _bcast(grid.row, vbuf, ck, "qr")
+    return vbuf, t, g0, w, lr0
+
+
+def qr(a: CyclicMatrix) -> list:
+    """Householder QR of ``a`` (``m x n``) in place, blocked as LAPACK's ``geqrf``: ``R`` on and above the
+    diagonal, the reflectors below it. Returns the ``T`` factor (``H_k = I - V_k T_k V_k^H``) of each panel,
+    the same on every process.
+
+    The panel is factored by its process column (gathered over the column where it spans several
+    process rows, each member factoring the same rows identically), ``V`` and ``T`` go along the process
+    rows, and the trailing columns get ``C -= V T^H (V^H C)``: one local GEMM, one ``Allreduce`` of the
+    ``w x n/Pc`` product over the process column, one more GEMM."""
+    _check_square_blocks(a, "qr")
+    lay, grid, loc = a.layout, a.grid, a.local
+    m, n = lay.shape
+    nb = lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    conj = "C" if loc.dtype.kind == "c" else "T"
+    ts = []
+    for k in range(-(-min(m, n) // nb)):
+        g0 = k * nb
+        w = min(min(m, n), g0 + nb) - g0
+        ck = k % pc_n
+        lr0 = lay.row_start(g0, r)
+        lc0, lc1 = lay.col_start(g0, c), lay.col_start(g0 + w, c)
+        vbuf = np.empty((loc.shape[0] - lr0, w), loc.dtype, order="F")
+        tbuf = np.empty((w, w), loc.dtype, order="F")
+        if c == ck:
+            full = _gathered_panel(a, g0, w, lr0, lc0, lc1)
+            tau = lapack.geqrf(full)
+            mine = lay.global_rows(r, g0) - g0
+            loc[lr0:, lc0:lc1] = full[mine]
+            v = _reflectors(full, w)
+            vbuf[...] = v[mine]
+            tbuf[...] = lapack.larft(v, tau)
+        _bcast(grid.row, vbuf, ck, "qr")
+        _bcast(grid.row, tbuf, ck, "qr")
+        ts.append(tbuf)
+        trail = lay.col_start(g0 + w, c)
+        _apply_block_reflector(grid, vbuf, tbuf, loc[lr0:, trail:], conj, adjoint=True)
+    return ts
+
+
+def _apply_block_reflector(grid, v, t, c, conj, adjoint):
+    """``c = H^H c`` (``adjoint``) or ``H c`` with ``H = I - V T V^H``, ``c`` my rows of the affected part:
+    ``W = V^H c`` summed over the process column, then ``c -= V op(T) W``."""
+    w = v.shape[1]
+    ncol = c.shape[1]
+    if not ncol:
+        return
+    prod = np.zeros((w, ncol), c.dtype, order="F")
+    lapack.gemm(1.0, v, c, 0.0, prod, conj, "N")
+    if grid.col.Get_size() > 1:
+        with _mpi.internal("qr", "V^H C over the process column", grid.col):
+            grid.col.Allreduce(_mpi_in_place(), prod)
+    tw = np.zeros((w, ncol), c.dtype, order="F")
+    lapack.gemm(1.0, t, prod, 0.0, tw, conj if adjoint else "N", "N")
+    lapack.gemm(-1.0, v, tw, 1.0, c)
+
+
+def _mpi_in_place():
+    from mpi4py import MPI
+
+    return MPI.IN_PLACE
+
+
+def apply_qh(a: CyclicMatrix, ts: list, b: CyclicMatrix) -> None:
+    """``b = Q^H b`` in place, ``Q`` the product of `qr`'s reflectors kept in ``a`` (``b`` with ``a``'s row
+    layout)."""
+    conj = "C" if a.dtype.kind == "c" else "T"
+    for k, t in enumerate(ts):
+        v, _, g0, w, lr0 = _panel_reflectors(a, k, t)
+        _apply_block_reflector(a.grid, v, t, b.local[lr0:], conj, adjoint=True)
+
+
+def form_q(a: CyclicMatrix, ts: list, q: CyclicMatrix) -> None:
+    """``q`` (``m x p``, the identity's first ``p`` columns on entry; ``a``'s row layout) becomes ``Q``'s first
+    ``p`` columns, ``Q = H_1 H_2 ... H_K`` (backward accumulation: ``H_k`` touches rows and columns from
+    ``g0`` on only)."""
+    conj = "C" if a.dtype.kind == "c" else "T"
+    for k in reversed(range(len(ts))):
+        v, t, g0, w, lr0 = _panel_reflectors(a, k, ts[k])
+        lc0 = q.layout.col_start(g0, q.grid.coords[1])
+        _apply_block_reflector(a.grid, v, t, q.local[lr0:, lc0:], conj, adjoint=False)

@@ -1,7 +1,7 @@
 """``np.linalg`` functions on `DistributedTensor` (numpy's ``__array_function__`` protocol).
 
 A split 2-D matrix goes to meshrt's distributed algorithms (`meshrt.linalg.dense`: ``solve``, ``inv``,
-``det``, ``slogdet``, ``cholesky``, ``matrix_power``); stacks of matrices and the functions without a
+``det``, ``slogdet``, ``cholesky``, ``matrix_power``, ``qr``, ``lstsq``); stacks of matrices and the functions without a
 distributed form gather the matrix on every process (at most `MAX_GATHERED` elements) and solve there with
 numpy, identically everywhere. Either way a singular matrix raises ``LinAlgError`` on every process alike.
 
@@ -95,6 +95,27 @@ def _np_matrix_power(a, n):
     if _distributed(a):
         return dense.matrix_power(a, n)
     return _like(np.linalg.matrix_power(_gathered("np.linalg.matrix_power", a), n), a)
+
+
+@implements(np.linalg.qr)
+def _np_qr(a, mode="reduced"):
+    if _distributed(a):
+        return dense.qr(a, mode)
+    res = np.linalg.qr(_gathered("np.linalg.qr", a), mode=mode)
+    return _like(res, a) if mode == "r" else tuple(DistributedTensor.from_global(np.ascontiguousarray(x),
+                                                                              Sharding(a.mesh, [])) for x in res)
+
+
+@implements(np.linalg.lstsq)
+def _np_lstsq(a, b, rcond=None):
+    if _distributed(a) or (isinstance(a, DistributedTensor) and isinstance(b, DistributedTensor)
+                           and dense.is_distributable(b)):
+        return dense.lstsq(_tensor("np.linalg.lstsq", a), b, rcond=rcond)
+    A = _gathered("np.linalg.lstsq", a) if isinstance(a, DistributedTensor) else np.asarray(a)
+    B = _gathered("np.linalg.lstsq", b) if isinstance(b, DistributedTensor) else np.asarray(b)
+    x, res, rank, sv = np.linalg.lstsq(A, B, rcond=rcond)
+    ref = a if isinstance(a, DistributedTensor) else b
+    return DistributedTensor.from_global(np.ascontiguousarray(x), Sharding(ref.mesh, [])), res, rank, sv
 
 
 @implements(np.linalg.eigh)

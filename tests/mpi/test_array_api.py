@@ -106,7 +106,15 @@ def test_small_matrices_where_replicated_and_gathering_named():
     split = xp.asarray(spd)
     np.testing.assert_allclose(xp.linalg.inv(split).gather(), np.linalg.inv(spd), rtol=1e-10)
     plan = meshrt.explain_op(xp.linalg.inv, split)
-    assert plan.gathers == (comm.size > 1 or True) and "LU" in str(plan)
+    assert not plan.gathers and "block-cyclic" in str(plan)
+    assert not GATHERS  # inv of a split matrix: distributed
+    for f in (xp.linalg.det, lambda t: xp.linalg.slogdet(t)[1]):
+        d = f(split)
+        assert isinstance(d, meshrt.DistributedTensor) and d.shape == ()
+    assert float(xp.linalg.det(split)) == pytest.approx(np.linalg.det(spd))
+    q, r = xp.linalg.qr(split, mode="complete")
+    np.testing.assert_allclose(q.gather() @ r.gather(), spd, atol=1e-12)
+    assert not meshrt.explain_op(xp.linalg.qr, split, mode="complete").gathers
 
 
 def test_scans_sorts_and_sets_against_numpy():

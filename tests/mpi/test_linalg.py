@@ -195,6 +195,41 @@ def test_matrix_power(mesh):
         np.linalg.matrix_power(split(a, rows), 1.5)
 
 
+@pytest.mark.parametrize("shape", [(9, 9), (31, 6), (6, 31), (1, 5)])
+@pytest.mark.parametrize("dt", DTYPES)
+def test_qr_every_shape_and_mode(mesh, mesh2, shape, dt):
+    a = rand(shape, dt, 31)
+    e = eps(dt) * max(shape)
+    for s in layouts(mesh, mesh2):
+        for mode in ("reduced", "complete"):
+            q, r = np.linalg.qr(split(a, s), mode=mode)
+            rq, rr = np.linalg.qr(a, mode=mode)
+            q, r = q.gather(), r.gather()
+            assert q.shape == rq.shape and r.shape == rr.shape
+            assert np.linalg.norm(q @ r - a, 1) / (np.linalg.norm(a, 1) * e) < THRESH
+            assert np.linalg.norm(q.conj().T @ q - np.eye(q.shape[1]), 1) / e < THRESH
+            assert np.abs(np.tril(r, -1)).max(initial=0) == 0
+        r_only = np.linalg.qr(split(a, s), mode="r").gather()
+        assert np.allclose(np.abs(np.diagonal(r_only)), np.abs(np.diagonal(np.linalg.qr(a, mode="r"))),
+                           rtol=1e3 * eps(dt))
+
+
+@pytest.mark.parametrize("shape", [(30, 7), (7, 30), (12, 12)])
+def test_lstsq_as_numpy(mesh, shape):
+    a = rand(shape, np.float64, 41)
+    b = rand(shape[0], np.float64, 42)
+    rows = Sharding(mesh, [[0]])
+    x, res, rank, sv = np.linalg.lstsq(split(a, rows), split(b, rows))
+    xr, resr, rankr, svr = np.linalg.lstsq(a, b)
+    assert rank == rankr and res.shape == resr.shape
+    assert np.allclose(x.gather(), xr, atol=1e-10) and np.allclose(sv, svr) and np.allclose(res, resr)
+    # rank-deficient: the minimum-norm solution, as numpy's
+    low = rand((20, 4), np.float64, 43) @ rand((4, 11), np.float64, 44)
+    x, res, rank, sv = np.linalg.lstsq(split(low, rows), b[:20] if b.size >= 20 else rand(20, np.float64, 1))
+    xr, resr, rankr, svr = np.linalg.lstsq(low, b[:20] if b.size >= 20 else rand(20, np.float64, 1))
+    assert rank == rankr == 4 and np.allclose(x.gather(), xr, atol=1e-9)
+
+
 def test_uneven_offsets_and_halos(mesh):
     n = 21
     offsets = [0] + [min(n, i * (n // P) + 1) for i in range(1, P)] + [n]  # the first block one row longer
