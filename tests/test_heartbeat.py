@@ -191,7 +191,7 @@ def test_a_spoke_passes_its_ranks_abort_to_the_hub_before_noting_it():
            "hosts": ["a", "a", "b"], "pids": [0, 0, 0], "peers": [list(hub.getsockname())] * 3, "key": KEY.hex()}
     helper = hb._Helper(cfg, sock, status_r, cmd_w)
     helper.feed(b"q\n")
-    assert hb.Seal(KEY, 7, 0).open(hub.recv(1000)) == {"t": "q", "j": 7, "r": 2, "n": 1}
+    assert hb.Seal(KEY, 7, 0).open(hub.recv(1000)) == {"t": "q", "j": 7, "r": 2, "d": 0, "n": 1}
     assert os.read(cmd_r, 100) == b"noted\n" and helper.rank_said == "quiet"
     hub.close()
     sock.close()

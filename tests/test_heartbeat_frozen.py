@@ -27,6 +27,7 @@ from meshrt.runtime import heartbeat as hb
 from meshrt.runtime.hosts import hosts_text, parse_hosts
 from meshrt.runtime.restart import Failure, classify, named_hosts, next_run
 from meshrt.testing import mpiexec_command
+from test_restart_hosts import three_hosts  # noqa: F401  (the fixture)
 
 needs_mpiexec = pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,24 +38,26 @@ KEY = bytes(range(32))
 # -- the protocol ---------------------------------------------------------------------------------
 def test_forged_replayed_and_copied_datagrams_are_dropped_and_counted():
     a, hub = hb.Seal(KEY, job=5, rank=1), hb.Seal(KEY, job=5, rank=0)
-    first, second = a.wrap({"t": "b"}), a.wrap({"t": "b"})
+    first, second = a.wrap({"t": "b"}, 0), a.wrap({"t": "b"}, 0)
     assert hub.open(first, ("10.0.0.2", 1))["n"] == 1 and hub.open(second)["n"] == 2
     assert hub.open(second, ("10.0.0.9", 7)) is None  # copied: the same datagram again
     assert hub.open(first, ("10.0.0.9", 7)) is None  # an old sequence number
     assert (hub.forged, hub.replayed) == (0, 2)
     wrong = hb.Seal(os.urandom(32), job=5, rank=1)
-    forged = [wrong.wrap({"t": "e", "c": 113}),  # a wrong key
+    forged = [wrong.wrap({"t": "e", "c": 113}, 0),  # a wrong key
               second[:-1] + bytes([second[-1] ^ 1]),  # a flipped bit in the tag
               second.replace(b'"t":"b"', b'"t":"e"'),  # the body changed, the tag kept
               b'{"t":"e","j":5,"r":0}',  # the old clear-text format
               b"", b"x" * 31, os.urandom(200)]
     assert all(hub.open(d, ("10.0.0.9", 7)) is None for d in forged)
     assert (hub.forged, hub.replayed, hub.sources) == (len(forged), 2, {"10.0.0.9"})
-    other_job = hb.Seal(KEY, job=6, rank=1).wrap({"t": "b"})  # the same key, another job (a reused key)
+    other_job = hb.Seal(KEY, job=6, rank=1).wrap({"t": "b"}, 0)  # the same key, another job (a reused key)
     assert hub.open(other_job) is None and hub.replayed == 3
-    assert hub.open(a.wrap({"t": "b"}))["n"] == 3  # the sender's next one is taken
+    # a valid one meant for another helper (rank 2), copied to this one: though new from its sender
+    assert hub.open(hb.Seal(KEY, job=5, rank=3).wrap({"t": "b"}, 2)) is None and hub.replayed == 4
+    assert hub.open(a.wrap({"t": "b"}, 0))["n"] == 3  # the sender's next one is taken
     assert hb.rejected_text(hub.forged, hub.replayed, hub.sources) == (
-        "10 heartbeat datagrams rejected and dropped (7 failed authentication, 3 replayed; from 10.0.0.9)")
+        "11 heartbeat datagrams rejected and dropped (7 failed authentication, 4 replayed; from 10.0.0.9)")
 
 
 def test_the_hub_adds_the_others_counts_to_its_end_line(capfd):
@@ -337,3 +340,85 @@ def test_a_frozen_rank_is_restarted_and_the_result_is_the_unfaulted_runs(tmp_pat
     for k, step in enumerate(steps):
         assert np.array_equal(u[k], wave2d.serial(48, step, 0.25, "dirichlet")), f"step {step} differs"
     assert _gone(ranks) == []
+
+
+# -- forged and replayed datagrams from a third (emulated) host ---------------------------------------
+CAPTURE = r"""
+import json, socket, struct, sys, time
+ports, until, out = set(json.loads(sys.argv[1])), time.monotonic() + float(sys.argv[2]), []
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(0x0003))
+s.bind((sys.argv[3], 0))
+s.settimeout(0.2)
+while time.monotonic() < until:
+    try:
+        frame = s.recv(65536)
+    except socket.timeout:
+        continue
+    if frame[12:14] != b"\x08\x00" or frame[23] != 17:  # IPv4, UDP
+        continue
+    ip = frame[14:]
+    udp = ip[(ip[0] & 15) * 4:]
+    if struct.unpack("!H", udp[2:4])[0] in ports:
+        out.append(udp[8:].hex())
+print(json.dumps(out))
+"""
+
+FORGE = r"""
+import hashlib, hmac, json, os, socket, sys
+targets, captured = json.loads(sys.argv[1]), [bytes.fromhex(h) for h in json.loads(sys.argv[2])]
+s, sent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM), 0
+body = json.loads(captured[-1][:-32])  # the job id and a rank, read off the wire
+for ip, port in targets:
+    forged = []
+    for t in ("e", "b", "f"):  # "end the job", "I am alive", "I am frozen", under a key of our own
+        b = json.dumps(dict(body, t=t, c=113, n=body["n"] + 10**6, f=["T", 99.0])).encode()
+        forged.append(b + hmac.new(os.urandom(32), b, hashlib.sha256).digest())
+    forged.append(json.dumps(dict(body, t="e", c=113)).encode())  # the old clear-text form
+    forged.append(captured[-1][:-33] + b" " + captured[-1][-33:])  # a valid one, altered
+    for d in forged + captured[-3:] + captured[:2]:  # then copies of valid ones: recent and old sequence numbers
+        s.sendto(d, (ip, port))
+        sent += 1
+print(json.dumps({"sent": sent, "forged": 5 * len(targets), "replayed": 5 * len(targets)}))
+"""
+
+
+def _udp_ports(ns, pids):
+    """The UDP ports the processes ``pids`` in network namespace ``ns`` have bound."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-uanpH"], capture_output=True, text=True).stdout
+    return [int(line.split()[3].rsplit(":", 1)[1]) for line in out.splitlines()
+            if any(f"pid={p}," in line for p in pids)]
+
+
+def test_forged_and_replayed_datagrams_from_a_third_host_change_nothing(three_hosts):
+    """Hosts A and B run a job (2 ranks each); host C, on the same switch, reads heartbeat datagrams
+    off A's link (as anyone on the network could) and sends every helper forged ones (its own key:
+    "end the job", "alive", "frozen"; the old clear-text form; a valid one altered) and copies of
+    valid ones (recent and old sequence numbers).  The job finishes; the count is reported."""
+    import json
+
+    from test_heartbeat_hosts import Job, _meshrt_lines
+    from test_multinode import LINK, NETMODS
+
+    a, b, c = three_hosts
+    job = Job((a, b), "loop", 12, heartbeat=None, env=NETMODS["ofi-tcp"])  # (UCX takes no bridge)
+    job.wait_started()
+    targets = []
+    for ns, ip in ((a, "10.77.0.1"), (b, "10.77.0.2")):
+        ports = _udp_ports(ns, job.processes(ns, "helper"))
+        assert len(ports) == 2, (ns, ports, job.out[-2000:])
+        targets += [(ip, p) for p in ports]
+    cap = subprocess.run(["ip", "netns", "exec", a, sys.executable, "-c", CAPTURE,
+                          json.dumps([p for _, p in targets]), "2.5", LINK], capture_output=True, text=True, timeout=30)
+    captured = json.loads(cap.stdout or "[]")
+    assert len(captured) >= 5, (cap.stderr, captured)
+    sent = subprocess.run(["ip", "netns", "exec", c, sys.executable, "-c", FORGE, json.dumps(targets),
+                           json.dumps(captured)], capture_output=True, text=True, timeout=30)
+    counts = json.loads(sent.stdout)
+    rc, took = job.finish(60)
+    lines = _meshrt_lines(job.out)
+    print(f"sent {counts}; rc {rc}; {lines}")
+    assert rc == 0 and "HEARTBEAT-PROGRAM-OK" in job.out, job.out[-3000:]
+    assert lines == [f"[meshrt] {counts['sent']} heartbeat datagrams rejected and dropped ({counts['forged']} failed "
+                     f"authentication, {counts['replayed']} replayed; from 10.77.0.3); the job was not affected"], \
+        job.out[-3000:]
+    job.assert_empty()

@@ -324,15 +324,15 @@ def key_from_env(env=None):
 
 
 class Seal:
-    """Authenticated heartbeat datagrams: a JSON body carrying the job id ``j``, the sender's rank ``r``
-    and its sequence number ``n`` (1, 2, ... per sender), then its HMAC-SHA256 under the job's key.
-    `open` drops (returning None) and counts what fails the check: ``forged`` (short, a wrong tag,
-    malformed) and ``replayed`` (a sequence number not above the last taken from that sender, or
-    another job's).
+    """Authenticated heartbeat datagrams: a JSON body carrying the job id ``j``, the sender's rank ``r``,
+    the receiver's ``d`` and the sender's sequence number ``n`` (1, 2, ...), then its HMAC-SHA256
+    under the job's key.  `open` drops (returning None) and counts what fails the check: ``forged``
+    (short, a wrong tag, malformed) and ``replayed`` (a sequence number not above the last taken
+    from that sender, one meant for another helper, or another job's).
 
     >>> a, b = Seal(b"k" * 32, job=7, rank=1), Seal(b"k" * 32, job=7, rank=0)
-    >>> d = a.wrap({"t": "b"})
-    >>> b.open(d)["t"], b.open(d), b.replayed, b.open(Seal(b"x" * 32, 7, 1).wrap({"t": "e"})), b.forged
+    >>> d = a.wrap({"t": "b"}, to=0)
+    >>> b.open(d)["t"], b.open(d), b.replayed, b.open(Seal(b"x" * 32, 7, 1).wrap({"t": "e"}, 0)), b.forged
     ('b', None, 1, None, 1)
     """
 
@@ -343,9 +343,10 @@ class Seal:
         self.forged = self.replayed = 0
         self.sources: set = set()  # where the rejected ones came from (a few)
 
-    def wrap(self, msg: dict) -> bytes:
+    def wrap(self, msg: dict, to: int) -> bytes:
+        """``msg`` sealed for the helper of rank ``to``."""
         self.seq += 1
-        body = json.dumps(dict(msg, j=self.job, r=self.rank, n=self.seq), separators=(",", ":")).encode()
+        body = json.dumps(dict(msg, j=self.job, r=self.rank, d=to, n=self.seq), separators=(",", ":")).encode()
         return body + hmac.new(self.key, body, hashlib.sha256).digest()
 
     def _drop(self, kind: str, addr):
@@ -365,7 +366,7 @@ class Seal:
                 raise ValueError
         except (ValueError, TypeError, KeyError):
             return self._drop("forged", addr)
-        if msg.get("j") != self.job or n <= self.seen.get(r, 0):
+        if msg.get("j") != self.job or msg.get("d") != self.rank or n <= self.seen.get(r, 0):
             return self._drop("replayed", addr)
         self.seen[r] = n
         return msg
@@ -510,18 +511,18 @@ class _Helper:
         self.frozen = None  # (state, seconds) once this rank's process is frozen
 
     # -- sending
-    def _send(self, msg: dict, addr) -> None:
+    def _send(self, msg: dict, addr, to: int = 0) -> None:
         if not self.hub and (self.seal.forged or self.seal.replayed):
             msg["x"] = [self.seal.forged, self.seal.replayed, sorted(self.seal.sources)]
         try:
-            self.sock.sendto(self.seal.wrap(msg), addr)
+            self.sock.sendto(self.seal.wrap(msg, to), addr)
         except OSError:  # the link is down, no route: the silence will tell
             pass
 
     def _beat(self) -> None:
         if self.hub:
             for r in self.last:
-                self._send({"t": "b"}, self.peers[r])
+                self._send({"t": "b"}, self.peers[r], r)
         else:
             state = None
             if self.mine is not None:
@@ -548,7 +549,7 @@ class _Helper:
                 self.peer_rejected[r] = msg["x"]
             if r not in self.last:
                 if kind == "g":  # its rank is gone and we already know: say so again
-                    self._send({"t": "a"}, addr)
+                    self._send({"t": "a"}, addr, r)
                 return
             self.last[r] = now
             self.never.discard(r)
@@ -559,7 +560,7 @@ class _Helper:
                 state, age, text = msg["s"]
                 self.states[r] = (state, now - age, text)
             elif kind == "g":
-                self._send({"t": "a"}, addr)
+                self._send({"t": "a"}, addr, r)
                 del self.last[r]
                 if msg.get("how") == "finished":
                     self.states[r] = ("finished", now, "")
@@ -720,7 +721,7 @@ class _Helper:
         if notify:  # the hub: every helper still heard ends its rank
             for _ in range(3):
                 for r in list(self.last):
-                    self._send({"t": "e", "c": code}, self.peers[r])
+                    self._send({"t": "e", "c": code}, self.peers[r], r)
                 time.sleep(0.02)
         pid = self.cfg["pid"]
         if self.rank_how is None and self.frozen is not None:  # it cannot act on an abort: kill it now
