@@ -21,6 +21,21 @@ the GIL for minutes: slow is never taken for dead.
 * A rank's ``hydra_pmi_proxy`` is gone (its parent changed): the rank's output goes nowhere and
   mpiexec can no longer stop it; the job ends unless ``MESHRT_KEEP_ORPHANS=1``, where one line
   says so and the job runs on.
+* A rank's process is frozen: its main thread stopped (``T``: SIGSTOP), traced (``t``: a debugger)
+  or in uninterruptible sleep (``D``: a hung mount) with no progress (CPU time, page faults,
+  context switches, I/O: `proc_sample`) for more than ``MESHRT_HEARTBEAT`` seconds (`Freeze`).
+  Its helper tells the hub, which names the rank, host, pid, state and for how long, and what
+  the others were blocked in (`frozen_line`), and ends the job; the frozen rank is killed (it
+  cannot act on an abort).  Busy is never frozen: computing is ``R``, waiting in MPI ``R`` or
+  ``S``, swapping is ``D`` *with* progress.
+
+Every datagram is JSON sealed with HMAC-SHA256 under the job's key (`Seal`): ``MESHRT_HEARTBEAT_KEY``
+(64 hex digits), which ``meshrt run`` makes with ``os.urandom`` for each run and hands to the ranks
+in the environment only (each rank takes it out of its ``os.environ``); started by mpiexec without
+it, rank 0 makes one and passes it over MPI.  It names sender, receiver and the sender's sequence
+number; a datagram that fails the check (a wrong key, altered, replayed, copied to another
+helper) is dropped and counted, and the count is added to the line that ends the job, or said in
+a line of its own at the end of a job that finished.
 
 The rank writes its watchdog state (`meshrt.runtime.watchdog.write_status`) to its helper through a
 pipe, and reads one command back (``abort CODE``) in a thread blocked on another pipe: a
@@ -575,8 +590,7 @@ class _Helper:
                     self._end(ended_line(self.ended, self.hosts, self._my_states(now), now), EXIT_STATUS, notify=True)
             elif kind == "f" and 0 <= r < len(self.pids):  # its rank's process is frozen
                 state, secs = msg.get("f", ("?", 0.0))
-                self.last.pop(r, None)
-                now = time.monotonic()
+                now = time.monotonic()  # (r stays in self.last: its helper is told to end, and kills it)
                 states = {q: st for q, st in self._my_states(now).items() if q != r}
                 self._end(frozen_line({r: (str(state), float(secs))}, self.hosts, self.pids, states, now, self.deadline),
                           EXIT_STATUS, notify=True)
