@@ -195,15 +195,17 @@ def _gone(pids, within=5.0):
 
 
 @needs_mpiexec
-def test_a_stopped_rank_ends_the_job_within_20_s_under_the_defaults(tmp_path):
-    rc, out, err, ended = _job(tmp_path, PIDS + """
+@pytest.mark.parametrize("stopped", [1, 0])  # a spoke's helper tells the hub; the hub's own rank
+def test_a_stopped_rank_ends_the_job_within_20_s_under_the_defaults(tmp_path, stopped):
+    other = 1 - stopped
+    rc, out, err, ended = _job(tmp_path, PIDS + f"""
     import signal
     import numpy as np
     from meshrt import Mesh
     from meshrt.collectives import all_reduce
     mesh = Mesh((2,))
     all_reduce(np.ones(3), mesh, None, "sum")
-    if mesh.rank == 1:
+    if mesh.rank == {stopped}:
         with open("stopped", "w") as f:
             f.write(repr(time.time()))
         os.kill(os.getpid(), signal.SIGSTOP)  # its helper beats on: only the freeze check can tell
@@ -216,8 +218,9 @@ def test_a_stopped_rank_ends_the_job_within_20_s_under_the_defaults(tmp_path):
     assert rc == hb.EXIT_STATUS, err
     assert took < 20, f"the job ended {took:.1f} s after the SIGSTOP"
     assert len(lines) == 1, err
-    assert re.match(rf"\[meshrt\] rank 1 on host \S+ \(pid {pids[2]}\) frozen: stopped \(state T: SIGSTOP or job "
-                    r"control\) with no progress for 1\d\.\d s \(MESHRT_HEARTBEAT=10\); rank 0 was blocked in "
+    assert re.match(rf"\[meshrt\] rank {stopped} on host \S+ \(pid {pids[2 * stopped]}\) frozen: stopped \(state T: "
+                    rf"SIGSTOP or job control\) with no progress for 1\d\.\d s \(MESHRT_HEARTBEAT=10\); rank {other} was "
+                    r"blocked in "
                     r"all_reduce\(.*\) at job\.py:\d+ for \d+\.\d s; ending the job$", lines[0]), lines
     assert _gone(pids) == [], "processes left behind"
 

@@ -738,7 +738,12 @@ class _Helper:
                     self._send({"t": "e", "c": code}, self.peers[r], r)
                 time.sleep(0.02)
         pid = self.cfg["pid"]
-        if self.rank_how is None and self.frozen is not None:  # it cannot act on an abort: kill it now
+        if self.rank_how is None and self.frozen is not None:
+            # It cannot act on an abort. The other ranks' abort (status 113) makes mpiexec kill it; should
+            # that not come (mpiexec cannot reach this host), kill it here.
+            until = time.monotonic() + KILL_GRACE
+            while _alive(pid) and time.monotonic() < until:
+                time.sleep(0.1)
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
