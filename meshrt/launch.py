@@ -54,6 +54,7 @@ def run_script(path, args=()):
         _watchdog.start()  # it tells the heartbeat's helper what this process is blocked in
     elif _check.WATCH:
         _watchdog.start()
+    os.environ.pop(heartbeat.KEY_ENV, None)  # (heartbeat off, or one process: not needed, not passed on either)
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as e:

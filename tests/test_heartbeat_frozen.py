@@ -266,11 +266,13 @@ def test_a_bad_key_is_a_clear_error_and_a_good_one_is_never_printed(tmp_path):
                                                      "digits"), r.stderr
     assert "12345" not in r.stderr
     # meshrt run hands each run a key in the environment; the ranks take it out of theirs
-    script.write_text("import os\nfrom mpi4py import MPI\nprint('KEY', os.environ.get('MESHRT_HEARTBEAT_KEY'))\n")
+    script.write_text("import os\nfrom mpi4py import MPI\nprint('KEY', os.environ.get('MESHRT_HEARTBEAT_KEY'))\n"
+                      "print('HANDED', b'MESHRT_HEARTBEAT_KEY=' in open('/proc/self/environ', 'rb').read())\n")
     r = subprocess.run([sys.executable, "-m", "meshrt.cli", "run", "-n", "2", str(script)], cwd=tmp_path,
                        env={k: v for k, v in os.environ.items() if k != hb.KEY_ENV}, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and r.stdout.count("KEY None") == 2 and "[meshrt]" not in r.stderr, r.stdout + r.stderr
+    assert r.stdout.count("HANDED True") == 2, r.stdout
 
 
 # -- meshrt run --restarts 1 ----------------------------------------------------------------------
