@@ -789,7 +789,10 @@ class _Helper:
                         self._receive()
                 if not self._aborting():
                     self.ended[0] = self.cfg["pid"]
-            if self._aborting():  # a rank printed why and aborted the job: nothing to add
+            if self._aborting():  # a rank printed why and aborted the job: nothing to add but the count
+                text = self._rejected()
+                if text:
+                    self._say(f"[meshrt] {text}")
                 raise SystemExit(0)
             if self.ended:
                 now = time.monotonic()
