@@ -305,6 +305,7 @@ def test_a_frozen_rank_is_restarted_and_the_result_is_the_unfaulted_runs(tmp_pat
     out_dir, overlay = tmp_path / "out", tmp_path / "proc"
     env = {k: v for k, v in os.environ.items() if k not in ("MESHRT_HEARTBEAT", "MESHRT_RESTART", hb.KEY_ENV)}
     env[hb.PROC_ENV] = str(overlay)
+    env["MESHRT_HEARTBEAT"] = "3"  # (the default's 10 s are the tests above: here the restart is what counts)
     cmd = [sys.executable, "-m", "meshrt.cli", "run", "-n", "2", "--restarts", "1", WAVE, "--n", "48", "--steps",
            str(STEPS), "--output", str(out_dir), "--every", "10", "--checkpoint", str(out_dir / "ck"),
            "--checkpoint-every", "10", "--delay", "0.1", "--no-progress"]
