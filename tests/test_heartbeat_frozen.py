@@ -25,7 +25,7 @@ import pytest
 from meshrt.launch import find_mpiexec
 from meshrt.runtime import heartbeat as hb
 from meshrt.runtime.hosts import hosts_text, parse_hosts
-from meshrt.runtime.restart import Failure, classify, named_hosts, next_run
+from meshrt.runtime.restart import classify, named_hosts, next_run
 from meshrt.testing import mpiexec_command
 from test_restart_hosts import three_hosts  # noqa: F401  (the fixture)
 
@@ -247,7 +247,7 @@ def test_an_emulated_d_state_ends_the_job_within_20_s(tmp_path):
     lines = [l for l in err.splitlines() if l.startswith("[meshrt]")]
     print(f"emulated D: rc {rc}, ended {took:.1f} s after: {lines}")
     assert rc == hb.EXIT_STATUS and took < 20, (took, err)
-    assert len(lines) == 1 and f"rank 1 on host " in lines[0] and f"(pid {pids[2]}) frozen: in uninterruptible " \
+    assert len(lines) == 1 and "rank 1 on host " in lines[0] and f"(pid {pids[2]}) frozen: in uninterruptible " \
         "sleep (state D: a hung mount or device?) with no progress for 1" in lines[0], lines
     assert "rank 0 was blocked in all_reduce(" in lines[0], lines
     assert _gone(pids) == [], "processes left behind"

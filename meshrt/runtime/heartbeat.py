@@ -592,8 +592,8 @@ class _Helper:
                 state, secs = msg.get("f", ("?", 0.0))
                 now = time.monotonic()  # (r stays in self.last: its helper is told to end, and kills it)
                 states = {q: st for q, st in self._my_states(now).items() if q != r}
-                self._end(frozen_line({r: (str(state), float(secs))}, self.hosts, self.pids, states, now, self.deadline),
-                          EXIT_STATUS, notify=True)
+                line = frozen_line({r: (str(state), float(secs))}, self.hosts, self.pids, states, now, self.deadline)
+                self._end(line, EXIT_STATUS, notify=True)
             elif kind == "p":
                 for o in [r] + [o for o in msg.get("orphans", ()) if 0 <= o < len(self.pids)]:
                     self.proxies[o] = msg.get("pid")
