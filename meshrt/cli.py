@@ -138,8 +138,16 @@ def _run(args):
     # Not "-m meshrt.launch": that puts the working directory first on sys.path, and
     # run from a source checkout, its meshrt/ (without compiled modules) would shadow
     # the installed one.  "-c" lets us drop that entry before importing (any Python).
+    from .runtime.heartbeat import KEY_ENV, key_from_env
+
+    try:
+        key_from_env()  # one the user set: checked here (without ever printing it); else each run makes one
+    except ValueError as e:
+        print(f"meshrt run: {e}", file=sys.stderr)
+        return 2
     argv = [sys.executable, "-c", _LAUNCH, args.script, *args.args]
-    env = dict(os.environ, MESHRT_RESTART="0") if args.restarts else None  # Open MPI forwards it with -x
+    # Open MPI forwards the names given with -x (the values stay in the environment)
+    env = dict(os.environ, **({"MESHRT_RESTART": "0"} if args.restarts else {}), **{KEY_ENV: ""})
 
     def command(where_to):
         n = sum(h.slots for h in where_to) if where_to else nprocs

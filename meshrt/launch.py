@@ -54,6 +54,7 @@ def run_script(path, args=()):
         _watchdog.start()  # it tells the heartbeat's helper what this process is blocked in
     elif _check.WATCH:
         _watchdog.start()
+    os.environ.pop(heartbeat.KEY_ENV, None)  # (heartbeat off, or one process: not needed, not passed on either)
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
@@ -292,6 +293,10 @@ class _Job:
         _set_subreaper()
         job_dir = self.job_dir = tempfile.mkdtemp(prefix="meshrt-job-")
         env = dict(os.environ, MESHRT_JOB_DIR=job_dir, **self.extra_env)
+        from .runtime.heartbeat import KEY_ENV
+
+        if not env.get(KEY_ENV):  # the heartbeat's key: a fresh one for each run, in the environment only
+            env[KEY_ENV] = os.urandom(32).hex()
         old = {s: signal.signal(s, self._on_signal) for s in FORWARDED}
         reader = None
         try:
@@ -449,6 +454,7 @@ def run_restarting(command, hosts, nprocs: int, restarts: int, min_procs: int = 
     from .runtime.restart import classify, next_run
 
     lost: tuple = ()
+    froze: tuple = ()  # hosts where a rank froze: kept in the first time
     done = 0
     while True:
         job = _Job(command(placement), sum(h.slots for h in placement) if placement else nprocs,
@@ -462,12 +468,13 @@ def run_restarting(command, hosts, nprocs: int, restarts: int, min_procs: int = 
 
             from .runtime.hosts import Host
 
-            if failure.kind == "lost":
+            if failure.kind in ("lost", "frozen"):
                 failure = replace(failure, kind="died", hosts=())
             plan = next_run(failure, (Host("localhost", nprocs),), lost, nprocs, done, restarts, min_procs, min_hosts)
             plan = replace(plan, placement=None, line=plan.line.replace(f" on localhost:{nprocs} (", " on this host ("))
         else:
-            plan = next_run(failure, hosts, lost, nprocs, done, restarts, min_procs, min_hosts)
+            plan = next_run(failure, hosts, lost, nprocs, done, restarts, min_procs, min_hosts, froze)
+            froze = plan.froze
         if plan.line:
             sys.stderr.write(plan.line + "\n")
             sys.stderr.flush()

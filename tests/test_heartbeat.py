@@ -20,6 +20,7 @@ from meshrt.launch import find_mpiexec
 from meshrt.testing import mpiexec_command
 
 needs_mpiexec = pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec found")
+KEY = bytes(range(32))  # the unit tests' job key
 
 
 # -- the decisions -------------------------------------------------------------------------------
@@ -114,7 +115,7 @@ def _hub(n=4, hosts=("a", "a", "b", "b")):
     sock.setblocking(False)
     rank = subprocess.Popen(["sleep", "60"])  # what the helper kills should the "rank" not end when told
     cfg = {"rank": 0, "job": 7, "deadline": 2.0, "keep": False, "pid": rank.pid, "ppid": os.getppid(),
-           "hosts": list(hosts), "pids": [0] * n, "peers": [["127.0.0.1", 9]] * n}
+           "hosts": list(hosts), "pids": [0] * n, "peers": [["127.0.0.1", 9]] * n, "key": KEY.hex()}
     helper = hb._Helper(cfg, sock, status_r, cmd_w)
     rank.kill()
     rank.wait()
@@ -187,10 +188,10 @@ def test_a_spoke_passes_its_ranks_abort_to_the_hub_before_noting_it():
     cmd_r, cmd_w = os.pipe()
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     cfg = {"rank": 2, "job": 7, "deadline": 2.0, "keep": False, "pid": os.getpid(), "ppid": os.getppid(),
-           "hosts": ["a", "a", "b"], "pids": [0, 0, 0], "peers": [list(hub.getsockname())] * 3}
+           "hosts": ["a", "a", "b"], "pids": [0, 0, 0], "peers": [list(hub.getsockname())] * 3, "key": KEY.hex()}
     helper = hb._Helper(cfg, sock, status_r, cmd_w)
     helper.feed(b"q\n")
-    assert json.loads(hub.recv(1000)) == {"t": "q", "j": 7, "r": 2}
+    assert hb.Seal(KEY, 7, 0).open(hub.recv(1000)) == {"t": "q", "j": 7, "r": 2, "d": 0, "n": 1}
     assert os.read(cmd_r, 100) == b"noted\n" and helper.rank_said == "quiet"
     hub.close()
     sock.close()

@@ -238,3 +238,20 @@ def test_a_spare_host_takes_the_lost_ones_place(three_hosts, tmp_path):
     _check_result(run, rc, f"{a}:2,{c}:2", 4, 4)
     assert f"[meshrt] host {b} (ranks 2, 3) not heard from" in run.out, run.out[-3000:]
     run.assert_empty()
+
+
+def test_a_frozen_rank_on_b_restarts_with_b_kept_in(hosts, tmp_path):
+    import signal
+
+    a, b = hosts
+    run = Run(hosts, f"{a}:2,{b}:2", tmp_path)
+    run.wait_checkpoint()
+    ranks = run.processes(b, "rank")
+    assert len(ranks) == 2, (ranks, run.out[-3000:])
+    os.kill(ranks[-1], signal.SIGSTOP)  # its helper beats on; the freeze check names it
+    rc = run.finish()
+    _check_result(run, rc, f"{a}:2,{b}:2", 4, 4)  # a first freeze: the host stays in
+    assert re.search(rf"\[meshrt\] rank [23] on host {b} \(pid {ranks[-1]}\) frozen: stopped \(state T", run.out), \
+        run.out[-3000:]
+    assert f"(host {b} kept in: a first freeze there; a second leaves it out)" in run.out, run.out[-3000:]
+    run.assert_empty()

@@ -21,6 +21,21 @@ the GIL for minutes: slow is never taken for dead.
 * A rank's ``hydra_pmi_proxy`` is gone (its parent changed): the rank's output goes nowhere and
   mpiexec can no longer stop it; the job ends unless ``MESHRT_KEEP_ORPHANS=1``, where one line
   says so and the job runs on.
+* A rank's process is frozen: its main thread stopped (``T``: SIGSTOP), traced (``t``: a debugger)
+  or in uninterruptible sleep (``D``: a hung mount) with no progress (CPU time, page faults,
+  context switches, I/O: `proc_sample`) for more than ``MESHRT_HEARTBEAT`` seconds (`Freeze`).
+  Its helper tells the hub, which names the rank, host, pid, state and for how long, and what
+  the others were blocked in (`frozen_line`), and ends the job; the frozen rank is killed (it
+  cannot act on an abort).  Busy is never frozen: computing is ``R``, waiting in MPI ``R`` or
+  ``S``, swapping is ``D`` *with* progress.
+
+Every datagram is JSON sealed with HMAC-SHA256 under the job's key (`Seal`): ``MESHRT_HEARTBEAT_KEY``
+(64 hex digits), which ``meshrt run`` makes with ``os.urandom`` for each run and hands to the ranks
+in the environment only (each rank takes it out of its ``os.environ``); started by mpiexec without
+it, rank 0 makes one and passes it over MPI.  It names sender, receiver and the sender's sequence
+number; a datagram that fails the check (a wrong key, altered, replayed, copied to another
+helper) is dropped and counted, and the count is added to the line that ends the job, or said in
+a line of its own at the end of a job that finished.
 
 The rank writes its watchdog state (`meshrt.runtime.watchdog.write_status`) to its helper through a
 pipe, and reads one command back (``abort CODE``) in a thread blocked on another pipe: a
@@ -34,6 +49,8 @@ kills it.  The decisions are the pure functions below (`silent`, `lost_line`, ..
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import select
@@ -43,14 +60,21 @@ import sys
 import threading
 import time
 
-__all__ = ["DEFAULT", "EXIT_STATUS", "KILL_GRACE", "deadline_seconds", "interval", "silent", "lost_ranks", "ranks_text",
-           "host_labels", "lost_line", "ended_line", "proxy_line", "unreached_line", "start", "leaving"]
+__all__ = ["DEFAULT", "EXIT_STATUS", "KILL_GRACE", "KEY_ENV", "deadline_seconds", "interval", "silent", "lost_ranks",
+           "ranks_text", "host_labels", "lost_line", "ended_line", "frozen_line", "proxy_line", "unreached_line",
+           "rejected_text", "with_rejected", "key_from_env", "Seal", "proc_sample", "Freeze", "start", "leaving"]
 
 DEFAULT = 10.0  # seconds of silence before a host counts as lost (MESHRT_HEARTBEAT)
 EXIT_STATUS = 113  # EHOSTUNREACH: the exit status of a job the heartbeat ended
 KILL_GRACE = 3.0  # seconds a rank told to abort has before its helper kills it
 STARTUP = 10.0  # extra seconds before a helper never heard at all counts as lost (slow starts)
 _WAITING = ("blocked", "timeout", "raw")
+KEY_ENV = "MESHRT_HEARTBEAT_KEY"  # the job's HMAC key, 64 hex digits (meshrt run sets a fresh one per run)
+PROC_ENV = "MESHRT_HEARTBEAT_PROC"  # a directory laid over /proc for the freeze check (tests emulate D there)
+TAG = 32  # bytes of HMAC-SHA256 at the end of each datagram
+FROZEN_STATES = {"T": "stopped (state T: SIGSTOP or job control)",
+                 "t": "stopped by a debugger or tracer (state t)",
+                 "D": "in uninterruptible sleep (state D: a hung mount or device?)"}
 
 
 # -- the decisions, pure ------------------------------------------------------------------------
@@ -246,6 +270,183 @@ def unreached_line(ranks, hosts, hub: bool) -> str:
             "MESHRT_HEARTBEAT=0 turns the heartbeat off")
 
 
+def frozen_line(frozen: dict, hosts, pids, states: dict, now: float, deadline: float) -> str:
+    """The line for a rank whose process is frozen: ``frozen`` is ``{rank: (state letter, seconds
+    without progress)}``, ``pids`` each rank's pid, ``states`` the other ranks' ``(state, since, text)``.
+
+    >>> print(frozen_line({1: ("T", 10.4)}, ["a", "b"], [70, 71], {0: ("blocked", 0.5, "all_reduce(...) at job.py:9")},
+    ...                   now=11.0, deadline=10.0))
+    [meshrt] rank 1 on host b (pid 71) frozen: stopped (state T: SIGSTOP or job control) with no progress for 10.4 s (MESHRT_HEARTBEAT=10); rank 0 was blocked in all_reduce(...) at job.py:9 for 10.5 s; ending the job
+    """
+    parts = []
+    for r, (state, secs) in sorted(frozen.items()):
+        parts.append(f"rank {r} on host {hosts[r]} (pid {pids[r]}) frozen: {FROZEN_STATES.get(state, 'state ' + state)} "
+                     f"with no progress for {secs:.1f} s")
+    doing = _doing({r: s for r, s in states.items() if r not in frozen}, now)
+    return ("[meshrt] " + "; ".join(parts) + f" (MESHRT_HEARTBEAT={deadline:g})" + (f"; {doing}" if doing else "")
+            + "; ending the job")
+
+
+def rejected_text(forged: int, replayed: int, sources=()) -> str:
+    """What the heartbeat dropped, in words ('' when nothing).
+
+    >>> rejected_text(3, 1, ["10.0.0.9"])
+    '4 heartbeat datagrams rejected and dropped (3 failed authentication, 1 replayed; from 10.0.0.9)'
+    >>> rejected_text(0, 0)
+    ''
+    """
+    n = forged + replayed
+    if not n:
+        return ""
+    src = f"; from {', '.join(sorted(sources))}" if sources else ""
+    return (f"{n} heartbeat datagram{'s' * (n != 1)} rejected and dropped ({forged} failed authentication, "
+            f"{replayed} replayed{src})")
+
+
+def with_rejected(line: str, text: str) -> str:
+    """``line`` with ``text`` (`rejected_text`) put before its closing ``; ending the job``.
+
+    >>> with_rejected("[meshrt] host b ...; ending the job", "2 heartbeat datagrams rejected")
+    '[meshrt] host b ...; 2 heartbeat datagrams rejected; ending the job'
+    """
+    if not text:
+        return line
+    end = "; ending the job"
+    return line[:-len(end)] + f"; {text}{end}" if line.endswith(end) else f"{line}; {text}"
+
+
+def key_from_env(env=None):
+    """The job's heartbeat key from ``MESHRT_HEARTBEAT_KEY`` (64 hexadecimal digits), None when unset.
+    A malformed value is a ValueError that says what is wrong without repeating the value.
+
+    >>> key_from_env({}) is None, len(key_from_env({KEY_ENV: "ab" * 32}))
+    (True, 32)
+    """
+    env = os.environ if env is None else env
+    text = env.get(KEY_ENV)
+    if text is None:
+        return None
+    text = text.strip()
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != 32 or len(text) != 64:
+        raise ValueError(f"{KEY_ENV}: expected 64 hexadecimal digits (a 32-byte key, as meshrt run makes one for "
+                         f"each job), got {len(text)} characters{'' if len(text) else ' (empty)'}; unset it and "
+                         "meshrt run makes a fresh key")
+    return key
+
+
+class Seal:
+    """Authenticated heartbeat datagrams: a JSON body carrying the job id ``j``, the sender's rank ``r``,
+    the receiver's ``d`` and the sender's sequence number ``n`` (1, 2, ...), then its HMAC-SHA256
+    under the job's key.  `open` drops (returning None) and counts what fails the check: ``forged``
+    (short, a wrong tag, malformed) and ``replayed`` (a sequence number not above the last taken
+    from that sender, one meant for another helper, or another job's).
+
+    >>> a, b = Seal(b"k" * 32, job=7, rank=1), Seal(b"k" * 32, job=7, rank=0)
+    >>> d = a.wrap({"t": "b"}, to=0)
+    >>> b.open(d)["t"], b.open(d), b.replayed, b.open(Seal(b"x" * 32, 7, 1).wrap({"t": "e"}, 0)), b.forged
+    ('b', None, 1, None, 1)
+    """
+
+    def __init__(self, key: bytes, job: int, rank: int):
+        self.key, self.job, self.rank = key, job, rank
+        self.seq = 0
+        self.seen: dict = {}  # sender rank -> the last sequence number taken from it
+        self.forged = self.replayed = 0
+        self.sources: set = set()  # where the rejected ones came from (a few)
+
+    def wrap(self, msg: dict, to: int) -> bytes:
+        """``msg`` sealed for the helper of rank ``to``."""
+        self.seq += 1
+        body = json.dumps(dict(msg, j=self.job, r=self.rank, d=to, n=self.seq), separators=(",", ":")).encode()
+        return body + hmac.new(self.key, body, hashlib.sha256).digest()
+
+    def _drop(self, kind: str, addr):
+        setattr(self, kind, getattr(self, kind) + 1)
+        if addr is not None and len(self.sources) < 4:
+            self.sources.add(str(addr[0]))
+        return None
+
+    def open(self, data: bytes, addr=None):
+        body, tag = data[:-TAG], data[-TAG:]
+        if len(data) <= TAG or not hmac.compare_digest(tag, hmac.new(self.key, body, hashlib.sha256).digest()):
+            return self._drop("forged", addr)
+        try:
+            msg = json.loads(body)
+            r, n = msg["r"], msg["n"]
+            if type(r) is not int or type(n) is not int:
+                raise ValueError
+        except (ValueError, TypeError, KeyError):
+            return self._drop("forged", addr)
+        if msg.get("j") != self.job or msg.get("d") != self.rank or n <= self.seen.get(r, 0):
+            return self._drop("replayed", addr)
+        self.seen[r] = n
+        return msg
+
+
+def proc_sample(pid: int, overlay=None):
+    """``(state, progress)`` of process ``pid``'s main thread from ``/proc/PID/task/PID/``: its state
+    letter and a tuple that changes whenever it makes progress (CPU time, page faults, context
+    switches, I/O); None if unreadable.  With ``overlay`` (a directory) and ``overlay/PID`` in it,
+    the files are read there instead (tests emulate a D state so).
+
+    >>> proc_sample(os.getpid())[0] in "RS"
+    True
+    """
+    root = "/proc"
+    if overlay and os.path.isdir(os.path.join(overlay, str(pid))):
+        root = overlay
+    task = os.path.join(root, str(pid), "task", str(pid))
+    try:
+        with open(os.path.join(task, "stat"), "rb") as f:
+            stat = f.read()
+        fields = stat[stat.rfind(b")") + 2:].split()
+        state = fields[0].decode()
+        progress = [int(fields[11]) + int(fields[12]), int(fields[7]) + int(fields[9])]  # utime+stime, faults
+    except (OSError, ValueError, IndexError):
+        return None
+    for name, keys in (("status", (b"voluntary_ctxt_switches", b"nonvoluntary_ctxt_switches")),
+                       ("io", (b"rchar", b"wchar", b"syscr", b"syscw"))):
+        try:
+            with open(os.path.join(task, name), "rb") as f:
+                progress += [int(line.split()[1]) for line in f if line.split(b":")[0] in keys]
+        except (OSError, ValueError, IndexError):
+            pass
+    return state, tuple(progress)
+
+
+class Freeze:
+    """Whether a process is frozen: in state T, t or D with no progress (`proc_sample`) for more than
+    ``limit`` seconds.  A busy process (running, sleeping in a call, or in D but making progress, as
+    when it swaps) never is.
+
+    >>> f = Freeze(10.0)
+    >>> f.update(("T", (5, 1)), 0.0), f.update(("T", (5, 1)), 9.0), f.update(("T", (5, 1)), 10.5)
+    (None, None, ('T', 10.5))
+    >>> f.update(("D", (6, 1)), 11.0), f.update(("D", (7, 1)), 30.0), f.update(("R", (7, 1)), 50.0)
+    (None, None, None)
+    """
+
+    def __init__(self, limit: float):
+        self.limit = limit
+        self.last = None
+        self.since = None
+
+    def update(self, sample, now: float):
+        """Take a sample at ``now``: ``(state, seconds)`` once frozen past the limit, else None."""
+        last, self.last = self.last, sample
+        if sample is None or sample[0] not in FROZEN_STATES:
+            self.since = None
+            return None
+        if self.since is None or last is None or last != sample:
+            self.since = now
+            return None
+        return (sample[0], now - self.since) if now - self.since > self.limit else None
+
+
 # -- the helper process -------------------------------------------------------------------------
 def _ppid(pid: int):
     try:
@@ -319,19 +520,24 @@ class _Helper:
         self.noted_proxies = False
         self.acked = False
         self.proxy = cfg["ppid"] if _comm(cfg["ppid"]).startswith("hydra_pmi_prox") else None
+        self.seal = Seal(bytes.fromhex(cfg["key"]), self.job, self.rank)
+        self.peer_rejected: dict = {}  # rank -> [forged, replayed, sources] its helper rejected (hub)
+        self.freeze = Freeze(self.deadline)
+        self.frozen = None  # (state, seconds) once this rank's process is frozen
 
     # -- sending
-    def _send(self, msg: dict, addr) -> None:
-        msg["j"], msg["r"] = self.job, self.rank
+    def _send(self, msg: dict, addr, to: int = 0) -> None:
+        if not self.hub and (self.seal.forged or self.seal.replayed):
+            msg["x"] = [self.seal.forged, self.seal.replayed, sorted(self.seal.sources)]
         try:
-            self.sock.sendto(json.dumps(msg, separators=(",", ":")).encode(), addr)
+            self.sock.sendto(self.seal.wrap(msg, to), addr)
         except OSError:  # the link is down, no route: the silence will tell
             pass
 
     def _beat(self) -> None:
         if self.hub:
             for r in self.last:
-                self._send({"t": "b"}, self.peers[r])
+                self._send({"t": "b"}, self.peers[r], r)
         else:
             state = None
             if self.mine is not None:
@@ -347,20 +553,18 @@ class _Helper:
                 return
             except OSError:
                 return
-            try:
-                msg = json.loads(data)
-                if msg.get("j") != self.job or not isinstance(msg.get("r"), int):
-                    continue
-            except (ValueError, AttributeError):
-                continue
-            self._handle(msg, addr)
+            msg = self.seal.open(data, addr)
+            if msg is not None:
+                self._handle(msg, addr)
 
     def _handle(self, msg: dict, addr) -> None:
         r, kind, now = msg["r"], msg.get("t"), time.monotonic()
         if self.hub:
+            if isinstance(msg.get("x"), list) and len(msg["x"]) == 3:
+                self.peer_rejected[r] = msg["x"]
             if r not in self.last:
                 if kind == "g":  # its rank is gone and we already know: say so again
-                    self._send({"t": "a"}, addr)
+                    self._send({"t": "a"}, addr, r)
                 return
             self.last[r] = now
             self.never.discard(r)
@@ -371,7 +575,7 @@ class _Helper:
                 state, age, text = msg["s"]
                 self.states[r] = (state, now - age, text)
             elif kind == "g":
-                self._send({"t": "a"}, addr)
+                self._send({"t": "a"}, addr, r)
                 del self.last[r]
                 if msg.get("how") == "finished":
                     self.states[r] = ("finished", now, "")
@@ -384,6 +588,12 @@ class _Helper:
                     # at once: hydra ends the job within milliseconds of a rank's death
                     now = time.monotonic()
                     self._end(ended_line(self.ended, self.hosts, self._my_states(now), now), EXIT_STATUS, notify=True)
+            elif kind == "f" and 0 <= r < len(self.pids):  # its rank's process is frozen
+                state, secs = msg.get("f", ("?", 0.0))
+                now = time.monotonic()  # (r stays in self.last: its helper is told to end, and kills it)
+                states = {q: st for q, st in self._my_states(now).items() if q != r}
+                line = frozen_line({r: (str(state), float(secs))}, self.hosts, self.pids, states, now, self.deadline)
+                self._end(line, EXIT_STATUS, notify=True)
             elif kind == "p":
                 for o in [r] + [o for o in msg.get("orphans", ()) if 0 <= o < len(self.pids)]:
                     self.proxies[o] = msg.get("pid")
@@ -443,8 +653,33 @@ class _Helper:
             out[self.rank] = (self.mine[0], now - (time.time() - self.mine[1]), self.mine[2])
         return out
 
+    def _rejected(self) -> str:
+        """`rejected_text` of every datagram this helper (and, the hub, every other) dropped."""
+        forged, replayed, sources = self.seal.forged, self.seal.replayed, set(self.seal.sources)
+        for f, rp, src in self.peer_rejected.values():
+            forged, replayed, sources = forged + int(f), replayed + int(rp), sources | set(map(str, src))
+        return rejected_text(forged, replayed, sources)
+
+    def _check_frozen(self, now: float) -> None:
+        """Whether this rank's process is frozen (`Freeze`): the hub names it and ends the job; a
+        spoke tells the hub (each beat, until the hub ends the job)."""
+        if self.rank_how is not None:
+            return
+        if self.frozen is None:
+            self.frozen = self.freeze.update(proc_sample(self.cfg["pid"], self.cfg.get("proc")), now)
+            if self.frozen is None:
+                return
+        if self.hub:
+            states = {r: st for r, st in self._my_states(now).items() if r != 0}
+            self._end(frozen_line({0: self.frozen}, self.hosts, self.pids, states, now, self.deadline), EXIT_STATUS,
+                      notify=True)
+        else:
+            for _ in range(2):  # (a datagram can be lost)
+                self._send({"t": "f", "f": [self.frozen[0], round(self.frozen[1], 1)]}, self.peers[0])
+
     def _check(self) -> None:
         now = time.monotonic()
+        self._check_frozen(now)
         if self.proxy is not None and self.rank_how is None and _ppid(self.cfg["pid"]) not in (self.proxy, None):
             # the other ranks the proxy started (hydra: one per host) lost it too
             mine = self.hosts[self.rank]
@@ -496,14 +731,24 @@ class _Helper:
     def _end(self, line, code: int, notify: bool, lost_hub: bool = False) -> None:
         """Print ``line`` (if any), end the whole job as far as this helper can, and exit."""
         if line:
-            self._say(line)
+            self._say(with_rejected(line, self._rejected()))
         if notify:  # the hub: every helper still heard ends its rank
             for _ in range(3):
                 for r in list(self.last):
-                    self._send({"t": "e", "c": code}, self.peers[r])
+                    self._send({"t": "e", "c": code}, self.peers[r], r)
                 time.sleep(0.02)
         pid = self.cfg["pid"]
-        if self.rank_how is None:
+        if self.rank_how is None and self.frozen is not None:
+            # It cannot act on an abort. The other ranks' abort (status 113) makes mpiexec kill it; should
+            # that not come (mpiexec cannot reach this host), kill it here.
+            until = time.monotonic() + KILL_GRACE
+            while _alive(pid) and time.monotonic() < until:
+                time.sleep(0.1)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        elif self.rank_how is None:
             try:
                 os.write(self.cmd_fd, f"abort {code}\n".encode())
             except OSError:
@@ -544,7 +789,10 @@ class _Helper:
                         self._receive()
                 if not self._aborting():
                     self.ended[0] = self.cfg["pid"]
-            if self._aborting():  # a rank printed why and aborted the job: nothing to add
+            if self._aborting():  # a rank printed why and aborted the job: nothing to add but the count
+                text = self._rejected()
+                if text:
+                    self._say(f"[meshrt] {text}")
                 raise SystemExit(0)
             if self.ended:
                 now = time.monotonic()
@@ -582,7 +830,10 @@ class _Helper:
                 if self.rank_how is not None:
                     self._leave()
             if self.hub and self.rank_how is not None and not self.last:
-                return  # rank 0 finished and every other rank has gone
+                text = self._rejected()  # rank 0 finished and every other rank has gone
+                if text:
+                    self._say(f"[meshrt] {text}; the job was not affected")
+                return
 
 
 def _helper_main(argv) -> int:
@@ -722,21 +973,33 @@ def start(deadline=None) -> bool:
     if world.Get_size() < 2 or _status_w is not None:
         return False
     deadline = deadline_seconds() if deadline is None else deadline
+    key = key_from_env()  # (a malformed one raises here, on every rank alike, before any collective)
+    os.environ.pop(KEY_ENV, None)  # not passed on to the helper or to what the script starts
     keep = os.environ.get("MESHRT_KEEP_ORPHANS", "").strip() not in ("", "0")
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("0.0.0.0", 0))
     mine = _addresses()
     me = (socket.gethostname(), mine)
     with _mpi.internal("meshrt.launch", "heartbeat setup", world):
-        job, hub_addrs, hub_port, hub_host = world.bcast(
-            (int.from_bytes(os.urandom(8), "little") >> 2, mine, sock.getsockname()[1], me) if world.Get_rank() == 0 else None, root=0)
+        # The key comes from the launcher (meshrt run); started by mpiexec directly, rank 0 makes one
+        # and hands it to the others over MPI.
+        job, hub_addrs, hub_port, hub_host, made = world.bcast(
+            (int.from_bytes(os.urandom(8), "little") >> 2, mine, sock.getsockname()[1], me,
+             os.urandom(32) if key is None else None) if world.Get_rank() == 0 else None, root=0)
+        key = made if made is not None else key
         hub_ip, src = _route(hub_addrs, hub_port, mine, tuple(hub_host) == me)
-        table = world.allgather((me, src, sock.getsockname()[1], os.getpid()))
+        check = None if key is None else hmac.new(key, b"meshrt heartbeat key", hashlib.sha256).hexdigest()[:16]
+        table = world.allgather((me, src, sock.getsockname()[1], os.getpid(), check))
+    if len({t[4] for t in table}) != 1:
+        sock.close()
+        raise ValueError(f"{KEY_ENV}: the processes of the job were not all handed the same key (set on some "
+                         "hosts only, or differently?); unset it and meshrt run makes one for the job")
     rank = world.Get_rank()
-    peers = [(s, p) for _, s, p, _ in table]
+    peers = [(s, p) for _, s, p, _, _ in table]
     peers[0] = (hub_ip, hub_port) if rank else ("127.0.0.1", hub_port)
     cfg = {"rank": rank, "job": job, "deadline": deadline, "keep": keep, "pid": os.getpid(), "ppid": os.getppid(),
-           "hosts": host_labels([t[0] for t in table]), "pids": [t[3] for t in table], "peers": peers}
+           "hosts": host_labels([t[0] for t in table]), "pids": [t[3] for t in table], "peers": peers,
+           "key": key.hex(), "proc": os.environ.get(PROC_ENV) or None}
     status_r, status_w = os.pipe()
     cmd_r, cmd_w = os.pipe()
     fds = (sock.fileno(), status_r, cmd_w)

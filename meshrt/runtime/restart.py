@@ -6,8 +6,9 @@ hosts given and the limits whether to start it again and on which hosts.
 
 What is restarted: a lost host or link (the heartbeat's exit, status 113, naming the host), a
 rank whose process ended without its script finishing (killed, a crash outside Python) and a
-lost ``hydra_pmi_proxy`` (both named with their host), and a job that mpiexec ended because a
-process died (a status above 128 or 255, no host named).  What is not: a clean exit, an
+lost ``hydra_pmi_proxy`` (both named with their host), a frozen rank (stopped, traced or stuck in
+uninterruptible sleep: its host stays in the first time, and is left out if a rank freezes there
+again), and a job that mpiexec ended because a process died (a status above 128 or 255, no host named).  What is not: a clean exit, an
 exception or ``sys.exit(code)`` in the script (restarting cannot fix it), ``MESHRT_TIMEOUT``
 (status 124: a hang comes back), and a signal meshrt run itself got (Ctrl-C, the batch
 system's SIGTERM).
@@ -36,12 +37,13 @@ EXIT_TIMEOUT = 124
 _LOST = re.compile(r"host (\S+) \(ranks? [\d, ]+\) not heard from")
 _ENDED = re.compile(r"ranks? [\d, ]+ on host (\S+) \(pids? [\d, ]+\)")
 _PROXY = re.compile(r"hydra_pmi_proxy \(pids? [\d, ]+\) on host (\S+) is gone")
+_FROZEN = re.compile(r"ranks? [\d, ]+ on host (\S+) \(pids? [\d, ]+\) frozen: ")
 
 
 @dataclass(frozen=True)
 class Failure:
     """How a job ended: ``kind`` is ``ok``, ``lost`` (a host, link, rank process or proxy, named in
-    ``hosts``), ``died`` (a process died, no host named), ``error`` (the script's own), ``timeout``
+    ``hosts``), ``frozen`` (a rank's process frozen, its host in ``hosts``), ``died`` (a process died, no host named), ``error`` (the script's own), ``timeout``
     or ``signal`` (meshrt run was signalled); ``line`` says it in words."""
 
     kind: str
@@ -51,7 +53,7 @@ class Failure:
 
     @property
     def restartable(self) -> bool:
-        return self.kind in ("lost", "died")
+        return self.kind in ("lost", "frozen", "died")
 
 
 def named_hosts(lines) -> tuple:
@@ -71,6 +73,8 @@ def named_hosts(lines) -> tuple:
             found = [] if "running on" in line else _PROXY.findall(line)
         elif "ended without finishing" in line:
             found = _ENDED.findall(line)
+        elif ") frozen: " in line:
+            found = _FROZEN.findall(line)
         else:
             found = _LOST.findall(line)
         out += [h for h in found if h not in out]
@@ -95,7 +99,8 @@ def classify(status: int, lines=(), signalled: bool = False) -> Failure:
     said = next((l[l.index("[meshrt] "):].strip() for l in lines
                  if named_hosts([l])), "")
     if hosts:
-        return Failure("lost", status, hosts, said)
+        frozen = any(_FROZEN.search(l) for l in lines)
+        return Failure("frozen" if frozen else "lost", status, hosts, said)
     if status == EXIT_TIMEOUT:
         return Failure("timeout", status, (), "MESHRT_TIMEOUT reached (exit status 124): a hang is not restarted")
     if status == EXIT_HEARTBEAT or status == 255 or status > 128:
@@ -128,6 +133,7 @@ class Plan:
     placement: tuple = ()
     lost: tuple = ()
     line: str = ""
+    froze: tuple = ()  # the hosts where a rank froze so far (a second freeze leaves the host out)
 
     @property
     def nprocs(self) -> int:
@@ -135,12 +141,13 @@ class Plan:
 
 
 def next_run(failure: Failure, hosts, lost, nprocs: int, restarts_done: int, restarts: int,
-             min_procs: int = 1, min_hosts: int = 1) -> Plan:
+             min_procs: int = 1, min_hosts: int = 1, froze=()) -> Plan:
     """Whether, and on what, to start the job again after ``failure``.
 
     ``hosts``: every host given (spares included), in order; ``lost``: the hosts left out by
     earlier restarts; ``nprocs``: the processes wanted.  A host the failure names is left out
-    for good; the job restarts on the first ``nprocs`` slots of the others (fewer if they hold
+    for good, except for a frozen rank's: its host stays in unless a rank froze there before
+    (``froze``: those hosts, `Plan.froze` of the previous plan); the job restarts on the first ``nprocs`` slots of the others (fewer if they hold
     fewer, down to ``min_procs`` processes on ``min_hosts`` hosts), at most ``restarts`` times.
 
     >>> f = Failure("lost", 113, ("b",), "[meshrt] host b ...")
@@ -151,6 +158,10 @@ def next_run(failure: Failure, hosts, lost, nprocs: int, restarts_done: int, res
     meshrt run: not restarting: without host b, 2 processes remain on a:2, fewer than --min-procs 4
     >>> print(next_run(f, hosts, (), 4, 1, 1).line)
     meshrt run: not restarting: --restarts 1 used up
+    >>> z = Failure("frozen", 113, ("b",), "[meshrt] rank 2 on host b (pid 9) frozen: ...")
+    >>> p = next_run(z, hosts, (), 4, 0, 2)
+    >>> hosts_text(p.placement), p.froze, hosts_text(next_run(z, hosts, (), 4, 1, 2, froze=p.froze).placement)
+    ('a:2,b:2', ('b',), 'a:2,c:2')
     """
     if not failure.restartable:
         said = failure.kind in ("error", "timeout") and restarts > 0
@@ -160,11 +171,14 @@ def next_run(failure: Failure, hosts, lost, nprocs: int, restarts_done: int, res
                     f"meshrt run: not restarting: --restarts {restarts} used up" if restarts else "")
     names = [h.name for h in hosts]
     gone = list(lost)
-    unknown = []
+    unknown, kept, froze = [], [], list(froze)
     for label in failure.hosts:
         name = match_host(label, names)
         if name is None:
             unknown.append(label)
+        elif failure.kind == "frozen" and name not in froze:
+            froze.append(name)
+            kept.append(name)
         elif name not in gone:
             gone.append(name)
     left = tuple(h for h in hosts if h.name not in gone)
@@ -173,18 +187,21 @@ def next_run(failure: Failure, hosts, lost, nprocs: int, restarts_done: int, res
     count = min(nprocs, total)
     placement = _fill(left, count)
     if count < min_procs or not left:
-        return Plan(False, (), tuple(gone), f"meshrt run: not restarting: {without}{count} process"
+        return Plan(False, (), tuple(gone), froze=tuple(froze), line=f"meshrt run: not restarting: {without}{count} process"
                     f"{'es' * (count != 1)} remain{'s' * (count == 1)}{' on ' + hosts_text(left) if left else ''}, "
                     f"fewer than --min-procs {min_procs}")
     if len(placement) < min_hosts:
-        return Plan(False, (), tuple(gone), f"meshrt run: not restarting: {without}{len(placement)} host"
+        return Plan(False, (), tuple(gone), froze=tuple(froze), line=f"meshrt run: not restarting: {without}{len(placement)} host"
                     f"{'s' * (len(placement) != 1)} remain{'s' * (len(placement) == 1)}, fewer than "
                     f"--min-hosts {min_hosts}")
     why = failure.line or f"exit status {failure.status}"
     if unknown:
         why += f" (host{'s' * (len(unknown) > 1)} {', '.join(unknown)} not among --hosts: left in)"
+    if kept:
+        why += (f" (host{'s' * (len(kept) > 1)} {', '.join(kept)} kept in: a first freeze there; a second "
+                "leaves it out)")
     n = sum(h.slots for h in placement)
-    return Plan(True, placement, tuple(gone),
+    return Plan(True, placement, tuple(gone), froze=tuple(froze), line=
                 f"meshrt run: restart {restarts_done + 1} of {restarts} on {hosts_text(placement)} ({n} process"
                 f"{'es' * (n != 1)}{'; was ' + str(nprocs) if n != nprocs else ''}), MESHRT_RESTART="
                 f"{restarts_done + 1}, after: {why}")
