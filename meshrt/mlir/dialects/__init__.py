@@ -9,6 +9,8 @@ normalizations of its ops once read (`reader._normalizer`), the MLIR form of its
 
 - `arith` (and ``math``, which shares its forms and flags), `func`, `builtin`, `cf`, `affine`,
   `scf`, `vector`, `tensor`, `linalg`, `tosa`: the dialects of ``mlir-opt``'s programs;
+- `memref` (with ``bufferization``) and `mpi`: bufferized programs and what
+  ``--convert-shard-to-mpi`` makes of them;
 - `shard`: the ``shard`` dialect, and `verify`;
 - `stablehlo`, `sdy` (with `sdy_attrs`, its attributes as data) and `verify_sdy`: what JAX exports.
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 from . import affine, arith, builtin, cf, func, linalg, scf, shard, tensor, vector  # noqa: F401  (register the custom forms)
 from . import sdy, stablehlo  # noqa: F401  (Shardy and the StableHLO JAX prints)
 from . import tosa  # noqa: F401  (its nan_mode default, its attributes' MLIR form)
+from . import memref, mpi  # noqa: F401  (bufferized programs, and the mpi dialect of --convert-shard-to-mpi)
 from ...errors import MLIRError
 from ..syntax.reader import _Parser
 from ..ir import Module
