@@ -24,7 +24,7 @@ from ... import collectives as C
 from ...errors import MLIRError
 from ...halo import update_halo
 from ...sharding.spec import Sharding
-from ..ir import _static
+from ..ir import _static, memref_type
 from .arith import _dtype
 
 def _sharding(p, op, env, global_mode):
@@ -161,9 +161,14 @@ def _shift(p, op, env):
 
 
 def _update_halo(p, op, env):
-    x = np.array(env[op.operands[0]], order="C")  # SSA: the operand keeps its value
+    dest = env[op.operands[0]]
+    x = np.array(dest, order="C")  # a tensor: SSA, the operand keeps its value
     halos = _multi(op, "static_halo_sizes", env)
-    return [update_halo(x, _mesh(p, op), [list(a) for a in op.attributes["split_axes"]], halos)]
+    r = update_halo(x, _mesh(p, op), [list(a) for a in op.attributes["split_axes"]], halos)
+    if memref_type(op.operands[0].type) is not None:  # a memref is updated in place; the result is it
+        dest[...] = r
+        return [dest]
+    return [r]
 
 
 def _per_program(fn):

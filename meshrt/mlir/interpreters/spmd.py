@@ -34,10 +34,13 @@ from ...runtime import mpi as _mpi
 from ...errors import MLIRError
 from ...mesh import AbstractMesh, Mesh
 from . import arith as A
+from . import buffers as B
 from . import linalg as L
+from . import mpi as MP
 from . import shard as S
 from .arith import _dtype
-from ..ir import DYNAMIC, _static, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module, ScalarType, TensorType
+from ..ir import (DYNAMIC, _static, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module,
+                  ScalarType, TensorType, memref_type)
 from .tosa import TOSA_OPS, tosa_function
 from ..dialects.shard import collective_result_dims, verify
 
@@ -118,6 +121,10 @@ def _check_ops(blocks, where, sharded=None):
                 raise MLIRError(f"{op.location}: '{op.name}' {problem}")
             if op.name in TOSA_OPS:
                 tosa_function(op)  # its attributes and element types, checked before anything runs
+            if op.dialect == "mpi":
+                problem = MP.check_op(op)
+                if problem:
+                    raise MLIRError(f"{op.location}: '{op.name}' {problem}")
             if op.name in L.LINALG_OPS:
                 for r in op.regions:
                     for b in r.blocks:
@@ -197,6 +204,8 @@ class Program:
         self._plans = {}
         self._global_mode = {}
         self._const = {}
+        self._mpi_comms = []  # communicators the program's mpi.comm_split made: freed after each run
+        self._dlti = dlti_values(module)
 
     # -- meshes -------------------------------------------------------------------------------
     def mesh(self, grid, where="", abstract=False):
@@ -217,19 +226,30 @@ class Program:
         return m
 
     def free(self) -> None:
-        """Free the meshes' group communicators (collective)."""
+        """Free the meshes' group communicators and those the program split (collective)."""
+        self.free_mpi()
         for m in self._meshes.values():
             if isinstance(m, Mesh):
                 m.free()
         self._meshes.clear()
+
+    def free_mpi(self) -> None:
+        """Free the communicators the program's ``mpi.comm_split`` ops made (collective, in creation order)."""
+        comms, self._mpi_comms = self._mpi_comms, []
+        for c in comms:
+            c.Free()
 
     # -- running --------------------------------------------------------------------------------
     def run(self, name: str, args) -> list:
         """Run ``func.func @name`` on ``args`` (one per function argument); returns the results."""
         if name not in self._checked:
             check_function(self.module, name)
+            _check_dlti(self.module, self._dlti, self.comm)
             self._checked.add(name)
-        return self._call(name, list(args))
+        try:
+            return self._call(name, list(args))
+        finally:
+            self.free_mpi()
 
     def _call(self, name, args):
         f = self.module.functions()[name]
@@ -294,6 +314,8 @@ class Program:
 
             def run(env):
                 return (fn(*[env[v] for v in operands]),)
+        elif name in L.LINALG_OPS and B.is_buffer_op(op):
+            run = B.linalg_on_buffers(op, self._captured)
         elif name in L.LINALG_OPS:
             run = L.prepare(op, self._captured)
         else:
@@ -324,6 +346,15 @@ def _coerce(a, t, f, i):
         dt = _dtype(t)
         if a.dtype != dt:
             raise MLIRError(f"{where}: expected element type {t.element} ({dt}), got {a.dtype}")
+        return a
+    m = memref_type(t)
+    if m is not None:  # a buffer: the caller's array itself, written through by the program
+        if not isinstance(a, np.ndarray):
+            raise MLIRError(f"{where}: expected a numpy array for {t}, got {type(a).__name__}")
+        if a.ndim != m.rank or any(d is not None and d != n for d, n in zip(m.shape, a.shape)):
+            raise MLIRError(f"{where}: expected {t}, got an array of shape {a.shape}")
+        if a.dtype != _dtype(m):
+            raise MLIRError(f"{where}: expected element type {m.element} ({_dtype(m)}), got {a.dtype}")
         return a
     if isinstance(t, ScalarType):
         if np.ndim(a) != 0:
@@ -453,6 +484,12 @@ def _cast_through(p, op, env):
     return [env[v] for v in op.operands]
 
 
+def _assert(p, op, env):
+    if not bool(env[op.operands[0]]):
+        raise MLIRError(f"{op.location}: 'cf.assert' failed on process {p.comm.rank}: {op.attributes.get('msg', '')}")
+    return []
+
+
 def _tensor_cast(p, op, env):
     x = env[op.operands[0]]
     _check_shape(op, x, op.results[0].type)
@@ -573,6 +610,9 @@ _HANDLERS = {
     "tensor.pad": _pad, "tensor.collapse_shape": _collapse, "tensor.expand_shape": _expand,
     "tensor.concat": _concat,
     **S.HANDLERS,
+    **B.HANDLERS,
+    **MP.HANDLERS,
+    "cf.assert": _assert,
     "affine.apply": _affine, "affine.min": _affine, "affine.max": _affine,
 }
 for _t in _TERMINATORS:
@@ -682,3 +722,33 @@ def _global_shape(r, s, comm):
         group = mesh.group_devices(axes, mesh.rank)
         out.append(sum(shapes[g][d] for g in group))
     return tuple(out)
+
+
+# -- dlti: what a module says of the MPI world it was lowered for ---------------------------------------------
+
+def dlti_values(module: Module) -> dict:
+    """``{"MPI:comm_world_rank": 24, ...}``: the integer entries of the module's ``#dlti.map``
+    attributes (``dlti = ...`` or ``mpi.dlti = ...``, as ``--convert-shard-to-mpi`` reads them)."""
+    out = {}
+    for key, v in module.attributes.items():
+        if key.split(".")[-1] != "dlti" and not str(v).startswith("#dlti.map<"):
+            continue
+        text = str(v)
+        for k, n in re.findall(r'"([^"]+)"\s*=\s*(-?\d+)(?:\s*:\s*\w+)?', text):
+            out[k] = int(n)
+    return out
+
+
+def _check_dlti(module, dlti, comm):
+    """A module lowered for one process of a world (``MPI:comm_world_rank``/``_size``) runs only there:
+    every process learns where it does not hold (one allgather), and all raise the same error."""
+    rank, size = dlti.get("MPI:comm_world_rank"), dlti.get("MPI:comm_world_size")
+    if rank is None and size is None:
+        return
+    mine = (rank is not None and rank != comm.rank) or (size is not None and size != comm.size)
+    with _mpi.internal("meshrt.mlir", "agreement on the module's dlti", comm):
+        wrong = [r for r, bad in enumerate(comm.allgather(mine)) if bad]
+    if wrong:
+        said = ", ".join(f"{k} = {v}" for k, v in sorted(dlti.items()) if k in ("MPI:comm_world_rank", "MPI:comm_world_size"))
+        raise MLIRError(f"{module.filename}: the module's dlti says {said}; it cannot run on process(es) "
+                        f"{wrong} of a world of {comm.size} (each process needs the module lowered for it)")

@@ -1,0 +1,112 @@
+"""MLIR's own lowering of a ``shard`` program to the ``mpi`` dialect, made by ``mlir-opt``, and the
+side-by-side run that compares it with the ``shard``-level program (``meshrt mlir compare --lower``).
+
+`lower_to_mpi` calls ``mlir-opt`` (22): an annotated global program is first partitioned
+(``sharding-propagation``, ``shard-partition``), then ``--convert-shard-to-mpi`` and
+``--canonicalize`` run (as LLVM's own test of the pass does).  LLVM 22 lowers ``all_reduce``,
+``update_halo`` and the index ops; it leaves ``all_gather``, ``all_slice``, ``all_to_all``
+... as they are, saying "failed to legalize" on stderr but still printing the module: those
+ops then run as ``shard`` ops inside the lowered program, and `Lowered.unlowered` names them.
+
+`compare_runs` runs both programs on the same processes and arguments and returns the first
+value that differs (the lowest process's first differing element), or None.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import MLIRError
+
+__all__ = ["PARTITION_PIPELINE", "LOWER_FLAGS", "Lowered", "lower_to_mpi", "Difference", "compare_runs",
+           "first_difference"]
+
+PARTITION_PIPELINE = "builtin.module(func.func(sharding-propagation,shard-partition))"
+LOWER_FLAGS = ("--convert-shard-to-mpi", "--canonicalize")
+
+
+@dataclass
+class Lowered:
+    """The text ``mlir-opt`` made, the partitioned text it was made from, and the shard ops the
+    lowering left (``[(op name, line:col)]`` from mlir-opt's "failed to legalize" diagnostics)."""
+
+    text: str
+    partitioned: str
+    unlowered: list
+    commands: list
+
+
+def _run(exe, args, text, what):
+    proc = subprocess.run([exe, *args, "-"], input=text, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise MLIRError(f"mlir-opt {' '.join(args)} failed on {what}:\n{proc.stderr.strip()}")
+    return proc.stdout, proc.stderr
+
+
+def lower_to_mpi(text: str, filename: str, exe: str, partition: bool) -> Lowered:
+    """``mlir-opt``'s ``--convert-shard-to-mpi`` lowering of the program ``text`` (partitioned
+    first when ``partition``)."""
+    commands = []
+    if partition:
+        commands.append(f"mlir-opt --pass-pipeline=\"{PARTITION_PIPELINE}\"")
+        text, _ = _run(exe, [f"--pass-pipeline={PARTITION_PIPELINE}"], text, filename)
+    commands.append("mlir-opt " + " ".join(LOWER_FLAGS))
+    out, err = _run(exe, list(LOWER_FLAGS), text, filename)
+    left = [(m.group(2), m.group(1)) for m in
+            re.finditer(r"<stdin>:(\d+:\d+): error: failed to legalize operation '([\w.]+)'", err)]
+    return Lowered(out, text, left, commands)
+
+
+@dataclass
+class Difference:
+    """Where the two runs first differ."""
+
+    process: int
+    result: int
+    index: tuple
+    expected: object
+    got: object
+    note: str = ""
+
+    def __str__(self):
+        at = f" at {list(self.index)}" if self.index else ""
+        return (f"result {self.result}{at} on process {self.process}: shard-level {self.expected!r}, "
+                f"lowered {self.got!r}{self.note}")
+
+
+def first_difference(a_results, b_results, rtol=0.0, atol=0.0):
+    """``(result, index, a, b, note)`` of the first element where two result lists differ, or None."""
+    if len(a_results) != len(b_results):
+        return (0, (), f"{len(a_results)} results", f"{len(b_results)} results", "")
+    for i, (a, b) in enumerate(zip(a_results, b_results)):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return (i, (), f"shape {a.shape}", f"shape {b.shape}", "")
+        if a.dtype != b.dtype:
+            return (i, (), f"dtype {a.dtype}", f"dtype {b.dtype}", "")
+        if a.dtype.kind in "fc":
+            bad = ~np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            bad = a != b
+        if np.any(bad):
+            idx = tuple(int(k) for k in np.argwhere(bad)[0]) if a.ndim else ()
+            return (i, idx, a[idx].item(), b[idx].item(), f" ({int(np.count_nonzero(bad))} of {a.size} differ)")
+    return None
+
+
+def compare_runs(shard_prog, lowered_prog, name, args, comm, rtol=0.0, atol=0.0):
+    """Run ``@name`` of both programs (`meshrt.mlir.interpreters.spmd.Program` s on ``comm``) on
+    copies of ``args`` (a memref argument is written through) and return ``(shard results,
+    lowered results, Difference or None)``; the difference is the same on every process."""
+    a = shard_prog.run(name, [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in args])
+    b = lowered_prog.run(name, [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in args])
+    mine = first_difference(a, b, rtol, atol)
+    everyone = comm.allgather(mine)
+    for rank, d in enumerate(everyone):
+        if d is not None:
+            return a, b, Difference(rank, *d)
+    return a, b, None
