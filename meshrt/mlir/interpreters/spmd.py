@@ -504,8 +504,9 @@ def _result_shape(op, dyn):
 
 
 def _empty(p, op, env):
+    # MLIR leaves its contents undefined; zeros (calloc: as cheap) make two runs of a program comparable
     t = op.results[0].type
-    return [np.empty(_result_shape(op, [env[v] for v in op.operands]) if op.operands else t.shape, _dtype(t))]
+    return [np.zeros(_result_shape(op, [env[v] for v in op.operands]) if op.operands else t.shape, _dtype(t))]
 
 
 def _splat(p, op, env):
