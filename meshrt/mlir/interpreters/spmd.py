@@ -102,17 +102,11 @@ def check_function(module: Module, name: str) -> None:
         _check_ops(f.regions[0].blocks, f.attributes.get("sym_name"))
 
 
-def _check_ops(blocks, where, sharded=None):
-    if sharded is None:  # values a shard.shard defines: the only ones shard.get_sharding can answer for
-        sharded = {r for b in blocks for o in b.operations for x in o.walk() if x.name == "shard.shard"
-                   for r in x.results}
+def _check_ops(blocks, where):
     for block in blocks:
         for op in block.operations:
-            if op.name == "shard.get_sharding" and (not op.operands or op.operands[0] not in sharded):
-                raise MLIRError(f"{op.location}: unsupported op 'shard.get_sharding' of "
-                                f"{op.operands[0].name if op.operands else 'no operand'}, "
-                                "which no shard.shard defines: the program does not say its sharding (in @"
-                                f"{where})")
+            if op.name == "shard.get_sharding" and len(op.operands) != 1:
+                raise MLIRError(f"{op.location}: 'shard.get_sharding' takes one operand, found {len(op.operands)}")
             if (op.name not in _HANDLERS and op.name not in A.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
                     and op.name not in TOSA_OPS):
                 raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{where})")
@@ -137,7 +131,7 @@ def _check_ops(blocks, where, sharded=None):
                                             "(only a constant or outside value can be yielded)")
             else:
                 for r in op.regions:
-                    _check_ops(r.blocks, where, sharded)
+                    _check_ops(r.blocks, where)
 
 
 def _is_int_tuple(v):
