@@ -493,7 +493,7 @@ def _mlir_compare_cmd(args):
                     if exe is None:
                         raise MLIRError(f"no mlir-opt on PATH or in /usr/lib/llvm-*/bin; install it with "
                                         f"`apt-get install {MLIR_PACKAGE}` or give --lowered FILE")
-                    made = lower_to_mpi(module.source, args.file, exe, partition=annotated)
+                    made = lower_to_mpi(module.source, args.file, exe, partition=annotated, function=args.function)
                 except MLIRError as e:
                     made = str(e)
             made = comm.bcast(made, root=0)

@@ -47,15 +47,33 @@ def _run(exe, args, text, what):
     return proc.stdout, proc.stderr
 
 
-def lower_to_mpi(text: str, filename: str, exe: str, partition: bool) -> Lowered:
+def function_module(module, name: str):
+    """The module of ``@name`` alone: the module's other top-level ops (grids ...), attributes (dlti)
+    and the functions ``@name`` calls.  LLVM 22's ``--convert-shard-to-mpi`` converts a module whole
+    or not at all, so one op it cannot lower elsewhere would keep this function from being lowered."""
+    from .ir import Module
+    from .interpreters.spmd import _functions_reached
+
+    keep = {id(f) for f in _functions_reached(module, name)}
+    ops = [o for o in module.operations if o.name != "func.func" or id(o) in keep]
+    return Module(ops, "", module.filename, dict(module.attributes))
+
+
+def lower_to_mpi(text: str, filename: str, exe: str, partition: bool, function: str | None = None) -> Lowered:
     """``mlir-opt``'s ``--convert-shard-to-mpi`` lowering of the program ``text`` (partitioned
-    first when ``partition``)."""
+    first when ``partition``); of ``function`` alone (and its callees) when given."""
+    from . import parse
+
     commands = []
     if partition:
         commands.append(f"mlir-opt --pass-pipeline=\"{PARTITION_PIPELINE}\"")
         text, _ = _run(exe, [f"--pass-pipeline={PARTITION_PIPELINE}"], text, filename)
+    source = text
+    if function is not None:
+        source = function_module(parse(text, filename), function).generic()
+        commands.append(f"(@{function} alone)")
     commands.append("mlir-opt " + " ".join(LOWER_FLAGS))
-    out, err = _run(exe, list(LOWER_FLAGS), text, filename)
+    out, err = _run(exe, list(LOWER_FLAGS), source, filename)
     left = [(m.group(2), m.group(1)) for m in
             re.finditer(r"<stdin>:(\d+:\d+): error: failed to legalize operation '([\w.]+)'", err)]
     return Lowered(out, text, left, commands)
