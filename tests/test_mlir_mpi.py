@@ -350,3 +350,37 @@ def test_compare_lower_runs_mlir_opt_on_two_processes(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "same: 1 result(s) of @row_sums equal on 2 process(es) and equal the global program" in out.stdout
     assert (tmp_path / "reductions.n2.mpi.mlir").read_text().count("mpi.allreduce") >= 1
+
+
+@pytest.mark.parametrize("text, message", [
+    ('func.func @f(%m: memref<2xf32>) {\n  "mpi.send"(%m) : (memref<2xf32>) -> ()\n  return\n}',
+     r"^t\.mlir:2:3: 'mpi\.send' takes 4 operand\(s\), found 1"),
+    ('func.func @f(%m: memref<2xf32>, %t: i32) {\n  "mpi.send"(%m, %t, %t, %t) : (memref<2xf32>, i32, i32, i32) -> ()\n'
+     '  return\n}', r"^t\.mlir:2:3: 'mpi\.send' operand 3 must be a !mpi\.comm, found i32"),
+    ('func.func @f(%m: memref<2xf32>) {\n  %0 = "memref.subview"(%m) : (memref<2xf32>) -> memref<1xf32>\n  return\n}',
+     r"^t\.mlir:2:8: 'memref\.subview' needs static_offsets, static_sizes and static_strides"),
+    ('func.func @f(%m: memref<2xf32>) {\n  %0 = "memref.collapse_shape"(%m) : (memref<2xf32>) -> memref<2xf32>\n'
+     '  return\n}', r"^t\.mlir:2:8: 'memref\.collapse_shape' needs its reassociation"),
+])
+def test_malformed_generic_ops_said_before_running(text, message):
+    with pytest.raises(MLIRError, match=message):
+        run1(text, "f", [np.zeros(2, np.float32)])
+
+
+def test_get_sharding_of_an_unannotated_value_is_replicated():
+    text = """shard.grid @g(shape = 2x2)
+func.func @f(%a: tensor<4x8xf32>) -> !shard.sharding {
+  %0 = shard.get_sharding %a : tensor<4x8xf32> -> !shard.sharding
+  return %0 : !shard.sharding
+}
+func.func @h(%a: tensor<4x8xf32>) -> !shard.sharding {
+  %s = shard.sharding @g split_axes = [[0], [1]] : !shard.sharding
+  %b = shard.shard %a to %s : tensor<4x8xf32>
+  %0 = shard.get_sharding %a : tensor<4x8xf32> -> !shard.sharding
+  return %0 : !shard.sharding
+}"""
+    m = parse(text, "t.mlir")
+    [s] = run_function(m, "f", [np.zeros((4, 8), np.float32)])
+    assert str(s) == "shard.sharding @g split_axes = [[]]"
+    [s] = run_function(m, "h", [np.zeros((4, 8), np.float32)])
+    assert str(s) == "shard.sharding @g split_axes = [[0], [1]]"

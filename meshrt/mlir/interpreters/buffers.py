@@ -28,7 +28,7 @@ from ..ir import _static, memref_type
 from . import linalg as L
 from .arith import _dtype
 
-__all__ = ["HANDLERS", "linalg_on_buffers", "check_buffer"]
+__all__ = ["HANDLERS", "linalg_on_buffers", "check_buffer", "check_op", "is_buffer_op"]
 
 
 def _mt(op, t):
@@ -174,6 +174,41 @@ def _materialize(p, op, env):
         return [np.array(src, order="C", dtype=dst.dtype)]
     np.copyto(dst, src, casting="unsafe")
     return []
+
+
+def _ints(v):
+    return isinstance(v, tuple) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+
+
+_OPERANDS = {"memref.dealloc": 1, "memref.copy": 2, "memref.cast": 1, "memref.dim": 2,
+             "memref.collapse_shape": 1, "bufferization.to_tensor": 1, "bufferization.to_buffer": 1,
+             "bufferization.materialize_in_destination": 2}
+
+
+def check_op(op):
+    """What a memref/bufferization op needs that the generic form can leave out (None: fine)."""
+    want = _OPERANDS.get(op.name)
+    if want is not None and len(op.operands) != want:
+        return f"takes {want} operand(s), found {len(op.operands)}"
+    a = op.attributes
+    if op.name in ("memref.alloc", "memref.alloca", "memref.subview", "memref.cast", "memref.collapse_shape",
+                   "memref.expand_shape", "bufferization.to_buffer"):
+        if len(op.results) != 1 or memref_type(op.results[0].type) is None:
+            return "gives one ranked memref of numbers"
+    if op.name in ("memref.subview", "memref.load", "memref.store", "memref.copy", "memref.collapse_shape",
+                   "memref.expand_shape", "memref.dim", "bufferization.to_tensor"):
+        i = 1 if op.name == "memref.store" else 0
+        if len(op.operands) <= i or memref_type(op.operands[i].type) is None:
+            return "needs a ranked memref of numbers"
+    if op.name == "memref.subview" and not all(_ints(a.get(k)) for k in ("static_offsets", "static_sizes",
+                                                                              "static_strides")):
+        return "needs static_offsets, static_sizes and static_strides (arrays of integers)"
+    if op.name in ("memref.collapse_shape", "memref.expand_shape") and not (
+            isinstance(a.get("reassociation"), tuple) and all(_ints(g) for g in a["reassociation"])):
+        return "needs its reassociation (an array of arrays of integers)"
+    if op.name == "memref.expand_shape" and not _ints(a.get("static_output_shape")):
+        return "needs static_output_shape (an array of integers)"
+    return None
 
 
 HANDLERS = {

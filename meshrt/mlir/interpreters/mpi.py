@@ -30,8 +30,29 @@ def _class_code(name):
     return 0 if name == "MPI_SUCCESS" else getattr(MPI, name[len("MPI_"):], None)
 
 
+# operands of each op (the generic form may give any): (count, index of the communicator or None)
+_OPERANDS = {"mpi.init": (0, None), "mpi.finalize": (0, None), "mpi.comm_world": (0, None),
+             "mpi.comm_rank": (1, 0), "mpi.comm_size": (1, 0), "mpi.comm_split": (3, 0), "mpi.send": (4, 3),
+             "mpi.recv": (4, 3), "mpi.isend": (4, 3), "mpi.irecv": (4, 3), "mpi.wait": (1, None),
+             "mpi.allreduce": (3, 2), "mpi.barrier": (1, 0), "mpi.error_class": (1, None),
+             "mpi.retval_check": (1, None)}
+_BUFFERS = {"mpi.send": (0,), "mpi.recv": (0,), "mpi.isend": (0,), "mpi.irecv": (0,), "mpi.allreduce": (0, 1)}
+
+
 def check_op(op):
     """What an mpi op needs that the IR could leave out, said before the run (None: fine)."""
+    from ..ir import memref_type
+
+    want, comm = _OPERANDS.get(op.name, (None, None))
+    if want is not None and len(op.operands) != want:
+        return f"takes {want} operand(s), found {len(op.operands)}"
+    if comm is not None and str(op.operands[comm].type) != "!mpi.comm":
+        return f"operand {comm} must be a !mpi.comm, found {op.operands[comm].type}"
+    for i in _BUFFERS.get(op.name, ()):
+        if memref_type(op.operands[i].type) is None:
+            return f"operand {i} must be a ranked memref of numbers, found {op.operands[i].type}"
+    if op.name in ("mpi.comm_rank", "mpi.comm_size") and not 1 <= len(op.results) <= 2:
+        return f"gives ([!mpi.retval,] i32), found {len(op.results)} results"
     if op.name == "mpi.allreduce":
         k = op.attributes.get("op")
         if not isinstance(k, int) or not 0 <= k < len(REDUCE_OPS):

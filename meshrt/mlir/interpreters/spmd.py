@@ -115,8 +115,8 @@ def _check_ops(blocks, where):
                 raise MLIRError(f"{op.location}: '{op.name}' {problem}")
             if op.name in TOSA_OPS:
                 tosa_function(op)  # its attributes and element types, checked before anything runs
-            if op.dialect == "mpi":
-                problem = MP.check_op(op)
+            if op.dialect in ("mpi", "memref", "bufferization"):
+                problem = (MP.check_op if op.dialect == "mpi" else B.check_op)(op)
                 if problem:
                     raise MLIRError(f"{op.location}: '{op.name}' {problem}")
             if op.name in L.LINALG_OPS:
