@@ -19,7 +19,7 @@ from ...errors import MLIRError
 from ...runtime import mpi as _mpi
 from ..dialects.mpi import ERROR_CLASSES, REDUCE_OPS
 
-__all__ = ["HANDLERS", "check_op", "Request"]
+__all__ = ["HANDLERS", "check_op", "Request", "finish_requests"]
 
 _OPS = {"MPI_MAX": MPI.MAX, "MPI_MIN": MPI.MIN, "MPI_SUM": MPI.SUM, "MPI_PROD": MPI.PROD, "MPI_LAND": MPI.LAND,
         "MPI_BAND": MPI.BAND, "MPI_LOR": MPI.LOR, "MPI_BOR": MPI.BOR, "MPI_LXOR": MPI.LXOR, "MPI_BXOR": MPI.BXOR}
@@ -172,7 +172,9 @@ def _isend(p, op, env):
 
     def isend():
         tmp = _contiguous(x)
-        return [Request(c.Isend(_buf(tmp), dest, tag), tmp, None)]
+        r = Request(c.Isend(_buf(tmp), dest, tag), tmp, None)
+        p._mpi_requests.append(r)
+        return [r]
     return _outcome(op, isend, [None])
 
 
@@ -181,7 +183,9 @@ def _irecv(p, op, env):
 
     def irecv():
         tmp = _contiguous(x)
-        return [Request(c.Irecv(_buf(tmp), src, tag), tmp, x if tmp is not x else None)]
+        r = Request(c.Irecv(_buf(tmp), src, tag), tmp, x if tmp is not x else None)
+        p._mpi_requests.append(r)
+        return [r]
     return _outcome(op, irecv, [None])
 
 
@@ -195,8 +199,21 @@ def _wait(p, op, env):
             r.req.Wait()
         if r.dest is not None:
             r.dest[...] = r.tmp
+        if r in p._mpi_requests:
+            p._mpi_requests.remove(r)
         return []
     return _outcome(op, wait)
+
+
+def finish_requests(p):
+    """Requests the run started and never waited for: a receive that can still be cancelled is, the
+    rest are completed (MPI must not be left holding the program's buffers).  Returns how many."""
+    pending, p._mpi_requests = p._mpi_requests, []
+    for r in pending:
+        if not r.req.Test():
+            r.req.Cancel()
+            r.req.Wait()
+    return len(pending)
 
 
 def _allreduce(p, op, env):

@@ -199,6 +199,7 @@ class Program:
         self._global_mode = {}
         self._const = {}
         self._mpi_comms = []  # communicators the program's mpi.comm_split made: freed after each run
+        self._mpi_requests = []  # isend/irecv requests not yet waited for
         self._dlti = dlti_values(module)
 
     # -- meshes -------------------------------------------------------------------------------
@@ -229,6 +230,7 @@ class Program:
 
     def free_mpi(self) -> None:
         """Free the communicators the program's ``mpi.comm_split`` ops made (collective, in creation order)."""
+        MP.finish_requests(self)
         comms, self._mpi_comms = self._mpi_comms, []
         for c in comms:
             c.Free()
