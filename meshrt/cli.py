@@ -9,6 +9,7 @@
 import argparse
 import subprocess
 import os
+import re
 import sys
 
 __all__ = ["main"]
@@ -455,6 +456,7 @@ def _mlir_compare_cmd(args):
         inner = ["mlir", "compare", args.file, "--func", args.function, "--rtol", str(args.rtol),
                  "--atol", str(args.atol), "--seed", str(args.seed)]
         inner += ["--lower"] if args.lower else []
+        inner += ["--per-process"] if args.per_process else []
         inner += ["--lowered", args.lowered] if args.lowered else []
         inner += ["--keep", args.keep] if args.keep else []
         inner += ["--shardings-from", args.shardings_from] if args.shardings_from else []
@@ -479,6 +481,9 @@ def _mlir_compare_cmd(args):
     if args.lower == bool(args.lowered):
         say("meshrt mlir compare: give --lower (mlir-opt lowers PROGRAM) or --lowered FILE (its lowering)", True)
         return 2
+    if args.per_process and not args.lower:
+        say("meshrt mlir compare: --per-process goes with --lower", True)
+        return 2
     try:
         module = _parse_program(args.file)
         check_function(module, args.function)
@@ -493,28 +498,36 @@ def _mlir_compare_cmd(args):
                     if exe is None:
                         raise MLIRError(f"no mlir-opt on PATH or in /usr/lib/llvm-*/bin; install it with "
                                         f"`apt-get install {MLIR_PACKAGE}` or give --lowered FILE")
-                    made = lower_to_mpi(module.source, args.file, exe, partition=annotated, function=args.function)
+                    ranks = range(comm.size) if args.per_process else [None]
+                    made = [lower_to_mpi(module.source, args.file, exe, partition=annotated, function=args.function,
+                                         dlti=None if r is None else (r, comm.size)) for r in ranks]
                 except MLIRError as e:
                     made = str(e)
-            made = comm.bcast(made, root=0)
-            if isinstance(made, str):
-                raise MLIRError(made)
-            lowered = made
+            failed = comm.bcast(made if isinstance(made, str) else None, root=0)
+            if failed is not None:
+                raise MLIRError(failed)
+            if args.per_process:  # each process its own lowering (mpi.dlti: its rank, the world size)
+                lowered = comm.scatter(made, root=0)
+            else:
+                lowered = comm.bcast(made, root=0)[0]
             shard_text, shard_name = (lowered.partitioned, f"{args.file} (partitioned by mlir-opt)") if annotated \
                 else (module.source, args.file)
-            low_name = f"{args.file} (lowered by mlir-opt)"
+            low_name = f"{args.file} (lowered by mlir-opt" + (f" for process {comm.rank})" if args.per_process else ")")
             if args.keep:
                 if comm.rank == 0:
                     os.makedirs(args.keep, exist_ok=True)
                     stem = os.path.splitext(os.path.basename(args.file))[0]
-                    low_name = os.path.join(args.keep, f"{stem}.mpi.mlir")
-                    with open(low_name, "w") as f:
-                        f.write(lowered.text)
                     if annotated:
                         shard_name = os.path.join(args.keep, f"{stem}.partitioned.mlir")
                         with open(shard_name, "w") as f:
                             f.write(lowered.partitioned)
-                shard_name, low_name = comm.bcast((shard_name, low_name), root=0)
+                shard_name = comm.bcast(shard_name, root=0)
+                stem = os.path.splitext(os.path.basename(args.file))[0]
+                low_name = os.path.join(args.keep, f"{stem}.rank{comm.rank}.mpi.mlir" if args.per_process
+                                        else f"{stem}.mpi.mlir")
+                if args.per_process or comm.rank == 0:
+                    with open(low_name, "w") as f:
+                        f.write(lowered.text)
             low_module = parse(lowered.text, low_name)
             shard_module = parse(shard_text, shard_name) if annotated else module
         else:
@@ -545,7 +558,10 @@ def _mlir_compare_cmd(args):
         say(f"meshrt mlir compare: {e}", True)
         return 1
     if lowered is not None:
-        say("lowering: " + " | ".join(lowered.commands))
+        steps = " | ".join(lowered.commands)
+        if args.per_process:
+            steps = re.sub(r"\(for MPI:comm_world_rank = \d+ of (\d+)\)", r"(for each of the \1 processes: mpi.dlti)", steps)
+        say("lowering: " + steps)
         if lowered.unlowered:
             names = sorted({n for n, _ in lowered.unlowered})
             say(f"note: mlir-opt left {len(lowered.unlowered)} op(s) unlowered ({', '.join(names)}: "
@@ -698,6 +714,9 @@ def _mlir_add_parser(sub):
     q.add_argument("file")
     q.add_argument("--lower", action="store_true", help="make the lowering with mlir-opt")
     q.add_argument("--lowered", metavar="FILE", help="the lowering, already made")
+    q.add_argument("--per-process", action="store_true",
+                   help="with --lower: lower once per process, for it alone (mpi.dlti MPI:comm_world_rank and "
+                        "_size: mlir-opt folds them to constants), as LLVM's tests of the pass do")
     q.add_argument("--func", dest="function", required=True, help="name of the func.func to run")
     q.add_argument("--args", nargs="*", default=[], help=".npy files, one per argument (global arrays)")
     q.add_argument("--shardings-from", metavar="GLOBAL.mlir", help="the un-partitioned program, for shardings")

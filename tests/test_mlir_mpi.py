@@ -350,6 +350,14 @@ def test_compare_lower_runs_mlir_opt_on_two_processes(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "same: 1 result(s) of @row_sums equal on 2 process(es) and equal the global program" in out.stdout
     assert (tmp_path / "reductions.n2.mpi.mlir").read_text().count("mpi.allreduce") >= 1
+    # one lowering per process, its rank folded to constants (mpi.dlti)
+    out = subprocess.run([sys.executable, "-m", "meshrt", "mlir", "compare", "-n", "2",
+                          os.path.join(DATA, "reductions.n2.mlir"), "--lower", "--per-process", "--func", "row_sums",
+                          "--keep", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "(for each of the 2 processes: mpi.dlti)" in out.stdout and "same: 1 result(s)" in out.stdout
+    one = (tmp_path / "reductions.n2.rank1.mpi.mlir").read_text()
+    assert '"MPI:comm_world_rank" = 1' in one and "mpi.comm_rank" not in one
 
 
 @pytest.mark.parametrize("text, message", [

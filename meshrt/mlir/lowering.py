@@ -59,9 +59,23 @@ def function_module(module, name: str):
     return Module(ops, "", module.filename, dict(module.attributes))
 
 
-def lower_to_mpi(text: str, filename: str, exe: str, partition: bool, function: str | None = None) -> Lowered:
+def with_dlti(module, rank: int, size: int):
+    """The module with ``mpi.dlti = #dlti.map<"MPI:comm_world_rank" = rank, "MPI:comm_world_size" = size>``:
+    lowered so, the program is specialised to that process (``--canonicalize`` folds ``mpi.comm_rank``
+    and ``comm_size`` to constants), as LLVM's tests of the pass do."""
+    from .ir import Module, OpaqueAttr
+
+    attrs = dict(module.attributes)
+    attrs["mpi.dlti"] = OpaqueAttr(f'#dlti.map<"MPI:comm_world_rank" = {rank} : i64, '
+                                   f'"MPI:comm_world_size" = {size} : i64>')
+    return Module(list(module.operations), "", module.filename, attrs)
+
+
+def lower_to_mpi(text: str, filename: str, exe: str, partition: bool, function: str | None = None,
+                 dlti=None) -> Lowered:
     """``mlir-opt``'s ``--convert-shard-to-mpi`` lowering of the program ``text`` (partitioned
-    first when ``partition``); of ``function`` alone (and its callees) when given."""
+    first when ``partition``); of ``function`` alone (and its callees) when given; for the process
+    ``dlti = (rank, size)`` alone when given (`with_dlti`)."""
     from . import parse
 
     commands = []
@@ -69,9 +83,15 @@ def lower_to_mpi(text: str, filename: str, exe: str, partition: bool, function: 
         commands.append(f"mlir-opt --pass-pipeline=\"{PARTITION_PIPELINE}\"")
         text, _ = _run(exe, [f"--pass-pipeline={PARTITION_PIPELINE}"], text, filename)
     source = text
-    if function is not None:
-        source = function_module(parse(text, filename), function).generic()
-        commands.append(f"(@{function} alone)")
+    if function is not None or dlti is not None:
+        m = parse(text, filename)
+        if function is not None:
+            m = function_module(m, function)
+            commands.append(f"(@{function} alone)")
+        if dlti is not None:
+            m = with_dlti(m, *dlti)
+            commands.append(f"(for MPI:comm_world_rank = {dlti[0]} of {dlti[1]})")
+        source = m.generic()
     commands.append("mlir-opt " + " ".join(LOWER_FLAGS))
     out, err = _run(exe, list(LOWER_FLAGS), source, filename)
     left = [(m.group(2), m.group(1)) for m in

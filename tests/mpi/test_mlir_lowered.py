@@ -186,3 +186,42 @@ def test_bufferized_program_and_its_lowering(name):
         for p in progs:
             p.free()
         sub.Free()
+
+
+# -- lowered for one process each (mpi.dlti: rank and world size folded to constants) --------------------------
+
+@pytest.mark.parametrize("name", ["update_halo_1d", "update_halo_2d"])
+def test_per_process_lowerings(name):
+    size = len(glob.glob(os.path.join(DATA, "halo.rank*.mpi.mlir")))
+    if comm.size < size:
+        pytest.skip(f"the per-process lowerings are for {size} processes")
+    sub = _sub(size)
+    if sub == MPI.COMM_NULL:
+        return
+    glob_m, part = _load("halo.mlir"), _load("halo.partitioned.mlir")
+    low = _load(f"halo.rank{sub.rank}.mpi.mlir")  # this process's own program
+    progs = [Program(m, sub) for m in (glob_m, part, low)]
+    try:
+        arrays = _random(glob_m, name, np.random.default_rng(9))
+        arg_s, _ = function_shardings(progs[0], name)
+        a, b, diff = compare_runs(progs[1], progs[2], name, local_parts(arrays, arg_s), sub)
+        assert diff is None, f"@{name}: {diff}"
+    finally:
+        for p in progs:
+            p.free()
+        sub.Free()
+
+
+def test_a_module_lowered_for_another_process_is_refused_everywhere():
+    if comm.size < 2:
+        pytest.skip("needs 2 processes")
+    from meshrt.mlir import MLIRError
+
+    low = _load("halo.rank1.mpi.mlir")  # every process takes rank 1's program
+    prog = Program(low, comm)
+    try:
+        with pytest.raises(MLIRError, match=r"MPI:comm_world_rank = 1, MPI:comm_world_size = 4; it cannot run on "
+                                            r"process\(es\) \["):
+            prog.run("update_halo_1d", [np.zeros((4, 12), np.int64)])
+    finally:
+        prog.free()
