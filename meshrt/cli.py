@@ -470,6 +470,7 @@ def _mlir_compare_cmd(args):
     from .mlir.interpreters.spmd import Program, check_function, function_shardings, gather_results, \
         is_partitioned, local_parts
     from .mlir.lowering import compare_runs, first_difference, lower_to_mpi
+    from .runtime import mpi as _mpi
 
     comm = MPI.COMM_WORLD
 
@@ -503,13 +504,14 @@ def _mlir_compare_cmd(args):
                                          dlti=None if r is None else (r, comm.size)) for r in ranks]
                 except MLIRError as e:
                     made = str(e)
-            failed = comm.bcast(made if isinstance(made, str) else None, root=0)
+            with _mpi.internal("meshrt mlir compare", "the lowering, from rank 0", comm):
+                failed = comm.bcast(made if isinstance(made, str) else None, root=0)
+                if failed is None and args.per_process:  # each its own lowering (mpi.dlti: its rank, world size)
+                    lowered = comm.scatter(made, root=0)
+                elif failed is None:
+                    lowered = comm.bcast(made, root=0)[0]
             if failed is not None:
                 raise MLIRError(failed)
-            if args.per_process:  # each process its own lowering (mpi.dlti: its rank, the world size)
-                lowered = comm.scatter(made, root=0)
-            else:
-                lowered = comm.bcast(made, root=0)[0]
             shard_text, shard_name = (lowered.partitioned, f"{args.file} (partitioned by mlir-opt)") if annotated \
                 else (module.source, args.file)
             low_name = f"{args.file} (lowered by mlir-opt" + (f" for process {comm.rank})" if args.per_process else ")")
@@ -521,7 +523,8 @@ def _mlir_compare_cmd(args):
                         shard_name = os.path.join(args.keep, f"{stem}.partitioned.mlir")
                         with open(shard_name, "w") as f:
                             f.write(lowered.partitioned)
-                shard_name = comm.bcast(shard_name, root=0)
+                with _mpi.internal("meshrt mlir compare", "the kept file names", comm):
+                    shard_name = comm.bcast(shard_name, root=0)
                 stem = os.path.splitext(os.path.basename(args.file))[0]
                 low_name = os.path.join(args.keep, f"{stem}.rank{comm.rank}.mpi.mlir" if args.per_process
                                         else f"{stem}.mpi.mlir")
@@ -575,7 +578,8 @@ def _mlir_compare_cmd(args):
             ref = global_prog.run(args.function, arrays)
             if comm.rank == 0:
                 ref_diff = first_difference(ref, ga, args.rtol, args.atol) or first_difference(ref, gb, args.rtol, args.atol)
-            ref_diff = comm.bcast(ref_diff, root=0)
+            with _mpi.internal("meshrt mlir compare", "the global run's verdict", comm):
+                ref_diff = comm.bcast(ref_diff, root=0)
     except (MLIRError, ValueError) as e:
         print(f"[rank {comm.rank}] meshrt mlir compare: {e}", file=sys.stderr)
         sys.stderr.flush()

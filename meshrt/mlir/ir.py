@@ -84,7 +84,7 @@ __all__ = [
     "DYNAMIC", "MLIRError", "Location", "Type", "TensorType", "ScalarType", "FunctionType", "OpaqueType",
     "Value", "Operation", "Block", "Region", "Module", "SymbolRef", "DenseElements", "TypeAttr",
     "AffineMap", "AffineDim", "AffineSymbol", "AffineConst", "AffineBinary", "UnitAttr", "UNIT",
-    "OpaqueAttr", "MemRef", "memref_type",
+    "OpaqueAttr", "MemRef", "memref_type", "shaped",
 ]
 
 DYNAMIC = -(2**63)
@@ -268,6 +268,13 @@ def _parse_memref(text):
 def memref_type(t) -> MemRef | None:
     """The `MemRef` of a ranked ``memref`` type with a numeric element, else None."""
     return _parse_memref(t.text) if isinstance(t, OpaqueType) else None
+
+
+def shaped(t):
+    """A `TensorType` or a ranked memref (as `MemRef`), else None: what has a shape and an element."""
+    if isinstance(t, TensorType):
+        return t
+    return memref_type(t)
 
 
 Type = Union[ScalarType, TensorType, FunctionType, OpaqueType]

@@ -76,7 +76,7 @@ def lower_to_mpi(text: str, filename: str, exe: str, partition: bool, function: 
     """``mlir-opt``'s ``--convert-shard-to-mpi`` lowering of the program ``text`` (partitioned
     first when ``partition``); of ``function`` alone (and its callees) when given; for the process
     ``dlti = (rank, size)`` alone when given (`with_dlti`)."""
-    from . import parse
+    from .dialects import parse
 
     commands = []
     if partition:
@@ -143,7 +143,10 @@ def compare_runs(shard_prog, lowered_prog, name, args, comm, rtol=0.0, atol=0.0)
     a = shard_prog.run(name, [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in args])
     b = lowered_prog.run(name, [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in args])
     mine = first_difference(a, b, rtol, atol)
-    everyone = comm.allgather(mine)
+    from ..runtime import mpi as _mpi
+
+    with _mpi.internal("meshrt.mlir.lowering.compare_runs", "exchange of first differences", comm):
+        everyone = comm.allgather(mine)
     for rank, d in enumerate(everyone):
         if d is not None:
             return a, b, Difference(rank, *d)

@@ -16,19 +16,12 @@ from __future__ import annotations
 
 import re
 
-from ..ir import UNIT, MemRef, TensorType, memref_type
+from ..ir import UNIT, MemRef, TensorType, memref_type, shaped
 from ..syntax.printer import ATTRIBUTE_KINDS, _array, _typed_int
 from ..syntax.reader import _INDEX, _custom, _op
 from .tensor import _mixed_list, _reassociation, _reassociation_text
 
 __all__ = ["MemRef", "memref_type", "shaped", "strided_layout"]
-
-
-def shaped(t):
-    """A `TensorType` or a ranked memref (as `MemRef`), else None: what has a shape and an element."""
-    if isinstance(t, TensorType):
-        return t
-    return memref_type(t)
 
 
 def strided_layout(m: MemRef):

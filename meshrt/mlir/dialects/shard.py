@@ -87,8 +87,7 @@ from .tensor import _conversion, _mixed_list
 from ..syntax.lexer import _IDENT
 from ..syntax.printer import ATTRIBUTE_KINDS, _array, _ints, _typed_int
 from ..syntax.reader import _I64, _INDEX, _custom, _normalizer, _op
-from ..ir import DYNAMIC, UNIT, FunctionType, Module, OpaqueType, Operation, SymbolRef, TensorType, TypeAttr, memref_type
-from .memref import shaped
+from ..ir import DYNAMIC, UNIT, FunctionType, Module, OpaqueType, Operation, SymbolRef, TensorType, TypeAttr, memref_type, shaped
 
 __all__ = ["verify"]
 

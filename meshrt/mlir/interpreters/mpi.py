@@ -172,7 +172,8 @@ def _isend(p, op, env):
 
     def isend():
         tmp = _contiguous(x)
-        r = Request(c.Isend(_buf(tmp), dest, tag), tmp, None)
+        with _mpi.internal(f"{op.name} at {op.location}", f"to {dest}", c):
+            r = Request(c.Isend(_buf(tmp), dest, tag), tmp, None)
         p._mpi_requests.append(r)
         return [r]
     return _outcome(op, isend, [None])
@@ -183,7 +184,8 @@ def _irecv(p, op, env):
 
     def irecv():
         tmp = _contiguous(x)
-        r = Request(c.Irecv(_buf(tmp), src, tag), tmp, x if tmp is not x else None)
+        with _mpi.internal(f"{op.name} at {op.location}", f"from {src}", c):
+            r = Request(c.Irecv(_buf(tmp), src, tag), tmp, x if tmp is not x else None)
         p._mpi_requests.append(r)
         return [r]
     return _outcome(op, irecv, [None])

@@ -233,7 +233,8 @@ class Program:
         MP.finish_requests(self)
         comms, self._mpi_comms = self._mpi_comms, []
         for c in comms:
-            c.Free()
+            with _mpi.internal("meshrt.mlir", "freeing a communicator the program split", c):
+                c.Free()
 
     # -- running --------------------------------------------------------------------------------
     def run(self, name: str, args) -> list:
