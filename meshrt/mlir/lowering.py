@@ -10,6 +10,10 @@ ops then run as ``shard`` ops inside the lowered program, and `Lowered.unlowered
 
 `compare_runs` runs both programs on the same processes and arguments and returns the first
 value that differs (the lowest process's first differing element), or None.
+
+>>> import numpy as np
+>>> first_difference([np.array([[1, 2], [3, 4]])], [np.array([[1, 2], [3, 5]])])
+(0, (1, 1), 4, 5, ' (1 of 4 differ)')
 """
 
 from __future__ import annotations

@@ -8,6 +8,20 @@ read it); an op without one stops the run with an `MLIRError` at the op naming M
 (MPI's default handler would abort).  ``mpi.init``/``mpi.finalize`` do nothing: meshrt's MPI
 layer owns initialisation.  Buffers are numpy arrays (memrefs, `meshrt.mlir.interpreters.buffers`);
 a non-contiguous one (a subview) travels through a contiguous copy, written back on receipt.
+
+>>> import numpy as np
+>>> from meshrt.mlir import parse
+>>> from meshrt.mlir.interpreters.spmd import run_function
+>>> m = parse('''func.func @f(%m: memref<2xf32>) -> (i32, i1) {
+...   %w = mpi.comm_world : !mpi.comm
+...   %e, %rank = mpi.comm_rank(%w) : !mpi.retval, i32
+...   %bad = arith.constant 99 : i32
+...   %e2 = mpi.send(%m, %rank, %bad, %w) : memref<2xf32>, i32, i32 -> !mpi.retval
+...   %is_rank_error = mpi.retval_check %e2 = <MPI_ERR_RANK> : i1
+...   return %rank, %is_rank_error : i32, i1
+... }''')
+>>> [int(x) for x in run_function(m, "f", [np.zeros(2, np.float32)])]
+[0, 1]
 """
 
 from __future__ import annotations
