@@ -408,3 +408,15 @@ def test_a_request_never_waited_for_is_completed_after_the_run():
         assert p._mpi_requests == []  # cancelled: nothing sends it
     finally:
         p.free()
+
+
+def test_collective_into_a_memref_checks_the_shape_it_gets():
+    text = """shard.grid @g(shape = 1)
+func.func @f(%m: memref<?x4xf32>) -> memref<4x4xf32> {
+  %r = shard.all_reduce %m on @g grid_axes = [0] : memref<?x4xf32> -> memref<4x4xf32>
+  return %r : memref<4x4xf32>
+}"""
+    assert run1(text, "f", [np.ones((4, 4), np.float32)])[0].shape == (4, 4)
+    with pytest.raises(MLIRError, match=r"^t\.mlir:3:8: 'shard\.all_reduce' result has shape \(3, 4\) on this "
+                                        r"process, which its type memref<4x4xf32> does not allow"):
+        run1(text, "f", [np.ones((3, 4), np.float32)])

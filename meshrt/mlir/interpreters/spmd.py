@@ -303,6 +303,11 @@ class Program:
                 res = h(self, op, env)
                 _check_collective_result(self, op, res[0])
                 return res
+        elif h is not None and name in _COLLECTIVE_RESULTS and op.results and memref_type(op.results[0].type):
+            def run(env):  # a collective into a memref: the buffer's shape against its type
+                res = h(self, op, env)
+                B.check_buffer(op, res[0], op.results[0].type)
+                return res
         elif h is not None:
             def run(env):
                 return h(self, op, env)
