@@ -420,3 +420,13 @@ func.func @f(%m: memref<?x4xf32>) -> memref<4x4xf32> {
     with pytest.raises(MLIRError, match=r"^t\.mlir:3:8: 'shard\.all_reduce' result has shape \(3, 4\) on this "
                                         r"process, which its type memref<4x4xf32> does not allow"):
         run1(text, "f", [np.ones((3, 4), np.float32)])
+
+
+def test_module_attributes_need_a_dialect_prefix_as_in_llvm_22():
+    bare = 'module attributes { dlti = #dlti.map<"MPI:comm_world_rank" = 0> } {\n  func.func @f() {\n    return\n  }\n}'
+    with pytest.raises(MLIRError, match=r"^t\.mlir:1:1: 'builtin\.module' can only contain attributes with "
+                                        r"dialect-prefixed names, found: 'dlti'"):
+        verify(parse(bare, "t.mlir"))
+    assert run1(bare.replace("{ dlti", "{ mpi.dlti"), "f", []) == []
+    if _mlir_opt_22():
+        assert subprocess.run([MLIR_OPT, "-"], input=bare, capture_output=True, text=True).returncode != 0

@@ -573,6 +573,7 @@ class Module:
     source: str = ""
     filename: str = "<string>"
     attributes: dict = field(default_factory=dict)
+    location: Location | None = None  # of the ``module`` op, when the file has one
 
     def walk(self):
         for op in self.operations:

@@ -56,11 +56,11 @@ def parse(text: str, filename: str = "<string>") -> Module:
         # tests/test_fuzz_readers.py checks that); one that is not still gets the place, as a bug
         raise MLIRError(f"{p.loc()}: internal error of meshrt's MLIR reader (a bug, please report it): "
                         f"{type(e).__name__}: {e}") from e
-    attrs = {}
+    attrs, loc = {}, None
     if len(ops) == 1 and ops[0].name == "builtin.module" and ops[0].regions and ops[0].regions[0].blocks:
-        attrs = ops[0].attributes
+        attrs, loc = ops[0].attributes, ops[0].location
         ops = ops[0].regions[0].blocks[0].operations
-    return Module(ops, text, filename, attrs)
+    return Module(ops, text, filename, attrs, loc)
 
 
 def parse_file(path) -> Module:

@@ -413,6 +413,10 @@ _COLLECTIVE_AXES = {
 
 def verify(module: Module) -> Module:
     """Raise `MLIRError` for the first invalid op (in text order); return the module when it is valid."""
+    for key in module.attributes:  # builtin.module's own rule (a bare `dlti = ...` is newer than LLVM 22)
+        if "." not in key and key not in ("sym_name", "sym_visibility"):
+            raise MLIRError(f"{module.location or module.filename}: 'builtin.module' can only contain attributes "
+                            f"with dialect-prefixed names, found: '{key}' (LLVM 22 reads `mpi.dlti = ...`)")
     grids = {}
     for op in module.operations:
         if op.name in ("shard.grid", "func.func") and not isinstance(op.attributes.get("sym_name"), str):
