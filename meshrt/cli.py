@@ -547,13 +547,12 @@ def _mlir_compare_cmd(args):
         if annotated:
             arg_s, res_s = function_shardings(global_prog, args.function)
         elif args.shardings_from:
-            arg_s, res_s = function_shardings(Program(_parse_program(args.shardings_from, "--shardings-from"), comm),
-                                              args.function)
+            global_prog = Program(_parse_program(args.shardings_from, "--shardings-from"), comm)
+            arg_s, res_s = function_shardings(global_prog, args.function)
         if args.args:
             arrays = [_load_arg(a, i) for i, a in enumerate(args.args)]
-        elif annotated or args.shardings_from:
-            arrays = _random_args(module if annotated else global_prog.module, args.function,
-                                  np.random.default_rng(args.seed))
+        elif global_prog is not None:  # global arrays, split per the global program's shardings
+            arrays = _random_args(global_prog.module, args.function, np.random.default_rng(args.seed))
         else:  # per-process IR without shardings: each process its own random arguments
             arrays = _random_args(shard_module, args.function, np.random.default_rng([args.seed, comm.rank]))
         local = local_parts(arrays, arg_s) if arg_s is not None else arrays
@@ -572,7 +571,7 @@ def _mlir_compare_cmd(args):
     try:
         a, b, diff = compare_runs(shard_prog, low_prog, args.function, local, comm, args.rtol, args.atol)
         ref_diff = None
-        if annotated:  # both against the global program run on whole arrays (numpy)
+        if global_prog is not None:  # both against the global program run on whole arrays (numpy)
             ga = gather_results(a, res_s, comm)
             gb = gather_results(b, res_s, comm)
             ref = global_prog.run(args.function, arrays)
@@ -587,7 +586,7 @@ def _mlir_compare_cmd(args):
             comm.Abort(1)
         return 1
     finally:
-        for p in (shard_prog, low_prog) + ((global_prog,) if annotated else ()):
+        for p in (shard_prog, low_prog) + ((global_prog,) if global_prog is not None else ()):
             p.free()
     if diff is not None:
         say(f"first difference: {diff}")
@@ -599,7 +598,7 @@ def _mlir_compare_cmd(args):
         return 1
     n = len(a)
     say(f"same: {n} result(s) of @{args.function} equal on {comm.size} process(es)"
-        + (" and equal the global program run on whole arrays" if annotated else ""))
+        + (" and equal the global program run on whole arrays" if global_prog is not None else ""))
     return 0
 
 

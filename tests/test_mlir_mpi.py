@@ -430,3 +430,17 @@ def test_module_attributes_need_a_dialect_prefix_as_in_llvm_22():
     assert run1(bare.replace("{ dlti", "{ mpi.dlti"), "f", []) == []
     if _mlir_opt_22():
         assert subprocess.run([MLIR_OPT, "-"], input=bare, capture_output=True, text=True).returncode != 0
+
+
+def test_compare_committed_lowering_with_shardings_on_two_processes():
+    from meshrt.launch import find_mpiexec
+
+    if find_mpiexec() is None:
+        pytest.skip("no mpiexec")
+    out = subprocess.run([sys.executable, "-m", "meshrt", "mlir", "compare", "-n", "2",
+                          os.path.join(DATA, "reductions.n2.partitioned.mlir"),
+                          "--lowered", os.path.join(DATA, "reductions.n2.mpi.mlir"),
+                          "--shardings-from", os.path.join(DATA, "reductions.n2.mlir"), "--func", "col_max"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "same: 1 result(s) of @col_max equal on 2 process(es) and equal the global program" in out.stdout
