@@ -564,10 +564,13 @@ def _mlir_compare_cmd(args):
         if args.per_process:
             steps = re.sub(r"\(for MPI:comm_world_rank = \d+ of (\d+)\)", r"(for each of the \1 processes: mpi.dlti)", steps)
         say("lowering: " + steps)
+        left = sorted({op.name for op in low_module.walk() if op.dialect == "shard" and op.name != "shard.grid"})
         if lowered.unlowered:
             names = sorted({n for n, _ in lowered.unlowered})
-            say(f"note: mlir-opt left {len(lowered.unlowered)} op(s) unlowered ({', '.join(names)}: "
-                "\"failed to legalize\"); they run as shard ops in the lowered program")
+            say(f"note: mlir-opt cannot lower {', '.join(names)} (\"failed to legalize\") and then lowers nothing "
+                f"(the pass converts the module whole or not at all): {', '.join(left)} run as shard ops")
+        elif left:
+            say(f"note: the lowering keeps {', '.join(left)}; they run as shard ops")
     try:
         a, b, diff = compare_runs(shard_prog, low_prog, args.function, local, comm, args.rtol, args.atol)
         ref_diff = None
