@@ -444,3 +444,17 @@ def test_compare_committed_lowering_with_shardings_on_two_processes():
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "same: 1 result(s) of @col_max equal on 2 process(es) and equal the global program" in out.stdout
+
+
+@needs_mlir_opt
+def test_a_greedy_rewrite_erases_update_halo_of_a_memref():
+    """What running both levels found in MLIR 22: shard.update_halo declares no memory effects, so a
+    pass with the greedy rewriter (here the all_slice lowering) erases it on a memref whose result is
+    unused, although it writes the memref.  lower_flags() runs that pass only where an all_slice is."""
+    from meshrt.mlir.lowering import LOWER_FLAGS, lower_flags
+
+    text = open(os.path.join(DATA, "buffers.bufferized.mlir")).read()
+    erased = subprocess.run([MLIR_OPT, LOWER_FLAGS[0], "-"], input=text, capture_output=True, text=True).stdout
+    m = parse(erased, "erased.mlir")
+    assert not any(op.name == "shard.update_halo" for op in m.functions()["update_halo_subview"].walk())
+    assert lower_flags(text) == LOWER_FLAGS[1:]

@@ -55,7 +55,7 @@ def lower_each_function(exe, text, name, only=None, dlti=None):
     and no longer keeps the others from being lowered), printed by mlir-opt."""
     from meshrt.mlir import parse
     from meshrt.mlir.ir import Module
-    from meshrt.mlir.lowering import LOWER_FLAGS, _run, function_module, with_dlti
+    from meshrt.mlir.lowering import _run, function_module, lower_flags, with_dlti
 
     module = parse(text, name)
     funcs, attrs = [], dict(module.attributes)
@@ -66,7 +66,8 @@ def lower_each_function(exe, text, name, only=None, dlti=None):
         if dlti is not None:
             m = with_dlti(m, *dlti)
             attrs = m.attributes
-        low, _ = _run(exe, list(LOWER_FLAGS), m.generic(), f"{name} @{fname}")
+        text = m.generic()
+        low, _ = _run(exe, list(lower_flags(text)), text, f"{name} @{fname}")
         funcs.append(parse(low, name).functions()[fname])
     merged = Module([o for o in module.operations if o.name != "func.func"] + funcs, "", name, attrs)
     out, _ = _run(exe, [], merged.generic(), name)  # mlir-opt's own print of it
@@ -94,19 +95,19 @@ def outputs():
             note = f"tests/mlir/corpus/{name}.mlir" + (f" with its grid's ? axis = {n}" if n else "")
             out[f"{stem}.mlir"] = header(f"{note}") + g
             out[f"{stem}.partitioned.mlir"] = header(f"mlir-opt --pass-pipeline=\"{PARTITION_PIPELINE}\" {stem}.mlir") + part
-            out[f"{stem}.mpi.mlir"] = header(f"mlir-opt {' '.join(LOWER_FLAGS)}, each function of {stem}.partitioned.mlir alone") + low
+            out[f"{stem}.mpi.mlir"] = header(f"mlir-opt [--test-grid-all-slice-op-lowering where an all_slice is] {' '.join(LOWER_FLAGS[1:])}, each function of {stem}.partitioned.mlir alone") + low
     for name, (size, only) in PER_PROCESS.items():
         part = _strip_header(out[f"{name}.partitioned.mlir"])
         for r in range(size):
             low = lower_each_function(exe, part, name, only, (r, size))
             out[f"{name}.rank{r}.mpi.mlir"] = header(
-                f"mlir-opt {' '.join(LOWER_FLAGS)}, each of @{', @'.join(only)} of {name}.partitioned.mlir alone, "
+                f"mlir-opt [--test-grid-all-slice-op-lowering where an all_slice is] {' '.join(LOWER_FLAGS[1:])}, each of @{', @'.join(only)} of {name}.partitioned.mlir alone, "
                 f"with mpi.dlti MPI:comm_world_rank = {r}, MPI:comm_world_size = {size}") + low
     for path in sorted(glob.glob(os.path.join(OUT, "*.bufferized.mlir"))):
         base = os.path.basename(path)[: -len(".mlir")]
         with open(path) as f:
             low = lower_each_function(exe, f.read(), base)
-        out[f"{base}.mpi.mlir"] = header(f"mlir-opt {' '.join(LOWER_FLAGS)}, each function of {base}.mlir alone") + low
+        out[f"{base}.mpi.mlir"] = header(f"mlir-opt [--test-grid-all-slice-op-lowering where an all_slice is] {' '.join(LOWER_FLAGS[1:])}, each function of {base}.mlir alone") + low
     return out
 
 

@@ -49,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 
-LOWER_FLAGS = ("--convert-shard-to-mpi", "--canonicalize")  # as meshrt.mlir.lowering (and LLVM's test of the pass)
+LOWER_FLAGS = ("--test-grid-all-slice-op-lowering", "--convert-shard-to-mpi", "--canonicalize")  # as meshrt.mlir.lowering (and LLVM's test of the pass)
 
 PIPELINES = ("builtin.module(func.func(sharding-propagation,shard-partition))",
              "builtin.module(func.func(shard-partition))")
@@ -537,7 +537,8 @@ def examine(directory, exe, nprocs=4, run=True, verbose=False):
                 rec["undefined"] = reads_uninitialised(g, name)
                 # MLIR's own lowering of the partitioned program to the mpi dialect (ops LLVM 22 does
                 # not lower stay shard ops): run next to it on the same processes and arguments
-                ok, low_text, err = _run_mlir_opt(exe, part_text, *LOWER_FLAGS)
+                flags = LOWER_FLAGS if "shard.all_slice" in part_text else LOWER_FLAGS[1:]  # as lowering.lower_flags
+                ok, low_text, err = _run_mlir_opt(exe, part_text, *flags)
                 rec["lowering"] = "made" if ok else f"mlir-opt: {err.strip().splitlines()[0] if err.strip() else 'failed'}"
                 if ok and "failed to legalize" in err:
                     rec["unlowered"] = sorted(set(re.findall(r"failed to legalize operation '([\w.]+)'", err)))

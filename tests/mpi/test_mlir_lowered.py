@@ -56,7 +56,8 @@ def _sub(n):
 
 
 # sizes for dynamic dims of global argument types, per function (as tests/mpi/test_mlir_exec.py)
-DYNAMIC_DIMS = {"split_replicated_tensor_axis_dynamic": (3, 5), "move_split_dynamic_axis": (10,),
+# (an even split: the lowering of all_slice asserts one, see test_uneven_all_slice_trips_the_lowerings_assert)
+DYNAMIC_DIMS = {"split_replicated_tensor_axis_dynamic": (4, 6), "move_split_dynamic_axis": (10,),
                 "unshard_dynamic_axis": (6,)}
 
 
@@ -225,3 +226,28 @@ def test_a_module_lowered_for_another_process_is_refused_everywhere():
             prog.run("update_halo_1d", [np.zeros((4, 12), np.int64)])
     finally:
         prog.free()
+
+
+def test_uneven_all_slice_trips_the_lowerings_assert():
+    """shard.all_slice splits 3 rows over 2 processes unevenly (1 and 2); mlir-opt 22's lowering of it
+    asserts an even split instead: the lowered program stops at its cf.assert, on every process."""
+    if comm.size < 2:
+        pytest.skip("needs 2 processes")
+    from meshrt.mlir import MLIRError
+
+    sub = _sub(2)
+    if sub == MPI.COMM_NULL:
+        return
+    name = "split_replicated_tensor_axis_dynamic"
+    part, low = Program(_load("resharding.n2.partitioned.mlir"), sub), Program(_load("resharding.n2.mpi.mlir"), sub)
+    try:
+        x = np.ones((3, 3, 5), np.float32)
+        rows = sub.allgather(part.run(name, [x])[0].shape[0])  # the shard level splits 3 rows as 1 + 2
+        assert sorted(rows) == [1, 2]
+        with pytest.raises(MLIRError, match=r"resharding\.n2\.mpi\.mlir:\d+:\d+: 'cf\.assert' failed on process "
+                                            r"\d: Slicing a tensor with axis size that is not exactly divisible"):
+            low.run(name, [x])
+    finally:
+        part.free()
+        low.free()
+        sub.Free()
