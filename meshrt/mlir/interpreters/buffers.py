@@ -25,6 +25,7 @@ import numpy as np
 
 from ...errors import MLIRError
 from ..ir import _static, memref_type
+from ..dialects.memref import strided_layout
 from . import linalg as L
 from .arith import _dtype
 
@@ -46,6 +47,13 @@ def check_buffer(op, x, t, what="result"):
     if x.ndim != m.rank or any(d is not None and d != n for d, n in zip(m.shape, x.shape)):
         raise MLIRError(f"{op.location}: '{op.name}' {what} has shape {x.shape} on this process, "
                         f"which its type {t} does not allow")
+    layout = strided_layout(m)
+    if layout is not None and x.itemsize:
+        got = [s // x.itemsize for s in x.strides]
+        for d, (want, g, n) in enumerate(zip(layout[1], got, x.shape)):
+            if want is not None and n > 1 and want != g:
+                raise MLIRError(f"{op.location}: '{op.name}' {what} has stride {g} in dim {d} on this process, "
+                                f"where its type {t} says {want}")
 
 
 def _alloc(p, op, env):
