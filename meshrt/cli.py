@@ -9,6 +9,7 @@
 import argparse
 import subprocess
 import os
+import re
 import sys
 
 __all__ = ["main"]
@@ -421,6 +422,197 @@ def _mlir_run_cmd(args):
     return 0
 
 
+def _random_args(module, name, rng):
+    """Arguments for ``@name`` from its types: random integers in [-4, 4] (exact in every float
+    type), whole scalars; an argument of a dynamic size cannot be made and raises `MLIRError`."""
+    import numpy as np
+
+    from .errors import MLIRError
+    from .mlir.dialects.memref import shaped
+    from .mlir.ir import ScalarType
+
+    f = module.functions().get(name)
+    if f is None:
+        raise MLIRError(f"{module.filename}: no function @{name}")
+    out = []
+    for i, t in enumerate(f.attributes["function_type"].type.inputs):
+        st = shaped(t)
+        if st is not None:
+            if any(d is None for d in st.shape):
+                raise MLIRError(f"{module.filename}: @{name} argument {i} has the dynamic type {t}; "
+                                "give the arguments with --args")
+            dt = st.element.numpy_dtype
+            out.append(rng.integers(-4, 5, size=st.shape).astype(dt) if dt != np.bool_
+                       else rng.integers(0, 2, size=st.shape).astype(bool))
+        elif isinstance(t, ScalarType):
+            out.append(t.numpy_dtype.type(rng.integers(1, 4)))
+        else:
+            raise MLIRError(f"{module.filename}: @{name} argument {i} of type {t} cannot be made; give --args")
+    return out
+
+
+def _mlir_compare_cmd(args):
+    """``meshrt mlir compare PROGRAM --lower``: the shard-level program and mlir-opt's lowering of it
+    to the mpi dialect, run side by side on the same processes; the first value that differs."""
+    if args.n is not None:
+        from .runtime.mpiexec import find_launcher
+
+        launcher = find_launcher()
+        if launcher is None:
+            print("meshrt mlir compare: no mpiexec found; install meshrt[mpich] or an MPI", file=sys.stderr)
+            return 2
+        inner = ["mlir", "compare", args.file, "--func", args.function, "--rtol", str(args.rtol),
+                 "--atol", str(args.atol), "--seed", str(args.seed)]
+        inner += ["--lower"] if args.lower else []
+        inner += ["--per-process"] if args.per_process else []
+        inner += ["--lowered", args.lowered] if args.lowered else []
+        inner += ["--keep", args.keep] if args.keep else []
+        inner += ["--shardings-from", args.shardings_from] if args.shardings_from else []
+        inner += ["--args", *args.args] if args.args else []
+        return subprocess.call(launcher.command(args.n, [sys.executable, "-c", _MLIR_WORKER, *inner])[0])
+    import numpy as np
+    from mpi4py import MPI
+
+    from .errors import MLIRError
+    from .mlir import parse
+    from .mlir.interpreters.spmd import Program, check_function, function_shardings, gather_results, \
+        is_partitioned, local_parts
+    from .mlir.lowering import compare_runs, first_difference, lower_to_mpi
+    from .runtime import mpi as _mpi
+
+    comm = MPI.COMM_WORLD
+
+    def say(text, err=False):
+        if comm.rank == 0:
+            print(text, file=sys.stderr if err else sys.stdout)
+            sys.stdout.flush()
+
+    if args.lower == bool(args.lowered):
+        say("meshrt mlir compare: give --lower (mlir-opt lowers PROGRAM) or --lowered FILE (its lowering)", True)
+        return 2
+    if args.per_process and not args.lower:
+        say("meshrt mlir compare: --per-process goes with --lower", True)
+        return 2
+    try:
+        module = _parse_program(args.file)
+        check_function(module, args.function)
+        annotated = not is_partitioned(module, args.function)
+        # the lowering: made once (rank 0 calls mlir-opt), the same text (or error) everywhere
+        lowered = None
+        if args.lower:
+            made = None
+            if comm.rank == 0:
+                exe = find_mlir_opt()
+                try:
+                    if exe is None:
+                        raise MLIRError(f"no mlir-opt on PATH or in /usr/lib/llvm-*/bin; install it with "
+                                        f"`apt-get install {MLIR_PACKAGE}` or give --lowered FILE")
+                    ranks = range(comm.size) if args.per_process else [None]
+                    made = [lower_to_mpi(module.source, args.file, exe, partition=annotated, function=args.function,
+                                         dlti=None if r is None else (r, comm.size)) for r in ranks]
+                except MLIRError as e:
+                    made = str(e)
+            with _mpi.internal("meshrt mlir compare", "the lowering, from rank 0", comm):
+                failed = comm.bcast(made if isinstance(made, str) else None, root=0)
+                if failed is None and args.per_process:  # each its own lowering (mpi.dlti: its rank, world size)
+                    lowered = comm.scatter(made, root=0)
+                elif failed is None:
+                    lowered = comm.bcast(made, root=0)[0]
+            if failed is not None:
+                raise MLIRError(failed)
+            shard_text, shard_name = (lowered.partitioned, f"{args.file} (partitioned by mlir-opt)") if annotated \
+                else (module.source, args.file)
+            low_name = f"{args.file} (lowered by mlir-opt" + (f" for process {comm.rank})" if args.per_process else ")")
+            if args.keep:
+                if comm.rank == 0:
+                    os.makedirs(args.keep, exist_ok=True)
+                    stem = os.path.splitext(os.path.basename(args.file))[0]
+                    if annotated:
+                        shard_name = os.path.join(args.keep, f"{stem}.partitioned.mlir")
+                        with open(shard_name, "w") as f:
+                            f.write(lowered.partitioned)
+                with _mpi.internal("meshrt mlir compare", "the kept file names", comm):
+                    shard_name = comm.bcast(shard_name, root=0)
+                stem = os.path.splitext(os.path.basename(args.file))[0]
+                low_name = os.path.join(args.keep, f"{stem}.rank{comm.rank}.mpi.mlir" if args.per_process
+                                        else f"{stem}.mpi.mlir")
+                if args.per_process or comm.rank == 0:
+                    with open(low_name, "w") as f:
+                        f.write(lowered.text)
+            low_module = parse(lowered.text, low_name)
+            shard_module = parse(shard_text, shard_name) if annotated else module
+        else:
+            if annotated:
+                raise MLIRError(f"{args.file}: @{args.function} is annotated (shard.shard): give its partitioned "
+                                "form with --lowered's, or use --lower")
+            low_module, shard_module = _parse_program(args.lowered, "--lowered"), module
+        shard_prog, low_prog = Program(shard_module, comm), Program(low_module, comm)
+        check_function(shard_module, args.function)
+        check_function(low_module, args.function)
+        # the arguments: global arrays split per the annotated program's shardings, or local ones
+        global_prog = Program(module, comm) if annotated else None
+        arg_s = res_s = None
+        if annotated:
+            arg_s, res_s = function_shardings(global_prog, args.function)
+        elif args.shardings_from:
+            global_prog = Program(_parse_program(args.shardings_from, "--shardings-from"), comm)
+            arg_s, res_s = function_shardings(global_prog, args.function)
+        if args.args:
+            arrays = [_load_arg(a, i) for i, a in enumerate(args.args)]
+        elif global_prog is not None:  # global arrays, split per the global program's shardings
+            arrays = _random_args(global_prog.module, args.function, np.random.default_rng(args.seed))
+        else:  # per-process IR without shardings: each process its own random arguments
+            arrays = _random_args(shard_module, args.function, np.random.default_rng([args.seed, comm.rank]))
+        local = local_parts(arrays, arg_s) if arg_s is not None else arrays
+    except (MLIRError, OSError, ValueError) as e:
+        say(f"meshrt mlir compare: {e}", True)
+        return 1
+    if lowered is not None:
+        steps = " | ".join(lowered.commands)
+        if args.per_process:
+            steps = re.sub(r"\(for MPI:comm_world_rank = \d+ of (\d+)\)", r"(for each of the \1 processes: mpi.dlti)", steps)
+        say("lowering: " + steps)
+        left = sorted({op.name for op in low_module.walk() if op.dialect == "shard" and op.name != "shard.grid"})
+        if lowered.unlowered:
+            names = sorted({n for n, _ in lowered.unlowered})
+            say(f"note: mlir-opt cannot lower {', '.join(names)} (\"failed to legalize\") and then lowers nothing "
+                f"(the pass converts the module whole or not at all): {', '.join(left)} run as shard ops")
+        elif left:
+            say(f"note: the lowering keeps {', '.join(left)}; they run as shard ops")
+    try:
+        a, b, diff = compare_runs(shard_prog, low_prog, args.function, local, comm, args.rtol, args.atol)
+        ref_diff = None
+        if global_prog is not None:  # both against the global program run on whole arrays (numpy)
+            ga = gather_results(a, res_s, comm)
+            gb = gather_results(b, res_s, comm)
+            ref = global_prog.run(args.function, arrays)
+            if comm.rank == 0:
+                ref_diff = first_difference(ref, ga, args.rtol, args.atol) or first_difference(ref, gb, args.rtol, args.atol)
+            with _mpi.internal("meshrt mlir compare", "the global run's verdict", comm):
+                ref_diff = comm.bcast(ref_diff, root=0)
+    except (MLIRError, ValueError) as e:
+        print(f"[rank {comm.rank}] meshrt mlir compare: {e}", file=sys.stderr)
+        sys.stderr.flush()
+        if comm.size > 1:
+            comm.Abort(1)
+        return 1
+    finally:
+        for p in (shard_prog, low_prog) + ((global_prog,) if global_prog is not None else ()):
+            p.free()
+    if diff is not None:
+        say(f"first difference: {diff}")
+        return 1
+    if ref_diff is not None:
+        i, idx, x, y, note = ref_diff
+        say(f"the two runs agree, but differ from the global program run on whole arrays: result {i} at "
+            f"{list(idx)}: global {x!r}, partitioned {y!r}{note}")
+        return 1
+    n = len(a)
+    say(f"same: {n} result(s) of @{args.function} equal on {comm.size} process(es)"
+        + (" and equal the global program run on whole arrays" if global_prog is not None else ""))
+    return 0
+
+
 def _mlir_explain_cmd(args):
     if args.n is None and not any(v in os.environ for v in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")):
         # not under mpiexec: start as many processes as the program's mesh has devices
@@ -526,6 +718,28 @@ def _mlir_add_parser(sub):
     q.add_argument("--shardings-from", metavar="GLOBAL.mlir",
                    help="the un-partitioned program, for the argument and result shardings")
     q.set_defaults(func=_mlir_run_cmd)
+    q = msub.add_parser("compare", help="run a shard-level program and its mpi-dialect lowering (mlir-opt "
+                                        "--convert-shard-to-mpi) side by side; report the first differing value",
+                        description="PROGRAM: an annotated global program (partitioned by mlir-opt first, and "
+                                    "both runs also checked against it run on whole arrays) or a partitioned one. "
+                                    "Without --args, arguments are random small integers made from the types "
+                                    "(--seed). Exit status 0: equal; 1: a difference or an error.")
+    q.add_argument("-n", type=int, default=None, help="start N processes with mpiexec")
+    q.add_argument("file")
+    q.add_argument("--lower", action="store_true", help="make the lowering with mlir-opt")
+    q.add_argument("--lowered", metavar="FILE", help="the lowering, already made")
+    q.add_argument("--per-process", action="store_true",
+                   help="with --lower: lower once per process, for it alone (mpi.dlti MPI:comm_world_rank and "
+                        "_size: mlir-opt folds them to constants), as LLVM's tests of the pass do")
+    q.add_argument("--func", dest="function", required=True, help="name of the func.func to run")
+    q.add_argument("--args", nargs="*", default=[], help=".npy files, one per argument (global arrays)")
+    q.add_argument("--shardings-from", metavar="GLOBAL.mlir", help="the un-partitioned program, for shardings")
+    q.add_argument("--keep", metavar="DIR", help="write the partitioned and lowered texts there (their "
+                                                 "file:line:col are what errors name)")
+    q.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance for floats (default 1e-6)")
+    q.add_argument("--atol", type=float, default=0.0, help="absolute tolerance for floats (default 0)")
+    q.add_argument("--seed", type=int, default=0, help="seed of the random arguments")
+    q.set_defaults(func=_mlir_compare_cmd)
     q = msub.add_parser("explain", help="a Shardy program with the sharding of every value and the bytes each "
                                         "op moves (runs it once on zeros)")
     q.add_argument("-n", type=int, default=None,

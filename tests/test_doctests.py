@@ -29,10 +29,11 @@ MODULES = [
     "meshrt.mlir.syntax.reader", "meshrt.mlir.syntax.printer",
     "meshrt.mlir.dialects", *[f"meshrt.mlir.dialects.{d}" for d in (
         "affine", "arith", "builtin", "cf", "func", "linalg", "scf", "sdy", "sdy_attrs", "shard", "stablehlo", "tensor",
-        "tosa", "vector")],
+        "tosa", "vector", "memref", "mpi")],
     "meshrt.mlir.interpreters", "meshrt.mlir.interpreters.arith", "meshrt.mlir.interpreters.linalg",
     "meshrt.mlir.interpreters.tosa", "meshrt.mlir.interpreters.stablehlo", "meshrt.mlir.interpreters.shard",
-    "meshrt.mlir.interpreters.spmd",
+    "meshrt.mlir.interpreters.spmd", "meshrt.mlir.interpreters.buffers", "meshrt.mlir.interpreters.mpi",
+    "meshrt.mlir.lowering",
     "meshrt.mlir.shardy", "meshrt.mlir.shardy.propagation", "meshrt.mlir.shardy.window", "meshrt.mlir.shardy.index",
     "meshrt.mlir.shardy.program", "meshrt.mlir.shardy.cli",
 ]

@@ -194,8 +194,8 @@ STRICTER = [
     ("negative in-group coordinate", G2 + "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = "
      "shard.broadcast %a on @g grid_axes = [0] root = [-1] : (tensor<4xf32>) -> tensor<4xf32>\n"
      "  return %0 : tensor<4xf32>\n}\n", "3:8", "coordinate 0 is -1"),
-    ("custom form of an op meshrt does not know", "func.func @f() -> memref<4xf32> {\n  %0 = memref.alloc() : "
-     "memref<4xf32>\n  return %0 : memref<4xf32>\n}\n", "2:8", "unknown operation 'memref.alloc' in custom form"),
+    ("custom form of an op meshrt does not know", "func.func @f() -> index {\n  %0 = index.constant 3\n"
+     "  return %0 : index\n}\n", "2:8", "unknown operation 'index.constant' in custom form"),
 ]
 
 

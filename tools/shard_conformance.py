@@ -49,6 +49,8 @@ import subprocess
 import sys
 import tempfile
 
+LOWER_FLAGS = ("--test-grid-all-slice-op-lowering", "--convert-shard-to-mpi", "--canonicalize")  # as meshrt.mlir.lowering (and LLVM's test of the pass)
+
 PIPELINES = ("builtin.module(func.func(sharding-propagation,shard-partition))",
              "builtin.module(func.func(shard-partition))")
 PROPAGATION = "builtin.module(func.func(sharding-propagation))"
@@ -297,10 +299,11 @@ def reads_uninitialised(module, fname):
 
 def arguments_makeable(module, fname):
     """None when meshrt can make random arguments of every argument type, else the first one it cannot."""
-    from meshrt.mlir import ScalarType, TensorType
+    from meshrt.mlir import ScalarType
+    from meshrt.mlir.dialects.memref import shaped
 
     for t in module.functions()[fname].attributes["function_type"].type.inputs:
-        elem = t.element if isinstance(t, TensorType) else t
+        elem = shaped(t).element if shaped(t) is not None else t  # a tensor or a ranked memref
         if not isinstance(elem, ScalarType) or elem.name == "bf16":
             return str(t)
     return None
@@ -310,15 +313,16 @@ def make_arguments(module, fname, seed=0, dynamic=12):
     """Random global arguments of the function (``?`` dims take ``dynamic``; index scalars are 0)."""
     import numpy as np
 
-    from meshrt.mlir import TensorType
+    from meshrt.mlir.dialects.memref import shaped
 
     rng = np.random.default_rng(seed)
     args = []
     for t in module.functions()[fname].attributes["function_type"].type.inputs:
-        if not isinstance(t, TensorType):
+        if shaped(t) is None:
             dt = t.numpy_dtype
             args.append(dt.type(0 if t.name == "index" else 3))
             continue
+        t = shaped(t)
         shape = tuple(dynamic if d is None else d for d in t.shape)
         dt = t.element.numpy_dtype
         if dt.kind == "f":
@@ -362,19 +366,26 @@ def worker(job_path, out_path):
         g = parse(job["global"], "global.mlir")
         p = parse(job["partitioned"], "partitioned.mlir")
         args = make_arguments(g, fname)
+        low = parse(job["lowered"], "lowered.mlir") if job.get("lowered") else None
+        lowered = None
         if job["per_process"]:
             part = Program(p, comm)
-            part.run(fname, args)
+            results = part.run(fname, args)
             part.free()
             status, detail = "ran", "per-process IR: no global reference"
+            if low is not None:
+                lowered = _run_lowered(low, fname, args, results, comm)
         else:
             expected = run_function(g, fname, args, comm=MPI.COMM_SELF)
             prog = Program(parse(job["shardings"], "propagated.mlir"), comm)
             arg_s, res_s = function_shardings(prog, fname)
             part = Program(p, comm)
-            results = part.run(fname, local_parts(args, arg_s))
+            local = local_parts(args, arg_s)
+            results = part.run(fname, local)
             got = gather_results(results, res_s, comm)
             part.free()
+            if low is not None:
+                lowered = _run_lowered(low, fname, local, results, comm)
             prog.free()
             status, detail = "equal", ""
             if comm.rank == 0:
@@ -397,7 +408,33 @@ def worker(job_path, out_path):
             comm.Abort(3)
     if comm.rank == 0:
         with open(out_path, "w") as f:
-            json.dump({"status": status, "detail": detail}, f)
+            json.dump({"status": status, "detail": detail, "lowered": lowered}, f)
+
+
+def _run_lowered(low, fname, local, results, comm):
+    """``"equal"`` when mlir-opt's mpi lowering, run on the same local arguments, gives the partitioned
+    program's results on every process; else what differs (or the error)."""
+    import numpy as np
+
+    from meshrt import Sharding
+    from meshrt.mlir.interpreters.spmd import Program
+    from meshrt.mlir.lowering import first_difference
+
+    prog = Program(low, comm)
+    try:
+        got = prog.run(fname, [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in local])
+    except Exception as e:  # noqa: BLE001 (a table cell)
+        got = f"error: {type(e).__name__}: {e}".splitlines()[0][:300]
+    finally:
+        prog.free()
+    if isinstance(got, str):
+        return got
+    plain = [(a, b) for a, b in zip(results, got) if not isinstance(a, Sharding)]
+    d = first_difference([a for a, _ in plain], [b for _, b in plain], rtol=1e-5, atol=1e-6)
+    for rank, d in enumerate(comm.allgather(d)):
+        if d is not None:
+            return f"differs: result {d[0]} at {list(d[1])} on process {rank}: {d[2]!r} vs {d[3]!r}"
+    return "equal"
 
 
 def run_job(job, nprocs, timeout=120):
@@ -498,10 +535,19 @@ def examine(directory, exe, nprocs=4, run=True, verbose=False):
                 rec["runnable"], rec["nprocs"] = True, n
                 rec["per_process"] = is_partitioned(g, name)
                 rec["undefined"] = reads_uninitialised(g, name)
+                # MLIR's own lowering of the partitioned program to the mpi dialect (ops LLVM 22 does
+                # not lower stay shard ops): run next to it on the same processes and arguments
+                flags = LOWER_FLAGS if "shard.all_slice" in part_text else LOWER_FLAGS[1:]  # as lowering.lower_flags
+                ok, low_text, err = _run_mlir_opt(exe, part_text, *flags)
+                rec["lowering"] = "made" if ok else f"mlir-opt: {err.strip().splitlines()[0] if err.strip() else 'failed'}"
+                if ok and "failed to legalize" in err:
+                    rec["unlowered"] = sorted(set(re.findall(r"failed to legalize operation '([\w.]+)'", err)))
                 if run:
                     res = run_job({"function": name, "global": mod_text, "partitioned": part_text,
-                                   "shardings": shardings_text, "per_process": rec["per_process"]}, n)
+                                   "shardings": shardings_text, "per_process": rec["per_process"],
+                                   "lowered": low_text if ok else None}, n)
                     rec["ran"], rec["detail"] = res["status"], res["detail"]
+                    rec["lowered"] = res.get("lowered")
                 if verbose:
                     print(f"  {fn} @{name}: {rec.get('ran', 'runnable')} {rec.get('detail', '')}", file=sys.stderr)
     return records
@@ -518,9 +564,9 @@ def _add(a, b):
 def table(records) -> str:
     """The per-file table and the totals."""
     files = sorted({r["file"] for r in records})
-    widths = (8, 7, 7, 6, 9, 8, 9, 11)
+    widths = (8, 7, 7, 6, 9, 8, 9, 11, 8)
     head = (f"{'file':40} {'mlir-opt':>8} {'meshrt':>7} {'printed':>7} {'known':>6} {'global':>9} "
-            f"{'runnable':>8} {'ran=numpy':>9} {'ran, no ref':>11}")
+            f"{'runnable':>8} {'ran=numpy':>9} {'ran, no ref':>11} {'lowered=':>8}")
     lines = [head, "-" * len(head)]
     tot = [0] * len(widths)
     for fn in files:
@@ -530,7 +576,7 @@ def table(records) -> str:
                sum(1 for r in fs if r.get("known")),
                f"{sum(1 for r in glob_ if r['global'] == 'ran')}/{len(glob_)}",
                sum(1 for r in fs if r.get("runnable")), sum(1 for r in fs if r.get("ran") == "equal"),
-               sum(1 for r in fs if r.get("ran") == "ran")]
+               sum(1 for r in fs if r.get("ran") == "ran"), sum(1 for r in fs if r.get("lowered") == "equal")]
         inv = [r for r in records if r["file"] == fn and r["kind"] == "invalid"]
         if fs or not inv:
             lines.append(f"{fn:40} " + " ".join(f"{v:>{w}}" for v, w in zip(row, widths)))
@@ -544,12 +590,16 @@ def table(records) -> str:
     lines.append(f"{'total':40} " + " ".join(f"{v:>{w}}" for v, w in zip(tot, widths)))
     lines.append("printed: meshrt's Module.generic() read back by mlir-opt to the same IR; global: annotated "
                  "functions (with shard.shard) that run in global mode / such functions; ran, no ref: per-process "
-                 "IR (no shard.shard) run without an oracle")
+                 "IR (no shard.shard) run without an oracle; lowered=: runnable functions whose mlir-opt "
+                 "--convert-shard-to-mpi lowering, run on the same processes, equals the partitioned run")
     bad = [r for r in records if r["kind"] == "function" and r.get("mlir_opt") and r.get("runnable")
            and r.get("ran") not in (None, "equal", "ran")]
     for r in records:
         if r.get("global", "ran") != "ran":
             lines.append(f"  global mode: {r['file']} @{r['function']}: {r['global']}")
+    for r in records:
+        if r.get("runnable") and r.get("lowered") not in (None, "equal"):
+            lines.append(f"  lowered: {r['file']} @{r['function']}: {r['lowered']}")
     for r in bad:
         und = " (undefined: reduction into tensor.empty)" if r.get("undefined") else ""
         lines.append(f"  not equal: {r['file']} @{r['function']}: {r['ran']}{und}: {r.get('detail', '')}")

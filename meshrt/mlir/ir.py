@@ -66,9 +66,11 @@ canonical (equal for equal IR whatever the SSA names were) and read back by
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Union
+from typing import NamedTuple, Union
 
 import numpy as np
 
@@ -82,7 +84,7 @@ __all__ = [
     "DYNAMIC", "MLIRError", "Location", "Type", "TensorType", "ScalarType", "FunctionType", "OpaqueType",
     "Value", "Operation", "Block", "Region", "Module", "SymbolRef", "DenseElements", "TypeAttr",
     "AffineMap", "AffineDim", "AffineSymbol", "AffineConst", "AffineBinary", "UnitAttr", "UNIT",
-    "OpaqueAttr",
+    "OpaqueAttr", "MemRef", "memref_type", "shaped",
 ]
 
 DYNAMIC = -(2**63)
@@ -193,6 +195,86 @@ class OpaqueType:
 
     def __str__(self):
         return self.text
+
+
+class MemRef(NamedTuple):
+    """A ranked ``memref``: ``shape`` (None for ``?``), ``element`` (a `ScalarType`), ``layout``
+    (its text or None: the identity) and ``space`` (the memory space's text or None)."""
+
+    shape: tuple
+    element: object
+    layout: str | None = None
+    space: str | None = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return all(d is not None for d in self.shape)
+
+    def __str__(self):
+        dims = "".join(("?" if d is None else str(d)) + "x" for d in self.shape)
+        extra = "".join(f", {x}" for x in (self.layout, self.space) if x is not None)
+        return f"memref<{dims}{self.element}{extra}>"
+
+
+def _split_top(text):
+    """``a,b<c,d>,e`` -> ``["a", "b<c,d>", "e"]``: split at commas outside brackets."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "<[(":
+            depth += 1
+        elif ch in ">])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _parse_memref(text):
+    if not (text.startswith("memref<") and text.endswith(">")):
+        return None
+    parts = _split_top(text[len("memref<"):-1])
+    dims = parts[0].split("x")
+    if dims[0] == "*":
+        return None  # unranked
+    shape = []
+    for d in dims[:-1]:
+        if d == "?":
+            shape.append(None)
+        elif d.isdigit():
+            shape.append(int(d))
+        else:
+            return None
+    elem = dims[-1]
+    if not re.fullmatch(r"(?:[su]?i\d+|index|bf16|f16|f32|f64)", elem):
+        return None
+    layout = space = None
+    for extra in parts[1:]:
+        if extra.startswith(("strided<", "affine_map<", "#")) and layout is None:
+            layout = extra
+        else:
+            space = extra
+    return MemRef(tuple(shape), ScalarType(elem), layout, space)
+
+
+def memref_type(t) -> MemRef | None:
+    """The `MemRef` of a ranked ``memref`` type with a numeric element, else None."""
+    return _parse_memref(t.text) if isinstance(t, OpaqueType) else None
+
+
+def shaped(t):
+    """A `TensorType` or a ranked memref (as `MemRef`), else None: what has a shape and an element."""
+    if isinstance(t, TensorType):
+        return t
+    return memref_type(t)
 
 
 Type = Union[ScalarType, TensorType, FunctionType, OpaqueType]
@@ -491,6 +573,7 @@ class Module:
     source: str = ""
     filename: str = "<string>"
     attributes: dict = field(default_factory=dict)
+    location: Location | None = None  # of the ``module`` op, when the file has one
 
     def walk(self):
         for op in self.operations:

@@ -9,6 +9,8 @@ normalizations of its ops once read (`reader._normalizer`), the MLIR form of its
 
 - `arith` (and ``math``, which shares its forms and flags), `func`, `builtin`, `cf`, `affine`,
   `scf`, `vector`, `tensor`, `linalg`, `tosa`: the dialects of ``mlir-opt``'s programs;
+- `memref` (with ``bufferization``) and `mpi`: bufferized programs and what
+  ``--convert-shard-to-mpi`` makes of them;
 - `shard`: the ``shard`` dialect, and `verify`;
 - `stablehlo`, `sdy` (with `sdy_attrs`, its attributes as data) and `verify_sdy`: what JAX exports.
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 from . import affine, arith, builtin, cf, func, linalg, scf, shard, tensor, vector  # noqa: F401  (register the custom forms)
 from . import sdy, stablehlo  # noqa: F401  (Shardy and the StableHLO JAX prints)
 from . import tosa  # noqa: F401  (its nan_mode default, its attributes' MLIR form)
+from . import memref, mpi  # noqa: F401  (bufferized programs, and the mpi dialect of --convert-shard-to-mpi)
 from ...errors import MLIRError
 from ..syntax.reader import _Parser
 from ..ir import Module
@@ -53,11 +56,11 @@ def parse(text: str, filename: str = "<string>") -> Module:
         # tests/test_fuzz_readers.py checks that); one that is not still gets the place, as a bug
         raise MLIRError(f"{p.loc()}: internal error of meshrt's MLIR reader (a bug, please report it): "
                         f"{type(e).__name__}: {e}") from e
-    attrs = {}
+    attrs, loc = {}, None
     if len(ops) == 1 and ops[0].name == "builtin.module" and ops[0].regions and ops[0].regions[0].blocks:
-        attrs = ops[0].attributes
+        attrs, loc = ops[0].attributes, ops[0].location
         ops = ops[0].regions[0].blocks[0].operations
-    return Module(ops, text, filename, attrs)
+    return Module(ops, text, filename, attrs, loc)
 
 
 def parse_file(path) -> Module:

@@ -87,7 +87,7 @@ from .tensor import _conversion, _mixed_list
 from ..syntax.lexer import _IDENT
 from ..syntax.printer import ATTRIBUTE_KINDS, _array, _ints, _typed_int
 from ..syntax.reader import _I64, _INDEX, _custom, _normalizer, _op
-from ..ir import DYNAMIC, UNIT, FunctionType, Module, OpaqueType, Operation, SymbolRef, TensorType, TypeAttr
+from ..ir import DYNAMIC, UNIT, FunctionType, Module, OpaqueType, Operation, SymbolRef, TensorType, TypeAttr, memref_type, shaped
 
 __all__ = ["verify"]
 
@@ -413,6 +413,10 @@ _COLLECTIVE_AXES = {
 
 def verify(module: Module) -> Module:
     """Raise `MLIRError` for the first invalid op (in text order); return the module when it is valid."""
+    for key in module.attributes:  # builtin.module's own rule (a bare `dlti = ...` is newer than LLVM 22)
+        if "." not in key and key not in ("sym_name", "sym_visibility"):
+            raise MLIRError(f"{module.location or module.filename}: 'builtin.module' can only contain attributes "
+                            f"with dialect-prefixed names, found: '{key}' (LLVM 22 reads `mpi.dlti = ...`)")
     grids = {}
     for op in module.operations:
         if op.name in ("shard.grid", "func.func") and not isinstance(op.attributes.get("sym_name"), str):
@@ -578,8 +582,22 @@ def _verify_shard(op, defining):
                       f"but {src} has rank {src.rank}")
 
 
+def _as_tensor(t):
+    """A memref type as the tensor type of its shape and element (the shape rules are the same)."""
+    m = shaped(t)
+    return m if isinstance(m, TensorType) else TensorType(m.shape, m.element)
+
+
 def _verify_update_halo(op, grids):
     name, shape = _grid_of(op, grids)
+    if not op.operands or len(op.results) != 1:
+        _fail(op, "needs a destination operand and one result")
+    t = op.operands[0].type
+    st = shaped(t)
+    if st is None or st.rank == 0:
+        _fail(op, f"destination must be a non-0-ranked tensor or memref, found {t}")
+    if op.results[0].type != t:
+        _fail(op, f"result type {op.results[0].type} differs from the destination's {t}")
     split = _check_split_axes(op, op.attributes.get("split_axes"), name, shape)
     _check_halo(op, split, op.attributes.get("static_halo_sizes", ()))
 
@@ -616,8 +634,14 @@ def _verify_collective(op, grids):
     if not op.operands or not op.results:
         _fail(op, "needs an input operand and a result")
     src, dst = op.operands[0].type, op.results[0].type
-    if not (isinstance(src, TensorType) and isinstance(dst, TensorType)):
-        _fail(op, f"expects a ranked tensor operand and result, found {src} -> {dst}")
+    if op.name in _ON_MEMREFS:  # AnyTypeOf<[AnyMemRef, AnyRankedTensor]> on either side, as in LLVM 22
+        if shaped(src) is None or shaped(dst) is None:
+            _fail(op, f"expects a ranked tensor or memref operand and result, found {src} -> {dst}")
+        src, dst = _as_tensor(src), _as_tensor(dst)
+    elif not (isinstance(src, TensorType) and isinstance(dst, TensorType)):
+        more = " (LLVM 22 takes memrefs only in shard.all_reduce and shard.update_halo)" if (
+            memref_type(src) is not None or memref_type(dst) is not None) else ""
+        _fail(op, f"expects a ranked tensor operand and result, found {src} -> {dst}{more}")
     rank = src.rank if isinstance(src, TensorType) else None
     for key in tensor_axes:
         if key not in a:
@@ -650,6 +674,7 @@ def _verify_collective(op, grids):
 
 
 # ops with MLIR's SameOperandsAndResultShape: a '?' on either side is compatible
+_ON_MEMREFS = frozenset(["shard.all_reduce"])  # (and shard.update_halo, checked on its own)
 _SAME_SHAPE = frozenset(["shard.all_reduce", "shard.broadcast", "shard.recv", "shard.reduce", "shard.send",
                          "shard.shift"])
 

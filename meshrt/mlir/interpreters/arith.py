@@ -23,7 +23,7 @@ import functools
 import numpy as np
 
 from ...errors import MLIRError
-from ..ir import ScalarType, TensorType
+from ..ir import MemRef, OpaqueType, ScalarType, TensorType, memref_type
 
 __all__ = ["SCALAR_OPS", "SCALAR_OP_NAMES", "scalar_function"]
 
@@ -95,9 +95,12 @@ SCALAR_OP_NAMES = frozenset(SCALAR_OPS) | frozenset(_CASTS) | {"arith.cmpi", "ar
 
 @functools.lru_cache(maxsize=None)
 def _dtype(t) -> np.dtype:
-    """The numpy dtype of a scalar type or of a tensor type's elements (the runners' values)."""
-    if isinstance(t, TensorType):
+    """The numpy dtype of a scalar type or of a tensor or memref type's elements (the runners' values)."""
+    if isinstance(t, (TensorType, MemRef)):
         t = t.element
+    elif isinstance(t, OpaqueType):
+        m = memref_type(t)
+        t = m.element if m is not None else t
     if isinstance(t, ScalarType):
         return t.numpy_dtype
     raise MLIRError(f"type {t}: no numpy dtype")
@@ -106,6 +109,8 @@ def _dtype(t) -> np.dtype:
 def _dtype_of(t) -> np.dtype:
     if isinstance(t, TensorType):
         t = t.element
+    elif isinstance(t, OpaqueType) and memref_type(t) is not None:
+        t = memref_type(t).element
     if not isinstance(t, ScalarType):
         raise MLIRError(f"type {t}: not an integer, index or float element type")
     return t.numpy_dtype

@@ -24,7 +24,7 @@ from ... import collectives as C
 from ...errors import MLIRError
 from ...halo import update_halo
 from ...sharding.spec import Sharding
-from ..ir import _static
+from ..ir import _static, memref_type
 from .arith import _dtype
 
 def _sharding(p, op, env, global_mode):
@@ -45,12 +45,29 @@ def _shard(p, op, env):
 
 
 def _get_sharding(p, op, env):
+    """The sharding of the operand: that of the ``shard.shard`` defining it, else of the ``shard.shard``
+    annotating it (a plain one before an ``annotate_for_users`` one), else fully replicated (what
+    shard-partition makes of a value nothing annotates), on the module's first grid."""
     src = op.operands[0]
+    users = []
     for fn in p.module.functions().values():
         for o in fn.walk():
             if o.name == "shard.shard" and src in o.results:
                 return [env[o.operands[1]]]
-    raise MLIRError(f"{op.location}: 'shard.get_sharding' of a value that no shard.shard defines")
+            if o.name == "shard.shard" and o.operands and o.operands[0] is src:
+                users.append(o)
+    users.sort(key=lambda o: "annotate_for_users" in o.attributes)
+    for o in users:
+        if o.operands[1] in env:
+            return [env[o.operands[1]]]
+    r = p._const.get(op)
+    if r is None:
+        grids = list(p.module.grids())
+        if not grids:
+            raise MLIRError(f"{op.location}: 'shard.get_sharding' of a value nothing annotates, in a module "
+                            "without a shard.grid: no grid to replicate it on")
+        r = p._const[op] = [Sharding(p.mesh(grids[0], op.location, abstract=True), [])]
+    return r
 
 
 def _axes(op, key="grid_axes"):
@@ -161,9 +178,14 @@ def _shift(p, op, env):
 
 
 def _update_halo(p, op, env):
-    x = np.array(env[op.operands[0]], order="C")  # SSA: the operand keeps its value
+    dest = env[op.operands[0]]
+    x = np.array(dest, order="C")  # a tensor: SSA, the operand keeps its value
     halos = _multi(op, "static_halo_sizes", env)
-    return [update_halo(x, _mesh(p, op), [list(a) for a in op.attributes["split_axes"]], halos)]
+    r = update_halo(x, _mesh(p, op), [list(a) for a in op.attributes["split_axes"]], halos)
+    if memref_type(op.operands[0].type) is not None:  # a memref is updated in place; the result is it
+        dest[...] = r
+        return [dest]
+    return [r]
 
 
 def _per_program(fn):

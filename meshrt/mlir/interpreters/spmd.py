@@ -34,10 +34,13 @@ from ...runtime import mpi as _mpi
 from ...errors import MLIRError
 from ...mesh import AbstractMesh, Mesh
 from . import arith as A
+from . import buffers as B
 from . import linalg as L
+from . import mpi as MP
 from . import shard as S
 from .arith import _dtype
-from ..ir import DYNAMIC, _static, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module, ScalarType, TensorType
+from ..ir import (DYNAMIC, _static, AffineBinary, AffineConst, AffineDim, AffineMap, DenseElements, Module,
+                  ScalarType, TensorType, memref_type)
 from .tosa import TOSA_OPS, tosa_function
 from ..dialects.shard import collective_result_dims, verify
 
@@ -99,17 +102,11 @@ def check_function(module: Module, name: str) -> None:
         _check_ops(f.regions[0].blocks, f.attributes.get("sym_name"))
 
 
-def _check_ops(blocks, where, sharded=None):
-    if sharded is None:  # values a shard.shard defines: the only ones shard.get_sharding can answer for
-        sharded = {r for b in blocks for o in b.operations for x in o.walk() if x.name == "shard.shard"
-                   for r in x.results}
+def _check_ops(blocks, where):
     for block in blocks:
         for op in block.operations:
-            if op.name == "shard.get_sharding" and (not op.operands or op.operands[0] not in sharded):
-                raise MLIRError(f"{op.location}: unsupported op 'shard.get_sharding' of "
-                                f"{op.operands[0].name if op.operands else 'no operand'}, "
-                                "which no shard.shard defines: the program does not say its sharding (in @"
-                                f"{where})")
+            if op.name == "shard.get_sharding" and len(op.operands) != 1:
+                raise MLIRError(f"{op.location}: 'shard.get_sharding' takes one operand, found {len(op.operands)}")
             if (op.name not in _HANDLERS and op.name not in A.SCALAR_OP_NAMES and op.name not in L.LINALG_OPS
                     and op.name not in TOSA_OPS):
                 raise MLIRError(f"{op.location}: unsupported op '{op.name}' (in @{where})")
@@ -118,6 +115,10 @@ def _check_ops(blocks, where, sharded=None):
                 raise MLIRError(f"{op.location}: '{op.name}' {problem}")
             if op.name in TOSA_OPS:
                 tosa_function(op)  # its attributes and element types, checked before anything runs
+            if op.dialect in ("mpi", "memref", "bufferization"):
+                problem = (MP.check_op if op.dialect == "mpi" else B.check_op)(op)
+                if problem:
+                    raise MLIRError(f"{op.location}: '{op.name}' {problem}")
             if op.name in L.LINALG_OPS:
                 for r in op.regions:
                     for b in r.blocks:
@@ -130,7 +131,7 @@ def _check_ops(blocks, where, sharded=None):
                                             "(only a constant or outside value can be yielded)")
             else:
                 for r in op.regions:
-                    _check_ops(r.blocks, where, sharded)
+                    _check_ops(r.blocks, where)
 
 
 def _is_int_tuple(v):
@@ -197,6 +198,9 @@ class Program:
         self._plans = {}
         self._global_mode = {}
         self._const = {}
+        self._mpi_comms = []  # communicators the program's mpi.comm_split made: freed after each run
+        self._mpi_requests = []  # isend/irecv requests not yet waited for
+        self._dlti = dlti_values(module)
 
     # -- meshes -------------------------------------------------------------------------------
     def mesh(self, grid, where="", abstract=False):
@@ -217,19 +221,32 @@ class Program:
         return m
 
     def free(self) -> None:
-        """Free the meshes' group communicators (collective)."""
+        """Free the meshes' group communicators and those the program split (collective)."""
+        self.free_mpi()
         for m in self._meshes.values():
             if isinstance(m, Mesh):
                 m.free()
         self._meshes.clear()
+
+    def free_mpi(self) -> None:
+        """Free the communicators the program's ``mpi.comm_split`` ops made (collective, in creation order)."""
+        MP.finish_requests(self)
+        comms, self._mpi_comms = self._mpi_comms, []
+        for c in comms:
+            with _mpi.internal("meshrt.mlir", "freeing a communicator the program split", c):
+                c.Free()
 
     # -- running --------------------------------------------------------------------------------
     def run(self, name: str, args) -> list:
         """Run ``func.func @name`` on ``args`` (one per function argument); returns the results."""
         if name not in self._checked:
             check_function(self.module, name)
+            _check_dlti(self.module, self._dlti, self.comm)
             self._checked.add(name)
-        return self._call(name, list(args))
+        try:
+            return self._call(name, list(args))
+        finally:
+            self.free_mpi()
 
     def _call(self, name, args):
         f = self.module.functions()[name]
@@ -286,6 +303,11 @@ class Program:
                 res = h(self, op, env)
                 _check_collective_result(self, op, res[0])
                 return res
+        elif h is not None and name in _COLLECTIVE_RESULTS and op.results and memref_type(op.results[0].type):
+            def run(env):  # a collective into a memref: the buffer's shape against its type
+                res = h(self, op, env)
+                B.check_buffer(op, res[0], op.results[0].type)
+                return res
         elif h is not None:
             def run(env):
                 return h(self, op, env)
@@ -294,6 +316,8 @@ class Program:
 
             def run(env):
                 return (fn(*[env[v] for v in operands]),)
+        elif name in L.LINALG_OPS and B.is_buffer_op(op):
+            run = B.linalg_on_buffers(op, self._captured)
         elif name in L.LINALG_OPS:
             run = L.prepare(op, self._captured)
         else:
@@ -324,6 +348,15 @@ def _coerce(a, t, f, i):
         dt = _dtype(t)
         if a.dtype != dt:
             raise MLIRError(f"{where}: expected element type {t.element} ({dt}), got {a.dtype}")
+        return a
+    m = memref_type(t)
+    if m is not None:  # a buffer: the caller's array itself, written through by the program
+        if not isinstance(a, np.ndarray):
+            raise MLIRError(f"{where}: expected a numpy array for {t}, got {type(a).__name__}")
+        if a.ndim != m.rank or any(d is not None and d != n for d, n in zip(m.shape, a.shape)):
+            raise MLIRError(f"{where}: expected {t}, got an array of shape {a.shape}")
+        if a.dtype != _dtype(m):
+            raise MLIRError(f"{where}: expected element type {m.element} ({_dtype(m)}), got {a.dtype}")
         return a
     if isinstance(t, ScalarType):
         if np.ndim(a) != 0:
@@ -453,6 +486,12 @@ def _cast_through(p, op, env):
     return [env[v] for v in op.operands]
 
 
+def _assert(p, op, env):
+    if not bool(env[op.operands[0]]):
+        raise MLIRError(f"{op.location}: 'cf.assert' failed on process {p.comm.rank}: {op.attributes.get('msg', '')}")
+    return []
+
+
 def _tensor_cast(p, op, env):
     x = env[op.operands[0]]
     _check_shape(op, x, op.results[0].type)
@@ -467,8 +506,9 @@ def _result_shape(op, dyn):
 
 
 def _empty(p, op, env):
+    # MLIR leaves its contents undefined; zeros (calloc: as cheap) make two runs of a program comparable
     t = op.results[0].type
-    return [np.empty(_result_shape(op, [env[v] for v in op.operands]) if op.operands else t.shape, _dtype(t))]
+    return [np.zeros(_result_shape(op, [env[v] for v in op.operands]) if op.operands else t.shape, _dtype(t))]
 
 
 def _splat(p, op, env):
@@ -573,6 +613,9 @@ _HANDLERS = {
     "tensor.pad": _pad, "tensor.collapse_shape": _collapse, "tensor.expand_shape": _expand,
     "tensor.concat": _concat,
     **S.HANDLERS,
+    **B.HANDLERS,
+    **MP.HANDLERS,
+    "cf.assert": _assert,
     "affine.apply": _affine, "affine.min": _affine, "affine.max": _affine,
 }
 for _t in _TERMINATORS:
@@ -682,3 +725,33 @@ def _global_shape(r, s, comm):
         group = mesh.group_devices(axes, mesh.rank)
         out.append(sum(shapes[g][d] for g in group))
     return tuple(out)
+
+
+# -- dlti: what a module says of the MPI world it was lowered for ---------------------------------------------
+
+def dlti_values(module: Module) -> dict:
+    """``{"MPI:comm_world_rank": 24, ...}``: the integer entries of the module's ``#dlti.map``
+    attributes (``dlti = ...`` or ``mpi.dlti = ...``, as ``--convert-shard-to-mpi`` reads them)."""
+    out = {}
+    for key, v in module.attributes.items():
+        if key.split(".")[-1] != "dlti" and not str(v).startswith("#dlti.map<"):
+            continue
+        text = str(v)
+        for k, n in re.findall(r'"([^"]+)"\s*=\s*(-?\d+)(?:\s*:\s*\w+)?', text):
+            out[k] = int(n)
+    return out
+
+
+def _check_dlti(module, dlti, comm):
+    """A module lowered for one process of a world (``MPI:comm_world_rank``/``_size``) runs only there:
+    every process learns where it does not hold (one allgather), and all raise the same error."""
+    rank, size = dlti.get("MPI:comm_world_rank"), dlti.get("MPI:comm_world_size")
+    if rank is None and size is None:
+        return
+    mine = (rank is not None and rank != comm.rank) or (size is not None and size != comm.size)
+    with _mpi.internal("meshrt.mlir", "agreement on the module's dlti", comm):
+        wrong = [r for r, bad in enumerate(comm.allgather(mine)) if bad]
+    if wrong:
+        said = ", ".join(f"{k} = {v}" for k, v in sorted(dlti.items()) if k in ("MPI:comm_world_rank", "MPI:comm_world_size"))
+        raise MLIRError(f"{module.filename}: the module's dlti says {said}; it cannot run on process(es) "
+                        f"{wrong} of a world of {comm.size} (each process needs the module lowered for it)")

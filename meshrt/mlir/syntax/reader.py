@@ -19,7 +19,7 @@ import re
 from ...errors import MLIRError
 from .lexer import _BLOCK, _STRING, _SUFFIX_ID, _VALUE, _WS, _unquote
 from .attributes import _AttributeReader
-from ..ir import Block, FunctionType, Operation, Region, ScalarType, TensorType, Value
+from ..ir import Block, FunctionType, Operation, Region, ScalarType, TensorType, Value, memref_type
 
 
 _I1 = ScalarType("i1")
@@ -34,7 +34,10 @@ def _bool_like(t):
 
 
 def _element(t):
-    return t.element if isinstance(t, TensorType) else t
+    if isinstance(t, TensorType):
+        return t.element
+    m = memref_type(t)
+    return m.element if m is not None else t
 
 
 class _Parser(_AttributeReader):
