@@ -48,6 +48,24 @@ class _Transfer:
             shape[d] = nf
             w = np.where(odd == 1, 0.5, 1.0).reshape(shape)
             self.prolong_taps.append((i0, i0 + odd, w, (1.0 - w) * 1.0))
+        # Restriction is P^T / 2 per coarsened dim (full weighting inside the grid), so a cycle with
+        # adjoint smoothing is a symmetric preconditioner; at a boundary it folds in what prolongation
+        # takes from a coarse ghost (Neumann mirror, periodic wrap) and drops fine cells that do not exist.
+        self.restrict_w = []
+        for d in range(nd):
+            s = modes[d]
+            if s is None:
+                self.restrict_w.append(None)
+                continue
+            n, ncg, bc = fine.shape[d], coarse.shape[d], fine.bcs[d]
+            shape = [1] * nd
+            shape[d] = cn[d]
+            ws = []
+            for k in (-1, 0, 1):
+                w = np.array([0.5 * _pweight(2 * j + s + k, j, n, ncg, s, bc)
+                              for j in range(cstart[d], cstart[d] + cn[d])])
+                ws.append(w.reshape(shape))
+            self.restrict_w.append(ws)
 
     def restrict(self, fine_buf, out, coefficient=False):
         """``out`` (the coarse padded buffer) interior = R fine; ``fine_buf``'s ghosts are refreshed here."""
@@ -61,7 +79,10 @@ class _Transfer:
                 continue
             p0 = 2 * cs + s - f.start[d] + 1
             sl = [(slice(None),) * d + (slice(p0 + k, p0 + k + 2 * cn - 1, 2),) for k in (-1, 0, 1)]
-            x = 0.25 * (x[sl[0]] + x[sl[2]]) + 0.5 * x[sl[1]]
+            w = self.restrict_w[d]
+            if coefficient:  # a cell value: a weighted mean
+                w = [wk / (w[0] + w[1] + w[2]) for wk in w]
+            x = w[0] * x[sl[0]] + w[1] * x[sl[1]] + w[2] * x[sl[2]]
         if self.gather:
             blocks = f.comm.allgather((self.cstart, x))
             for start, blk in blocks:
@@ -313,6 +334,29 @@ class Multigrid(LinearOperator):
     def free(self):
         for lvl in self.levels[1:]:
             lvl.grid.free()
+
+
+def _pweight(i, j, n, nc, s, bc) -> float:
+    """Prolongation's weight of coarse point ``j`` at fine point ``i`` (global), ghosts folded per ``bc``."""
+    if bc == "periodic":
+        i %= n
+    elif not 0 <= i < n:
+        return 0.0
+    t = i - s
+    j0 = t // 2
+    taps = ((j0, 1.0),) if t % 2 == 0 else ((j0, 0.5), (j0 + 1, 0.5))
+    total = 0.0
+    for jj, w in taps:
+        if not 0 <= jj < nc:
+            if bc == "neumann":
+                jj = min(max(jj, 0), nc - 1)
+            elif bc == "periodic":
+                jj %= nc
+            else:
+                continue
+        if jj == j:
+            total += w
+    return total
 
 
 def _min_cells(coffs, sharded, cshape):
