@@ -16,7 +16,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..tensor.distributed_tensor import DistributedTensor
-from .operator import aslinearoperator
+from .operator import _same_layout, aslinearoperator
 
 __all__ = ["cg", "bicgstab", "gmres", "minres"]
 
@@ -85,7 +85,7 @@ def _prepare(A, b, x0, rtol, atol, maxiter, M, default_maxiter=None):
     if x0 is None:
         x = np.zeros_like(bl)
     else:
-        xi = x0.interior if x0.interior.shape == bl.shape else x0.reshard(b.sharding).interior
+        xi = (x0 if _same_layout(x0, b) else x0.reshard(b.sharding)).interior
         x = np.array(xi, dtype=dtype, order="C")
     if maxiter is None:
         maxiter = default_maxiter or 10 * int(b.size)

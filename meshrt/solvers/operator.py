@@ -79,10 +79,18 @@ class _TensorBound:
         if tuple(y.global_shape) != tuple(self.like.global_shape):
             raise ValueError(f"{self.what}: returned global shape {tuple(y.global_shape)}, expected "
                              f"{tuple(self.like.global_shape)} (the shape of b)")
-        yi = y.interior
-        if yi.shape != out.shape:
-            yi = y.reshard(self.like.sharding).interior
-        np.copyto(out, yi)
+        if not _same_layout(y, self.like):  # decided from global metadata: every process alike
+            y = y.reshard(self.like.sharding)
+        np.copyto(out, y.interior)
+
+
+def _same_layout(a, b) -> bool:
+    """Whether two tensors of one global shape own the same blocks on every process."""
+    if a.sharding.mesh is not b.sharding.mesh and a.sharding.mesh != b.sharding.mesh:
+        return False
+    shape = tuple(b.global_shape)
+    return all(a.sharding.dim_axes(d) == b.sharding.dim_axes(d) for d in range(len(shape))) and \
+        a.sharding.replace(halo_sizes=None).dim_offsets(shape) == b.sharding.replace(halo_sizes=None).dim_offsets(shape)
 
 
 class StencilOperator(LinearOperator):
@@ -169,8 +177,9 @@ def _owned(value, grid, what):
         if tuple(value.global_shape) != shape:
             raise ValueError(f"{what}: global shape {tuple(value.global_shape)}, expected {shape}")
         if grid.dist:
-            mine = value.reshard(grid.sharding.replace(halo_sizes=None)) if value.interior.shape != grid.n or \
-                value.sharding.dim_offsets(shape) != grid.offsets else value
+            same = tuple(value.sharding.dim_axes(d) for d in range(len(shape))) == grid.split_axes and \
+                value.sharding.replace(halo_sizes=None).dim_offsets(shape) == grid.offsets
+            mine = value if same else value.reshard(grid.sharding.replace(halo_sizes=None))
             return np.ascontiguousarray(mine.interior, dtype=np.float64)
         return np.ascontiguousarray(value.gather(), dtype=np.float64)
     if callable(value):
