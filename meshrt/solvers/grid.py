@@ -52,7 +52,7 @@ def _axis(ndim, d, s):
 class Grid:
     """The layout of one level (global shape, owned block, ghosts) and its operator's coefficients."""
 
-    def __init__(self, shape, bcs, h, mesh=None, split_axes=None, offsets=None):
+    def __init__(self, shape, bcs, h, mesh=None, split_axes=None, offsets=None, wall=None):
         self.shape = tuple(int(n) for n in shape)
         self.ndim = nd = len(self.shape)
         if nd not in (2, 3):
@@ -60,6 +60,9 @@ class Grid:
         self.bcs = tuple(bcs)
         self.h = tuple(float(x) for x in h)
         self.mesh = mesh
+        # per dim, the distance (in cells of this grid) from the first/last cell to the Dirichlet wall:
+        # 1 on the fine grid; a coarse grid of an even fine size ends half a coarse cell from it
+        self.wall = tuple(wall) if wall is not None else ((1.0, 1.0),) * nd
         self.dist = mesh is not None
         self.offsets = None
         sharded = ()
@@ -182,6 +185,7 @@ class Grid:
                 diag[inner] += c
             self.faces = tuple(faces)
             self.diag = diag
+        self._near_walls()
         # boxes: the whole owned block, its inner box (reads no halo) and the rim
         whole = [(1, n + 1) for n in self.n]
         self.whole = whole
@@ -198,6 +202,22 @@ class Grid:
                 rims.append(inner_box[:d] + [(ihi, hi)] + inner_box[d + 1:])
             inner_box[d] = (ilo, ihi)
         self.inner_box, self.rims = inner_box, rims
+
+    def _near_walls(self):
+        """A wall nearer than one cell: its face coefficient grows as 1 / distance (the Galerkin diagonal of
+        linear interpolation); only the diagonal changes, the ghost beyond is 0."""
+        nd = self.ndim
+        for d in range(nd):
+            if self.bcs[d] != "dirichlet":
+                continue
+            for side, (own, pos, face) in enumerate(((self.fills[d][0], 1, 0), (self.fills[d][1], self.n[d],
+                                                                                  self.n[d]))):
+                dist = self.wall[d][side]
+                if not own or dist == 1.0:
+                    continue
+                if self.diag.strides[0] == 0 or not self.diag.flags.writeable:
+                    self.diag = np.array(self.diag)
+                self.diag[_axis(nd, d, pos)] += self.faces[d][_axis(nd, d, face)] * (1.0 / dist - 1.0)
 
     def memory(self) -> int:
         """Bytes of the coefficient arrays held (broadcast ones cost nothing)."""

@@ -191,6 +191,8 @@ class Multigrid(LinearOperator):
                 modes = [None] * nd
             cshape = tuple(n if m is None else (n + 1 - m) // 2 for n, m in zip(fine.shape, modes))
             ch = tuple(hh if m is None else 2.0 * hh for hh, m in zip(fine.h, modes))
+            wall = tuple(w if m is None else ((1.0 + w[0]) / 2, (1.0 + w[1]) / 2 if n % 2 else w[1] / 2)
+                         for w, m, n in zip(fine.wall, modes, fine.shape))
             if fine.dist:
                 coffs = tuple(fine.offsets[d] if m is None else tuple((o - m + 1) // 2 for o in fine.offsets[d])
                               for d, m in enumerate(modes))
@@ -199,20 +201,20 @@ class Multigrid(LinearOperator):
                 cells = _min_cells(coffs, sharded, cshape)
                 gather = last or int(np.prod(cshape)) <= coarse_size or (widths and min(widths) < min_block) \
                     or cells < min_block ** 2
-                probe = Grid(cshape, fine.bcs, ch, fine.mesh, fine.split_axes, coffs) if not gather else None
+                probe = Grid(cshape, fine.bcs, ch, fine.mesh, fine.split_axes, coffs, wall) if not gather else None
                 if gather:
                     from ..sharding.spec import Sharding
                     sh = Sharding(fine.mesh, fine.split_axes, sharded_dims_offsets=[o for d in sharded
                                                                                      for o in coffs[d]])
                     sl = sh.shard_slices(cshape)
                     cstart, cn = tuple(s.start for s in sl), tuple(s.stop - s.start for s in sl)
-                    coarse = Grid(cshape, fine.bcs, ch)
+                    coarse = Grid(cshape, fine.bcs, ch, wall=wall)
                 else:
                     coarse = probe
                     cstart, cn = coarse.start, coarse.n
             else:
                 gather = False
-                coarse = Grid(cshape, fine.bcs, ch)
+                coarse = Grid(cshape, fine.bcs, ch, wall=wall)
                 cstart, cn = coarse.start, coarse.n
             lvl = self.levels[-1]
             lvl.transfer = _Transfer(fine, coarse, modes, cstart, cn, gather)
