@@ -186,6 +186,9 @@ class Grid:
             self.faces = tuple(faces)
             self.diag = diag
         self._near_walls()
+        self.const = None
+        if all(f.strides[0] == 0 for f in self.faces) and self.diag.strides[0] == 0:
+            self.const = (float(self.diag.flat[0]),) + tuple(float(f.flat[0]) for f in self.faces)
         # boxes: the whole owned block, its inner box (reads no halo) and the rim
         whole = [(1, n + 1) for n in self.n]
         self.whole = whole
@@ -248,7 +251,15 @@ class Grid:
     def apply(self, u, out, overlap=True):
         """``out`` (owned shape) = A u; ``u`` is a padded buffer whose interior is set."""
         f, dg = self.faces, self.diag
-        if self.ndim == 2:
+        c = self.const
+        if c is not None and self.ndim == 2:
+            def kern(b):
+                _k.apply2c(u, out, c[0], c[1], c[2], b[0][0], b[0][1], b[1][0], b[1][1], 1, 1)
+        elif c is not None:
+            def kern(b):
+                _k.apply3c(u, out, c[0], c[1], c[2], c[3], b[0][0], b[0][1], b[1][0], b[1][1], b[2][0], b[2][1],
+                           1, 1, 1)
+        elif self.ndim == 2:
             def kern(b):
                 _k.apply2(u, out, dg, f[0], f[1], b[0][0], b[0][1], b[1][0], b[1][1], 1, 1)
         else:
@@ -260,7 +271,14 @@ class Grid:
     def residual(self, u, b, r, overlap=True):
         """r = b - A u on the owned block (padded buffers)."""
         f, dg = self.faces, self.diag
-        if self.ndim == 2:
+        c = self.const
+        if c is not None and self.ndim == 2:
+            def kern(x):
+                _k.resid2c(u, b, r, c[0], c[1], c[2], x[0][0], x[0][1], x[1][0], x[1][1])
+        elif c is not None:
+            def kern(x):
+                _k.resid3c(u, b, r, c[0], c[1], c[2], c[3], x[0][0], x[0][1], x[1][0], x[1][1], x[2][0], x[2][1])
+        elif self.ndim == 2:
             def kern(x):
                 _k.resid2(u, b, r, dg, f[0], f[1], x[0][0], x[0][1], x[1][0], x[1][1])
         else:
@@ -272,7 +290,15 @@ class Grid:
         """One colour of red-black Gauss-Seidel, in place."""
         f, dg = self.faces, self.diag
         g = tuple(s - 1 for s in self.start)
-        if self.ndim == 2:
+        c = self.const
+        if c is not None and self.ndim == 2:
+            def kern(x):
+                _k.gs2c(u, b, c[0], c[1], c[2], color, g[0], g[1], x[0][0], x[0][1], x[1][0], x[1][1])
+        elif c is not None:
+            def kern(x):
+                _k.gs3c(u, b, c[0], c[1], c[2], c[3], color, g[0], g[1], g[2],
+                        x[0][0], x[0][1], x[1][0], x[1][1], x[2][0], x[2][1])
+        elif self.ndim == 2:
             def kern(x):
                 _k.gs2(u, b, dg, f[0], f[1], color, g[0], g[1], x[0][0], x[0][1], x[1][0], x[1][1])
         else:

@@ -18,6 +18,11 @@ from mpi4py import MPI
 from ..tensor.distributed_tensor import DistributedTensor
 from .operator import _same_layout, aslinearoperator
 
+try:
+    from ..kernels import multigrid as _k
+except ImportError:  # a source checkout: kernels/ becomes meshrt.kernels when installed
+    from kernels import multigrid as _k
+
 __all__ = ["cg", "bicgstab", "gmres", "minres"]
 
 
@@ -41,6 +46,13 @@ class _Space:
     def dots(self, *pairs) -> np.ndarray:
         """The global dot products ``(a, c)`` (a conjugated) in one allreduce."""
         buf = self._local(pairs)
+        if self.comm.size > 1:
+            self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+        return buf
+
+    def reduce(self, values) -> np.ndarray:
+        """Sum local partial dot products over the processes (one allreduce)."""
+        buf = np.array(values, dtype=np.float64) * self.weight
         if self.comm.size > 1:
             self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
         return buf
@@ -151,6 +163,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     p = np.zeros_like(x)
     s = np.zeros_like(x)
     alpha = beta = 0.0
+    fused = x.dtype == np.float64  # one compiled pass for the updates, one for the dot products
     for it in range(1, maxiter + 1):
         if gamma <= 0 or not np.isfinite(gamma):
             return _result(b, x), it
@@ -162,17 +175,23 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         if denom <= 0 or not np.isfinite(denom):  # p'Ap <= 0: not SPD
             return _result(b, x), it
         alpha = gamma / denom
-        p *= beta
-        p += u
-        s *= beta
-        s += w
-        x += alpha * p
-        r -= alpha * s
+        if fused:
+            _k.cg_update(x.ravel(), r.ravel(), p.ravel(), s.ravel(), u.ravel(), w.ravel(), alpha, beta)
+        else:
+            p *= beta
+            p += u
+            s *= beta
+            s += w
+            x += alpha * p
+            r -= alpha * s
         if prec is not None:
             _apply(prec, r, u)
         _apply(op, u, w)
         gamma_old = gamma
-        gamma, delta, rr = space.dots((r, u), (w, u), (r, r)).real
+        if fused:
+            gamma, delta, rr = space.reduce(_k.dots3(r.ravel(), u.ravel(), w.ravel()))
+        else:
+            gamma, delta, rr = space.dots((r, u), (w, u), (r, r)).real
         _callback(callback, b, x)
         if np.sqrt(rr) <= tol:
             return _result(b, x), 0
