@@ -133,13 +133,15 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
 
     Parameters
     ----------
-    A : LinearOperator, Laplacian, stencil kernel, callable or split matrix
+    A : LinearOperator or Laplacian or callable or DistributedTensor
+        The operator: also a stencil kernel of `apply_stencil`, or a split 2-D
+        matrix (a DistributedTensor, with a 1-D ``b``).
     b : DistributedTensor
     x0 : DistributedTensor, optional
     rtol, atol : float, optional
     maxiter : int, optional
         Default ``10 * b.size``.
-    M : operator, optional
+    M : LinearOperator or Multigrid or callable, optional
         The preconditioner (an approximation of ``A^-1``, e.g. `Multigrid`).
     callback : callable, optional
         ``callback(xk)`` after each iteration, ``xk`` a DistributedTensor.

@@ -28,7 +28,7 @@ class LinearOperator:
     matvec : callable
         ``matvec(x) -> y``: ``x`` a DistributedTensor shaped like ``b``, ``y`` a
         DistributedTensor (lazy expressions are fine) of the same global shape.
-    dtype : numpy dtype, optional
+    dtype : dtype, optional
         Default float64.
 
     Examples
@@ -209,10 +209,10 @@ class Laplacian(LinearOperator):
         The layout (a tensor, or a sharding with ``global_shape``).
     global_shape : tuple, optional
         Needed with a Sharding.
-    coeff : float, DistributedTensor, array or callable, optional
+    coeff : float or DistributedTensor or ndarray or callable, optional
         The diffusion coefficient ``k`` (> 0) per cell; a callable gets global
         index arrays, as `DistributedTensor.from_function`.  Default 1.0.
-    shift : float, DistributedTensor, array or callable, optional
+    shift : float or DistributedTensor or ndarray or callable, optional
         The reaction term ``c`` (>= 0), e.g. ``1 / dt`` of backward Euler. Default 0.
     boundary : str or sequence, optional
         Default ``"dirichlet"``.
