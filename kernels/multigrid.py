@@ -116,63 +116,68 @@ def gs3(u, b, diag, f0, f1, f2, color, g0, g1, g2, lo0, hi0, lo1, hi1, lo2, hi2)
 # -- constant coefficients: scalars instead of broadcast arrays (contiguous loads only, so LLVM vectorizes) --
 
 @njit(cache=True, nogil=True)
-def apply2c(u, out, dg, c0, c1, lo0, hi0, lo1, hi1, o0, o1):
+def apply2c(u, out, dg, c0, c1, w0, w1, lo0, hi0, lo1, hi1, o0, o1):
     """out = A u on the box, constant coefficients."""
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
-            out[i - o0, j - o1] = dg * u[i, j] - (c0 * (u[i - 1, j] + u[i + 1, j]) + c1 * (u[i, j - 1] + u[i, j + 1]))
+            out[i - o0, j - o1] = ((dg + w0[i] + w1[j]) * u[i, j]
+                                   - (c0 * (u[i - 1, j] + u[i + 1, j]) + c1 * (u[i, j - 1] + u[i, j + 1])))
 
 
 @njit(cache=True, nogil=True)
-def apply3c(u, out, dg, c0, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2, o0, o1, o2):
+def apply3c(u, out, dg, c0, c1, c2, w0, w1, w2, lo0, hi0, lo1, hi1, lo2, hi2, o0, o1, o2):
     """out = A u on the box, constant coefficients (3-D)."""
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
             for k in range(lo2, hi2):
-                out[i - o0, j - o1, k - o2] = dg * u[i, j, k] - (c0 * (u[i - 1, j, k] + u[i + 1, j, k])
-                                                                 + c1 * (u[i, j - 1, k] + u[i, j + 1, k])
-                                                                 + c2 * (u[i, j, k - 1] + u[i, j, k + 1]))
+                out[i - o0, j - o1, k - o2] = ((dg + w0[i] + w1[j] + w2[k]) * u[i, j, k]
+                                               - (c0 * (u[i - 1, j, k] + u[i + 1, j, k])
+                                                  + c1 * (u[i, j - 1, k] + u[i, j + 1, k])
+                                                  + c2 * (u[i, j, k - 1] + u[i, j, k + 1])))
 
 
 @njit(cache=True, nogil=True)
-def resid2c(u, b, r, dg, c0, c1, lo0, hi0, lo1, hi1):
+def resid2c(u, b, r, dg, c0, c1, w0, w1, lo0, hi0, lo1, hi1):
     """r = b - A u on the box, constant coefficients."""
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
-            r[i, j] = b[i, j] - (dg * u[i, j] - (c0 * (u[i - 1, j] + u[i + 1, j]) + c1 * (u[i, j - 1] + u[i, j + 1])))
+            r[i, j] = b[i, j] - ((dg + w0[i] + w1[j]) * u[i, j]
+                                 - (c0 * (u[i - 1, j] + u[i + 1, j]) + c1 * (u[i, j - 1] + u[i, j + 1])))
 
 
 @njit(cache=True, nogil=True)
-def resid3c(u, b, r, dg, c0, c1, c2, lo0, hi0, lo1, hi1, lo2, hi2):
+def resid3c(u, b, r, dg, c0, c1, c2, w0, w1, w2, lo0, hi0, lo1, hi1, lo2, hi2):
     """r = b - A u on the box, constant coefficients (3-D)."""
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
             for k in range(lo2, hi2):
-                r[i, j, k] = b[i, j, k] - (dg * u[i, j, k] - (c0 * (u[i - 1, j, k] + u[i + 1, j, k])
-                                                              + c1 * (u[i, j - 1, k] + u[i, j + 1, k])
-                                                              + c2 * (u[i, j, k - 1] + u[i, j, k + 1])))
+                r[i, j, k] = b[i, j, k] - ((dg + w0[i] + w1[j] + w2[k]) * u[i, j, k]
+                                            - (c0 * (u[i - 1, j, k] + u[i + 1, j, k])
+                                               + c1 * (u[i, j - 1, k] + u[i, j + 1, k])
+                                               + c2 * (u[i, j, k - 1] + u[i, j, k + 1])))
 
 
 @njit(cache=True, nogil=True)
-def gs2c(u, b, dg, c0, c1, color, g0, g1, lo0, hi0, lo1, hi1):
-    """One colour of red-black Gauss-Seidel, constant coefficients."""
-    inv = 1.0 / dg
+def gs2c(u, b, dg, c0, c1, w0, w1, color, g0, g1, lo0, hi0, lo1, hi1):
+    """One colour of red-black Gauss-Seidel, constant coefficients (``w0``, ``w1``: the diagonal's wall terms)."""
     for i in range(lo0, hi0):
         j0 = lo1 + ((i + g0 + lo1 + g1 + color) & 1)
+        di = dg + w0[i]
         for j in range(j0, hi1, 2):
-            u[i, j] = (b[i, j] + c0 * (u[i - 1, j] + u[i + 1, j]) + c1 * (u[i, j - 1] + u[i, j + 1])) * inv
+            u[i, j] = (b[i, j] + c0 * (u[i - 1, j] + u[i + 1, j]) + c1 * (u[i, j - 1] + u[i, j + 1])) / (di + w1[j])
 
 
 @njit(cache=True, nogil=True)
-def gs3c(u, b, dg, c0, c1, c2, color, g0, g1, g2, lo0, hi0, lo1, hi1, lo2, hi2):
+def gs3c(u, b, dg, c0, c1, c2, w0, w1, w2, color, g0, g1, g2, lo0, hi0, lo1, hi1, lo2, hi2):
     """One colour of red-black Gauss-Seidel, constant coefficients (3-D)."""
-    inv = 1.0 / dg
     for i in range(lo0, hi0):
         for j in range(lo1, hi1):
             k0 = lo2 + ((i + g0 + j + g1 + lo2 + g2 + color) & 1)
+            dij = dg + w0[i] + w1[j]
             for k in range(k0, hi2, 2):
                 u[i, j, k] = (b[i, j, k] + c0 * (u[i - 1, j, k] + u[i + 1, j, k])
-                              + c1 * (u[i, j - 1, k] + u[i, j + 1, k]) + c2 * (u[i, j, k - 1] + u[i, j, k + 1])) * inv
+                              + c1 * (u[i, j - 1, k] + u[i, j + 1, k]) + c2 * (u[i, j, k - 1] + u[i, j, k + 1])
+                              ) / (dij + w2[k])
 
 
 # -- fused Krylov vector updates (1-D views of the owned blocks) --------------------------------
@@ -200,3 +205,22 @@ def dots3(r, u, w):
         b += w[i] * u[i]
         c += r[i] * r[i]
     return a, b, c
+
+
+@njit(cache=True, nogil=True)
+def pipecg_update(x, r, u, w, z, q, s, p, n, m, alpha, beta, precond):
+    """Pipelined CG's eight recurrences in one pass (``precond`` False: u is r, q is s, m is w)."""
+    for i in range(x.shape[0]):
+        zi = n[i] + beta * z[i]
+        si = w[i] + beta * s[i]
+        pi = u[i] + beta * p[i]
+        z[i] = zi
+        s[i] = si
+        p[i] = pi
+        x[i] += alpha * pi
+        r[i] -= alpha * si
+        w[i] -= alpha * zi
+        if precond:
+            qi = m[i] + beta * q[i]
+            q[i] = qi
+            u[i] -= alpha * qi

@@ -185,10 +185,12 @@ class Grid:
                 diag[inner] += c
             self.faces = tuple(faces)
             self.diag = diag
-        self._near_walls()
         self.const = None
         if all(f.strides[0] == 0 for f in self.faces) and self.diag.strides[0] == 0:
             self.const = (float(self.diag.flat[0]),) + tuple(float(f.flat[0]) for f in self.faces)
+            # the diagonal's wall corrections, one small vector per dim (added: dg + w0[i] + w1[j])
+            self.wdiag = tuple(np.zeros(p) for p in self.padded)
+        self._near_walls()
         # boxes: the whole owned block, its inner box (reads no halo) and the rim
         whole = [(1, n + 1) for n in self.n]
         self.whole = whole
@@ -218,9 +220,24 @@ class Grid:
                 dist = self.wall[d][side]
                 if not own or dist == 1.0:
                     continue
+                if self.const is not None:
+                    self.wdiag[d][pos] += self.const[1 + d] * (1.0 / dist - 1.0)
+                    continue
                 if self.diag.strides[0] == 0 or not self.diag.flags.writeable:
                     self.diag = np.array(self.diag)
                 self.diag[_axis(nd, d, pos)] += self.faces[d][_axis(nd, d, face)] * (1.0 / dist - 1.0)
+
+    def diag_owned(self) -> np.ndarray:
+        """The diagonal on the owned block (for Jacobi and Chebyshev; built on each call when constant)."""
+        if self.const is None:
+            return self.diag[self.interior]
+        nd = self.ndim
+        out = self.const[0]
+        for d in range(nd):
+            shape = [1] * nd
+            shape[d] = self.n[d]
+            out = out + self.wdiag[d][1:-1].reshape(shape)
+        return np.broadcast_to(out, self.n)
 
     def memory(self) -> int:
         """Bytes of the coefficient arrays held (broadcast ones cost nothing)."""
@@ -252,13 +269,14 @@ class Grid:
         """``out`` (owned shape) = A u; ``u`` is a padded buffer whose interior is set."""
         f, dg = self.faces, self.diag
         c = self.const
+        wd = self.wdiag if c is not None else None
         if c is not None and self.ndim == 2:
             def kern(b):
-                _k.apply2c(u, out, c[0], c[1], c[2], b[0][0], b[0][1], b[1][0], b[1][1], 1, 1)
+                _k.apply2c(u, out, c[0], c[1], c[2], wd[0], wd[1], b[0][0], b[0][1], b[1][0], b[1][1], 1, 1)
         elif c is not None:
             def kern(b):
-                _k.apply3c(u, out, c[0], c[1], c[2], c[3], b[0][0], b[0][1], b[1][0], b[1][1], b[2][0], b[2][1],
-                           1, 1, 1)
+                _k.apply3c(u, out, c[0], c[1], c[2], c[3], wd[0], wd[1], wd[2],
+                           b[0][0], b[0][1], b[1][0], b[1][1], b[2][0], b[2][1], 1, 1, 1)
         elif self.ndim == 2:
             def kern(b):
                 _k.apply2(u, out, dg, f[0], f[1], b[0][0], b[0][1], b[1][0], b[1][1], 1, 1)
@@ -272,12 +290,14 @@ class Grid:
         """r = b - A u on the owned block (padded buffers)."""
         f, dg = self.faces, self.diag
         c = self.const
+        wd = self.wdiag if c is not None else None
         if c is not None and self.ndim == 2:
             def kern(x):
-                _k.resid2c(u, b, r, c[0], c[1], c[2], x[0][0], x[0][1], x[1][0], x[1][1])
+                _k.resid2c(u, b, r, c[0], c[1], c[2], wd[0], wd[1], x[0][0], x[0][1], x[1][0], x[1][1])
         elif c is not None:
             def kern(x):
-                _k.resid3c(u, b, r, c[0], c[1], c[2], c[3], x[0][0], x[0][1], x[1][0], x[1][1], x[2][0], x[2][1])
+                _k.resid3c(u, b, r, c[0], c[1], c[2], c[3], wd[0], wd[1], wd[2],
+                           x[0][0], x[0][1], x[1][0], x[1][1], x[2][0], x[2][1])
         elif self.ndim == 2:
             def kern(x):
                 _k.resid2(u, b, r, dg, f[0], f[1], x[0][0], x[0][1], x[1][0], x[1][1])
@@ -291,12 +311,14 @@ class Grid:
         f, dg = self.faces, self.diag
         g = tuple(s - 1 for s in self.start)
         c = self.const
+        wd = self.wdiag if c is not None else None
         if c is not None and self.ndim == 2:
             def kern(x):
-                _k.gs2c(u, b, c[0], c[1], c[2], color, g[0], g[1], x[0][0], x[0][1], x[1][0], x[1][1])
+                _k.gs2c(u, b, c[0], c[1], c[2], wd[0], wd[1], color, g[0], g[1],
+                        x[0][0], x[0][1], x[1][0], x[1][1])
         elif c is not None:
             def kern(x):
-                _k.gs3c(u, b, c[0], c[1], c[2], c[3], color, g[0], g[1], g[2],
+                _k.gs3c(u, b, c[0], c[1], c[2], c[3], wd[0], wd[1], wd[2], color, g[0], g[1], g[2],
                         x[0][0], x[0][1], x[1][0], x[1][1], x[2][0], x[2][1])
         elif self.ndim == 2:
             def kern(x):

@@ -57,6 +57,13 @@ class _Space:
             self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
         return buf
 
+    def ireduce(self, values):
+        """Start `reduce`; returns ``(request, buffer)``."""
+        buf = np.array(values, dtype=np.float64) * self.weight
+        if self.comm.size > 1:
+            return self.comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM), buf
+        return None, buf
+
     def idots(self, *pairs):
         """Start `dots`; returns ``(request, buffer)``."""
         buf = self._local(pairs)
@@ -202,7 +209,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
 
 def _pipecg(space, op, prec, x, bl, b, rtol, atol, maxiter, callback):
     r = bl - _apply(op, x, np.empty_like(x))
-    u = r.copy() if prec is None else _apply(prec, r, np.empty_like(x))
+    u = r if prec is None else _apply(prec, r, np.empty_like(x))  # without M, u is r (updated with it)
     w = _apply(op, u, np.empty_like(x))
     bb = space.dots((bl, bl))[0].real
     tol = max(rtol * np.sqrt(bb), atol)
@@ -211,7 +218,10 @@ def _pipecg(space, op, prec, x, bl, b, rtol, atol, maxiter, callback):
     n = np.empty_like(x)
     alpha = gamma_old = 0.0
     for it in range(0, maxiter + 1):
-        req, buf = space.idots((r, u), (w, u), (r, r))
+        if x.dtype == np.float64:
+            req, buf = space.ireduce(_k.dots3(r.ravel(), u.ravel(), w.ravel()))
+        else:
+            req, buf = space.idots((r, u), (w, u), (r, r))
         # overlapped with the reduction: m = M w, n = A m
         mm = w if prec is None else _apply(prec, w, m)
         _apply(op, mm, n)
@@ -233,23 +243,24 @@ def _pipecg(space, op, prec, x, bl, b, rtol, atol, maxiter, callback):
             return _result(b, x), max(it, 1)
         alpha = gamma / denom
         gamma_old = gamma
-        z *= beta
-        z += n
-        q *= beta
-        q += mm
-        s *= beta
-        s += w
-        p *= beta
-        p += u
-        x += alpha * p
-        r -= alpha * s
-        if prec is not None:
-            u -= alpha * q
+        if x.dtype == np.float64:
+            _k.pipecg_update(x.ravel(), r.ravel(), u.ravel(), w.ravel(), z.ravel(), q.ravel(), s.ravel(),
+                             p.ravel(), n.ravel(), mm.ravel(), alpha, beta, prec is not None)
         else:
-            u = r
-        w -= alpha * z
-        if it > 0:
-            _callback(callback, b, x)
+            z *= beta
+            z += n
+            q *= beta
+            q += mm
+            s *= beta
+            s += w
+            p *= beta
+            p += u
+            x += alpha * p
+            r -= alpha * s
+            if prec is not None:
+                u -= alpha * q
+            w -= alpha * z
+        _callback(callback, b, x)
     return _result(b, x), maxiter
 
 

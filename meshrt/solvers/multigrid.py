@@ -261,7 +261,7 @@ class Multigrid(LinearOperator):
                     g.gs(u, b, col)
         elif self.smoother == "jacobi":
             w = self.omega
-            dinv = w / g.diag[inner]
+            dinv = w / g.diag_owned()
             for _ in range(sweeps):
                 g.residual(u, b, r)
                 u[inner] += dinv * r[inner]
@@ -270,7 +270,7 @@ class Multigrid(LinearOperator):
             theta, delta = 0.5 * (hi + lo), 0.5 * (hi - lo)
             sigma = theta / delta
             rho = 1.0 / sigma
-            dinv = 1.0 / g.diag[inner]
+            dinv = 1.0 / g.diag_owned()
             g.residual(u, b, r)
             d = (dinv / theta) * r[inner]
             for it in range(sweeps):
