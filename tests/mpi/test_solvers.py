@@ -315,3 +315,21 @@ def test_bad_arguments():
         else:
             got = f"case {i}: no error"
         _all_ok(got, "bad arguments")
+
+
+@pytest.mark.parametrize("layout", ["rows", "columns", "replicated"])
+def test_unsplit_dims_and_replicas(layout):
+    """Dims split over no mesh axis (their ghosts are domain ghosts) and tensors replicated over mesh axes."""
+    mesh = _mesh(2)
+    split = {"rows": [[0]], "columns": [[], [1]], "replicated": []}[layout]
+    halo = None if layout == "replicated" else [1, 1]
+    shape = (13, 10)
+    bg = np.random.default_rng(4).standard_normal(shape)
+    b = DistributedTensor.from_global(bg, Sharding(mesh, split, halo_sizes=halo))
+    for bc, c in (("dirichlet", 0.0), ("periodic", 2.0)):
+        A = Laplacian(b, boundary=bc, shift=c)
+        ref = sla.spsolve(_assemble(shape, (bc, bc), (1.0, 1.0), None, c), bg.ravel()).reshape(shape)
+        x, info = cg(A, b, rtol=1e-12, M=Multigrid(A, coarse_size=4, min_block=1))
+        _same_everywhere(info)
+        assert info == 0
+        _close(x, ref, f"{layout} {bc}")
