@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
+from ..runtime import mpi as _mpi
 from ..tensor.distributed_tensor import DistributedTensor
 from .operator import _same_layout, aslinearoperator
 
@@ -47,28 +48,32 @@ class _Space:
         """The global dot products ``(a, c)`` (a conjugated) in one allreduce."""
         buf = self._local(pairs)
         if self.comm.size > 1:
-            self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+            with _mpi.internal("solvers", "dot products", self.comm):
+                self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
         return buf
 
-    def reduce(self, values) -> np.ndarray:
+    def allsum(self, values) -> np.ndarray:
         """Sum local partial dot products over the processes (one allreduce)."""
         buf = np.array(values, dtype=np.float64) * self.weight
         if self.comm.size > 1:
-            self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+            with _mpi.internal("solvers", "dot products", self.comm):
+                self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
         return buf
 
-    def ireduce(self, values):
-        """Start `reduce`; returns ``(request, buffer)``."""
+    def iallsum(self, values):
+        """Start `allsum`; returns ``(request, buffer)``."""
         buf = np.array(values, dtype=np.float64) * self.weight
         if self.comm.size > 1:
-            return self.comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM), buf
+            with _mpi.internal("solvers", "dot products (started)", self.comm):
+                return self.comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM), buf
         return None, buf
 
     def idots(self, *pairs):
         """Start `dots`; returns ``(request, buffer)``."""
         buf = self._local(pairs)
         if self.comm.size > 1:
-            return self.comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM), buf
+            with _mpi.internal("solvers", "dot products (started)", self.comm):
+                return self.comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM), buf
         return None, buf
 
 
@@ -198,7 +203,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         _apply(op, u, w)
         gamma_old = gamma
         if fused:
-            gamma, delta, rr = space.reduce(_k.dots3(r.ravel(), u.ravel(), w.ravel()))
+            gamma, delta, rr = space.allsum(_k.dots3(r.ravel(), u.ravel(), w.ravel()))
         else:
             gamma, delta, rr = space.dots((r, u), (w, u), (r, r)).real
         _callback(callback, b, x)
@@ -219,7 +224,7 @@ def _pipecg(space, op, prec, x, bl, b, rtol, atol, maxiter, callback):
     alpha = gamma_old = 0.0
     for it in range(0, maxiter + 1):
         if x.dtype == np.float64:
-            req, buf = space.ireduce(_k.dots3(r.ravel(), u.ravel(), w.ravel()))
+            req, buf = space.iallsum(_k.dots3(r.ravel(), u.ravel(), w.ravel()))
         else:
             req, buf = space.idots((r, u), (w, u), (r, r))
         # overlapped with the reduction: m = M w, n = A m

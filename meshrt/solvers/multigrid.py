@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..runtime import mpi as _mpi
 from .grid import Grid
 from .operator import Laplacian, LinearOperator
 
@@ -84,7 +85,8 @@ class _Transfer:
                 w = [wk / (w[0] + w[1] + w[2]) for wk in w]
             x = w[0] * x[sl[0]] + w[1] * x[sl[1]] + w[2] * x[sl[2]]
         if self.gather:
-            blocks = f.comm.allgather((self.cstart, x))
+            with _mpi.internal("solvers.Multigrid", "coarse grid gather", f.comm):
+                blocks = f.comm.allgather((self.cstart, x))
             for start, blk in blocks:
                 out[tuple(slice(1 + s, 1 + s + n) for s, n in zip(start, blk.shape))] = blk
         else:

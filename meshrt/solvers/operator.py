@@ -176,12 +176,10 @@ def _owned(value, grid, what):
     if isinstance(value, DistributedTensor):
         if tuple(value.global_shape) != shape:
             raise ValueError(f"{what}: global shape {tuple(value.global_shape)}, expected {shape}")
-        if grid.dist:
-            same = tuple(value.sharding.dim_axes(d) for d in range(len(shape))) == grid.split_axes and \
-                value.sharding.replace(halo_sizes=None).dim_offsets(shape) == grid.offsets
-            mine = value if same else value.reshard(grid.sharding.replace(halo_sizes=None))
-            return np.ascontiguousarray(mine.interior, dtype=np.float64)
-        return np.ascontiguousarray(value.gather(), dtype=np.float64)
+        same = tuple(value.sharding.dim_axes(d) for d in range(len(shape))) == grid.split_axes and \
+            value.sharding.replace(halo_sizes=None).dim_offsets(shape) == grid.offsets
+        mine = value if same else value.reshard(grid.sharding.replace(halo_sizes=None))
+        return np.ascontiguousarray(mine.interior, dtype=np.float64)
     if callable(value):
         idx = np.ogrid[sl]
         return np.ascontiguousarray(np.broadcast_to(np.asarray(value(*idx), dtype=np.float64), grid.n))
