@@ -141,7 +141,7 @@ class Multigrid(LinearOperator):
     max_levels : int, optional
         Default: as many as coarsening allows.
     coarse_size : int, optional
-        A grid of at most this many cells is solved directly (dense). Default 256.
+        A grid of at most this many cells is solved directly (dense). Default 64.
     min_block : int, optional
         Gather a coarse grid onto every process once some process would own
         fewer than ``min_block`` points along a split dim, or fewer than
@@ -155,7 +155,7 @@ class Multigrid(LinearOperator):
     """
 
     def __init__(self, A: Laplacian, *, cycle="V", smoother="rbgs", presmooth=2, postsmooth=2, omega=None,
-                 max_levels=None, coarse_size=256, min_block=8):
+                 max_levels=None, coarse_size=64, min_block=8):
         if not isinstance(A, Laplacian):
             raise TypeError(f"A: {type(A).__name__}; geometric multigrid needs a meshrt.solvers.Laplacian "
                             f"(the stencil it coarsens)")
