@@ -30,6 +30,7 @@ RUNS = [
     ("mlp.py", ["--batch", "5", "--d-model", "13", "--d-ff", "21"], ["matches serial numpy: True"]),
     ("poisson_fft.py", ["--n", "20"], ["poisson_fft: manufactured-solution check:", "OK", "f's layout: True"]),
     ("navier_stokes2d.py", ["--n", "24", "--steps", "4"], ["navier_stokes2d: serial check:", "(<= 1e-12) OK"]),
+    ("heat_implicit.py", ["--n", "37", "--steps", "3", "--variable"], ["heat_implicit: serial SciPy check:", "OK"]),
 ]
 
 

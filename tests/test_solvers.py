@@ -1,0 +1,73 @@
+"""meshrt.solvers in one process: the grid transfers' algebra, symmetry of the cycles, argument parsing."""
+
+import numpy as np
+import pytest
+
+from meshrt import DistributedTensor, Mesh, Sharding
+from meshrt.solvers import Laplacian, Multigrid, cg
+from meshrt.solvers.grid import normalize_boundary
+from meshrt.solvers.multigrid import _pweight
+from meshrt.stencil import Dirichlet, Neumann
+
+
+def _prolongation(n, s, bc):
+    nc = (n + 1 - s) // 2
+    return np.array([[_pweight(i, j, n, nc, s, bc) for j in range(nc)] for i in range(n)])
+
+
+@pytest.mark.parametrize("n", [5, 6, 9, 12])
+@pytest.mark.parametrize("bc", ["dirichlet", "neumann", "periodic"])
+def test_prolongation_is_linear_interpolation(n, bc):
+    s = 0 if bc == "periodic" else 1
+    P = _prolongation(n, s, bc)
+    # every fine point takes weights summing to 1, except next to a Dirichlet wall
+    sums = P.sum(axis=1)
+    if bc == "dirichlet":
+        assert np.all((np.isclose(sums, 1.0)) | (np.isclose(sums, 0.5)))
+    else:
+        assert np.allclose(sums, 1.0)
+    # coarse points are fine points: injection there
+    for j in range(P.shape[1]):
+        assert P[2 * j + s, j] == 1.0
+
+
+@pytest.mark.parametrize("shape", [(9, 9), (10, 7), (12, 12)])
+@pytest.mark.parametrize("boundary", ["dirichlet", "neumann", "periodic"])
+@pytest.mark.parametrize("smoother", ["rbgs", "jacobi", "chebyshev"])
+@pytest.mark.parametrize("cycle", ["V", "W"])
+def test_cycle_is_symmetric(shape, boundary, smoother, cycle):
+    """Restriction = P^T / 2^d and adjoint smoothing make V and W cycles symmetric (CG needs it)."""
+    s = Sharding(Mesh((-1, -1)), [[0], [1]], halo_sizes=[1, 1, 1, 1])
+    rng = np.random.default_rng(1)
+    u = DistributedTensor.from_global(rng.standard_normal(shape), s)
+    v = DistributedTensor.from_global(rng.standard_normal(shape), s)
+    A = Laplacian(u, boundary=boundary, shift=0.0 if boundary == "dirichlet" else 1.0,
+                  coeff=lambda i, j: 1.0 + 0.5 * np.sin(i + 2.0 * j))
+    M = Multigrid(A, smoother=smoother, cycle=cycle, coarse_size=4)
+    a = float(np.vdot(M(u).gather(), v.gather()))
+    b = float(np.vdot(u.gather(), M(v).gather()))
+    assert abs(a - b) <= 1e-12 * max(abs(a), 1.0)
+
+
+def test_normalize_boundary():
+    assert normalize_boundary("Neumann", 2) == ("neumann", "neumann")
+    assert normalize_boundary([Dirichlet(0.0), Neumann(), "periodic"], 3) == ("dirichlet", "neumann", "periodic")
+    with pytest.raises(ValueError, match="homogeneous"):
+        normalize_boundary(Dirichlet(1.0), 2)
+    with pytest.raises(ValueError, match="robin"):
+        normalize_boundary("robin", 2)
+
+
+def test_hierarchy_levels_and_memory():
+    s = Sharding(Mesh((-1, -1)), [[0], [1]], halo_sizes=[1, 1, 1, 1])
+    b = DistributedTensor.full((127, 127), s, 1.0)
+    A = Laplacian(b, h=1.0 / 128)
+    M = Multigrid(A)
+    shapes = [lvl.grid.shape for lvl in M.levels]
+    assert shapes == [(127, 127), (63, 63), (31, 31), (15, 15), (7, 7)]
+    mem = M.memory()
+    # buffers of the coarse levels: a geometric series, 1/4 + 1/16 + ... of the fine level (2-D)
+    coarse = sum(v for k, v in mem.items() if 0 < k < len(shapes) - 1)
+    assert coarse <= 0.36 * mem[0]  # a third, plus the ghost layers (relatively wider on coarse grids)
+    x, info = cg(A, b, rtol=1e-8, M=M)
+    assert info == 0
