@@ -133,3 +133,58 @@ def _np_cholesky(a, /, *, upper=False):
         return dense.cholesky(a, upper=upper)
     L = np.linalg.cholesky(a.gather(), upper=upper)  # the same matrix everywhere: the same result or error
     return _like(L, a)
+
+
+class LinalgPlan:
+    """What ``np.linalg.<name>`` does with a split matrix, as `explain_op` prints it: the block-cyclic layout
+    it enters, and this process's modeled communication (`meshrt.linalg.model`)."""
+
+    def __init__(self, name, shape, layout, kind, cost, gathers):
+        self.name, self.shape, self.layout, self.kind, self.cost, self.gathers = (
+            name, shape, layout, kind, cost, gathers)
+
+    def __repr__(self):
+        return f"LinalgPlan({self.name!r}, {self.layout})"
+
+    def __str__(self):
+        if self.gathers:
+            return (f"np.linalg.{self.name} {self.shape}: gathered on every process, solved by numpy there "
+                    f"(no distributed form for this case)")
+        c = self.cost
+        return (f"np.linalg.{self.name} {self.shape}: one all-to-all into {self.layout}, {self.kind} "
+                f"({c.steps} panel steps; this process receives ~{c.words} words in ~{c.messages} tree "
+                f"messages, ~{c.flops:.3g} flops of local updates), one all-to-all back")
+
+
+_KINDS = {np.linalg.cholesky: "cholesky", np.linalg.solve: "lu", np.linalg.inv: "lu", np.linalg.det: "lu",
+          np.linalg.slogdet: "lu", np.linalg.qr: "qr", np.linalg.lstsq: "qr", np.linalg.matrix_power: "summa",
+          np.linalg.eigh: None}
+
+
+def _explainer(func):
+    def explain(a, *args, **kwargs):
+        from .blockcyclic import BlockCyclic
+        from .model import factorization_cost
+
+        a = _tensor(f"np.linalg.{func.__name__}", a)
+        kind = _KINDS[func]
+        if kind is None or a.ndim != 2 or not dense.is_distributable(a):
+            return LinalgPlan(func.__name__, a.shape, None, kind, None, True)
+        layout = BlockCyclic.default(a.shape, a.mesh.size, dense._env_block())
+        n = min(a.shape)
+        coords = divmod(a.mesh.rank, layout.grid[1])
+        cost = factorization_cost("lu" if kind == "summa" else kind, n, layout.block[0], layout.grid, coords)
+        return LinalgPlan(func.__name__, a.shape, layout, {"lu": "LU with partial pivoting", "qr": "Householder QR",
+                                                           "cholesky": "right-looking Cholesky",
+                                                           "summa": "SUMMA products"}[kind], cost, False)
+    return explain
+
+
+def _register_explainers():
+    from ..tensor.dispatch import EXPLAINERS
+
+    for func in _KINDS:
+        EXPLAINERS[func] = _explainer(func)
+
+
+_register_explainers()

@@ -298,3 +298,13 @@ def test_randomized_solve_and_cholesky(n, block, seed):
     x = dense.solve(split(a, rows), split(b, rows)).gather()
     assert residual_solve(a, x, b) < THRESH
     mesh.free()
+
+
+def test_explain_op_names_the_layout_and_the_modeled_cost(mesh):
+    import meshrt
+
+    t = split(spd(40, np.float64, 3), Sharding(mesh, [[0]]))
+    text = str(meshrt.explain_op(np.linalg.cholesky, t))
+    assert "block_cyclic<40x40" in text and "Cholesky" in text and "words" in text
+    assert "LU" in str(meshrt.explain_op(np.linalg.solve, t, np.ones(40)))
+    assert "Householder" in str(meshrt.explain_op(np.linalg.qr, t))
