@@ -729,6 +729,13 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
                 f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
                 f"{list(self._sharding.partial_axes)}); reshard it to a non-partial sharding first"
             )
+        tk = type(key)
+        if type(value) in _SCALARS and (tk is int or tk is tuple and _int_key(key)) and ABOVE.fast is not None:
+            e = ABOVE.fast.element_owner(self, key if tk is tuple else (key,)) if len(
+                key if tk is tuple else (key,)) == len(self._global_shape) else None
+            if e is not None:  # one element at a new index: its owner writes it, no plan (fastpath.py)
+                self._interior[e[0] if e[0] is not None else _NOTHING[len(self._global_shape)]] = value
+                return
         if _key_id(key) is None and ABOVE.advidx is not None:  # index arrays, masks, 0-d tensors as ints
             key = ABOVE.advidx.scalar_key(key)
             if ABOVE.advidx.is_advanced(key):
@@ -1232,6 +1239,9 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
                 f"{', '.join(sorted({_np_name(f) for f in _HANDLED_FUNCTIONS}))} (or gather() first)"
             )
         return handler(*args, **kwargs)
+
+
+_NOTHING = [(slice(0, 0),) * n for n in range(33)]  # an empty selection: numpy still checks the value's cast
 
 
 def _int_key(key) -> bool:

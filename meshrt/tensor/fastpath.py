@@ -15,6 +15,8 @@ flips, new dims) goes the general way.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from .. import collectives
@@ -23,6 +25,7 @@ from .index_exec import _index_plan
 
 _READS: dict = {}  # (sharding, shape, key) -> (local index or None, bcast axes, bcast root, result sharding)
 _DOTS: dict = {}  # (sharding, shape, dtype a, dtype b) -> (split axes, result sharding, result dtype)
+_LAYOUTS: dict = {}  # (sharding, shape) -> per dim (offsets, axes, sizes) or None, 0-d result sharding; or False
 _LIMIT = 4096
 
 
@@ -34,14 +37,12 @@ def read_element(t: DistributedTensor, key):
     if e is None:
         if s._partial_axes or len(key if type(key) is tuple else (key,)) != len(t._global_shape):
             return None
-        plan, local, _ = _index_plan(t, key)
-        if plan.flip_dims or plan.new_dims or plan.result_shape != ():
+        e = element_owner(t, key if type(key) is tuple else (key,))
+        if e is None:
             return None
-        owned = all(sl.stop > sl.start for sl in local[:-1])
-        idx = tuple(sl.start for sl in local[:-1]) + (Ellipsis,) if owned else None
         if len(_READS) > _LIMIT:
             _READS.clear()
-        e = _READS[ck] = (idx, plan.bcast_axes, plan.bcast_root, plan.result_sharding)
+        _READS[ck] = e
     idx, axes, root, rs = e
     if not axes:
         block = t._interior[idx]
@@ -49,6 +50,57 @@ def read_element(t: DistributedTensor, key):
         x = t._interior[idx] if idx is not None else np.empty((), t._local.dtype)
         block = collectives.broadcast(x, s.mesh, axes, root)
     return DistributedTensor._fast(block, block, rs, (), (), None)
+
+
+def _element_layout(t: DistributedTensor):
+    """Per (sharding, shape): per dim ``(offsets, mesh axes, their sizes)`` (None where not split), and the
+    0-d result's sharding (False: a partial tensor or an empty one, not this case)."""
+    ck = (t._sharding, t._global_shape)
+    e = _LAYOUTS.get(ck)
+    if e is None:
+        s, shape = ck
+        e = False
+        if not s._partial_axes and all(shape):
+            plan = _index_plan(t, (0,) * len(shape))[0]  # the general path once: the 0-d result's sharding
+            offs, sizes = s.dim_offsets(shape), s.mesh.shape
+            dims = tuple((tuple(offs[d]), axes, tuple(sizes[a] for a in axes)) if (axes := s.dim_axes(d)) else None
+                         for d in range(len(shape)))
+            e = (dims, plan.result_sharding)
+        if len(_LAYOUTS) > _LIMIT:
+            _LAYOUTS.clear()
+        _LAYOUTS[ck] = e
+    return e
+
+
+def element_owner(t: DistributedTensor, key: tuple):
+    """``(local index or None, broadcast axes, broadcast root, result sharding)`` for the element ``t[key]``
+    (a tuple of ints, one per dim), by arithmetic on the sharding's offsets: no plan.  None: an index out
+    of range or a tensor this does not cover (the general path raises or runs)."""
+    lay = _element_layout(t)
+    if lay is False:
+        return None
+    dims, rs = lay
+    shape, slices = t._global_shape, t._slices
+    coords = t._sharding._mesh.coords
+    idx, root = [], {}
+    owned = True
+    for d, i in enumerate(key):
+        n = shape[d]
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            return None
+        info = dims[d]
+        if info is not None:
+            offs, axes, sizes = info
+            k = bisect.bisect_right(offs, i) - 1
+            for a, size in zip(reversed(axes), reversed(sizes)):  # k over the dim's axes, last fastest
+                k, c = divmod(k, size)
+                root[a] = c
+                owned = owned and coords[a] == c
+        idx.append(i - slices[d].start)
+    axes = tuple(sorted(root))
+    return (tuple(idx) + (Ellipsis,) if owned else None, axes, tuple(root[a] for a in axes), rs)
 
 
 def dot_1d(a, b, general):
