@@ -44,13 +44,14 @@ def _spd(n, rng):
 # -- triangular solve (forward substitution, by rows) --------------------------------------------------
 def _trisolv_make(n, rng):
     L = np.tril(rng.random((n, n))) + np.eye(n) * n
-    return {"L": L, "b": rng.random(n), "x": np.zeros(n)}
+    return {"L": L, "b": rng.random(n), "x": np.zeros(n), "solves": 1 if n < 100 else 8}
 
 
-def trisolv(L, b, x):
+def trisolv(L, b, x, solves):
     n = len(b)
-    for i in range(n):
-        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    for _ in range(solves):
+        for i in range(n):
+            x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
     return x
 
 
@@ -154,13 +155,14 @@ def crc16(data):
 
 # -- a trace by index ------------------------------------------------------------------------------------
 def _trace_make(n, rng):
-    return {"a": rng.random((n, n))}
+    return {"a": rng.random((n, n)), "sweeps": 1 if n < 100 else 60}
 
 
-def trace_tanh(a):
+def trace_tanh(a, sweeps):
     tr = 0.0
-    for i in range(a.shape[0]):
-        tr += np.tanh(a[i, i])
+    for _ in range(sweeps):
+        for i in range(a.shape[0]):
+            tr += np.tanh(a[i, i])
     return float(tr)
 
 
@@ -180,7 +182,7 @@ def row_recurrence(x, y):
 # -- conjugate gradient on a 5-point Laplacian, by slices with temporaries ------------------------------
 def _cg_make(n, rng):
     b = rng.random((n, n))
-    return {"b": b, "x": np.zeros((n, n)), "r": b.copy(), "P": np.pad(b, 1), "iters": 20}
+    return {"b": b, "x": np.zeros((n, n)), "r": b.copy(), "P": np.pad(b, 1), "iters": 20 if n < 50 else 200}
 
 
 def cg(b, x, r, P, iters):
@@ -197,15 +199,16 @@ def cg(b, x, r, P, iters):
 
 
 PROGRAMS = {
-    "trisolv": Program(_trisolv_make, trisolv, 12, 2000, ("L", "b", "x"), "x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]"),
-    "cholesky_rows": Program(_chol_make, cholesky_rows, 10, 160, ("A",), "A[i, j] -= A[i, :j] @ A[j, :j]"),
-    "cholesky_slices": Program(_chol_make, cholesky_slices, 10, 300, ("A",), "A[k+1:, k+1:] -= outer"),
-    "lu_rows": Program(_lu_make, lu_rows, 10, 120, ("A",), "A[i, j] -= A[i, :i] @ A[:i, j]"),
-    "lu_slices": Program(_lu_make, lu_slices, 10, 300, ("A",), "A[k+1:, k+1:] -= outer"),
-    "gram_schmidt": Program(_gs_make, gram_schmidt, 8, 90, ("A", "Q", "R"), "column slices"),
+    "trisolv": Program(_trisolv_make, trisolv, 12, 2000, ("L", "b", "x"),
+                       "x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]; 8 solves"),
+    "cholesky_rows": Program(_chol_make, cholesky_rows, 10, 180, ("A",), "A[i, j] -= A[i, :j] @ A[j, :j]"),
+    "cholesky_slices": Program(_chol_make, cholesky_slices, 10, 420, ("A",), "A[k+1:, k+1:] -= outer"),
+    "lu_rows": Program(_lu_make, lu_rows, 10, 135, ("A",), "A[i, j] -= A[i, :i] @ A[:i, j]"),
+    "lu_slices": Program(_lu_make, lu_slices, 10, 400, ("A",), "A[k+1:, k+1:] -= outer"),
+    "gram_schmidt": Program(_gs_make, gram_schmidt, 8, 130, ("A", "Q", "R"), "column slices"),
     "durbin": Program(_durbin_make, durbin, 12, 4000, ("r", "y"), "y[:k] += alpha * np.flip(y[:k])"),
-    "crc16": Program(_crc_make, crc16, 16, 20000, ("data",), "crc ^= int(data[i]); 8 shifts"),
-    "trace_tanh": Program(_trace_make, trace_tanh, 12, 40000, ("a",), "tr += np.tanh(a[i, i])"),
-    "row_recurrence": Program(_rec_make, row_recurrence, 8, 600, ("x", "y"), "y[:, j] = ... y[:, j-1]"),
-    "cg_96": Program(_cg_make, cg, 10, 96, ("b", "x", "r", "P"), "20 iterations, 96 x 96"),
+    "crc16": Program(_crc_make, crc16, 16, 50000, ("data",), "crc ^= int(data[i]); 8 shifts"),
+    "trace_tanh": Program(_trace_make, trace_tanh, 12, 1000, ("a",), "tr += np.tanh(a[i, i]); 60 sweeps"),
+    "row_recurrence": Program(_rec_make, row_recurrence, 8, 900, ("x", "y"), "y[:, j] = ... y[:, j-1]"),
+    "cg_96": Program(_cg_make, cg, 10, 96, ("b", "x", "r", "P"), "200 iterations, 96 x 96"),
 }
