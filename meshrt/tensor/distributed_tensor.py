@@ -592,6 +592,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         return int(value)
 
     def __matmul__(self, other):
+        if isinstance(other, DistributedTensor) and ABOVE.fast is not None:
+            r = ABOVE.fast.matmul_1d(self, other)  # two vectors: one local dot and one allreduce, no plan
+            if r is not None:
+                return r
         return _HANDLED_FUNCTIONS[np.matmul](self, other)  # meshrt.tensor.matmul.matmul, registered by tensor/matmul.py
 
     def __rmatmul__(self, other):
@@ -692,6 +696,14 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
             one = ABOVE.fast.read_element(self, key)  # one element: one broadcast from its owner, plan kept
             if one is not None:
                 return one
+            if len(self._global_shape) > 1:  # ``A[i]``: a row from its owner
+                one = ABOVE.fast.read_piece(self, key if tk is tuple else (key,))
+                if one is not None:
+                    return one
+        elif tk is tuple and type(self) is DistributedTensor and ABOVE.fast is not None and _piece_key(key):
+            one = ABOVE.fast.read_piece(self, key)  # ``A[i, :j]``: the owner's piece, one broadcast, no plan
+            if one is not None:
+                return one
         if type(self) is DistributedTensor and ABOVE.lazy is not None:
             lazy = ABOVE.lazy.getitem(self, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
             if lazy is not None:
@@ -730,6 +742,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
                 f"{list(self._sharding.partial_axes)}); reshard it to a non-partial sharding first"
             )
         tk = type(key)
+        if type(value) is DistributedTensor and not value._global_shape and not value._sharding._partial_axes:
+            value = value._interior[()]  # a 0-d value (a read, a dot): its element, the same on every process
+        if type(value) in _NP_SCALARS:
+            value = value.item()
         if type(value) in _SCALARS and (tk is int or tk is tuple and _int_key(key)) and ABOVE.fast is not None:
             e = ABOVE.fast.element_owner(self, key if tk is tuple else (key,)) if len(
                 key if tk is tuple else (key,)) == len(self._global_shape) else None
@@ -1239,6 +1255,21 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
                 f"{', '.join(sorted({_np_name(f) for f in _HANDLED_FUNCTIONS}))} (or gather() first)"
             )
         return handler(*args, **kwargs)
+
+
+_NP_SCALARS = (np.float64, np.float32, np.complex128)  # exact as Python scalars
+
+
+def _piece_key(key) -> bool:
+    """``key`` (a tuple) holds ints and slices only, at least one int."""
+    n = 0
+    for k in key:
+        tk = type(k)
+        if tk is int:
+            n += 1
+        elif tk is not slice:
+            return False
+    return n > 0
 
 
 _NOTHING = [(slice(0, 0),) * n for n in range(33)]  # an empty selection: numpy still checks the value's cast

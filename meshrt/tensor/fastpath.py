@@ -20,6 +20,8 @@ import bisect
 import numpy as np
 
 from .. import collectives
+from ..sharding.spec import Sharding
+from .dispatch import ABOVE
 from .distributed_tensor import DistributedTensor
 from .index_exec import _index_plan
 
@@ -101,6 +103,139 @@ def element_owner(t: DistributedTensor, key: tuple):
         idx.append(i - slices[d].start)
     axes = tuple(sorted(root))
     return (tuple(idx) + (Ellipsis,) if owned else None, axes, tuple(root[a] for a in axes), rs)
+
+
+_PIECES: dict = {}  # (sharding, shape, which dims are ints) -> the result's sharding, or False
+
+
+def read_piece(t: DistributedTensor, key: tuple):
+    """``t[key]`` for a key of ints and positive-step slices (one per dim; missing trailing dims whole)
+    where no mesh axis splits a sliced dim: a row ``A[i, :j]``, ``A[i]``.  The owner's piece, one
+    broadcast over the axes that split the int dims; the owner found by arithmetic, no index plan.
+    None: not this case (the general path runs)."""
+    shape = t._global_shape
+    nd = len(shape)
+    if len(key) < nd:
+        key = key + (slice(None),) * (nd - len(key))
+    elif len(key) > nd:
+        return None
+    s = t._sharding
+    ints = tuple(type(k) is int for k in key)
+    ck = (s, shape, ints)
+    rs = _PIECES.get(ck)
+    if rs is None:
+        rs = False
+        if (not s._partial_axes and all(shape) and any(ints) and not all(ints)
+                and all(i or not s.dim_axes(d) for d, i in enumerate(ints))):
+            plan = _index_plan(t, tuple(0 if i else slice(None) for i in ints))[0]
+            if not (plan.flip_dims or plan.new_dims):
+                rs = plan.result_sharding
+        if len(_PIECES) > _LIMIT:
+            _PIECES.clear()
+        _PIECES[ck] = rs
+    if rs is False:
+        return None
+    lay = _element_layout(t)
+    if lay is False:
+        return None
+    dims = lay[0]
+    coords = s._mesh.coords
+    slices = t._slices
+    idx, out_shape, root = [], [], {}
+    owned = True
+    for d, k in enumerate(key):
+        n = shape[d]
+        if type(k) is int:
+            if k < 0:
+                k += n
+            if not 0 <= k < n:
+                return None
+            info = dims[d]
+            if info is not None:
+                offs, axes, sizes = info
+                j = bisect.bisect_right(offs, k) - 1
+                for a, size in zip(reversed(axes), reversed(sizes)):
+                    j, c = divmod(j, size)
+                    root[a] = c
+                    owned = owned and coords[a] == c
+            idx.append(k - slices[d].start)
+        else:
+            if not (_plain(k.start) and _plain(k.stop) and _plain(k.step)):
+                return None
+            a, b, step = k.indices(n)
+            if step <= 0:
+                return None
+            out_shape.append(len(range(a, b, step)))
+            idx.append(slice(a, b, step))
+    out_shape = tuple(out_shape)
+    if not root:
+        block = t._interior[tuple(idx)]
+    else:
+        axes = tuple(sorted(root))
+        x = np.ascontiguousarray(t._interior[tuple(idx)]) if owned else np.empty(out_shape, t._local.dtype)
+        block = collectives.broadcast(x, s._mesh, axes, tuple(root[a] for a in axes))
+    return DistributedTensor._fast(block, block, rs, out_shape, tuple(slice(0, n) for n in out_shape), None)
+
+
+def _plain(v) -> bool:
+    return v is None or type(v) is int
+
+
+_REPLICATED: dict = {}  # mesh -> a replicated sharding of a 0-d value on it
+
+
+def _vector(v):
+    """``(local part, its start in the vector, split axes, sharding or None)`` of a 1-D tensor or of a deferred
+    step-1 slice of one (read in place: its block's part in the slice); None: not a vector this handles."""
+    if type(v) is DistributedTensor:
+        s = v._sharding
+        if len(v._global_shape) != 1 or s._partial_axes:
+            return None
+        return v._interior, v._slices[0].start, s._split_axes[0] if s._split_axes else (), s, v._global_shape[0]
+    r = ABOVE.lazy.slice_leaf(v) if ABOVE.lazy is not None else None
+    if r is None:
+        return None
+    t, starts, shape = r
+    s = t._sharding
+    if type(t) is not DistributedTensor or len(shape) != 1 or s._partial_axes:
+        return None
+    a, n, own = starts[0], shape[0], t._slices[0]
+    lo, hi = max(own.start, a), min(own.stop, a + n)
+    hi = max(lo, hi)
+    return t._interior[lo - own.start:hi - own.start], lo - a, s._split_axes[0] if s._split_axes else (), None, n
+
+
+def matmul_1d(a, b):
+    """``a @ b`` of two vectors (tensors or deferred slices of them), one of them replicated or both of one
+    layout: one local dot (the replicated one sliced to the other's block) and one allreduce over the split
+    axes, no plan.  None: not this case (the general path runs)."""
+    va = _vector(a)
+    if va is None:
+        return None
+    vb = _vector(b)
+    if vb is None or va[4] != vb[4]:
+        return None
+    (xa, oa, axa, sa, _), (xb, ob, axb, sb, _) = va, vb
+    mesh = a._sharding._mesh if type(a) is DistributedTensor else ABOVE.lazy.slice_leaf(a)[0]._sharding._mesh
+    mb = b._sharding._mesh if type(b) is DistributedTensor else ABOVE.lazy.slice_leaf(b)[0]._sharding._mesh
+    if mesh is not mb:
+        return None
+    if not axa:
+        x, y, axes = xa[ob:ob + len(xb)], xb, axb
+    elif not axb:
+        x, y, axes = xa, xb[oa:oa + len(xa)], axa
+    elif sa is not None and sb is not None and sa == sb:
+        x, y, axes = xa, xb, axa
+    else:
+        return None
+    rs = _REPLICATED.get(mesh)
+    if rs is None:
+        rs = _REPLICATED[mesh] = Sharding(mesh, [])
+    local = np.empty((), np.result_type(x.dtype, y.dtype))
+    local[()] = np.dot(x, y)
+    if axes:
+        local = collectives.all_reduce(local, mesh, tuple(axes), reduction="sum")
+    return DistributedTensor._fast(local, local, rs, (), (), None)
 
 
 def dot_1d(a, b, general):

@@ -435,6 +435,15 @@ def _build_ufunc(ufunc, inputs):
     return _Op("ufunc", ufunc, args, nodes, ins, dt, shape, mesh, periodic, head)
 
 
+def slice_leaf(v):
+    """``(tensor, starts, shape)`` of ``v``, a deferred basic slice ``t[a:b, ...]`` not yet evaluated; None for
+    anything else (`meshrt.tensor.fastpath.matmul_1d` reads the slice's block without evaluating it)."""
+    node = _EXPR.__get__(v)
+    if type(node) is _Leaf and node.kind == "slice" and node.value is None:
+        return node.t, node.starts, node.shape
+    return None
+
+
 def getitem(t, key):
     """``t[key]`` for a basic key of step-1 slices: a deferred view (None otherwise)."""
     if _eager[0] or not ENABLED or t._sharding._partial_axes:
