@@ -1244,6 +1244,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         for t in types:
             if t is not DistributedTensor and not issubclass(t, (DistributedTensor, np.ndarray)):
                 return NotImplemented  # another array type may know this mix (NEP 18)
+        if func is np.dot and len(args) == 2 and not kwargs and ABOVE.fast is not None:
+            r = ABOVE.fast.matmul_1d(*args)  # two vectors: one local dot and one allreduce, no plan
+            if r is not None:
+                return r
         if ABOVE.lazy is not None:
             lazy = ABOVE.lazy.array_function(func, args, kwargs)
             if lazy is not None:

@@ -181,17 +181,31 @@ def _plain(v) -> bool:
     return v is None or type(v) is int
 
 
+_OFFSETS: dict = {}  # (sharding, shape) -> dim 0's block offsets
 _REPLICATED: dict = {}  # mesh -> a replicated sharding of a 0-d value on it
 
 
+def _offsets(s, shape):
+    ck = (s, shape)
+    o = _OFFSETS.get(ck)
+    if o is None:
+        if len(_OFFSETS) > _LIMIT:
+            _OFFSETS.clear()
+        o = _OFFSETS[ck] = tuple(s.dim_offsets(shape)[0])
+    return o
+
+
 def _vector(v):
-    """``(local part, its start in the vector, split axes, sharding or None)`` of a 1-D tensor or of a deferred
-    step-1 slice of one (read in place: its block's part in the slice); None: not a vector this handles."""
+    """``(local part, its start in the vector, split axes, offsets of every block in the vector, length,
+    mesh)`` of a 1-D tensor or of a deferred step-1 slice of one (read in place: its block's part in the
+    slice); None: not a vector this handles."""
     if type(v) is DistributedTensor:
         s = v._sharding
         if len(v._global_shape) != 1 or s._partial_axes:
             return None
-        return v._interior, v._slices[0].start, s._split_axes[0] if s._split_axes else (), s, v._global_shape[0]
+        axes = s._split_axes[0] if s._split_axes else ()
+        return (v._interior, v._slices[0].start, axes, _offsets(s, v._global_shape) if axes else None,
+                v._global_shape[0], s._mesh)
     r = ABOVE.lazy.slice_leaf(v) if ABOVE.lazy is not None else None
     if r is None:
         return None
@@ -202,29 +216,28 @@ def _vector(v):
     a, n, own = starts[0], shape[0], t._slices[0]
     lo, hi = max(own.start, a), min(own.stop, a + n)
     hi = max(lo, hi)
-    return t._interior[lo - own.start:hi - own.start], lo - a, s._split_axes[0] if s._split_axes else (), None, n
+    axes = s._split_axes[0] if s._split_axes else ()
+    offs = tuple(min(max(o - a, 0), n) for o in _offsets(s, t._global_shape)) if axes else None
+    return t._interior[lo - own.start:hi - own.start], lo - a, axes, offs, n, s._mesh
 
 
 def matmul_1d(a, b):
-    """``a @ b`` of two vectors (tensors or deferred slices of them), one of them replicated or both of one
-    layout: one local dot (the replicated one sliced to the other's block) and one allreduce over the split
-    axes, no plan.  None: not this case (the general path runs)."""
+    """``a @ b`` of two vectors (tensors or deferred slices of them), one of them replicated or both with
+    their blocks at the same places: one local dot (a replicated one sliced to the other's block) and one
+    allreduce over the split axes, no plan.  Decided from global facts (the blocks' offsets), alike on every
+    process.  None: not this case (the general path runs)."""
     va = _vector(a)
     if va is None:
         return None
     vb = _vector(b)
-    if vb is None or va[4] != vb[4]:
+    if vb is None or va[4] != vb[4] or va[5] is not vb[5]:
         return None
-    (xa, oa, axa, sa, _), (xb, ob, axb, sb, _) = va, vb
-    mesh = a._sharding._mesh if type(a) is DistributedTensor else ABOVE.lazy.slice_leaf(a)[0]._sharding._mesh
-    mb = b._sharding._mesh if type(b) is DistributedTensor else ABOVE.lazy.slice_leaf(b)[0]._sharding._mesh
-    if mesh is not mb:
-        return None
+    (xa, oa, axa, fa, _, mesh), (xb, ob, axb, fb, _, _) = va, vb
     if not axa:
         x, y, axes = xa[ob:ob + len(xb)], xb, axb
     elif not axb:
         x, y, axes = xa, xb[oa:oa + len(xa)], axa
-    elif sa is not None and sb is not None and sa == sb:
+    elif axa == axb and fa == fb:
         x, y, axes = xa, xb, axa
     else:
         return None
