@@ -22,7 +22,7 @@ from .runtime import threads as _threads
 
 _threads.limit_blas_threads()  # under mpiexec: the node's cores shared out among its processes' BLAS pools
 
-from .errors import CollectiveError, MeshError, ShardingError
+from .errors import CollectiveError, MeshError, PerformanceWarning, ShardingError
 from .mesh import AbstractMesh, Mesh
 from .reduction import Generic, ReductionKind
 from .sharding import Sharding
@@ -74,7 +74,7 @@ except Exception:  # running from a source tree that is not installed
 
 __all__ = [
     "AbstractMesh", "Mesh", "Sharding", "ReductionKind", "Generic", "DistributedTensor", "spmd",
-    "MeshError", "ShardingError", "CollectiveError",
+    "MeshError", "ShardingError", "CollectiveError", "PerformanceWarning",
     "all_gather", "all_reduce", "all_slice", "all_to_all", "broadcast", "gather", "reduce", "reduce_scatter",
     "scatter", "send", "recv", "shift", "update_halo", "process_linear_index", "process_multi_index",
     "mesh_shape", "neighbors_linear_indices", "shard_shape",

@@ -4,7 +4,7 @@ They live in one module below everything else so that each layer can raise
 them without importing the layers above it.
 """
 
-__all__ = ["MeshError", "ShardingError", "CollectiveError", "MLIRError"]
+__all__ = ["MeshError", "ShardingError", "CollectiveError", "MLIRError", "PerformanceWarning"]
 
 
 class MeshError(ValueError):
@@ -78,3 +78,25 @@ class CollectiveError(ValueError):
 
 class MLIRError(ValueError):
     """MLIR text that cannot be read, verified or run; the message starts with ``file:line:col:``."""
+
+
+class PerformanceWarning(UserWarning):
+    """A correct result computed at a cost the program may not expect, named with the call site that caused it.
+
+    Warned once per call site (Python's default warning filter) when a split tensor is converted implicitly
+    to a numpy array (``np.asarray(t)``, ``A[...] = t``, ``list(t)``): every process gathers the global array
+    (one allgather).  ``MESHRT_IMPLICIT_GATHER=error`` turns these conversions into a `TypeError`;
+    ``warnings.simplefilter("error", PerformanceWarning)`` turns the warning itself into an exception.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from meshrt import DistributedTensor, Mesh, PerformanceWarning, Sharding
+    >>> t = DistributedTensor.from_global(np.arange(3), Sharding(Mesh((-1,)), [[0]]))
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     a = np.asarray(t)
+    >>> a, seen[0].category is PerformanceWarning
+    (array([0, 1, 2]), True)
+    """

@@ -770,6 +770,55 @@ class HaloExchange:
         return f"HaloExchange({self.plan.sharding}, local shape {self.array.shape}, {self.array.dtype}, {state})"
 
 
+class _OnceExchange:
+    """A halo update run once: the plan's messages as plain ``Irecv``/``Isend`` (no persistent requests, no
+    staging kept), for a fused expression on a shape seen once (`meshrt.tensor.lazy`).  `HaloExchange`'s
+    ``start``/``wait``/``free``, on a C-contiguous buffer of ``sharding.local_shape(global_shape)``."""
+
+    __slots__ = ("array", "plan", "comm", "_reqs", "_bufs", "_unpack")
+
+    def __init__(self, x, sharding: Sharding, global_shape, periodic):
+        mesh = sharding.mesh
+        self.array = x
+        self.plan = _plan_global(sharding, tuple(global_shape), periodic_tuple(periodic, x.ndim), mesh.rank)
+        self.comm = mesh.group(tuple(range(mesh.ndim))) if self.plan.messages else None
+        self._reqs = None
+
+    def start(self):
+        from mpi4py import MPI
+
+        x, comm = self.array, self.comm
+        reqs, bufs, unpack = [], [], []
+        for m in self.plan.recvs:  # posted before our sends go out
+            view = x[m.recv_box]
+            buf = view if view.flags.c_contiguous else np.empty(view.shape, x.dtype)
+            if buf is not view:
+                unpack.append((view, buf))
+            bufs.append(buf)
+            reqs.append(comm.Irecv([buf.reshape(-1).view(np.uint8), MPI.BYTE], m.peer, m.recv_tag))
+        for m in self.plan.sends:
+            buf = np.ascontiguousarray(x[m.send_box])
+            bufs.append(buf)
+            reqs.append(comm.Isend([buf.reshape(-1).view(np.uint8), MPI.BYTE], m.peer, m.send_tag))
+        for r, src in self.plan.local_copies:
+            x[r] = x[src]
+        self._reqs, self._bufs, self._unpack = reqs, bufs, unpack
+        return self
+
+    def wait(self):
+        from mpi4py import MPI
+
+        if self._reqs:
+            MPI.Request.Waitall(self._reqs)
+        for view, buf in self._unpack or ():
+            view[...] = buf
+        self._reqs = self._bufs = self._unpack = None
+        return self.array
+
+    def free(self):
+        pass
+
+
 class HaloGroupExchange:
     """Halo update of several local buffers with one message per neighbour (IGG's ``update_halo!(A, B, C)``).
 

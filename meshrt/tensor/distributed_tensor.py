@@ -29,6 +29,9 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import os
+import sys
+import warnings
 
 import numpy as np
 import numpy.lib.mixins
@@ -39,7 +42,7 @@ from ..halo import HaloExchange
 from .._blockcopy import copy_block, extract, insert
 from ..collectives.common import _DIRECT_DTYPES
 from .._keys import ScalarWrites, install_setitem, key_id as _key_id
-from ..errors import ShardingError
+from ..errors import PerformanceWarning, ShardingError
 from ..reshard import execute_reshard, plan_reshard, same_devices
 from ..sharding.spec import Sharding
 from .dispatch import ABOVE, _HANDLED_FUNCTIONS, _np_name
@@ -505,19 +508,35 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         )
 
     def __array__(self, dtype=None, copy=None):
-        """A fully replicated tensor is its block on every process: returned without communication."""
+        """The global array (``np.asarray(t)``, ``np.array(t)``, ``A[...] = t``).
+
+        A fully replicated tensor is its block on every process: returned without communication.  A split
+        or partial one is gathered on every process (one allgather, the same array everywhere) with a
+        `PerformanceWarning` naming the call site, once per call site; ``MESHRT_IMPLICIT_GATHER=error``
+        raises `TypeError` instead.
+        """
         s = self._sharding
         if any(s.split_axes) or s.is_partial:
-            raise TypeError(
-                f"DistributedTensor: no implicit conversion to a numpy array of a tensor sharded <{s}>; use "
-                ".gather() for the global array or .interior / .local for this process's block"
-            )
+            if copy is False:
+                raise ValueError(f"np.asarray(copy=False): a tensor sharded <{s}> is gathered, which copies")
+            block = _implicit_gather(self, "a conversion to a numpy array (np.asarray, np.array, A[...] = t)")
+            return block if dtype is None or np.dtype(dtype) == block.dtype else block.astype(dtype)
         block = self._interior
         if dtype is not None and np.dtype(dtype) != block.dtype:
             if copy is False:
                 raise ValueError(f"np.asarray(copy=False): the tensor is {block.dtype}, {np.dtype(dtype)} asked for")
             return block.astype(dtype)
         return block.copy() if copy else block
+
+    def __iter__(self):
+        """Over the first axis, as numpy's: rows of the global array (a split tensor: gathered once, as
+        `__array__`)."""
+        if not self._global_shape:
+            raise TypeError("iteration over a 0-d DistributedTensor")
+        s = self._sharding
+        if any(s.split_axes) or s.is_partial:
+            return iter(_implicit_gather(self, "iter()"))
+        return iter(self._interior)
 
     def _scalar(self, what):
         """The value of a 0-d tensor (replicated: the same on every process; a partial one is reduced)."""
@@ -573,6 +592,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         return int(value)
 
     def __matmul__(self, other):
+        if isinstance(other, DistributedTensor) and ABOVE.fast is not None:
+            r = ABOVE.fast.matmul_1d(self, other)  # two vectors: one local dot and one allreduce, no plan
+            if r is not None:
+                return r
         return _HANDLED_FUNCTIONS[np.matmul](self, other)  # meshrt.tensor.matmul.matmul, registered by tensor/matmul.py
 
     def __rmatmul__(self, other):
@@ -673,6 +696,14 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
             one = ABOVE.fast.read_element(self, key)  # one element: one broadcast from its owner, plan kept
             if one is not None:
                 return one
+            if len(self._global_shape) > 1:  # ``A[i]``: a row from its owner
+                one = ABOVE.fast.read_piece(self, key if tk is tuple else (key,))
+                if one is not None:
+                    return one
+        elif tk is tuple and type(self) is DistributedTensor and ABOVE.fast is not None and _piece_key(key):
+            one = ABOVE.fast.read_piece(self, key)  # ``A[i, :j]``: the owner's piece, one broadcast, no plan
+            if one is not None:
+                return one
         if type(self) is DistributedTensor and ABOVE.lazy is not None:
             lazy = ABOVE.lazy.getitem(self, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
             if lazy is not None:
@@ -710,6 +741,17 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
                 f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
                 f"{list(self._sharding.partial_axes)}); reshard it to a non-partial sharding first"
             )
+        tk = type(key)
+        if type(value) is DistributedTensor and not value._global_shape and not value._sharding._partial_axes:
+            value = value._interior[()]  # a 0-d value (a read, a dot): its element, the same on every process
+        if type(value) in _NP_SCALARS:
+            value = value.item()
+        if type(value) in _SCALARS and (tk is int or tk is tuple and _int_key(key)) and ABOVE.fast is not None:
+            e = ABOVE.fast.element_owner(self, key if tk is tuple else (key,)) if len(
+                key if tk is tuple else (key,)) == len(self._global_shape) else None
+            if e is not None:  # one element at a new index: its owner writes it, no plan (fastpath.py)
+                self._interior[e[0] if e[0] is not None else _NOTHING[len(self._global_shape)]] = value
+                return
         if _key_id(key) is None and ABOVE.advidx is not None:  # index arrays, masks, 0-d tensors as ints
             key = ABOVE.advidx.scalar_key(key)
             if ABOVE.advidx.is_advanced(key):
@@ -1202,6 +1244,10 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         for t in types:
             if t is not DistributedTensor and not issubclass(t, (DistributedTensor, np.ndarray)):
                 return NotImplemented  # another array type may know this mix (NEP 18)
+        if func is np.dot and len(args) == 2 and not kwargs and ABOVE.fast is not None:
+            r = ABOVE.fast.matmul_1d(*args)  # two vectors: one local dot and one allreduce, no plan
+            if r is not None:
+                return r
         if ABOVE.lazy is not None:
             lazy = ABOVE.lazy.array_function(func, args, kwargs)
             if lazy is not None:
@@ -1213,6 +1259,24 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
                 f"{', '.join(sorted({_np_name(f) for f in _HANDLED_FUNCTIONS}))} (or gather() first)"
             )
         return handler(*args, **kwargs)
+
+
+_NP_SCALARS = (np.float64, np.float32, np.complex128)  # exact as Python scalars
+
+
+def _piece_key(key) -> bool:
+    """``key`` (a tuple) holds ints and slices only, at least one int."""
+    n = 0
+    for k in key:
+        tk = type(k)
+        if tk is int:
+            n += 1
+        elif tk is not slice:
+            return False
+    return n > 0
+
+
+_NOTHING = [(slice(0, 0),) * n for n in range(33)]  # an empty selection: numpy still checks the value's cast
 
 
 def _int_key(key) -> bool:
@@ -1428,3 +1492,38 @@ for _name, _ufunc, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), (
                             ("ge", np.greater_equal, ">=")):  # (no reflected forms: Python swaps them)
     setattr(DistributedTensor, f"__{_name}__", _deferred_operator(f"__{_name}__", _ufunc, False, _sym))
 del _name, _ufunc, _sym
+
+
+_IMPLICIT_VALUES = ("", "warn", "error")
+_OWN_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+             os.path.dirname(os.path.abspath(np.__file__)) + os.sep)
+
+
+def _call_site():
+    """The first frame outside meshrt and numpy: the program's line that asked for the conversion."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_OWN_DIRS):
+        f = f.f_back
+    return f if f is not None else sys._getframe(1)
+
+
+def _implicit_gather(t, what):
+    """``t``'s global array for a conversion numpy or Python asked for: one allgather on every process, a
+    `PerformanceWarning` once per call site (``MESHRT_IMPLICIT_GATHER=error``: `TypeError` naming it)."""
+    mode = os.environ.get("MESHRT_IMPLICIT_GATHER", "").strip().lower()
+    if mode not in _IMPLICIT_VALUES:
+        raise ValueError(f"MESHRT_IMPLICIT_GATHER={mode!r}: expected 'warn' (the default) or 'error'")
+    f = _call_site()
+    where = f"{f.f_code.co_filename}:{f.f_lineno}"
+    if mode == "error":
+        raise TypeError(
+            f"{where}: {what} of a DistributedTensor sharded <{t._sharding}> would gather it "
+            "(MESHRT_IMPLICIT_GATHER=error); use .gather() for the global array or .interior / .local for "
+            "this process's block"
+        )
+    g = f.f_globals
+    warnings.warn_explicit(
+        f"{where}: {what} of a split DistributedTensor gathers the global array on every process (one "
+        "allgather); call .gather() where the global array is meant, or keep the value a tensor", PerformanceWarning, f.f_code.co_filename, f.f_lineno, module=g.get("__name__"),
+        registry=g.setdefault("__warningregistry__", {}), module_globals=g)
+    return t.gather()

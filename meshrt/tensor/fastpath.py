@@ -15,14 +15,19 @@ flips, new dims) goes the general way.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from .. import collectives
+from ..sharding.spec import Sharding
+from .dispatch import ABOVE
 from .distributed_tensor import DistributedTensor
 from .index_exec import _index_plan
 
 _READS: dict = {}  # (sharding, shape, key) -> (local index or None, bcast axes, bcast root, result sharding)
 _DOTS: dict = {}  # (sharding, shape, dtype a, dtype b) -> (split axes, result sharding, result dtype)
+_LAYOUTS: dict = {}  # (sharding, shape) -> per dim (offsets, axes, sizes) or None, 0-d result sharding; or False
 _LIMIT = 4096
 
 
@@ -34,14 +39,12 @@ def read_element(t: DistributedTensor, key):
     if e is None:
         if s._partial_axes or len(key if type(key) is tuple else (key,)) != len(t._global_shape):
             return None
-        plan, local, _ = _index_plan(t, key)
-        if plan.flip_dims or plan.new_dims or plan.result_shape != ():
+        e = element_owner(t, key if type(key) is tuple else (key,))
+        if e is None:
             return None
-        owned = all(sl.stop > sl.start for sl in local[:-1])
-        idx = tuple(sl.start for sl in local[:-1]) + (Ellipsis,) if owned else None
         if len(_READS) > _LIMIT:
             _READS.clear()
-        e = _READS[ck] = (idx, plan.bcast_axes, plan.bcast_root, plan.result_sharding)
+        _READS[ck] = e
     idx, axes, root, rs = e
     if not axes:
         block = t._interior[idx]
@@ -49,6 +52,203 @@ def read_element(t: DistributedTensor, key):
         x = t._interior[idx] if idx is not None else np.empty((), t._local.dtype)
         block = collectives.broadcast(x, s.mesh, axes, root)
     return DistributedTensor._fast(block, block, rs, (), (), None)
+
+
+def _element_layout(t: DistributedTensor):
+    """Per (sharding, shape): per dim ``(offsets, mesh axes, their sizes)`` (None where not split), and the
+    0-d result's sharding (False: a partial tensor or an empty one, not this case)."""
+    ck = (t._sharding, t._global_shape)
+    e = _LAYOUTS.get(ck)
+    if e is None:
+        s, shape = ck
+        e = False
+        if not s._partial_axes and all(shape):
+            plan = _index_plan(t, (0,) * len(shape))[0]  # the general path once: the 0-d result's sharding
+            offs, sizes = s.dim_offsets(shape), s.mesh.shape
+            dims = tuple((tuple(offs[d]), axes, tuple(sizes[a] for a in axes)) if (axes := s.dim_axes(d)) else None
+                         for d in range(len(shape)))
+            e = (dims, plan.result_sharding)
+        if len(_LAYOUTS) > _LIMIT:
+            _LAYOUTS.clear()
+        _LAYOUTS[ck] = e
+    return e
+
+
+def element_owner(t: DistributedTensor, key: tuple):
+    """``(local index or None, broadcast axes, broadcast root, result sharding)`` for the element ``t[key]``
+    (a tuple of ints, one per dim), by arithmetic on the sharding's offsets: no plan.  None: an index out
+    of range or a tensor this does not cover (the general path raises or runs)."""
+    lay = _element_layout(t)
+    if lay is False:
+        return None
+    dims, rs = lay
+    shape, slices = t._global_shape, t._slices
+    coords = t._sharding._mesh.coords
+    idx, root = [], {}
+    owned = True
+    for d, i in enumerate(key):
+        n = shape[d]
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            return None
+        info = dims[d]
+        if info is not None:
+            offs, axes, sizes = info
+            k = bisect.bisect_right(offs, i) - 1
+            for a, size in zip(reversed(axes), reversed(sizes)):  # k over the dim's axes, last fastest
+                k, c = divmod(k, size)
+                root[a] = c
+                owned = owned and coords[a] == c
+        idx.append(i - slices[d].start)
+    axes = tuple(sorted(root))
+    return (tuple(idx) + (Ellipsis,) if owned else None, axes, tuple(root[a] for a in axes), rs)
+
+
+_PIECES: dict = {}  # (sharding, shape, which dims are ints) -> the result's sharding, or False
+
+
+def read_piece(t: DistributedTensor, key: tuple):
+    """``t[key]`` for a key of ints and positive-step slices (one per dim; missing trailing dims whole)
+    where no mesh axis splits a sliced dim: a row ``A[i, :j]``, ``A[i]``.  The owner's piece, one
+    broadcast over the axes that split the int dims; the owner found by arithmetic, no index plan.
+    None: not this case (the general path runs)."""
+    shape = t._global_shape
+    nd = len(shape)
+    if len(key) < nd:
+        key = key + (slice(None),) * (nd - len(key))
+    elif len(key) > nd:
+        return None
+    s = t._sharding
+    ints = tuple(type(k) is int for k in key)
+    ck = (s, shape, ints)
+    rs = _PIECES.get(ck)
+    if rs is None:
+        rs = False
+        if (not s._partial_axes and all(shape) and any(ints) and not all(ints)
+                and all(i or not s.dim_axes(d) for d, i in enumerate(ints))):
+            plan = _index_plan(t, tuple(0 if i else slice(None) for i in ints))[0]
+            if not (plan.flip_dims or plan.new_dims):
+                rs = plan.result_sharding
+        if len(_PIECES) > _LIMIT:
+            _PIECES.clear()
+        _PIECES[ck] = rs
+    if rs is False:
+        return None
+    lay = _element_layout(t)
+    if lay is False:
+        return None
+    dims = lay[0]
+    coords = s._mesh.coords
+    slices = t._slices
+    idx, out_shape, root = [], [], {}
+    owned = True
+    for d, k in enumerate(key):
+        n = shape[d]
+        if type(k) is int:
+            if k < 0:
+                k += n
+            if not 0 <= k < n:
+                return None
+            info = dims[d]
+            if info is not None:
+                offs, axes, sizes = info
+                j = bisect.bisect_right(offs, k) - 1
+                for a, size in zip(reversed(axes), reversed(sizes)):
+                    j, c = divmod(j, size)
+                    root[a] = c
+                    owned = owned and coords[a] == c
+            idx.append(k - slices[d].start)
+        else:
+            if not (_plain(k.start) and _plain(k.stop) and _plain(k.step)):
+                return None
+            a, b, step = k.indices(n)
+            if step <= 0:
+                return None
+            out_shape.append(len(range(a, b, step)))
+            idx.append(slice(a, b, step))
+    out_shape = tuple(out_shape)
+    if not root:
+        block = t._interior[tuple(idx)]
+    else:
+        axes = tuple(sorted(root))
+        x = np.ascontiguousarray(t._interior[tuple(idx)]) if owned else np.empty(out_shape, t._local.dtype)
+        block = collectives.broadcast(x, s._mesh, axes, tuple(root[a] for a in axes))
+    return DistributedTensor._fast(block, block, rs, out_shape, tuple(slice(0, n) for n in out_shape), None)
+
+
+def _plain(v) -> bool:
+    return v is None or type(v) is int
+
+
+_OFFSETS: dict = {}  # (sharding, shape) -> dim 0's block offsets
+_REPLICATED: dict = {}  # mesh -> a replicated sharding of a 0-d value on it
+
+
+def _offsets(s, shape):
+    ck = (s, shape)
+    o = _OFFSETS.get(ck)
+    if o is None:
+        if len(_OFFSETS) > _LIMIT:
+            _OFFSETS.clear()
+        o = _OFFSETS[ck] = tuple(s.dim_offsets(shape)[0])
+    return o
+
+
+def _vector(v):
+    """``(local part, its start in the vector, split axes, offsets of every block in the vector, length,
+    mesh)`` of a 1-D tensor or of a deferred step-1 slice of one (read in place: its block's part in the
+    slice); None: not a vector this handles."""
+    if type(v) is DistributedTensor:
+        s = v._sharding
+        if len(v._global_shape) != 1 or s._partial_axes:
+            return None
+        axes = s._split_axes[0] if s._split_axes else ()
+        return (v._interior, v._slices[0].start, axes, _offsets(s, v._global_shape) if axes else None,
+                v._global_shape[0], s._mesh)
+    r = ABOVE.lazy.slice_leaf(v) if ABOVE.lazy is not None else None
+    if r is None:
+        return None
+    t, starts, shape = r
+    s = t._sharding
+    if type(t) is not DistributedTensor or len(shape) != 1 or s._partial_axes:
+        return None
+    a, n, own = starts[0], shape[0], t._slices[0]
+    lo, hi = max(own.start, a), min(own.stop, a + n)
+    hi = max(lo, hi)
+    axes = s._split_axes[0] if s._split_axes else ()
+    offs = tuple(min(max(o - a, 0), n) for o in _offsets(s, t._global_shape)) if axes else None
+    return t._interior[lo - own.start:hi - own.start], lo - a, axes, offs, n, s._mesh
+
+
+def matmul_1d(a, b):
+    """``a @ b`` of two vectors (tensors or deferred slices of them), one of them replicated or both with
+    their blocks at the same places: one local dot (a replicated one sliced to the other's block) and one
+    allreduce over the split axes, no plan.  Decided from global facts (the blocks' offsets), alike on every
+    process.  None: not this case (the general path runs)."""
+    va = _vector(a)
+    if va is None:
+        return None
+    vb = _vector(b)
+    if vb is None or va[4] != vb[4] or va[5] is not vb[5]:
+        return None
+    (xa, oa, axa, fa, _, mesh), (xb, ob, axb, fb, _, _) = va, vb
+    if not axa:
+        x, y, axes = xa[ob:ob + len(xb)], xb, axb
+    elif not axb:
+        x, y, axes = xa, xb[oa:oa + len(xa)], axa
+    elif axa == axb and fa == fb:
+        x, y, axes = xa, xb, axa
+    else:
+        return None
+    rs = _REPLICATED.get(mesh)
+    if rs is None:
+        rs = _REPLICATED[mesh] = Sharding(mesh, [])
+    local = np.empty((), np.result_type(x.dtype, y.dtype))
+    local[()] = np.dot(x, y)
+    if axes:
+        local = collectives.all_reduce(local, mesh, tuple(axes), reduction="sum")
+    return DistributedTensor._fast(local, local, rs, (), (), None)
 
 
 def dot_1d(a, b, general):

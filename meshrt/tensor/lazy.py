@@ -48,9 +48,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import fuse as _fuse
-from ..runtime import mpi as _mpi
+from ..runtime import check as _check, mpi as _mpi
 from ..errors import ShardingError
-from ..halo import HaloExchange, plan_halo
+from ..halo import HaloExchange, _OnceExchange, plan_halo
 from .._keys import key_id as _key_id
 from .dispatch import _HANDLED_FUNCTIONS
 from .layout import _layout, _zero_halos
@@ -72,7 +72,7 @@ _pending: dict = {}  # id(node) -> node: unevaluated copying expressions with a 
 # how often the fused kernel ran, swapped or copied back a second buffer, built a plan, ran a small write as
 # one compiled call, evaluated a sliced or rolled operand on its own (the eager replay of an expression;
 # tests read them)
-stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0, "one_call": 0, "eager_leaves": 0}
+stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0, "one_call": 0, "eager_leaves": 0, "once": 0}
 
 
 class _Eager:
@@ -433,6 +433,15 @@ def _build_ufunc(ufunc, inputs):
         else:
             return None
     return _Op("ufunc", ufunc, args, nodes, ins, dt, shape, mesh, periodic, head)
+
+
+def slice_leaf(v):
+    """``(tensor, starts, shape)`` of ``v``, a deferred basic slice ``t[a:b, ...]`` not yet evaluated; None for
+    anything else (`meshrt.tensor.fastpath.matmul_1d` reads the slice's block without evaluating it)."""
+    node = _EXPR.__get__(v)
+    if type(node) is _Leaf and node.kind == "slice" and node.value is None:
+        return node.t, node.starts, node.shape
+    return None
 
 
 def getitem(t, key):
@@ -826,12 +835,14 @@ def _fused_write(t, origin, node) -> bool:
         plan = _get_plan(t, origin, node.shape, sig, arrays, leaves)
         if plan is None:
             return False
-        if c is not None:
+        if c is not None and not plan.once:
             _memo_store(c, t, arrays, node.shape, plan)
     _pending.pop(id(node), None)
     node.consumed = True
     flush()
     plan.run(t, arrays, scalars, new=False)
+    if plan.once:
+        plan.shed()
     stats["fused_writes"] += 1
     return True
 
@@ -863,6 +874,8 @@ def _fused_new(node):
     if plan is None:
         return None
     plan.run(target, arrays, scalars, new=True)
+    if plan.once:
+        plan.shed()
     stats["fused_new"] += 1
     return target
 
@@ -911,6 +924,8 @@ def _hot_setting(env) -> int:
 
 HOT = _hot_setting(os.environ)
 _SEEN: dict = {}  # plan key -> (times seen, the shardings its ids name)
+_ONCE: dict = {}  # plan key -> (the shardings its ids name, the plan that ran it once: its geometry, ghosts shed)
+_PADDED: dict = {}  # (sharding, ghost halo sizes) -> the padded buffer's sharding
 _FIRST: dict = {}  # sharding -> the first sharding seen equal to it (kept alive: its id stays its own)
 _CANON: dict = {}  # id(sharding) -> (id of its first equal sharding, the sharding)
 
@@ -936,6 +951,7 @@ def _trim_plans():
         _PLANS.clear()
         _GEN[0] += 1  # (the memos of _memo_plan name freed plans)
         _SEEN.clear()
+        _ONCE.clear()
         _FIRST.clear()  # (no key names their ids any more)
         _CANON.clear()
 
@@ -960,7 +976,21 @@ def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
                     _SEEN.clear()
                 _SEEN[key] = (seen, keep)
                 return None
-        entry = _FusedPlan.build(t, origin, shape, sig, arrays, leaves)
+            prev = _ONCE.pop(key, None)
+            if prev is None:  # a first run: no ghost buffers or persistent requests until it repeats
+                if len(_ONCE) > 4096:
+                    _ONCE.clear()
+                once = _FusedPlan.build(t, origin, shape, sig, arrays, leaves, once=True)
+                _ONCE[key] = (keep, once)
+                if once is not None:
+                    stats["once"] += 1
+                    return once
+                prev = (keep, None)
+        else:
+            prev = None
+        entry = prev[1].upgrade(t, arrays) if prev is not None and prev[1] is not None else None
+        if entry is None:
+            entry = _FusedPlan.build(t, origin, shape, sig, arrays, leaves)
         stats["plans"] += 1
         if entry is not None:
             entry.keep = keep
@@ -983,19 +1013,27 @@ class _Ghost:
 class _FusedPlan:
     __slots__ = ("kernel", "pre", "post", "sel_pre", "sel_post", "offs_pre", "offs_post", "oo", "ghosts",
                  "self_shift", "box", "keep", "describe_args", "_mm", "_out", "small", "all", "sel_all",
-                 "offs_all", "_copy", "fast")
+                 "offs_all", "_copy", "fast", "once")
 
     @classmethod
-    def build(cls, t, origin, shape, sig, arrays, leaves):
+    def build(cls, t, origin, shape, sig, arrays, leaves, once=False):
+        """The plan, or None (the eager path runs).  ``once``: for one run, its ghosts plain buffers updated
+        by plain messages (`meshrt.halo._OnceExchange`), no persistent requests or one-call run.  Whether
+        it builds depends on global facts only, so every process takes the same path; with
+        ``MESHRT_CHECK=1`` the processes also agree on it (one allreduce)."""
         mesh, s = t.mesh, t._sharding
         error, plan = None, None
         try:
             plan = cls()
+            plan.once = once
             plan._make(t, origin, shape, sig, arrays, leaves)
-        except Exception as e:  # decided together below: every process takes the same path
+        except Exception as e:  # decided alike on every process (global facts), agreed on under MESHRT_CHECK
             error = f"{type(e).__name__}: {e}"
-        with _mpi.internal("fused expression", "plan agreement", mesh):
-            bad = mesh.comm.allreduce(1 if error else 0)
+        if _check.CHECK:
+            with _mpi.internal("fused expression", "plan agreement", mesh):
+                bad = mesh.comm.allreduce(1 if error else 0)
+        else:
+            bad = error is not None
         if bad:
             if plan is not None:
                 plan.free()
@@ -1079,7 +1117,29 @@ class _FusedPlan:
         self.kernel = _fuse.runner(sig, nd, t._local.dtype.name, tuple(a._local.dtype.name for a in arrays))
         self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays], pre, post)
         self._out = None
-        self.fast = self._small_run(t, arrays) if self.small else None
+        self.fast = self._small_run(t, arrays) if self.small and not self.once else None
+
+    def shed(self):
+        """After a once-plan's run: drop its ghost buffers (the geometry stays, for `upgrade`)."""
+        for gh in self.ghosts:
+            if gh is not None:
+                gh.padded = gh.exchange = None
+        self._out = self._copy = None
+
+    def upgrade(self, t, arrays):
+        """This once-plan made lasting, for its key's second run: ghost buffers with persistent exchanges and
+        the one-call run; its geometry is kept.  None: not possible here (a full build runs)."""
+        try:
+            owned = tuple((sl.start, sl.stop) for sl in t._slices)
+            self.once = False
+            for i, gh in enumerate(self.ghosts):
+                if gh is not None:
+                    self.ghosts[i] = self._ghost(arrays[i], gh.widths, gh.periodic, owned)
+            self.fast = self._small_run(t, arrays) if self.small else None
+        except Exception:  # (decided by global facts: alike on every process)
+            self.free()
+            return None
+        return self
 
     def _small_run(self, t, arrays):
         """The whole small write as one compiled call (`meshrt._fusevm.SmallRun`), where the interpreter
@@ -1105,13 +1165,22 @@ class _FusedPlan:
         halos = []
         for d in s.sharded_dims:
             halos += list(w[d])
-        ps = s.replace(halo_sizes=halos)
+        ck = (s, tuple(halos))
+        ps = _PADDED.get(ck)
+        if ps is None:
+            if len(_PADDED) > 1024:
+                _PADDED.clear()
+            ps = _PADDED[ck] = s.replace(halo_sizes=halos)
         local_shape = ps.local_shape(g)
-        nbytes = max(1, int(np.prod(local_shape)) * arr._local.dtype.itemsize)
-        mm = mmap.mmap(-1, nbytes)  # pages never touched (the middle of the block) are never made resident
-        self._mm.append(mm)
-        padded = np.frombuffer(mm, arr._local.dtype, int(np.prod(local_shape))).reshape(local_shape)
-        ex = HaloExchange(padded, ps, g, periodic=tuple(per))
+        if self.once:  # one run: a plain buffer (only its edges are written) and plain messages
+            padded = np.empty(local_shape, arr._local.dtype)
+            ex = _OnceExchange(padded, ps, g, tuple(per))
+        else:
+            nbytes = max(1, int(np.prod(local_shape)) * arr._local.dtype.itemsize)
+            mm = mmap.mmap(-1, nbytes)  # pages never touched (the middle of the block) are never made resident
+            self._mm.append(mm)
+            padded = np.frombuffer(mm, arr._local.dtype, int(np.prod(local_shape))).reshape(local_shape)
+            ex = HaloExchange(padded, ps, g, periodic=tuple(per))
         slabs = []
         a_lo = [s.halo_widths(d)[0] if s.dim_axes(d) else 0 for d in range(nd)]
         full_p = [slice(w[d][0], w[d][0] + owned[d][1] - owned[d][0]) for d in range(nd)]
@@ -1209,7 +1278,7 @@ class _FusedPlan:
     def free(self):
         self.fast = None
         for gh in self.ghosts or ():
-            if gh is not None:
+            if gh is not None and gh.exchange is not None:
                 gh.exchange.free()
 
 

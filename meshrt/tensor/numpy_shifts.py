@@ -326,7 +326,8 @@ def _one_d_pair(name, a, b):
 
 @implements(np.vdot)
 def _np_vdot(a, b):
-    a, b = _one_d_pair("np.vdot", a, b)
+    if not (isinstance(a, DistributedTensor) and isinstance(b, DistributedTensor) and a.shape == b.shape):
+        a, b = _one_d_pair("np.vdot", a, b)  # (of one shape: the sum of the elementwise product as it is)
     return _scalar_dot(np.conj(a) if a.dtype.kind == "c" else a, b)
 
 

@@ -78,6 +78,7 @@ def test_new_tensor_of_a_seen_layout_reuses_the_plan(mesh, eager_count):
     g = np.random.default_rng(4).random((comm.size * 4 + 5, 7))
     u = DT.from_global(g, Sharding(mesh, [["x"]], halo_sizes=[1, 1]))
     jacobi(u)
+    jacobi(u)  # (the first run of a shape is planned for once; the second keeps its plan)
     plans, kernels = _lazy.stats["plans"], len(_fuse._KERNELS)
     # a new tensor, on a new but equal Sharding object, and one more on the same object
     w = DT.from_global(g * 2, Sharding(mesh, [["x"]], halo_sizes=[1, 1]))
@@ -92,8 +93,9 @@ def test_new_tensor_of_a_seen_layout_reuses_the_plan(mesh, eager_count):
     # another layout (uneven shards) is planned anew, and still right
     offs = [0] + [min(g.shape[0], 2 + 4 * k) for k in range(1, comm.size)] + [g.shape[0]]
     y = DT.from_global(g, Sharding(mesh, [["x"]], sharded_dims_offsets=offs))
+    once = _lazy.stats["once"]
     jacobi(y)
-    assert _lazy.stats["plans"] == plans + 1
+    assert _lazy.stats["once"] == once + 1  # planned anew, for once (no ghost buffers kept)
     np.testing.assert_array_equal(y.gather(), jacobi_np(g, 1))
 
 

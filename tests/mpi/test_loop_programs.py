@@ -1,0 +1,64 @@
+"""Loop programs as numpy users write them (issue 53; `meshrt.bench.loops`): a triangular solve, Cholesky
+and LU by rows and by slices, Gram-Schmidt, Levinson-Durbin, a CRC-16 scalar loop, a trace by index, a row
+recurrence and conjugate gradient iterations, run unchanged on tensors split on dim 0, equal numpy's results
+at any process count (small sizes; `bench/bench_loops.py` times them).
+"""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from meshrt import DistributedTensor as DT, Sharding
+from meshrt.bench.loops import PROGRAMS
+
+MPI_NPROCS = (1, 2, 3, 4)
+comm = MPI.COMM_WORLD
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_loop_program_equals_numpy(name, meshes):
+    p = PROGRAMS[name]
+    g = p.make(p.small, np.random.default_rng(53))
+    want = p.run(**{k: v.copy() if isinstance(v, np.ndarray) else v for k, v in g.items()})
+    s = Sharding(meshes["1d"], [[0]])
+    got = p.run(**{k: DT.from_global(v, s) if k in p.split else v for k, v in g.items()})
+    for a, b in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        a = a.gather() if isinstance(a, DT) else a
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
+        everyone = comm.allgather(np.asarray(a))
+        assert all(np.array_equal(x, everyone[0]) for x in everyone), name
+
+
+def test_pieces_vector_products_and_element_writes(meshes):
+    """The cheap routes the loops take (`meshrt.tensor.fastpath`): an element's owner by arithmetic (reads
+    and writes at every index, negative ones too), ``A[i, :j]``/``A[i]`` from the owner, ``x @ y`` and
+    ``np.dot`` of vectors laid out alike or not (views, flips, replicated), each equal to numpy."""
+    rng = np.random.default_rng(7)
+    g = rng.random((comm.size * 3 + 2, 6))
+    v = rng.random(comm.size * 4 + 3)
+    for s2 in (Sharding(meshes["1d"], [[0]]), Sharding(meshes["2d"], [[0], [1]]), Sharding(meshes["2d"], [[1]])):
+        A = DT.from_global(g, s2)
+        for i in range(-g.shape[0], g.shape[0]):
+            assert float(A[i, i % 6 - 6]) == g[i, i % 6 - 6]
+        a = g.copy()
+        for i in range(g.shape[0]):
+            A[i, (i * 5) % 6] = float(i)
+            A[-i - 1, 1] = np.float64(i) * 0.5
+            a[i, (i * 5) % 6] = float(i)
+            a[-i - 1, 1] = i * 0.5
+            A[i, 2] = A[i, 3]  # a 0-d tensor as the value
+            a[i, 2] = a[i, 3]
+        np.testing.assert_array_equal(A.gather(), a)
+        if not any(s2.split_axes[1:] if len(s2.split_axes) > 1 else ()):
+            for i in range(g.shape[0]):
+                np.testing.assert_array_equal(A[i, :i % 6].gather(), a[i, :i % 6])
+                np.testing.assert_array_equal(A[i].gather(), a[i])
+    x = DT.from_global(v, Sharding(meshes["1d"], [[0]]))
+    r = DT.from_global(v, Sharding(meshes["1d"], []))
+    for k in range(1, len(v) + 1):
+        np.testing.assert_allclose(float(x[:k] @ r[:k]), v[:k] @ v[:k])
+        np.testing.assert_allclose(float(r[len(v) - k:] @ x[:k]), v[len(v) - k:] @ v[:k])
+        np.testing.assert_allclose(float(np.dot(np.flip(x[:k]), x[:k])), np.dot(np.flip(v[:k]), v[:k]))
+        np.testing.assert_allclose(float(x[1:k + 1] @ x[:k]) if k < len(v) else 0.0,
+                                   v[1:k + 1] @ v[:k] if k < len(v) else 0.0)
+    np.testing.assert_allclose(float(x @ x), v @ v)
