@@ -789,17 +789,19 @@ class _OnceExchange:
 
         x, comm = self.array, self.comm
         reqs, bufs, unpack = [], [], []
-        for m in self.plan.recvs:  # posted before our sends go out
-            view = x[m.recv_box]
-            buf = view if view.flags.c_contiguous else np.empty(view.shape, x.dtype)
-            if buf is not view:
-                unpack.append((view, buf))
-            bufs.append(buf)
-            reqs.append(comm.Irecv([buf.reshape(-1).view(np.uint8), MPI.BYTE], m.peer, m.recv_tag))
-        for m in self.plan.sends:
-            buf = np.ascontiguousarray(x[m.send_box])
-            bufs.append(buf)
-            reqs.append(comm.Isend([buf.reshape(-1).view(np.uint8), MPI.BYTE], m.peer, m.send_tag))
+        if self.plan.messages:
+            with _mpi.internal("update_halo", "the one-shot ghost exchange of a new shape", comm):
+                for m in self.plan.recvs:  # posted before our sends go out
+                    view = x[m.recv_box]
+                    buf = view if view.flags.c_contiguous else np.empty(view.shape, x.dtype)
+                    if buf is not view:
+                        unpack.append((view, buf))
+                    bufs.append(buf)
+                    reqs.append(comm.Irecv([buf.reshape(-1).view(np.uint8), MPI.BYTE], m.peer, m.recv_tag))
+                for m in self.plan.sends:
+                    buf = np.ascontiguousarray(x[m.send_box])
+                    bufs.append(buf)
+                    reqs.append(comm.Isend([buf.reshape(-1).view(np.uint8), MPI.BYTE], m.peer, m.send_tag))
         for r, src in self.plan.local_copies:
             x[r] = x[src]
         self._reqs, self._bufs, self._unpack = reqs, bufs, unpack

@@ -356,7 +356,7 @@ def lstsq(a: DistributedTensor, b, rcond=None):
         y = to_cyclic(bt, block=c.layout.block[0], grid=c.layout.grid, dtype=dt)
         factor.apply_qh(c, ts, y)
         r_small = _r_factor(c, Sharding(a.mesh, []), (n, n))._interior
-        y_all = y.to_tensor(Sharding(a.mesh, [])).gather()
+        y_all = y.to_tensor(Sharding(a.mesh, []))._interior  # replicated: the whole array
         x, _, rank, s = np.linalg.lstsq(r_small, y_all[:n], rcond=rcond)
         if rank == n and m > n:
             res = np.sum(np.abs(y_all[n:]) ** 2, axis=0)
