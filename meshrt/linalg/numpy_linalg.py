@@ -120,8 +120,18 @@ def _np_lstsq(a, b, rcond=None):
 
 @implements(np.linalg.eigh)
 def _np_eigh(a, UPLO="L"):
+    if _distributed(a):
+        return dense.eigh(a, UPLO)
     w, v = np.linalg.eigh(_gathered("np.linalg.eigh", a), UPLO=UPLO)
     return DistributedTensor.from_global(w, Sharding(a.mesh, [])), _like(v, a)
+
+
+@implements(np.linalg.eigvalsh)
+def _np_eigvalsh(a, UPLO="L"):
+    if _distributed(a):
+        return dense.eigvalsh(a, UPLO)
+    return DistributedTensor.from_global(np.linalg.eigvalsh(_gathered("np.linalg.eigvalsh", a), UPLO=UPLO),
+                                         Sharding(a.mesh, []))
 
 
 @implements(np.linalg.cholesky)

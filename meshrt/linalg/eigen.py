@@ -1,0 +1,252 @@
+"""The symmetric/Hermitian eigensolver on block-cyclic matrices: reduction to real tridiagonal form by
+Householder reflectors, MRRR on the tridiagonal, back-transformation of the eigenvectors.
+
+ScaLAPACK's ``PDSYTRD`` / ``PZHETRD`` (blocked as LAPACK's ``latrd``) followed by ``PDSTEMR``-like
+tridiagonal work and ``PDORMTR``:
+
+1. `tridiagonalize`: panels of `PANEL` columns (never crossing a block column). For each column of a
+   panel the current column (the panel-start matrix corrected by the panel's earlier ``V W^H + W V^H``)
+   is summed over its process column and broadcast along the process rows, every process forms the same
+   reflector (``larfg``), and ``y = A v`` is one local GEMV per process plus one ``Allreduce``; the
+   panel's ``V`` and ``W`` (``n x PANEL``) are kept on every process, so the corrections cost no messages.
+   After the panel the trailing matrix gets ``A -= V W^H + W V^H`` as one local rank-``2 PANEL`` GEMM. The
+   reflectors stay in ``A`` below the subdiagonal (LAPACK's storage); each panel's ``T`` (``larft``) is
+   formed on every process from the replicated ``V``. The tridiagonal (``n + n-1`` real numbers, ``e``
+   real also for a complex Hermitian matrix, as ``zhetrd``'s) ends up on every process.
+2. Eigenvalues: ``dstemr`` on every process (``O(n^2)``, ascending as numpy's).
+3. Eigenvectors: the eigenvector matrix ``Z`` of the tridiagonal is laid out with ``A``'s row blocks and
+   one contiguous block of ``ceil(n / Pc)`` columns per process column, so each process column computes
+   its own columns' eigenvectors with one ``dstemr`` call for that index range (``n x n/Pc`` numbers per
+   process, once), and keeps its rows. Then ``Z = Q Z`` panel by panel in reverse order, ``Q``'s panels
+   broadcast along the process rows from ``A``'s storage and applied as in `factor.form_q`
+   (``V^H Z`` summed over the process column).
+
+Per process, with ``N`` the order and ``P = Pr Pc``: ``4/3 N^3 / P`` flops in the reduction (half of
+them in GEMV, memory bound, as in every one-stage reduction; the trailing update updates the whole
+Hermitian matrix, not one triangle: ``2/3 N^3 / P`` more GEMM flops for one GEMM per panel),
+``2 N^3 / P`` in the back-transformation, ``O(N^2)`` words in ``O(N)`` messages of ``O(N)`` words.
+
+>>> from meshrt import DistributedTensor, Mesh, Sharding
+>>> from meshrt.linalg.cyclic import to_cyclic
+>>> a = to_cyclic(DistributedTensor.from_global(np.array([[2.0, 1.0], [1.0, 2.0]]), Sharding(Mesh((-1,)), [[0]])))
+>>> d, e, panels = tridiagonalize(a)
+>>> np.round(lapack.stemr(d, e, vectors=False)[0], 12).tolist()
+[1.0, 3.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime import mpi as _mpi
+from . import lapack
+from .blockcyclic import BlockCyclic, local_index
+from .cyclic import CyclicMatrix
+from .factor import _apply_block_reflector, _bcast, _mpi_in_place
+
+__all__ = ["tridiagonalize", "eigenvalues", "eigenvectors", "vector_ranges", "PANEL"]
+
+#: columns per panel of the reduction (``latrd``'s block): the rank of the trailing GEMM is twice this;
+#: the replicated corrections inside a panel cost ``O(N PANEL)`` per column
+PANEL = 32
+
+
+def _allreduce(comm, buf, what):
+    if comm.Get_size() > 1:
+        with _mpi.internal("eigh", what, comm):
+            comm.Allreduce(_mpi_in_place(), buf)
+    return buf
+
+
+def _larfg(x: np.ndarray):
+    """LAPACK's ``larfg`` on ``x = [alpha, rest]``: ``(beta, tau, v_rest)`` with
+    ``(I - tau v v^H)^H x = beta e_1``, ``v = [1, v_rest]``, ``beta`` real."""
+    alpha, rest = x[0], x[1:]
+    xnorm = float(np.linalg.norm(rest)) if rest.size else 0.0
+    alphr = float(alpha.real)
+    alphi = float(alpha.imag) if np.iscomplexobj(x) else 0.0
+    if xnorm == 0.0 and alphi == 0.0:
+        return alphr, x.dtype.type(0), np.zeros_like(rest)
+    beta = -np.copysign(float(np.linalg.norm([alphr, alphi, xnorm])), alphr)
+    if np.iscomplexobj(x):
+        tau = x.dtype.type(complex((beta - alphr) / beta, -alphi / beta))
+    else:
+        tau = x.dtype.type((beta - alphr) / beta)
+    return beta, tau, rest * x.dtype.type(1.0 / (alpha - beta))
+
+
+def panels(n: int, nb: int, width: int = PANEL):
+    """The reduction's panels ``(first column, one past the last)``: ``width`` columns at most, cut at the
+    block-column boundaries so that each lies on one process column."""
+    width = max(1, min(width, nb))
+    out = []
+    for b0 in range(0, n, nb):
+        b1 = min(n, b0 + nb)
+        out.extend((s, min(b1, s + width)) for s in range(b0, b1, width))
+    return out
+
+
+def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
+    """Reduce Hermitian ``a`` (both triangles stored; square blocks) to real tridiagonal ``T = Q^H A Q`` in
+    place. Returns ``(d, e, refl)``: the diagonal and off-diagonal (float64, the same on every process) and,
+    per panel, ``(first column, number of reflectors, T)`` for `eigenvectors` (the reflectors stay in
+    ``a`` below the subdiagonal)."""
+    lay, grid, loc = a.layout, a.grid, a.local
+    if lay.block[0] != lay.block[1] or lay.shape[0] != lay.shape[1]:
+        raise ValueError(f"eigh: a square matrix in square blocks expected, got {lay}")
+    n, nb = lay.shape[0], lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    dt = loc.dtype
+    conj = "C" if dt.kind == "c" else "T"
+    rows, cols = a.rows(), a.cols()
+    d = np.zeros(n, np.float64)
+    e = np.zeros(max(0, n - 1), np.float64)
+    refl = []
+    for s0, s1 in panels(n, nb, width):
+        b, m = s1 - s0, n - s0
+        ck = (s0 // nb) % pc_n
+        lc = local_index(s0, nb, pc_n)  # my local column of s0 when c == ck
+        vv = np.zeros((m, b), dt, order="F")
+        ww = np.zeros((m, b), dt, order="F")
+        taus = np.zeros(b, dt)
+        for i in range(b):
+            j = s0 + i
+            # column j (rows j ..) of the current matrix, on every process
+            x = np.zeros(n - j, dt)
+            if c == ck:
+                lr = lay.row_start(j, r)
+                x[rows[lr:] - j] = loc[lr:, lc + i]
+                _allreduce(grid.col, x, "the column over the process column")
+            _bcast(grid.row, x, ck, "eigh")
+            if i:
+                x -= vv[i:, :i] @ ww[i, :i].conj() + ww[i:, :i] @ vv[i, :i].conj()
+            d[j] = x[0].real
+            if j == n - 1:
+                break
+            beta, tau, vrest = _larfg(x[1:])
+            e[j], taus[i] = beta, tau
+            v = vv[:, i]
+            v[i + 1] = 1
+            v[i + 2:] = vrest
+            lr1, lc1 = lay.row_start(j + 1, r), lay.col_start(j + 1, c)
+            if c == ck:  # the reflector kept below the subdiagonal
+                loc[lr1:, lc + i] = v[rows[lr1:] - s0]
+            # y = A v on rows/cols j+1 .. : one GEMV per process, summed over all
+            y = np.zeros(m, dt)
+            part = np.zeros((loc.shape[0] - lr1, 1), dt, order="F")
+            lapack.gemm(1.0, loc[lr1:, lc1:], np.asfortranarray(v[cols[lc1:] - s0, None]), 0.0, part)
+            y[rows[lr1:] - s0] = part[:, 0]
+            tail = y[i + 1:]
+            _allreduce(grid.comm, tail, "A v")
+            if i:
+                vt, wt = vv[i + 1:, :i], ww[i + 1:, :i]
+                vs = v[i + 1:]
+                tail -= vt @ (wt.conj().T @ vs) + wt @ (vt.conj().T @ vs)
+            tail *= tau
+            tail += (-0.5 * tau * np.vdot(tail, v[i + 1:])) * v[i + 1:]
+            ww[i + 1:, i] = tail
+        nref = min(s1, n - 1) - s0
+        if nref > 0:
+            refl.append((s0, nref, lapack.larft(np.asfortranarray(vv[1:, :nref]), taus[:nref])))
+        if s1 < n:  # the trailing matrix: A -= V W^H + W V^H, one GEMM
+            lr1, lc1 = lay.row_start(s1, r), lay.col_start(s1, c)
+            ri, ci = rows[lr1:] - s0, cols[lc1:] - s0
+            left = np.asfortranarray(np.hstack([vv[ri], ww[ri]]))
+            right = np.asfortranarray(np.hstack([ww[ci], vv[ci]]))
+            lapack.gemm(-1.0, left, right, 1.0, loc[lr1:, lc1:], "N", conj)
+    return d, e, refl
+
+
+def eigenvalues(d: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """All eigenvalues of the tridiagonal, ascending (``dstemr``, the same on every process)."""
+    return lapack.stemr(d, e, vectors=False)[0]
+
+
+def eigenvectors(a: CyclicMatrix, d: np.ndarray, e: np.ndarray, refl, w: np.ndarray) -> CyclicMatrix:
+    """The eigenvectors of ``a`` (reduced by `tridiagonalize`; ``w`` its `eigenvalues`), column ``k`` for the
+    ``k``-th smallest eigenvalue, as a `CyclicMatrix` with ``a``'s row layout and one block of
+    ``ceil(n / Pc)`` columns per process column."""
+    lay, grid, loc = a.layout, a.grid, a.local
+    n, nb = lay.shape[0], lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    dt = loc.dtype
+    conj = "C" if dt.kind == "c" else "T"
+    nbz = max(1, -(-n // pc_n))
+    zlay = BlockCyclic((n, n), (nb, nbz), lay.grid)
+    z = CyclicMatrix.zeros(zlay, grid, dt, a.mesh)
+    rows = a.rows()
+    _tridiagonal_vectors(z, d, e, w, rows, nbz)
+    for s0, nref, t in reversed(refl):
+        ck = (s0 // nb) % pc_n
+        lr = lay.row_start(s0 + 1, r)
+        vbuf = np.empty((loc.shape[0] - lr, nref), dt, order="F")
+        if c == ck:
+            lc = local_index(s0, nb, pc_n)
+            g = rows[lr:, None] - (s0 + 1 + np.arange(nref))[None, :]  # row minus the reflector's unit row
+            vbuf[...] = np.where(g > 0, loc[lr:, lc:lc + nref], 0)
+            vbuf[g == 0] = 1
+        _bcast(grid.row, vbuf, ck, "eigh")
+        _apply_block_reflector(grid, vbuf, t, z.local[lr:], conj, adjoint=False)
+    return z
+
+
+def vector_ranges(w: np.ndarray, pc: int, nbz: int) -> list:
+    """The eigenvector index ranges ``[(lo, hi)]`` the ``pc`` process columns compute, one ``dstemr`` call
+    each: the even split ``[c nbz, (c+1) nbz)``, each boundary moved to the nearest gap of at least
+    ``||T|| / n`` between consecutive eigenvalues. Separate calls choose separate MRRR representations, so
+    two vectors from different calls are orthogonal only to about ``eps ||T|| / gap``; a cluster closer
+    than that stays in one call (``dstemr`` makes it orthogonal), at the price of balance."""
+    n = w.size
+    gmin = (np.abs(w).max() if n else 0.0) / max(1, n)
+    ok = np.ones(n + 1, bool)
+    ok[1:n] = np.diff(w) >= gmin
+    valid = np.flatnonzero(ok)
+    bounds = [0]
+    for c in range(1, pc):
+        b = min(n, c * nbz)
+        k = valid[np.argmin(np.abs(valid - b))]
+        bounds.append(max(bounds[-1], int(k)))
+    bounds.append(n)
+    return [(bounds[c], bounds[c + 1]) for c in range(pc)]
+
+
+def _tridiagonal_vectors(z: CyclicMatrix, d, e, w, rows, nbz) -> None:
+    """``z.local`` = my rows of the tridiagonal's eigenvectors of my columns: this process column's
+    `vector_ranges` computed by one ``dstemr``, then moved to the even column blocks by one ``Alltoallv``
+    along the process row where a boundary moved."""
+    n = w.size
+    grid = z.grid
+    pc_n, c = z.layout.grid[1], grid.coords[1]
+    ranges = vector_ranges(w, pc_n, nbz)
+    even = [(min(n, q * nbz), min(n, (q + 1) * nbz)) for q in range(pc_n)]
+    lo, hi = ranges[c]
+    mine = np.zeros((rows.size, hi - lo), np.float64, order="F")
+    if hi > lo:
+        zt = lapack.stemr(d, e, lo, hi)[1]
+        mine[...] = zt[rows]
+        del zt
+    if ranges == even:
+        z.local[...] = mine
+        return
+    # column k of the range I computed goes to the process column whose even block holds k
+    sends, scount, rcount = [], np.zeros(pc_n, np.int64), np.zeros(pc_n, np.int64)
+    for q, (qlo, qhi) in enumerate(even):
+        a0, a1 = max(lo, qlo), min(hi, qhi)
+        if a1 > a0:
+            sends.append(mine[:, a0 - lo:a1 - lo].ravel(order="F"))
+            scount[q] = rows.size * (a1 - a0)
+    elo, ehi = even[c]
+    parts = []
+    for q, (qlo, qhi) in enumerate(ranges):
+        a0, a1 = max(elo, qlo), min(ehi, qhi)
+        if a1 > a0:
+            parts.append((q, a0, a1))
+            rcount[q] = rows.size * (a1 - a0)
+    sbuf = np.concatenate(sends) if sends else np.zeros(0, np.float64)
+    rbuf = np.empty(int(rcount.sum()), np.float64)
+    sd = np.concatenate([[0], np.cumsum(scount)[:-1]])
+    rd = np.concatenate([[0], np.cumsum(rcount)[:-1]])
+    with _mpi.internal("eigh", "the eigenvectors to their column blocks", grid.row):
+        grid.row.Alltoallv([sbuf, (scount, sd)], [rbuf, (rcount, rd)])
+    for q, a0, a1 in parts:
+        z.local[:, a0 - elo:a1 - elo] = rbuf[rd[q]:rd[q] + rcount[q]].reshape((rows.size, a1 - a0), order="F")
