@@ -105,9 +105,10 @@ EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
 
 
 def eigh(x, /):
-    """Eigenvalues (ascending, replicated) and eigenvectors (columns, split like ``x``) of a symmetric/Hermitian
-    matrix read from its lower triangle: Householder tridiagonalization on the block-cyclic layout, MRRR,
-    back-transformation for a split matrix (`meshrt.linalg.eigen`); numpy's where replicated."""
+    """Eigenvalues (ascending, replicated) and eigenvectors (columns, split like ``x``) of a
+    symmetric/Hermitian matrix read from its lower triangle: Householder tridiagonalization on the
+    block-cyclic layout, tridiagonal eigensolvers, back-transformation for a split matrix
+    (`meshrt.linalg.eigen`); numpy's where replicated."""
     _need_array("eigh", x)
     if _dense.is_distributable(x):
         return EighResult(*_dense.eigh(x))

@@ -414,8 +414,9 @@ def _eigh_prepare(name, a: DistributedTensor, UPLO, block, grid):
 def eigh(a: DistributedTensor, UPLO: str = "L", *, block=None, grid=None):
     """numpy's ``eigh`` of a split Hermitian matrix (read from its ``UPLO`` triangle): ``(w, v)`` with the
     eigenvalues ``w`` ascending (replicated) and the eigenvectors ``v`` as columns, split like ``a``.
-    Householder reduction to real tridiagonal form on the block-cyclic layout, MRRR on the tridiagonal
-    (each process column computing its own eigenvectors), back-transformation by the reflectors
+    Householder reduction to real tridiagonal form on the block-cyclic layout, the tridiagonal's
+    eigenvalues on every process (``dstemr``) and its eigenvectors by each process column for its own
+    columns (``dstein``), back-transformation by the reflectors
     (`meshrt.linalg.eigen`); the matrix is never gathered. ``v`` may differ from numpy's by a sign (a
     phase) per column."""
     if not is_distributable(a):

@@ -1,5 +1,6 @@
 """The symmetric/Hermitian eigensolver on block-cyclic matrices: reduction to real tridiagonal form by
-Householder reflectors, MRRR on the tridiagonal, back-transformation of the eigenvectors.
+Householder reflectors, the tridiagonal's eigenvalues and eigenvectors where they are needed,
+back-transformation of the eigenvectors.
 
 ScaLAPACK's ``PDSYTRD`` / ``PZHETRD`` (blocked as LAPACK's ``latrd``) followed by ``PDSTEMR``-like
 tridiagonal work and ``PDORMTR``:
@@ -10,16 +11,20 @@ tridiagonal work and ``PDORMTR``:
    reflector (``larfg``), and ``y = A v`` is one local GEMV per process plus one ``Allreduce``; the
    panel's ``V`` and ``W`` (``n x PANEL``) are kept on every process, so the corrections cost no messages.
    After the panel the trailing matrix gets ``A -= V W^H + W V^H`` as one local rank-``2 PANEL`` GEMM. The
-   reflectors stay in ``A`` below the subdiagonal (LAPACK's storage); each panel's ``T`` (``larft``) is
-   formed on every process from the replicated ``V``. The tridiagonal (``n + n-1`` real numbers, ``e``
+   reflectors stay in ``A`` below the subdiagonal (LAPACK's storage); each block column's ``T``
+   (``larft``, ``nb`` wide, for the back-transformation) is formed on every process from the replicated
+   ``V``. The tridiagonal (``n + n-1`` real numbers, ``e``
    real also for a complex Hermitian matrix, as ``zhetrd``'s) ends up on every process.
-2. Eigenvalues: ``dstemr`` on every process (``O(n^2)``, ascending as numpy's).
+2. Eigenvalues: ``dstemr`` (MRRR's dqds) on every process (``O(n^2)``, ascending as numpy's).
 3. Eigenvectors: the eigenvector matrix ``Z`` of the tridiagonal is laid out with ``A``'s row blocks and
    one contiguous block of ``ceil(n / Pc)`` columns per process column, so each process column computes
-   its own columns' eigenvectors with one ``dstemr`` call for that index range (``n x n/Pc`` numbers per
-   process, once), and keeps its rows. Then ``Z = Q Z`` panel by panel in reverse order, ``Q``'s panels
-   broadcast along the process rows from ``A``'s storage and applied as in `factor.form_q`
-   (``V^H Z`` summed over the process column).
+   its own columns' eigenvectors for that index range (``n x n/Pc`` numbers per process, once), and keeps
+   its rows: by bisection and inverse iteration (``dstebz``, ``dstein``, ScaLAPACK's ``PDSYEVX`` way:
+   ``dstemr`` on an index subset is less accurate, and two MRRR calls choose different representations),
+   clusters kept on one process column (`vector_ranges`); one process column (``Pc = 1``) uses MRRR.
+   Then ``Z = Q Z`` block column by block column in reverse order, ``Q``'s block reflectors broadcast
+   along the process rows from ``A``'s storage and applied as in `factor.form_q` (``V^H Z`` summed over
+   the process column).
 
 Per process, with ``N`` the order and ``P = Pr Pc``: ``4/3 N^3 / P`` flops in the reduction (half of
 them in GEMV, memory bound, as in every one-stage reduction; the trailing update updates the whole
@@ -89,7 +94,7 @@ def panels(n: int, nb: int, width: int = PANEL):
 def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
     """Reduce Hermitian ``a`` (both triangles stored; square blocks) to real tridiagonal ``T = Q^H A Q`` in
     place. Returns ``(d, e, refl)``: the diagonal and off-diagonal (float64, the same on every process) and,
-    per panel, ``(first column, number of reflectors, T)`` for `eigenvectors` (the reflectors stay in
+    per block column, ``(first column, number of reflectors, T)`` for `eigenvectors` (the reflectors stay in
     ``a`` below the subdiagonal)."""
     lay, grid, loc = a.layout, a.grid, a.local
     if lay.block[0] != lay.block[1] or lay.shape[0] != lay.shape[1]:
@@ -102,7 +107,12 @@ def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
     d = np.zeros(n, np.float64)
     e = np.zeros(max(0, n - 1), np.float64)
     refl = []
+    bv = bt = None  # the current block column's reflectors (all rows from its first) and taus
     for s0, s1 in panels(n, nb, width):
+        b0 = (s0 // nb) * nb
+        if s0 == b0:
+            bv = np.zeros((n - b0, min(nb, n - b0)), dt, order="F")
+            bt = np.zeros(bv.shape[1], dt)
         b, m = s1 - s0, n - s0
         ck = (s0 // nb) % pc_n
         lc = local_index(s0, nb, pc_n)  # my local column of s0 when c == ck
@@ -133,9 +143,9 @@ def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
                 loc[lr1:, lc + i] = v[rows[lr1:] - s0]
             # y = A v on rows/cols j+1 .. : one GEMV per process, summed over all
             y = np.zeros(m, dt)
-            part = np.zeros((loc.shape[0] - lr1, 1), dt, order="F")
-            lapack.gemm(1.0, loc[lr1:, lc1:], np.asfortranarray(v[cols[lc1:] - s0, None]), 0.0, part)
-            y[rows[lr1:] - s0] = part[:, 0]
+            part = np.zeros(loc.shape[0] - lr1, dt)
+            lapack.gemv(1.0, loc[lr1:, lc1:], np.ascontiguousarray(v[cols[lc1:] - s0]), 0.0, part)
+            y[rows[lr1:] - s0] = part
             tail = y[i + 1:]
             _allreduce(grid.comm, tail, "A v")
             if i:
@@ -145,9 +155,11 @@ def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
             tail *= tau
             tail += (-0.5 * tau * np.vdot(tail, v[i + 1:])) * v[i + 1:]
             ww[i + 1:, i] = tail
-        nref = min(s1, n - 1) - s0
-        if nref > 0:
-            refl.append((s0, nref, lapack.larft(np.asfortranarray(vv[1:, :nref]), taus[:nref])))
+        bv[s0 - b0:, s0 - b0:s1 - b0] = vv
+        bt[s0 - b0:s1 - b0] = taus
+        nref = min(s1, n - 1) - b0
+        if s1 == min(n, b0 + nb) and nref > 0:  # the block column's T, for the back-transformation
+            refl.append((b0, nref, lapack.larft(np.asfortranarray(bv[1:, :nref]), bt[:nref])))
         if s1 < n:  # the trailing matrix: A -= V W^H + W V^H, one GEMM
             lr1, lc1 = lay.row_start(s1, r), lay.col_start(s1, c)
             ri, ci = rows[lr1:] - s0, cols[lc1:] - s0
@@ -190,14 +202,14 @@ def eigenvectors(a: CyclicMatrix, d: np.ndarray, e: np.ndarray, refl, w: np.ndar
     return z
 
 
-def vector_ranges(w: np.ndarray, pc: int, nbz: int) -> list:
-    """The eigenvector index ranges ``[(lo, hi)]`` the ``pc`` process columns compute, one ``dstemr`` call
+def vector_ranges(w: np.ndarray, pc: int, nbz: int, onenorm: float) -> list:
+    """The eigenvector index ranges ``[(lo, hi)]`` the ``pc`` process columns compute, one ``dstein`` call
     each: the even split ``[c nbz, (c+1) nbz)``, each boundary moved to the nearest gap of at least
-    ``||T|| / n`` between consecutive eigenvalues. Separate calls choose separate MRRR representations, so
-    two vectors from different calls are orthogonal only to about ``eps ||T|| / gap``; a cluster closer
-    than that stays in one call (``dstemr`` makes it orthogonal), at the price of balance."""
+    ``ORFAC ||T||_1`` between consecutive eigenvalues (``onenorm``). ``dstein`` reorthogonalizes the
+    vectors of eigenvalues closer than that (its clusters) only within one call, so a cluster stays on one
+    process column, at the price of balance (ScaLAPACK's ``PDSYEVX`` keeps clusters on one process too)."""
     n = w.size
-    gmin = (np.abs(w).max() if n else 0.0) / max(1, n)
+    gmin = ORFAC * onenorm
     ok = np.ones(n + 1, bool)
     ok[1:n] = np.diff(w) >= gmin
     valid = np.flatnonzero(ok)
@@ -210,19 +222,39 @@ def vector_ranges(w: np.ndarray, pc: int, nbz: int) -> list:
     return [(bounds[c], bounds[c + 1]) for c in range(pc)]
 
 
+#: ScaLAPACK's default ``ORFAC``: eigenvalues closer than ``ORFAC ||T||_1`` form one cluster of ``dstein``
+ORFAC = 1e-3
+
+
+def _onenorm(d, e) -> float:
+    """``||T||_1`` of the tridiagonal (``dstein``'s scale for its clusters)."""
+    if not d.size:
+        return 0.0
+    col = np.abs(d).copy()
+    col[:-1] += np.abs(e)
+    col[1:] += np.abs(e)
+    return float(col.max())
+
+
 def _tridiagonal_vectors(z: CyclicMatrix, d, e, w, rows, nbz) -> None:
     """``z.local`` = my rows of the tridiagonal's eigenvectors of my columns: this process column's
-    `vector_ranges` computed by one ``dstemr``, then moved to the even column blocks by one ``Alltoallv``
-    along the process row where a boundary moved."""
+    `vector_ranges` computed by one ``dstein`` (``dstemr`` for all of them), then moved to the even
+    column blocks by one ``Alltoallv`` along the process row where a boundary moved."""
     n = w.size
     grid = z.grid
     pc_n, c = z.layout.grid[1], grid.coords[1]
-    ranges = vector_ranges(w, pc_n, nbz)
+    ranges = vector_ranges(w, pc_n, nbz, _onenorm(d, e))
     even = [(min(n, q * nbz), min(n, (q + 1) * nbz)) for q in range(pc_n)]
     lo, hi = ranges[c]
     mine = np.zeros((rows.size, hi - lo), np.float64, order="F")
     if hi > lo:
-        zt = lapack.stemr(d, e, lo, hi)[1]
+        if (lo, hi) == (0, n):  # all of them: MRRR
+            zt = lapack.stemr(d, e)[1]
+        else:  # bisection and inverse iteration for the range (dstemr's subsets are less accurate)
+            import scipy.linalg
+
+            zt = scipy.linalg.eigh_tridiagonal(d, e, select="i", select_range=(lo, hi - 1),
+                                               lapack_driver="stebz")[1]
         mine[...] = zt[rows]
         del zt
     if ranges == even:

@@ -18,7 +18,7 @@ import ctypes
 
 import numpy as np
 
-__all__ = ["gemm", "trsm", "herk", "potrf", "getrf", "geqrf", "larft", "larfb", "stemr", "PREFIX"]
+__all__ = ["gemm", "gemv", "trsm", "herk", "potrf", "getrf", "geqrf", "larft", "larfb", "stemr", "PREFIX"]
 
 PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
           np.dtype(np.complex128): "z"}
@@ -90,6 +90,21 @@ def gemm(alpha, a, b, beta, c, trans_a="N", trans_b="N") -> None:
     pb, kb = _scalar(beta, c.dtype)
     _routine(pre + "gemm")(_c(trans_a), _c(trans_b), _i(m), _i(n), _i(k), pa, _p(a), _i(_ld(a)), _p(b),
                             _i(_ld(b)), pb, _p(c), _i(_ld(c)))
+
+
+def gemv(alpha, a, x, beta, y, trans="N") -> None:
+    """``y = alpha * op(a) @ x + beta * y`` in place, ``x`` and ``y`` contiguous 1-D."""
+    if y.size == 0:
+        return
+    pre = _prefix(a, x, y)
+    m, n = a.shape
+    if m == 0 or n == 0:
+        y *= beta
+        return
+    pa, ka = _scalar(alpha, y.dtype)
+    pb, kb = _scalar(beta, y.dtype)
+    one = _i(1)
+    _routine(pre + "gemv")(_c(trans), _i(m), _i(n), pa, _p(a), _i(_ld(a)), _p(x), one, pb, _p(y), one)
 
 
 def trsm(side, uplo, trans, diag, alpha, a, b) -> None:
