@@ -2,19 +2,21 @@
 Householder reflectors, the tridiagonal's eigenvalues and eigenvectors where they are needed,
 back-transformation of the eigenvectors.
 
-ScaLAPACK's ``PDSYTRD`` / ``PZHETRD`` (blocked as LAPACK's ``latrd``) followed by ``PDSTEMR``-like
-tridiagonal work and ``PDORMTR``:
+ScaLAPACK's ``PDSYEVX`` in outline: ``PDSYTRD`` / ``PZHETRD`` (blocked as LAPACK's ``latrd``), the
+tridiagonal's eigenvalues everywhere and its eigenvectors by bisection and inverse iteration where they
+are needed, ``PDORMTR``:
 
-1. `tridiagonalize`: panels of `PANEL` columns (never crossing a block column). For each column of a
-   panel the current column (the panel-start matrix corrected by the panel's earlier ``V W^H + W V^H``)
-   is summed over its process column and broadcast along the process rows, every process forms the same
-   reflector (``larfg``), and ``y = A v`` is one local GEMV per process plus one ``Allreduce``; the
-   panel's ``V`` and ``W`` (``n x PANEL``) are kept on every process, so the corrections cost no messages.
-   After the panel the trailing matrix gets ``A -= V W^H + W V^H`` as one local rank-``2 PANEL`` GEMM. The
-   reflectors stay in ``A`` below the subdiagonal (LAPACK's storage); each block column's ``T``
-   (``larft``, ``nb`` wide, for the back-transformation) is formed on every process from the replicated
-   ``V``. The tridiagonal (``n + n-1`` real numbers, ``e``
-   real also for a complex Hermitian matrix, as ``zhetrd``'s) ends up on every process.
+1. `tridiagonalize`: panels of `PANEL` columns (never crossing a block column). The panel's columns are
+   summed over their process column and broadcast along the process rows once; for each column the
+   current column (the panel-start one corrected by the panel's earlier ``V W^H + W V^H``) gives every
+   process the same reflector (``larfg``), and ``y = A v`` is one local GEMV per process plus one
+   ``Allreduce`` (the one message per column); the panel's ``V`` and ``W`` (``n x PANEL``) are kept on
+   every process, so the corrections cost no messages. After the panel the trailing matrix gets
+   ``A -= V W^H + W V^H`` as one local rank-``2 PANEL`` GEMM. The reflectors stay in ``A`` below the
+   subdiagonal (LAPACK's storage); each block column's ``T`` (``larft``, ``nb`` wide, for the
+   back-transformation) is formed on every process from the replicated ``V``. The tridiagonal (``n + n-1``
+   real numbers, ``e`` real also for a complex Hermitian matrix, as ``zhetrd``'s) ends up on every
+   process.
 2. Eigenvalues: ``dstemr`` (MRRR's dqds) on every process (``O(n^2)``, ascending as numpy's).
 3. Eigenvectors: the eigenvector matrix ``Z`` of the tridiagonal is laid out with ``A``'s row blocks and
    one contiguous block of ``ceil(n / Pc)`` columns per process column, so each process column computes
@@ -26,10 +28,14 @@ tridiagonal work and ``PDORMTR``:
    along the process rows from ``A``'s storage and applied as in `factor.form_q` (``V^H Z`` summed over
    the process column).
 
-Per process, with ``N`` the order and ``P = Pr Pc``: ``4/3 N^3 / P`` flops in the reduction (half of
-them in GEMV, memory bound, as in every one-stage reduction; the trailing update updates the whole
-Hermitian matrix, not one triangle: ``2/3 N^3 / P`` more GEMM flops for one GEMM per panel),
-``2 N^3 / P`` in the back-transformation, ``O(N^2)`` words in ``O(N)`` messages of ``O(N)`` words.
+Per process, with ``N`` the order and ``P = Pr Pc``: ``2/3 N^3 / P`` flops in GEMV (memory bound, as in
+every one-stage reduction; the whole trailing matrix is read, twice what a one-triangle ``symv`` reads)
+and ``4/3 N^3 / P`` in the trailing GEMMs (both triangles updated, twice LAPACK's ``syr2k``, for one GEMM
+per panel); ``2 N^3 / P`` in the back-transformation; ``O(N^2 / Pc)`` for the tridiagonal's vectors.
+Messages: one ``Allreduce`` of ``N - j`` words per column ``j`` over all processes (``N^2 / 2`` words in
+all; ScaLAPACK moves ``N / Pr`` and ``N / Pc`` pieces along rows and columns instead), one panel broadcast
+per panel, and in the back-transformation one ``N/Pr x nb`` broadcast and one ``nb x N/Pc`` column
+``Allreduce`` per block column.
 
 >>> from meshrt import DistributedTensor, Mesh, Sharding
 >>> from meshrt.linalg.cyclic import to_cyclic
@@ -119,15 +125,16 @@ def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
         vv = np.zeros((m, b), dt, order="F")
         ww = np.zeros((m, b), dt, order="F")
         taus = np.zeros(b, dt)
+        # the panel's columns (rows s0 ..) as they are now, on every process: one message per panel
+        pan = np.zeros((m, b), dt, order="F")
+        if c == ck:
+            lr = lay.row_start(s0, r)
+            pan[rows[lr:] - s0] = loc[lr:, lc:lc + b]
+            _allreduce(grid.col, pan, "the panel over the process column")
+        _bcast(grid.row, pan, ck, "eigh")
         for i in range(b):
             j = s0 + i
-            # column j (rows j ..) of the current matrix, on every process
-            x = np.zeros(n - j, dt)
-            if c == ck:
-                lr = lay.row_start(j, r)
-                x[rows[lr:] - j] = loc[lr:, lc + i]
-                _allreduce(grid.col, x, "the column over the process column")
-            _bcast(grid.row, x, ck, "eigh")
+            x = pan[i:, i]  # column j (rows j ..) of the current matrix: the panel's corrected
             if i:
                 x -= vv[i:, :i] @ ww[i, :i].conj() + ww[i:, :i] @ vv[i, :i].conj()
             d[j] = x[0].real
