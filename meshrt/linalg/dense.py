@@ -407,8 +407,7 @@ def _eigh_prepare(name, a: DistributedTensor, UPLO, block, grid):
     dt = _work_dtype(name, a.dtype)
     c = to_cyclic(_hermitian(a, UPLO, dt), block=block if block is not None else _env_block(), grid=grid)
     d, e, refl = eigen.tridiagonalize(c)
-    w = eigen.eigenvalues(d, e)
-    return c, d, e, refl, w, w.astype(np.dtype(dt).type(0).real.dtype)
+    return c, d, e, refl, np.dtype(dt).type(0).real.dtype
 
 
 def eigh(a: DistributedTensor, UPLO: str = "L", *, block=None, grid=None):
@@ -422,9 +421,9 @@ def eigh(a: DistributedTensor, UPLO: str = "L", *, block=None, grid=None):
     if not is_distributable(a):
         w, v = np.linalg.eigh(a.gather(), UPLO=UPLO)
         return _replicated_result(w, a.mesh), _replicated_result(v, a.mesh)
-    c, d, e, refl, w64, w = _eigh_prepare("eigh", a, UPLO, block, grid)
-    z = eigen.eigenvectors(c, d, e, refl, w64)
-    return _replicated_result(w, a.mesh), z.to_tensor(_plain(a.sharding))
+    c, d, e, refl, wdt = _eigh_prepare("eigh", a, UPLO, block, grid)
+    z, w = eigen.eigenvectors(c, d, e, refl)
+    return _replicated_result(w.astype(wdt), a.mesh), z.to_tensor(_plain(a.sharding))
 
 
 def eigvalsh(a: DistributedTensor, UPLO: str = "L", *, block=None, grid=None) -> DistributedTensor:
@@ -432,4 +431,5 @@ def eigvalsh(a: DistributedTensor, UPLO: str = "L", *, block=None, grid=None) ->
     reduction of `eigh`, no eigenvectors)."""
     if not is_distributable(a):
         return _replicated_result(np.linalg.eigvalsh(a.gather(), UPLO=UPLO), a.mesh)
-    return _replicated_result(_eigh_prepare("eigvalsh", a, UPLO, block, grid)[-1], a.mesh)
+    _, d, e, _, wdt = _eigh_prepare("eigvalsh", a, UPLO, block, grid)
+    return _replicated_result(eigen.eigenvalues(d, e).astype(wdt), a.mesh)

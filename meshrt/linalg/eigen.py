@@ -53,7 +53,7 @@ from ..runtime import mpi as _mpi
 from . import lapack
 from .blockcyclic import BlockCyclic, local_index
 from .cyclic import CyclicMatrix
-from .factor import _apply_block_reflector, _bcast, _mpi_in_place
+from .factor import _apply_block_reflector, _bcast, _column_chunks, _mpi_in_place
 
 __all__ = ["tridiagonalize", "eigenvalues", "eigenvectors", "vector_ranges", "PANEL"]
 
@@ -113,6 +113,11 @@ def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
     d = np.zeros(n, np.float64)
     e = np.zeros(max(0, n - 1), np.float64)
     refl = []
+    # my block columns: (first local column, end, first global column, end)
+    blocks = []
+    for lb in range(0, loc.shape[1], nb):
+        g = ((lb // nb) * pc_n + c) * nb
+        blocks.append((lb, min(loc.shape[1], lb + nb), g, min(n, g + nb)))
     bv = bt = None  # the current block column's reflectors (all rows from its first) and taus
     for s0, s1 in panels(n, nb, width):
         b0 = (s0 // nb) * nb
@@ -148,11 +153,9 @@ def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
             lr1, lc1 = lay.row_start(j + 1, r), lay.col_start(j + 1, c)
             if c == ck:  # the reflector kept below the subdiagonal
                 loc[lr1:, lc + i] = v[rows[lr1:] - s0]
-            # y = A v on rows/cols j+1 .. : one GEMV per process, summed over all
+            # y = A v on rows/cols j+1 .. from the lower triangle's blocks, summed over all processes
             y = np.zeros(m, dt)
-            part = np.zeros(loc.shape[0] - lr1, dt)
-            lapack.gemv(1.0, loc[lr1:, lc1:], np.ascontiguousarray(v[cols[lc1:] - s0]), 0.0, part)
-            y[rows[lr1:] - s0] = part
+            _hemv(a, blocks, rows, cols, v, s0, j + 1, y, conj)
             tail = y[i + 1:]
             _allreduce(grid.comm, tail, "A v")
             if i:
@@ -167,13 +170,36 @@ def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
         nref = min(s1, n - 1) - b0
         if s1 == min(n, b0 + nb) and nref > 0:  # the block column's T, for the back-transformation
             refl.append((b0, nref, lapack.larft(np.asfortranarray(bv[1:, :nref]), bt[:nref])))
-        if s1 < n:  # the trailing matrix: A -= V W^H + W V^H, one GEMM
+        if s1 < n:  # the trailing matrix's diagonal and lower blocks: A -= V W^H + W V^H, rank 2b GEMMs
             lr1, lc1 = lay.row_start(s1, r), lay.col_start(s1, c)
             ri, ci = rows[lr1:] - s0, cols[lc1:] - s0
             left = np.asfortranarray(np.hstack([vv[ri], ww[ri]]))
             right = np.asfortranarray(np.hstack([ww[ci], vv[ci]]))
-            lapack.gemm(-1.0, left, right, 1.0, loc[lr1:, lc1:], "N", conj)
+            for cs, ce, gstart in _column_chunks(a, s1):
+                rs = lay.row_start(gstart, r)
+                lapack.gemm(-1.0, left[rs - lr1:], right[cs - lc1:ce - lc1], 1.0, loc[rs:, cs:ce], "N", conj)
     return d, e, refl
+
+
+def _hemv(a: CyclicMatrix, blocks, rows, cols, v, s0: int, j1: int, y, conj) -> None:
+    """``y += A v`` (my part, before the sum over all processes) on rows and columns ``j1 ..`` of Hermitian
+    ``a`` from its diagonal and lower blocks only (the upper ones are not kept up to date): per block column
+    of mine, one GEMV with the blocks on and below the diagonal and one with the adjoint of those below it.
+    ``v`` and ``y`` are indexed from global row ``s0``."""
+    lay, loc = a.layout, a.local
+    r = a.grid.coords[0]
+    nrow = loc.shape[0]
+    for lcs, lce, g, gend in blocks:
+        if gend <= j1:
+            continue
+        lca = lcs + max(0, j1 - g)
+        gcols = cols[lca:lce] - s0
+        lr0, lre = lay.row_start(max(g, j1), r), lay.row_start(gend, r)
+        if lr0 < nrow:  # numpy's matmul: BLAS on the column-major view, without ctypes' per-call cost
+            y[rows[lr0:] - s0] += loc[lr0:, lca:lce] @ v[gcols]
+        if lre < nrow:  # (A^H x) = (x^H A)^H: a vector-matrix product on the same view, no copy
+            x = v[rows[lre:] - s0]
+            y[gcols] += np.conj(x.conj() @ loc[lre:, lca:lce]) if conj == "C" else x @ loc[lre:, lca:lce]
 
 
 def eigenvalues(d: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -181,10 +207,11 @@ def eigenvalues(d: np.ndarray, e: np.ndarray) -> np.ndarray:
     return lapack.stemr(d, e, vectors=False)[0]
 
 
-def eigenvectors(a: CyclicMatrix, d: np.ndarray, e: np.ndarray, refl, w: np.ndarray) -> CyclicMatrix:
-    """The eigenvectors of ``a`` (reduced by `tridiagonalize`; ``w`` its `eigenvalues`), column ``k`` for the
-    ``k``-th smallest eigenvalue, as a `CyclicMatrix` with ``a``'s row layout and one block of
-    ``ceil(n / Pc)`` columns per process column."""
+def eigenvectors(a: CyclicMatrix, d: np.ndarray, e: np.ndarray, refl, w: np.ndarray | None = None):
+    """``(Z, w)``: the eigenvectors of ``a`` (reduced by `tridiagonalize`), column ``k`` for the ``k``-th
+    smallest eigenvalue, as a `CyclicMatrix` with ``a``'s row layout and one block of ``ceil(n / Pc)``
+    columns per process column, and the eigenvalues ``w`` (computed here unless given: on one process
+    column by the same ``dstemr`` call as the vectors)."""
     lay, grid, loc = a.layout, a.grid, a.local
     n, nb = lay.shape[0], lay.block[0]
     (pr_n, pc_n), (r, c) = lay.grid, grid.coords
@@ -194,7 +221,13 @@ def eigenvectors(a: CyclicMatrix, d: np.ndarray, e: np.ndarray, refl, w: np.ndar
     zlay = BlockCyclic((n, n), (nb, nbz), lay.grid)
     z = CyclicMatrix.zeros(zlay, grid, dt, a.mesh)
     rows = a.rows()
-    _tridiagonal_vectors(z, d, e, w, rows, nbz)
+    if pc_n == 1 and w is None:
+        w, zt = lapack.stemr(d, e)
+        z.local[...] = zt[rows]
+        del zt
+    else:
+        w = eigenvalues(d, e) if w is None else w
+        _tridiagonal_vectors(z, d, e, w, rows, nbz)
     for s0, nref, t in reversed(refl):
         ck = (s0 // nb) % pc_n
         lr = lay.row_start(s0 + 1, r)
@@ -206,7 +239,7 @@ def eigenvectors(a: CyclicMatrix, d: np.ndarray, e: np.ndarray, refl, w: np.ndar
             vbuf[g == 0] = 1
         _bcast(grid.row, vbuf, ck, "eigh")
         _apply_block_reflector(grid, vbuf, t, z.local[lr:], conj, adjoint=False)
-    return z
+    return z, w
 
 
 def vector_ranges(w: np.ndarray, pc: int, nbz: int, onenorm: float) -> list:

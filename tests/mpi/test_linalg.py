@@ -360,7 +360,7 @@ def test_eigh_on_every_grid_shape(mesh, block, grid, dt):
         w, v = dense.eigh(split(a, rows), block=block, grid=g)
         check_eigh(a, w.gather(), v.gather(), dt)
         w2 = dense.eigvalsh(split(a, rows), block=block, grid=g)
-        assert np.array_equal(w2.gather(), w.gather())
+        assert np.abs(w2.gather() - w.gather()).max(initial=0) <= THRESH * eps(dt) * n * np.linalg.norm(a, 1)
 
 
 def test_eigh_reads_one_triangle_as_numpy(mesh):
@@ -406,7 +406,7 @@ def test_eigh_through_the_array_api(mesh):
     check_eigh(a, w.gather(), v.gather(), np.float64)
     assert v.sharding == t.sharding and not any(w.sharding.split_axes)
     wv = xp.linalg.eigvalsh(t)
-    assert np.array_equal(wv.gather(), w.gather())
+    assert np.abs(wv.gather() - w.gather()).max() <= THRESH * eps(a.dtype) * n * np.linalg.norm(a, 1)
     assert "linalg.eigh" not in GATHERS and "linalg.eigvalsh" not in GATHERS
     from meshrt.array_api import explain
 
