@@ -110,8 +110,12 @@ _HOW = {
     "linalg.slogdet": "LU with partial pivoting on the 2-D block-cyclic layout; the diagonal allgathered",
     "linalg.cholesky": "right-looking blocked Cholesky on the 2-D block-cyclic layout (meshrt.linalg.dense)",
     "linalg.matrix_power": "repeated squaring by SUMMA products on the 2-D block-cyclic layout",
-    "linalg.eigh": (True, "eigensolvers of a split matrix are not distributed"),
-    "linalg.eigvalsh": (True, "eigensolvers of a split matrix are not distributed"),
+    "linalg.eigh": "Householder reduction to real tridiagonal form on the 2-D block-cyclic layout (panels, "
+                   "the trailing update one rank-2k GEMM), its eigenvalues on every process, its eigenvectors "
+                   "by each process column for its own columns (bisection, inverse iteration), "
+                   "back-transformation by the reflectors; eigenvectors split like x",
+    "linalg.eigvalsh": "Householder reduction to real tridiagonal form on the 2-D block-cyclic layout, the "
+                       "eigenvalues of the tridiagonal (replicated)",
     "linalg.pinv": (True, "an SVD of a square split matrix"), "linalg.matrix_rank": (True, "an SVD"),
     "linalg.cross": (True, ""),
     "linalg.diagonal": (True, ""), "linalg.trace": (True, ""), "linalg.outer": (True, ""),

@@ -6,9 +6,9 @@ A tall-skinny matrix split on rows only (``m >= n`` columns, the usual ``n_sampl
 ``R`` factors (``n x n`` each) are allgathered and factored again, so only ``P * n * n`` numbers move and
 the rows never do; ``Q`` and ``U`` come out row-split like the input. Any other split matrix goes to the
 block-cyclic algorithms of `meshrt.linalg.dense` (``cholesky``, ``solve``, ``inv``, ``det``, ``slogdet``,
-``matrix_power``, ``qr`` of any shape and mode). Small matrices (``eigh``, ``cholesky``, ``solve``, ``inv``,
-``det``, ``slogdet``, ``pinv``, ``matrix_rank``, ...) are computed where they are replicated; a split
-operand of those is gathered first, and `GATHERS` / ``explain_op`` say so.
+``matrix_power``, ``qr`` of any shape and mode, ``eigh``, ``eigvalsh``). Replicated matrices are computed
+where they are; a split operand of the others (``pinv``, ``matrix_rank``, ...) is gathered first, and
+`GATHERS` / ``explain_op`` say so.
 
 >>> import meshrt.array_api as xp
 >>> x = xp.reshape(xp.arange(12.0), (6, 2))
@@ -99,8 +99,27 @@ def matrix_rank(x, /, *, rtol=None):
     _need_array("matrix_rank", x)
     return _gathered("linalg.matrix_rank", lambda a, r: np.asarray(np.linalg.matrix_rank(a, rtol=r)), (x, rtol), {},
                      _SQUARE)
-eigh = _small("eigh", np.linalg.eigh, "Eigenvalues and eigenvectors of a symmetric/Hermitian matrix.")
-eigvalsh = _small("eigvalsh", np.linalg.eigvalsh, "Eigenvalues of a symmetric/Hermitian matrix.")
+_eigh = _small("eigh", np.linalg.eigh, "Eigenvalues and eigenvectors of a symmetric/Hermitian matrix.")
+_eigvalsh = _small("eigvalsh", np.linalg.eigvalsh, "Eigenvalues of a symmetric/Hermitian matrix.")
+EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
+
+
+def eigh(x, /):
+    """Eigenvalues (ascending, replicated) and eigenvectors (columns, split like ``x``) of a
+    symmetric/Hermitian matrix read from its lower triangle: Householder tridiagonalization on the
+    block-cyclic layout, tridiagonal eigensolvers, back-transformation for a split matrix
+    (`meshrt.linalg.eigen`); numpy's where replicated."""
+    _need_array("eigh", x)
+    if _dense.is_distributable(x):
+        return EighResult(*_dense.eigh(x))
+    return _eigh(x)
+
+
+def eigvalsh(x, /):
+    """Eigenvalues (ascending, replicated) of a symmetric/Hermitian matrix: the distributed reduction to
+    tridiagonal form for a split matrix, numpy's where replicated."""
+    _need_array("eigvalsh", x)
+    return _dense.eigvalsh(x) if _dense.is_distributable(x) else _eigvalsh(x)
 _inv = _small("inv", np.linalg.inv, "Inverse.")
 _det = _small("det", np.linalg.det, "Determinant.")
 _slogdet = _small("slogdet", np.linalg.slogdet, "Sign and log of the absolute determinant.")

@@ -27,12 +27,13 @@ import numpy as np
 from ..runtime import mpi as _mpi
 from ..sharding.spec import Sharding
 from ..tensor.distributed_tensor import DistributedTensor
-from . import factor
+from . import eigen, factor
 from .blockcyclic import BlockCyclic
 from .cyclic import CyclicMatrix, to_cyclic
 from .tall import is_tall_row_split, tsqr
 
-__all__ = ["cholesky", "lu", "solve", "inv", "det", "slogdet", "matrix_power", "qr", "lstsq", "is_distributable"]
+__all__ = ["cholesky", "lu", "solve", "inv", "det", "slogdet", "matrix_power", "qr", "lstsq", "eigh", "eigvalsh",
+           "is_distributable"]
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -378,3 +379,57 @@ def lstsq(a: DistributedTensor, b, rcond=None):
 def _residuals(res, b):
     """numpy's ``residuals``: one per column of ``b``; a 1-D ``b`` gives a shape ``(1,)`` array."""
     return np.asarray(res)
+
+
+def _hermitian(a: DistributedTensor, UPLO: str, dtype) -> DistributedTensor:
+    """The Hermitian matrix numpy's ``eigh`` reads from ``a``'s ``UPLO`` triangle (the other one mirrored,
+    the diagonal's real part), in ``a``'s sharding: one transposing exchange."""
+    if UPLO not in ("L", "U"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    s = _plain(a.sharding)
+    a = a if a.sharding == s else a.reshard(s)
+    mirror = (a.T.conj() if a.dtype.kind == "c" else a.T).reshard(s)
+    rs, cs = a.shard_slices
+    gi = np.arange(rs.start, rs.stop)[:, None]
+    gj = np.arange(cs.start, cs.stop)[None, :]
+    keep = gi >= gj if UPLO == "L" else gi <= gj
+    out = DistributedTensor.empty(a.shape, s, dtype)
+    block = out._interior
+    block[...] = np.where(keep, a._interior, mirror._interior)
+    if block.dtype.kind == "c":
+        on = np.broadcast_to(gi == gj, block.shape)
+        block[on] = block[on].real
+    return out
+
+
+def _eigh_prepare(name, a: DistributedTensor, UPLO, block, grid):
+    _square(name, a)
+    dt = _work_dtype(name, a.dtype)
+    c = to_cyclic(_hermitian(a, UPLO, dt), block=block if block is not None else _env_block(), grid=grid)
+    d, e, refl = eigen.tridiagonalize(c)
+    return c, d, e, refl, np.dtype(dt).type(0).real.dtype
+
+
+def eigh(a: DistributedTensor, UPLO: str = "L", *, block=None, grid=None):
+    """numpy's ``eigh`` of a split Hermitian matrix (read from its ``UPLO`` triangle): ``(w, v)`` with the
+    eigenvalues ``w`` ascending (replicated) and the eigenvectors ``v`` as columns, split like ``a``.
+    Householder reduction to real tridiagonal form on the block-cyclic layout, the tridiagonal's
+    eigenvalues on every process (``dstemr``) and its eigenvectors by each process column for its own
+    columns (``dstein``), back-transformation by the reflectors
+    (`meshrt.linalg.eigen`); the matrix is never gathered. ``v`` may differ from numpy's by a sign (a
+    phase) per column."""
+    if not is_distributable(a):
+        w, v = np.linalg.eigh(a.gather(), UPLO=UPLO)
+        return _replicated_result(w, a.mesh), _replicated_result(v, a.mesh)
+    c, d, e, refl, wdt = _eigh_prepare("eigh", a, UPLO, block, grid)
+    z, w = eigen.eigenvectors(c, d, e, refl)
+    return _replicated_result(w.astype(wdt), a.mesh), z.to_tensor(_plain(a.sharding))
+
+
+def eigvalsh(a: DistributedTensor, UPLO: str = "L", *, block=None, grid=None) -> DistributedTensor:
+    """numpy's ``eigvalsh`` of a split Hermitian matrix: the eigenvalues ascending, replicated (the
+    reduction of `eigh`, no eigenvectors)."""
+    if not is_distributable(a):
+        return _replicated_result(np.linalg.eigvalsh(a.gather(), UPLO=UPLO), a.mesh)
+    _, d, e, _, wdt = _eigh_prepare("eigvalsh", a, UPLO, block, grid)
+    return _replicated_result(eigen.eigenvalues(d, e).astype(wdt), a.mesh)

@@ -18,7 +18,7 @@ import ctypes
 
 import numpy as np
 
-__all__ = ["gemm", "trsm", "herk", "potrf", "getrf", "geqrf", "larft", "larfb", "PREFIX"]
+__all__ = ["gemm", "gemv", "trsm", "herk", "potrf", "getrf", "geqrf", "larft", "larfb", "stemr", "PREFIX"]
 
 PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
           np.dtype(np.complex128): "z"}
@@ -90,6 +90,21 @@ def gemm(alpha, a, b, beta, c, trans_a="N", trans_b="N") -> None:
     pb, kb = _scalar(beta, c.dtype)
     _routine(pre + "gemm")(_c(trans_a), _c(trans_b), _i(m), _i(n), _i(k), pa, _p(a), _i(_ld(a)), _p(b),
                             _i(_ld(b)), pb, _p(c), _i(_ld(c)))
+
+
+def gemv(alpha, a, x, beta, y, trans="N") -> None:
+    """``y = alpha * op(a) @ x + beta * y`` in place, ``x`` and ``y`` contiguous 1-D."""
+    if y.size == 0:
+        return
+    pre = _prefix(a, x, y)
+    m, n = a.shape
+    if m == 0 or n == 0:
+        y *= beta
+        return
+    pa, ka = _scalar(alpha, y.dtype)
+    pb, kb = _scalar(beta, y.dtype)
+    one = _i(1)
+    _routine(pre + "gemv")(_c(trans), _i(m), _i(n), pa, _p(a), _i(_ld(a)), _p(x), one, pb, _p(y), one)
 
 
 def trsm(side, uplo, trans, diag, alpha, a, b) -> None:
@@ -172,3 +187,36 @@ def larfb(side, trans, v, t, c) -> None:
     work = np.zeros((ldwork, k), c.dtype, order="F")
     _routine(_prefix(v, t, c) + "larfb")(_c(side), _c(trans), _c("F"), _c("C"), _i(m), _i(n), _i(k), _p(v),
                                           _i(_ld(v)), _p(t), _i(_ld(t)), _p(c), _i(_ld(c)), _p(work), _i(ldwork))
+
+
+def stemr(d, e, il=None, iu=None, vectors=True):
+    """Eigenvalues (ascending) and, with ``vectors``, eigenvectors of the real symmetric tridiagonal matrix
+    with diagonal ``d`` and off-diagonal ``e`` (float64), by MRRR (``dstemr``): all of them, or those of
+    0-based indices ``il .. iu - 1``. The eigenvectors come back ``n x (iu - il)`` only (SciPy's wrapper
+    allocates ``n x n`` whatever the range). Raises ``LinAlgError`` if LAPACK's ``info`` is not 0."""
+    n = d.size
+    d = np.array(d, np.float64)
+    ework = np.zeros(max(1, n), np.float64)
+    ework[:n - 1] = e
+    whole = il is None
+    il, iu = (0, n) if whole else (int(il), int(iu))
+    m_want = iu - il
+    w = np.zeros(max(1, n), np.float64)
+    z = np.zeros((n, max(1, m_want)) if vectors else (1, 1), np.float64, order="F")
+    if n == 0 or m_want <= 0:
+        return w[:0], z[:, :0]
+    isuppz = np.zeros(2 * max(1, m_want), np.intc)
+    tryrac = ctypes.c_int(1)
+    m = ctypes.c_int(0)
+    info = ctypes.c_int(0)
+    lwork, liwork = 18 * n, 10 * n
+    work = np.zeros(lwork, np.float64)
+    iwork = np.zeros(liwork, np.intc)
+    vl = ctypes.c_double(0.0)
+    _routine("dstemr")(_c("V" if vectors else "N"), _c("A" if whole else "I"), _i(n), _p(d), _p(ework),
+                       ctypes.byref(vl), ctypes.byref(vl), _i(il + 1), _i(iu), ctypes.byref(m), _p(w), _p(z),
+                       _i(max(1, n) if vectors else 1), _i(max(1, m_want) if vectors else 1), _p(isuppz),
+                       ctypes.byref(tryrac), _p(work), _i(lwork), _p(iwork), _i(liwork), ctypes.byref(info))
+    if info.value:
+        raise np.linalg.LinAlgError(f"Eigenvalues did not converge (dstemr info {info.value})")
+    return w[:m.value], z[:, :m.value] if vectors else z[:, :0]

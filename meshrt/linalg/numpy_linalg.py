@@ -120,8 +120,18 @@ def _np_lstsq(a, b, rcond=None):
 
 @implements(np.linalg.eigh)
 def _np_eigh(a, UPLO="L"):
+    if _distributed(a):
+        return dense.eigh(a, UPLO)
     w, v = np.linalg.eigh(_gathered("np.linalg.eigh", a), UPLO=UPLO)
     return DistributedTensor.from_global(w, Sharding(a.mesh, [])), _like(v, a)
+
+
+@implements(np.linalg.eigvalsh)
+def _np_eigvalsh(a, UPLO="L"):
+    if _distributed(a):
+        return dense.eigvalsh(a, UPLO)
+    return DistributedTensor.from_global(np.linalg.eigvalsh(_gathered("np.linalg.eigvalsh", a), UPLO=UPLO),
+                                         Sharding(a.mesh, []))
 
 
 @implements(np.linalg.cholesky)
@@ -158,7 +168,7 @@ class LinalgPlan:
 
 _KINDS = {np.linalg.cholesky: "cholesky", np.linalg.solve: "lu", np.linalg.inv: "lu", np.linalg.det: "lu",
           np.linalg.slogdet: "lu", np.linalg.qr: "qr", np.linalg.lstsq: "qr", np.linalg.matrix_power: "summa",
-          np.linalg.eigh: None}
+          np.linalg.eigh: "eigh", np.linalg.eigvalsh: "eigh"}
 
 
 def _explainer(func):
@@ -173,10 +183,14 @@ def _explainer(func):
         layout = BlockCyclic.default(a.shape, a.mesh.size, dense._env_block())
         n = min(a.shape)
         coords = divmod(a.mesh.rank, layout.grid[1])
-        cost = factorization_cost("lu" if kind == "summa" else kind, n, layout.block[0], layout.grid, coords)
+        modeled = {"summa": "lu", "eigh": "qr"}.get(kind, kind)  # eigh: its reduction moves QR's panels
+        cost = factorization_cost(modeled, n, layout.block[0], layout.grid, coords)
         return LinalgPlan(func.__name__, a.shape, layout, {"lu": "LU with partial pivoting", "qr": "Householder QR",
                                                            "cholesky": "right-looking Cholesky",
-                                                           "summa": "SUMMA products"}[kind], cost, False)
+                                                           "summa": "SUMMA products",
+                                                           "eigh": "Householder reduction to tridiagonal form, "
+                                                                   "the tridiagonal's eigenpairs, the reflectors "
+                                                                   "applied back"}[kind], cost, False)
     return explain
 
 

@@ -308,3 +308,118 @@ def test_explain_op_names_the_layout_and_the_modeled_cost(mesh):
     assert "block_cyclic<40x40" in text and "Cholesky" in text and "words" in text
     assert "LU" in str(meshrt.explain_op(np.linalg.solve, t, np.ones(40)))
     assert "Householder" in str(meshrt.explain_op(np.linalg.qr, t))
+
+
+# --- the symmetric/Hermitian eigensolver (meshrt.linalg.eigen) -------------------------------------------
+
+ORTH_THRESH = 50.0  # LAPACK's sep.in threshold; MRRR's orthogonality constant is larger than D&C's
+
+
+def hermitian(n, dt, seed, kind="random"):
+    rng = np.random.default_rng(seed)
+    if kind == "random":  # indefinite
+        a = rand((n, n), dt, seed)
+        return ((a + a.conj().T) / 2).astype(dt)
+    if kind == "ill":  # eigenvalues 1 .. 1e-12 of both signs, random eigenvectors
+        q, _ = np.linalg.qr(rand((n, n), np.complex128 if np.dtype(dt).kind == "c" else np.float64, seed))
+        w = np.logspace(0, -12, n) * np.where(rng.random(n) < 0.5, -1, 1)
+        return ((q * w) @ q.conj().T).astype(dt)
+    if kind == "rank1":  # identity plus rank one: n - 1 equal eigenvalues
+        u = rand((n, 1), dt, seed)
+        return (np.eye(n) + u @ u.conj().T).astype(dt)
+    if kind == "clusters":  # three eigenvalues, each repeated
+        q, _ = np.linalg.qr(rand((n, n), np.complex128 if np.dtype(dt).kind == "c" else np.float64, seed))
+        w = np.array([-2.0, 0.5, 3.0])[np.arange(n) % 3]
+        return ((q * w) @ q.conj().T).astype(dt)
+    raise ValueError(kind)
+
+
+def check_eigh(a, w, v, dt):
+    """LAPACK's ratios: ||A V - V diag(w)|| / (||A|| eps n), ||V^H V - I|| / (eps n); w as numpy's."""
+    n = a.shape[0]
+    e = eps(dt)
+    assert w.dtype == np.linalg.eigvalsh(a).dtype and v.dtype == np.linalg.eigh(a)[1].dtype
+    assert np.all(np.diff(w) >= 0)
+    ref = np.linalg.eigvalsh(a.astype(np.complex128))
+    anorm = np.linalg.norm(a, 1)
+    assert np.abs(w - ref).max() <= THRESH * e * n * anorm, np.abs(w - ref).max()
+    res = np.linalg.norm(a @ v - v * w, 1) / (anorm * e * n)
+    orth = np.linalg.norm(v.conj().T @ v - np.eye(n), 1) / (e * n)
+    assert res < THRESH and orth < ORTH_THRESH, (res, orth)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("kind", ["random", "ill", "rank1", "clusters"])
+def test_eigh_residual_and_orthogonality(mesh, mesh2, dt, kind):
+    n = 23
+    a = hermitian(n, dt, 50 + n, kind)
+    for s in layouts(mesh, mesh2):
+        w, v = np.linalg.eigh(split(a, s))
+        assert not any(w.sharding.split_axes) and v.sharding == s and w.shape == (n,) and v.shape == (n, n)
+        check_eigh(a, w.gather(), v.gather(), dt)
+        assert comm.allgather(w.gather().tobytes()) == [w.gather().tobytes()] * P  # the same everywhere
+
+
+@pytest.mark.parametrize("block,grid", [(3, None), (4, "column"), (5, "row"), (3, "square"), (40, None)])
+@pytest.mark.parametrize("dt", [np.float64, np.complex128])
+def test_eigh_on_every_grid_shape(mesh, block, grid, dt):
+    g = {"column": (P, 1), "row": (1, P), "square": default_grid(P), None: None}[grid]
+    rows = Sharding(mesh, [[0]])
+    for n in (1, 2, 29, 40):
+        a = hermitian(n, dt, n)
+        w, v = dense.eigh(split(a, rows), block=block, grid=g)
+        check_eigh(a, w.gather(), v.gather(), dt)
+        w2 = dense.eigvalsh(split(a, rows), block=block, grid=g)
+        assert np.abs(w2.gather() - w.gather()).max(initial=0) <= THRESH * eps(dt) * n * np.linalg.norm(a, 1)
+
+
+def test_eigh_reads_one_triangle_as_numpy(mesh):
+    n = 17
+    a = hermitian(n, np.complex128, 3)
+    junk = a + np.triu(rand((n, n), np.complex128, 4), 1) + 1j * np.diag(np.arange(n))  # not Hermitian
+    rows = Sharding(mesh, [[0]])
+    for uplo in ("L", "U"):
+        src = junk if uplo == "L" else junk.conj().T
+        w, v = np.linalg.eigh(split(src, rows), UPLO=uplo)
+        check_eigh(a, w.gather(), v.gather(), np.complex128)
+        wv = np.linalg.eigvalsh(split(src, rows), UPLO=uplo).gather()
+        assert np.allclose(wv, np.linalg.eigvalsh(src, UPLO=uplo), atol=1e-12 * n)
+    with pytest.raises(ValueError, match="UPLO"):
+        np.linalg.eigh(split(a, rows), UPLO="X")
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        np.linalg.eigvalsh(split(np.ones((4, 6)), rows))
+
+
+@pytest.mark.parametrize("dt", DTYPES + [np.int64])
+def test_eigvalsh_as_numpy(mesh, mesh2, dt):
+    n = 19
+    a = hermitian(n, np.float64 if dt == np.int64 else dt, 9)
+    if dt == np.int64:
+        a = np.round(a * 10).astype(np.int64)
+    for s in layouts(mesh, mesh2):
+        w = np.linalg.eigvalsh(split(a, s))
+        ref = np.linalg.eigvalsh(a)
+        assert w.dtype == ref.dtype and not any(w.sharding.split_axes)
+        assert np.abs(w.gather() - ref).max() <= THRESH * eps(ref.dtype) * n * np.linalg.norm(a, 1)
+
+
+def test_eigh_through_the_array_api(mesh):
+    import meshrt.array_api as xp
+    from meshrt.array_api._device import GATHERS
+
+    n = 21
+    a = hermitian(n, np.float64, 12, "rank1")
+    t = split(a, Sharding(mesh, [[0]]))
+    GATHERS.clear()
+    res = xp.linalg.eigh(t)
+    w, v = res.eigenvalues, res.eigenvectors
+    check_eigh(a, w.gather(), v.gather(), np.float64)
+    assert v.sharding == t.sharding and not any(w.sharding.split_axes)
+    wv = xp.linalg.eigvalsh(t)
+    assert np.abs(wv.gather() - w.gather()).max() <= THRESH * eps(a.dtype) * n * np.linalg.norm(a, 1)
+    assert "linalg.eigh" not in GATHERS and "linalg.eigvalsh" not in GATHERS
+    from meshrt.array_api import explain
+
+    for f in (xp.linalg.eigh, xp.linalg.eigvalsh):
+        plan = explain(f, t)
+        assert not plan.gathers and "tridiagonal" in plan.how, str(plan)

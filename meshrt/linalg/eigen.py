@@ -1,0 +1,324 @@
+"""The symmetric/Hermitian eigensolver on block-cyclic matrices: reduction to real tridiagonal form by
+Householder reflectors, the tridiagonal's eigenvalues and eigenvectors where they are needed,
+back-transformation of the eigenvectors.
+
+ScaLAPACK's ``PDSYEVX`` in outline: ``PDSYTRD`` / ``PZHETRD`` (blocked as LAPACK's ``latrd``), the
+tridiagonal's eigenvalues everywhere and its eigenvectors by bisection and inverse iteration where they
+are needed, ``PDORMTR``:
+
+1. `tridiagonalize`: panels of `PANEL` columns (never crossing a block column). The panel's columns are
+   summed over their process column and broadcast along the process rows once; for each column the
+   current column (the panel-start one corrected by the panel's earlier ``V W^H + W V^H``) gives every
+   process the same reflector (``larfg``), and ``y = A v`` is one local GEMV per process plus one
+   ``Allreduce`` (the one message per column); the panel's ``V`` and ``W`` (``n x PANEL``) are kept on
+   every process, so the corrections cost no messages. After the panel the trailing matrix gets
+   ``A -= V W^H + W V^H`` as one local rank-``2 PANEL`` GEMM. The reflectors stay in ``A`` below the
+   subdiagonal (LAPACK's storage); each block column's ``T`` (``larft``, ``nb`` wide, for the
+   back-transformation) is formed on every process from the replicated ``V``. The tridiagonal (``n + n-1``
+   real numbers, ``e`` real also for a complex Hermitian matrix, as ``zhetrd``'s) ends up on every
+   process.
+2. Eigenvalues: ``dstemr`` (MRRR's dqds) on every process (``O(n^2)``, ascending as numpy's).
+3. Eigenvectors: the eigenvector matrix ``Z`` of the tridiagonal is laid out with ``A``'s row blocks and
+   one contiguous block of ``ceil(n / Pc)`` columns per process column, so each process column computes
+   its own columns' eigenvectors for that index range (``n x n/Pc`` numbers per process, once), and keeps
+   its rows: by bisection and inverse iteration (``dstebz``, ``dstein``, ScaLAPACK's ``PDSYEVX`` way:
+   ``dstemr`` on an index subset is less accurate, and two MRRR calls choose different representations),
+   clusters kept on one process column (`vector_ranges`); one process column (``Pc = 1``) uses MRRR.
+   Then ``Z = Q Z`` block column by block column in reverse order, ``Q``'s block reflectors broadcast
+   along the process rows from ``A``'s storage and applied as in `factor.form_q` (``V^H Z`` summed over
+   the process column).
+
+Per process, with ``N`` the order and ``P = Pr Pc``: ``2/3 N^3 / P`` flops in GEMV (memory bound, as in
+every one-stage reduction; the whole trailing matrix is read, twice what a one-triangle ``symv`` reads)
+and ``4/3 N^3 / P`` in the trailing GEMMs (both triangles updated, twice LAPACK's ``syr2k``, for one GEMM
+per panel); ``2 N^3 / P`` in the back-transformation; ``O(N^2 / Pc)`` for the tridiagonal's vectors.
+Messages: one ``Allreduce`` of ``N - j`` words per column ``j`` over all processes (``N^2 / 2`` words in
+all; ScaLAPACK moves ``N / Pr`` and ``N / Pc`` pieces along rows and columns instead), one panel broadcast
+per panel, and in the back-transformation one ``N/Pr x nb`` broadcast and one ``nb x N/Pc`` column
+``Allreduce`` per block column.
+
+>>> from meshrt import DistributedTensor, Mesh, Sharding
+>>> from meshrt.linalg.cyclic import to_cyclic
+>>> a = to_cyclic(DistributedTensor.from_global(np.array([[2.0, 1.0], [1.0, 2.0]]), Sharding(Mesh((-1,)), [[0]])))
+>>> d, e, panels = tridiagonalize(a)
+>>> np.round(lapack.stemr(d, e, vectors=False)[0], 12).tolist()
+[1.0, 3.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime import mpi as _mpi
+from . import lapack
+from .blockcyclic import BlockCyclic, local_index
+from .cyclic import CyclicMatrix
+from .factor import _apply_block_reflector, _bcast, _column_chunks, _mpi_in_place
+
+__all__ = ["tridiagonalize", "eigenvalues", "eigenvectors", "vector_ranges", "PANEL"]
+
+#: columns per panel of the reduction (``latrd``'s block): the rank of the trailing GEMM is twice this;
+#: the replicated corrections inside a panel cost ``O(N PANEL)`` per column
+PANEL = 32
+
+
+def _allreduce(comm, buf, what):
+    if comm.Get_size() > 1:
+        with _mpi.internal("eigh", what, comm):
+            comm.Allreduce(_mpi_in_place(), buf)
+    return buf
+
+
+def _larfg(x: np.ndarray):
+    """LAPACK's ``larfg`` on ``x = [alpha, rest]``: ``(beta, tau, v_rest)`` with
+    ``(I - tau v v^H)^H x = beta e_1``, ``v = [1, v_rest]``, ``beta`` real."""
+    alpha, rest = x[0], x[1:]
+    xnorm = float(np.linalg.norm(rest)) if rest.size else 0.0
+    alphr = float(alpha.real)
+    alphi = float(alpha.imag) if np.iscomplexobj(x) else 0.0
+    if xnorm == 0.0 and alphi == 0.0:
+        return alphr, x.dtype.type(0), np.zeros_like(rest)
+    beta = -np.copysign(float(np.linalg.norm([alphr, alphi, xnorm])), alphr)
+    if np.iscomplexobj(x):
+        tau = x.dtype.type(complex((beta - alphr) / beta, -alphi / beta))
+    else:
+        tau = x.dtype.type((beta - alphr) / beta)
+    return beta, tau, rest * x.dtype.type(1.0 / (alpha - beta))
+
+
+def panels(n: int, nb: int, width: int = PANEL):
+    """The reduction's panels ``(first column, one past the last)``: ``width`` columns at most, cut at the
+    block-column boundaries so that each lies on one process column."""
+    width = max(1, min(width, nb))
+    out = []
+    for b0 in range(0, n, nb):
+        b1 = min(n, b0 + nb)
+        out.extend((s, min(b1, s + width)) for s in range(b0, b1, width))
+    return out
+
+
+def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
+    """Reduce Hermitian ``a`` (both triangles stored; square blocks) to real tridiagonal ``T = Q^H A Q`` in
+    place. Returns ``(d, e, refl)``: the diagonal and off-diagonal (float64, the same on every process) and,
+    per block column, ``(first column, number of reflectors, T)`` for `eigenvectors` (the reflectors stay in
+    ``a`` below the subdiagonal)."""
+    lay, grid, loc = a.layout, a.grid, a.local
+    if lay.block[0] != lay.block[1] or lay.shape[0] != lay.shape[1]:
+        raise ValueError(f"eigh: a square matrix in square blocks expected, got {lay}")
+    n, nb = lay.shape[0], lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    dt = loc.dtype
+    conj = "C" if dt.kind == "c" else "T"
+    rows, cols = a.rows(), a.cols()
+    d = np.zeros(n, np.float64)
+    e = np.zeros(max(0, n - 1), np.float64)
+    refl = []
+    # my block columns: (first local column, end, first global column, end)
+    blocks = []
+    for lb in range(0, loc.shape[1], nb):
+        g = ((lb // nb) * pc_n + c) * nb
+        blocks.append((lb, min(loc.shape[1], lb + nb), g, min(n, g + nb)))
+    bv = bt = None  # the current block column's reflectors (all rows from its first) and taus
+    for s0, s1 in panels(n, nb, width):
+        b0 = (s0 // nb) * nb
+        if s0 == b0:
+            bv = np.zeros((n - b0, min(nb, n - b0)), dt, order="F")
+            bt = np.zeros(bv.shape[1], dt)
+        b, m = s1 - s0, n - s0
+        ck = (s0 // nb) % pc_n
+        lc = local_index(s0, nb, pc_n)  # my local column of s0 when c == ck
+        vv = np.zeros((m, b), dt, order="F")
+        ww = np.zeros((m, b), dt, order="F")
+        taus = np.zeros(b, dt)
+        # the panel's columns (rows s0 ..) as they are now, on every process: one message per panel
+        pan = np.zeros((m, b), dt, order="F")
+        if c == ck:
+            lr = lay.row_start(s0, r)
+            pan[rows[lr:] - s0] = loc[lr:, lc:lc + b]
+            _allreduce(grid.col, pan, "the panel over the process column")
+        _bcast(grid.row, pan, ck, "eigh")
+        for i in range(b):
+            j = s0 + i
+            x = pan[i:, i]  # column j (rows j ..) of the current matrix: the panel's corrected
+            if i:
+                x -= vv[i:, :i] @ ww[i, :i].conj() + ww[i:, :i] @ vv[i, :i].conj()
+            d[j] = x[0].real
+            if j == n - 1:
+                break
+            beta, tau, vrest = _larfg(x[1:])
+            e[j], taus[i] = beta, tau
+            v = vv[:, i]
+            v[i + 1] = 1
+            v[i + 2:] = vrest
+            lr1, lc1 = lay.row_start(j + 1, r), lay.col_start(j + 1, c)
+            if c == ck:  # the reflector kept below the subdiagonal
+                loc[lr1:, lc + i] = v[rows[lr1:] - s0]
+            # y = A v on rows/cols j+1 .. from the lower triangle's blocks, summed over all processes
+            y = np.zeros(m, dt)
+            _hemv(a, blocks, rows, cols, v, s0, j + 1, y, conj)
+            tail = y[i + 1:]
+            _allreduce(grid.comm, tail, "A v")
+            if i:
+                vt, wt = vv[i + 1:, :i], ww[i + 1:, :i]
+                vs = v[i + 1:]
+                tail -= vt @ (wt.conj().T @ vs) + wt @ (vt.conj().T @ vs)
+            tail *= tau
+            tail += (-0.5 * tau * np.vdot(tail, v[i + 1:])) * v[i + 1:]
+            ww[i + 1:, i] = tail
+        bv[s0 - b0:, s0 - b0:s1 - b0] = vv
+        bt[s0 - b0:s1 - b0] = taus
+        nref = min(s1, n - 1) - b0
+        if s1 == min(n, b0 + nb) and nref > 0:  # the block column's T, for the back-transformation
+            refl.append((b0, nref, lapack.larft(np.asfortranarray(bv[1:, :nref]), bt[:nref])))
+        if s1 < n:  # the trailing matrix's diagonal and lower blocks: A -= V W^H + W V^H, rank 2b GEMMs
+            lr1, lc1 = lay.row_start(s1, r), lay.col_start(s1, c)
+            ri, ci = rows[lr1:] - s0, cols[lc1:] - s0
+            left = np.asfortranarray(np.hstack([vv[ri], ww[ri]]))
+            right = np.asfortranarray(np.hstack([ww[ci], vv[ci]]))
+            for cs, ce, gstart in _column_chunks(a, s1):
+                rs = lay.row_start(gstart, r)
+                lapack.gemm(-1.0, left[rs - lr1:], right[cs - lc1:ce - lc1], 1.0, loc[rs:, cs:ce], "N", conj)
+    return d, e, refl
+
+
+def _hemv(a: CyclicMatrix, blocks, rows, cols, v, s0: int, j1: int, y, conj) -> None:
+    """``y += A v`` (my part, before the sum over all processes) on rows and columns ``j1 ..`` of Hermitian
+    ``a`` from its diagonal and lower blocks only (the upper ones are not kept up to date): per block column
+    of mine, one GEMV with the blocks on and below the diagonal and one with the adjoint of those below it.
+    ``v`` and ``y`` are indexed from global row ``s0``."""
+    lay, loc = a.layout, a.local
+    r = a.grid.coords[0]
+    nrow = loc.shape[0]
+    for lcs, lce, g, gend in blocks:
+        if gend <= j1:
+            continue
+        lca = lcs + max(0, j1 - g)
+        gcols = cols[lca:lce] - s0
+        lr0, lre = lay.row_start(max(g, j1), r), lay.row_start(gend, r)
+        if lr0 < nrow:  # numpy's matmul: BLAS on the column-major view, without ctypes' per-call cost
+            y[rows[lr0:] - s0] += loc[lr0:, lca:lce] @ v[gcols]
+        if lre < nrow:  # (A^H x) = (x^H A)^H: a vector-matrix product on the same view, no copy
+            x = v[rows[lre:] - s0]
+            y[gcols] += np.conj(x.conj() @ loc[lre:, lca:lce]) if conj == "C" else x @ loc[lre:, lca:lce]
+
+
+def eigenvalues(d: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """All eigenvalues of the tridiagonal, ascending (``dstemr``, the same on every process)."""
+    return lapack.stemr(d, e, vectors=False)[0]
+
+
+def eigenvectors(a: CyclicMatrix, d: np.ndarray, e: np.ndarray, refl, w: np.ndarray | None = None):
+    """``(Z, w)``: the eigenvectors of ``a`` (reduced by `tridiagonalize`), column ``k`` for the ``k``-th
+    smallest eigenvalue, as a `CyclicMatrix` with ``a``'s row layout and one block of ``ceil(n / Pc)``
+    columns per process column, and the eigenvalues ``w`` (computed here unless given: on one process
+    column by the same ``dstemr`` call as the vectors)."""
+    lay, grid, loc = a.layout, a.grid, a.local
+    n, nb = lay.shape[0], lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    dt = loc.dtype
+    conj = "C" if dt.kind == "c" else "T"
+    nbz = max(1, -(-n // pc_n))
+    zlay = BlockCyclic((n, n), (nb, nbz), lay.grid)
+    z = CyclicMatrix.zeros(zlay, grid, dt, a.mesh)
+    rows = a.rows()
+    if pc_n == 1 and w is None:
+        w, zt = lapack.stemr(d, e)
+        z.local[...] = zt[rows]
+        del zt
+    else:
+        w = eigenvalues(d, e) if w is None else w
+        _tridiagonal_vectors(z, d, e, w, rows, nbz)
+    for s0, nref, t in reversed(refl):
+        ck = (s0 // nb) % pc_n
+        lr = lay.row_start(s0 + 1, r)
+        vbuf = np.empty((loc.shape[0] - lr, nref), dt, order="F")
+        if c == ck:
+            lc = local_index(s0, nb, pc_n)
+            g = rows[lr:, None] - (s0 + 1 + np.arange(nref))[None, :]  # row minus the reflector's unit row
+            vbuf[...] = np.where(g > 0, loc[lr:, lc:lc + nref], 0)
+            vbuf[g == 0] = 1
+        _bcast(grid.row, vbuf, ck, "eigh")
+        _apply_block_reflector(grid, vbuf, t, z.local[lr:], conj, adjoint=False)
+    return z, w
+
+
+def vector_ranges(w: np.ndarray, pc: int, nbz: int, onenorm: float) -> list:
+    """The eigenvector index ranges ``[(lo, hi)]`` the ``pc`` process columns compute, one ``dstein`` call
+    each: the even split ``[c nbz, (c+1) nbz)``, each boundary moved to the nearest gap of at least
+    ``ORFAC ||T||_1`` between consecutive eigenvalues (``onenorm``). ``dstein`` reorthogonalizes the
+    vectors of eigenvalues closer than that (its clusters) only within one call, so a cluster stays on one
+    process column, at the price of balance (ScaLAPACK's ``PDSYEVX`` keeps clusters on one process too)."""
+    n = w.size
+    gmin = ORFAC * onenorm
+    ok = np.ones(n + 1, bool)
+    ok[1:n] = np.diff(w) >= gmin
+    valid = np.flatnonzero(ok)
+    bounds = [0]
+    for c in range(1, pc):
+        b = min(n, c * nbz)
+        k = valid[np.argmin(np.abs(valid - b))]
+        bounds.append(max(bounds[-1], int(k)))
+    bounds.append(n)
+    return [(bounds[c], bounds[c + 1]) for c in range(pc)]
+
+
+#: ScaLAPACK's default ``ORFAC``: eigenvalues closer than ``ORFAC ||T||_1`` form one cluster of ``dstein``
+ORFAC = 1e-3
+
+
+def _onenorm(d, e) -> float:
+    """``||T||_1`` of the tridiagonal (``dstein``'s scale for its clusters)."""
+    if not d.size:
+        return 0.0
+    col = np.abs(d).copy()
+    col[:-1] += np.abs(e)
+    col[1:] += np.abs(e)
+    return float(col.max())
+
+
+def _tridiagonal_vectors(z: CyclicMatrix, d, e, w, rows, nbz) -> None:
+    """``z.local`` = my rows of the tridiagonal's eigenvectors of my columns: this process column's
+    `vector_ranges` computed by one ``dstein`` (``dstemr`` for all of them), then moved to the even
+    column blocks by one ``Alltoallv`` along the process row where a boundary moved."""
+    n = w.size
+    grid = z.grid
+    pc_n, c = z.layout.grid[1], grid.coords[1]
+    ranges = vector_ranges(w, pc_n, nbz, _onenorm(d, e))
+    even = [(min(n, q * nbz), min(n, (q + 1) * nbz)) for q in range(pc_n)]
+    lo, hi = ranges[c]
+    mine = np.zeros((rows.size, hi - lo), np.float64, order="F")
+    if hi > lo:
+        if (lo, hi) == (0, n):  # all of them: MRRR
+            zt = lapack.stemr(d, e)[1]
+        else:  # bisection and inverse iteration for the range (dstemr's subsets are less accurate)
+            import scipy.linalg
+
+            zt = scipy.linalg.eigh_tridiagonal(d, e, select="i", select_range=(lo, hi - 1),
+                                               lapack_driver="stebz")[1]
+        mine[...] = zt[rows]
+        del zt
+    if ranges == even:
+        z.local[...] = mine
+        return
+    # column k of the range I computed goes to the process column whose even block holds k
+    sends, scount, rcount = [], np.zeros(pc_n, np.int64), np.zeros(pc_n, np.int64)
+    for q, (qlo, qhi) in enumerate(even):
+        a0, a1 = max(lo, qlo), min(hi, qhi)
+        if a1 > a0:
+            sends.append(mine[:, a0 - lo:a1 - lo].ravel(order="F"))
+            scount[q] = rows.size * (a1 - a0)
+    elo, ehi = even[c]
+    parts = []
+    for q, (qlo, qhi) in enumerate(ranges):
+        a0, a1 = max(elo, qlo), min(ehi, qhi)
+        if a1 > a0:
+            parts.append((q, a0, a1))
+            rcount[q] = rows.size * (a1 - a0)
+    sbuf = np.concatenate(sends) if sends else np.zeros(0, np.float64)
+    rbuf = np.empty(int(rcount.sum()), np.float64)
+    sd = np.concatenate([[0], np.cumsum(scount)[:-1]])
+    rd = np.concatenate([[0], np.cumsum(rcount)[:-1]])
+    with _mpi.internal("eigh", "the eigenvectors to their column blocks", grid.row):
+        grid.row.Alltoallv([sbuf, (scount, sd)], [rbuf, (rcount, rd)])
+    for q, a0, a1 in parts:
+        z.local[:, a0 - elo:a1 - elo] = rbuf[rd[q]:rd[q] + rcount[q]].reshape((rows.size, a1 - a0), order="F")
