@@ -112,12 +112,11 @@ class CyclicMatrix:
         sends, scount = [], np.zeros(comm.Get_size(), np.int64)
         for d in range(mesh.size):
             rs, cs = sharding.shard_slices(shape, d)
-            rsel = (my_rows >= rs.start) & (my_rows < rs.stop)
-            csel = (my_cols >= cs.start) & (my_cols < cs.stop)
-            nr, nc = int(rsel.sum()), int(csel.sum())
-            if nr and nc:
-                sends.append(_pack(self.local, np.flatnonzero(rsel), np.flatnonzero(csel), self.dtype))
-                scount[d] = nr * nc
+            rpos = np.flatnonzero((my_rows >= rs.start) & (my_rows < rs.stop))
+            cpos = np.flatnonzero((my_cols >= cs.start) & (my_cols < cs.stop))
+            if rpos.size and cpos.size:
+                sends.append((d, rpos, cpos))
+                scount[d] = rpos.size * cpos.size
         # what each grid process sends me: its rows and cols inside my block
         rs, cs = out.shard_slices
         recv_parts, rcount = [], np.zeros(comm.Get_size(), np.int64)
@@ -130,7 +129,7 @@ class CyclicMatrix:
             if grow.size and gcol.size:
                 recv_parts.append((q, grow, gcol))
                 rcount[q] = grow.size * gcol.size
-        sbuf = np.concatenate(sends) if sends else np.zeros(0, self.dtype)
+        sbuf = _packed(self.local, sends, scount, self.dtype)
         rbuf = np.empty(int(rcount.sum()), self.dtype)
         _alltoallv(comm, sbuf, scount, rbuf, rcount, "CyclicMatrix.to_tensor")
         block = out._interior
@@ -161,16 +160,25 @@ def _runs(pos: np.ndarray, chunk: int = 0) -> list:
 _TILE_ROWS = 32
 
 
-def _pack(src: np.ndarray, rpos: np.ndarray, cpos: np.ndarray, dtype) -> np.ndarray:
-    """``src[np.ix_(rpos, cpos)]`` (ascending positions) as ``dtype``, raveled column-major: copied tile by
-    tile over the runs of consecutive positions (a block-cyclic selection is a few long runs), which is
-    many times faster than fancy indexing followed by a transposing ravel."""
-    out = np.empty((rpos.size, cpos.size), dtype, order="F")
+def _pack(src: np.ndarray, rpos: np.ndarray, cpos: np.ndarray, flat: np.ndarray) -> None:
+    """``flat`` (1-D, ``rpos.size * cpos.size`` elements) = ``src[np.ix_(rpos, cpos)]`` (ascending positions)
+    raveled column-major: copied tile by tile over the runs of consecutive positions (a block-cyclic
+    selection is a few long runs), many times faster than fancy indexing and a transposing ravel."""
+    out = flat.reshape((rpos.size, cpos.size), order="F")
     rruns = _runs(rpos, _TILE_ROWS)
     for cs, ce, co in _runs(cpos, 128):
         for rs, re, ro in rruns:
             out[ro:ro + re - rs, co:co + ce - cs] = src[rs:re, cs:ce]
-    return out.ravel(order="F")
+
+
+def _packed(src: np.ndarray, sends: list, scount: np.ndarray, dtype) -> np.ndarray:
+    """The send buffer of an exchange: for each ``(dest, rpos, cpos)`` of ``sends`` (ascending ``dest``),
+    ``src``'s selection `_pack`-ed straight into its place (no per-destination copies to concatenate)."""
+    sbuf = np.empty(int(scount.sum()), dtype)
+    offs = np.concatenate([[0], np.cumsum(scount)])
+    for d, rpos, cpos in sends:
+        _pack(src, rpos, cpos, sbuf[offs[d]:offs[d + 1]])
+    return sbuf
 
 
 def _unpack(dst: np.ndarray, rpos: np.ndarray, cpos: np.ndarray, part: np.ndarray) -> None:
@@ -218,18 +226,16 @@ def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None) -> Cyc
     sends, scount = [], np.zeros(layout.nprocs, np.int64)
     if writer_of_block(s):
         rs, cs = t.shard_slices
-        block_ = t._interior
         rows = np.arange(rs.start, rs.stop)
         cols = np.arange(cs.start, cs.stop)
         rown = layout.row_owner(rows)
         coln = layout.col_owner(cols)
         for q in range(layout.nprocs):
             pr, pc = layout.coords(q)
-            rsel, csel = rown == pr, coln == pc
-            nr, nc = int(rsel.sum()), int(csel.sum())
-            if nr and nc:
-                sends.append(_pack(block_, np.flatnonzero(rsel), np.flatnonzero(csel), dtype))
-                scount[q] = nr * nc
+            rpos, cpos = np.flatnonzero(rown == pr), np.flatnonzero(coln == pc)
+            if rpos.size and cpos.size:
+                sends.append((q, rpos, cpos))
+                scount[q] = rpos.size * cpos.size
     # I receive from each writing device the part of its block I hold
     recv_parts, rcount = [], np.zeros(layout.nprocs, np.int64)
     for d in range(mesh.size):
@@ -241,7 +247,7 @@ def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None) -> Cyc
         if grow.size and gcol.size:
             recv_parts.append((d, grow, gcol))
             rcount[d] = grow.size * gcol.size
-    sbuf = np.concatenate(sends) if sends else np.zeros(0, dtype)
+    sbuf = _packed(t._interior, sends, scount, dtype)
     rbuf = np.empty(int(rcount.sum()), dtype)
     _alltoallv(comm, sbuf, scount, rbuf, rcount, "to_cyclic")
     local = np.empty(layout.local_shape(me), dtype, order="F")
