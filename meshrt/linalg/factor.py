@@ -142,18 +142,20 @@ def _transposed_panel(a: CyclicMatrix, prow: np.ndarray, g1: int, w: int) -> np.
 def zero_triangle(a: CyclicMatrix, upper: bool, diagonal: bool = False) -> None:
     """Zero the strict upper (``upper``) or lower triangle of ``a`` (with the diagonal if ``diagonal``)."""
     rows = a.rows()
-    lay, c = a.layout, a.grid.coords[1]
-    nb = lay.block[1]
+    nb = a.layout.block[1]
     cols = a.cols()
     for ls in range(0, cols.size, nb):
         gc = cols[ls:ls + nb]
-        part = a.local[:, ls:ls + nb]
+        # my rows before the block's first column, those among its columns, those after its last
+        lo, hi = np.searchsorted(rows, gc[0]), np.searchsorted(rows, gc[-1], side="right")
+        part = a.local[lo:hi, ls:ls + nb]
+        r = rows[lo:hi, None]
         if upper:
-            mask = rows[:, None] < gc[None, :] if not diagonal else rows[:, None] <= gc[None, :]
+            a.local[:lo, ls:ls + nb] = 0
+            part[r < gc[None, :] if not diagonal else r <= gc[None, :]] = 0
         else:
-            mask = rows[:, None] > gc[None, :] if not diagonal else rows[:, None] >= gc[None, :]
-        part[mask] = 0
-    del c
+            a.local[hi:, ls:ls + nb] = 0
+            part[r > gc[None, :] if not diagonal else r >= gc[None, :]] = 0
 
 
 def _swaps_to_moves(ipiv: np.ndarray, g0: int):
@@ -291,6 +293,8 @@ def triangular_solve(t: CyclicMatrix, b: CyclicMatrix, *, lower: bool, unit: boo
     lay, grid, tl, bl = t.layout, t.grid, t.local, b.local
     n, nb = lay.shape[0], lay.block[0]
     (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    if pc_n > 1 and b.shape[1] <= b.layout.block[1]:
+        return _narrow_triangular_solve(t, b, lower=lower, unit=unit)
     steps = range(-(-n // nb))
     for k in (steps if lower else reversed(steps)):
         g0, g1 = k * nb, min(n, (k + 1) * nb)
@@ -315,6 +319,48 @@ def triangular_solve(t: CyclicMatrix, b: CyclicMatrix, *, lower: bool, unit: boo
             lapack.gemm(-1.0, tbuf[lr1 - lo:], xbuf, 1.0, bl[lr1:])
         else:
             lapack.gemm(-1.0, tbuf[:lr0], xbuf, 1.0, bl[:lr0])
+
+
+def _narrow_triangular_solve(t: CyclicMatrix, b: CyclicMatrix, *, lower: bool, unit: bool) -> None:
+    """`triangular_solve` for a ``b`` of at most one block of columns (all on process column 0), by fan-in:
+    ``T`` never moves. Each process keeps ``z``, its columns' part of ``T x`` on its rows; at step ``k`` the
+    process row of block ``k`` sums its ``z`` (less ``b``) at the diagonal block's owner (a ``Reduce`` of
+    ``w x nrhs``), which solves with the diagonal block and sends ``x_k`` back along the row (into ``b`` on
+    process column 0) and down its process column, whose processes add ``T[:, k] x_k`` to their ``z``.
+    Per step ``O(w * nrhs)`` words instead of the block column of ``T`` (half the matrix over a solve)."""
+    from mpi4py import MPI
+
+    lay, grid, tl, bl = t.layout, t.grid, t.local, b.local
+    n, nb = lay.shape[0], lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    nrhs = b.shape[1]
+    z = np.zeros((tl.shape[0], nrhs), bl.dtype, order="F")
+    steps = range(-(-n // nb))
+    for k in (steps if lower else reversed(steps)):
+        g0, g1 = k * nb, min(n, (k + 1) * nb)
+        w = g1 - g0
+        rk, ck = k % pr_n, k % pc_n
+        lr0, lr1 = lay.row_start(g0, r), lay.row_start(g1, r)
+        lc0, lc1 = lay.col_start(g0, c), lay.col_start(g1, c)
+        xbuf = np.empty((w, nrhs), bl.dtype, order="F")
+        if r == rk:
+            part = np.array(z[lr0:lr1], order="F")
+            if c == 0:
+                part -= bl[lr0:lr1]
+            with _mpi.internal("triangular_solve", "the fan-in of T x", grid.row):
+                grid.row.Reduce(MPI.IN_PLACE if c == ck else part, part if c == ck else None, MPI.SUM, ck)
+            if c == ck:
+                np.negative(part, out=xbuf)
+                lapack.trsm("L", "L" if lower else "U", "N", "U" if unit else "N", 1.0, tl[lr0:lr1, lc0:lc1], xbuf)
+            _bcast(grid.row, xbuf, ck, "triangular_solve")
+            if c == 0:
+                bl[lr0:lr1] = xbuf
+        if c == ck:
+            _bcast(grid.col, xbuf, rk, "triangular_solve")
+            if lower:
+                lapack.gemm(1.0, tl[lr1:, lc0:lc1], xbuf, 1.0, z[lr1:])
+            else:
+                lapack.gemm(1.0, tl[:lr0, lc0:lc1], xbuf, 1.0, z[:lr0])
 
 
 def summa(a: CyclicMatrix, b: CyclicMatrix, out: CyclicMatrix) -> None:
