@@ -115,26 +115,38 @@ def worker_meshrt(op, n, block, reps):
 
     call = {"cholesky": lambda t: np.linalg.cholesky(t), "solve": lambda t: np.linalg.solve(t, b),
             "qr": lambda t: np.linalg.qr(t, mode="r")}[op]
-    times, layout = [], []
+    times, layout, cpu, layout_cpu = [], [], [], []
+    # one untimed call on a small matrix first: imports, BLAS handles and the grid's communicators
+    small = 4 * block * comm.size
+    ws = DistributedTensor.empty((small, small), rows)
+    wr = ws.shard_slices[0]
+    rows_of(wr.start, wr.stop, small, op == "cholesky", out=ws._interior)
+    if op == "solve":
+        np.linalg.solve(ws, np.ones(small))
+    else:
+        {"cholesky": np.linalg.cholesky, "qr": lambda x: np.linalg.qr(x, mode="r")}[op](ws)
+    del ws
     for _ in range(reps):
         t = fresh()
         comm.Barrier()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = call(t)
+        cpu.append(comm.allreduce(time.process_time() - c0, op=MPI.MAX))
         comm.Barrier()
         times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
         del out
         comm.Barrier()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         c = to_cyclic(t, block=block)
         back = c.to_tensor(rows)
+        layout_cpu.append(comm.allreduce(time.process_time() - c0, op=MPI.MAX))
         comm.Barrier()
         layout.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
         del c, back, t
     peak = comm.allreduce(_maxrss_kib(), op=MPI.MAX)
     if comm.rank == 0:
-        print("RESULT " + json.dumps({"side": "meshrt", "op": op, "n": n, "block": block, "times": times,
-                                      "layout": layout, "maxrss_kib": peak, "base_kib": base,
+        print("RESULT " + json.dumps({"side": "meshrt", "op": op, "n": n, "block": block, "times": times, "cpu": cpu,
+                                      "layout": layout, "layout_cpu": layout_cpu, "maxrss_kib": peak, "base_kib": base,
                                       "nprocs": comm.size, "version": getattr(meshrt, "__version__", "?")}),
               flush=True)
 
@@ -144,10 +156,12 @@ def worker_numpy(op, n, reps):
 
     base = _maxrss_kib()
     b = rhs_of(0, n)
-    times = []
+    times, cpu = [], []
+    small = rows_of(0, 256, 256, True)  # an untimed call first (BLAS threads, LAPACK workspace)
+    np.linalg.cholesky(small), np.linalg.solve(small, small[0]), np.linalg.qr(small, mode="r")
     for _ in range(reps):
         a = rows_of(0, n, n, op == "cholesky")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         if op == "cholesky":
             out = np.linalg.cholesky(a)
         elif op == "solve":
@@ -155,8 +169,9 @@ def worker_numpy(op, n, reps):
         else:
             out = np.linalg.qr(a, mode="r")
         times.append(time.perf_counter() - t0)
+        cpu.append((time.process_time() - c0) / 2)  # per BLAS thread
         del out, a
-    print("RESULT " + json.dumps({"side": "numpy", "op": op, "n": n, "block": 0, "times": times,
+    print("RESULT " + json.dumps({"side": "numpy", "op": op, "n": n, "block": 0, "times": times, "cpu": cpu,
                                   "maxrss_kib": _maxrss_kib(), "base_kib": base}), flush=True)
 
 
@@ -245,10 +260,11 @@ def run_scalapack(args, built, op, block):
     lines = [dict(kv.split("=") for kv in line.split()[1:]) for line in p.stdout.splitlines()
              if line.startswith("RESULT ")]
     if p.returncode or not lines or any(int(x["info"]) for x in lines):
-        print(f"  ScaLAPACK {op} block {block}: failed (rc {p.returncode})\n{p.stdout[-800:]}{p.stderr[-1500:]}")
+        print(f"  ScaLAPACK {op} block {block}: failed (rc {p.returncode})\n{p.stdout[-800:]}{p.stderr[-1500:]}", flush=True)
         return None
     return {"side": "scalapack", "op": op, "n": args.n, "block": block,
-            "times": [float(x["seconds"]) for x in lines], "maxrss_kib": max(int(x["maxrss_kib"]) for x in lines)}
+            "times": [float(x["seconds"]) for x in lines], "cpu": [float(x["cpu_seconds"]) for x in lines],
+            "maxrss_kib": max(int(x["maxrss_kib"]) for x in lines)}
 
 
 def main():
@@ -298,58 +314,68 @@ def main():
                 r = run_meshrt(args, op, block)
                 if r:
                     results.append(r)
-                    print(f"  meshrt    {op:8s} block {block:4d}: {_fmt_times(r['times'])}", flush=True)
+                    print(f"  meshrt    {op:8s} block {block:4d}: {_fmt_times(r)}", flush=True)
                 if built is not None:
                     r = run_scalapack(args, built, op, block)
                     if r:
                         results.append(r)
-                        print(f"  ScaLAPACK {op:8s} block {block:4d}: {_fmt_times(r['times'])}", flush=True)
+                        print(f"  ScaLAPACK {op:8s} block {block:4d}: {_fmt_times(r)}", flush=True)
             if not args.no_numpy:
                 r = run_numpy(args, op)
                 if r:
                     results.append(r)
-                    print(f"  numpy     {op:8s} 1 process : {_fmt_times(r['times'])}", flush=True)
+                    print(f"  numpy     {op:8s} 1 process : {_fmt_times(r)}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     table(args, ops, results)
 
 
-def _fmt_times(ts):
-    return " ".join(f"{t:.3f}" for t in ts) + f"  (median {statistics.median(ts):.3f} s)"
+def _fmt_times(r):
+    ts, cs = r["times"], r["cpu"]
+    return (" ".join(f"{t:.3f}" for t in ts) + f"  (median {statistics.median(ts):.3f} s; CPU "
+            + " ".join(f"{t:.3f}" for t in cs) + ")")
+
+
+def _med(r, key="times"):
+    return statistics.median(r[key]) if r else float("nan")
 
 
 def _best(results, side, op):
+    """The block size with the least median CPU time (wall time on a shared machine measures the load)."""
     rs = [r for r in results if r["side"] == side and r["op"] == op]
-    return min(rs, key=lambda r: statistics.median(r["times"])) if rs else None
+    return min(rs, key=lambda r: _med(r, "cpu")) if rs else None
 
 
 def table(args, ops, results):
     share = 8 * args.n * args.n / args.np / MIB
-    print(f"\nN = {args.n}, {args.np} processes; seconds, median of {args.reps} at each side's best block; "
-          f"memory: peak RSS per process / its share of the matrix ({share:.0f} MiB); -base: less the "
-          f"interpreter's RSS before the matrix existed")
-    head = (f"{'op':9s} {'meshrt':>8s} {'(block)':>7s} {'layout':>7s} {'ScaLAPACK':>9s} {'(block)':>7s} "
-            f"{'numpy 1p':>8s} {'m/ScaL':>7s} {'m/numpy':>7s} {'mem m':>6s} {'-base':>5s} {'mem ScaL':>8s}")
-    print(head)
+    nan = float("nan")
+    print(f"\nN = {args.n}, {args.np} processes; seconds, median of {args.reps} at each side's best block (least "
+          f"CPU); wall: elapsed, the slowest process; CPU: the largest process CPU time (numpy: per thread)")
+    print(f"{'':9s} {'meshrt':>15s} {'':>7s} {'ScaLAPACK':>15s} {'':>7s} {'numpy 1p':>15s} "
+          f"{'meshrt/ScaL':>11s} {'meshrt/numpy':>12s}")
+    print(f"{'op':9s} {'wall':>7s} {'CPU':>7s} {'block':>7s} {'wall':>7s} {'CPU':>7s} {'block':>7s} {'wall':>7s} "
+          f"{'CPU':>7s} {'wall':>5s} {'CPU':>5s} {'wall':>5s} {'CPU':>6s}  layout wall/CPU")
     for op in ops:
         m, s, n = _best(results, "meshrt", op), _best(results, "scalapack", op), _best(results, "numpy", op)
-        med = lambda r: statistics.median(r["times"]) if r else float("nan")  # noqa: E731
-        row = [f"{op:9s}", f"{med(m):8.3f}", f"{m['block'] if m else '-':>7}",
-               f"{statistics.median(m['layout']) if m else float('nan'):7.3f}", f"{med(s):9.3f}",
-               f"{s['block'] if s else '-':>7}", f"{med(n):8.3f}",
-               f"{med(m) / med(s) if m and s else float('nan'):7.2f}",
-               f"{med(m) / med(n) if m and n else float('nan'):7.2f}",
-               f"{m['maxrss_kib'] / 1024 / share if m else float('nan'):6.2f}",
-               f"{(m['maxrss_kib'] - m['base_kib']) / 1024 / share if m else float('nan'):5.2f}",
-               f"{s['maxrss_kib'] / 1024 / share if s else float('nan'):8.2f}"]
-        print(" ".join(row))
-    print("\nevery block size (median seconds):")
+        ratio = lambda x, y, k: _med(x, k) / _med(y, k) if x and y else nan  # noqa: E731
+        print(f"{op:9s} {_med(m):7.2f} {_med(m, 'cpu'):7.2f} {m['block'] if m else '-':>7} {_med(s):7.2f} "
+              f"{_med(s, 'cpu'):7.2f} {s['block'] if s else '-':>7} {_med(n):7.2f} {_med(n, 'cpu'):7.2f} "
+              f"{ratio(m, s, 'times'):5.2f} {ratio(m, s, 'cpu'):5.2f} {ratio(m, n, 'times'):5.2f} "
+              f"{ratio(m, n, 'cpu'):6.2f}  {_med(m, 'layout'):.2f}/{_med(m, 'layout_cpu'):.2f}")
+    print(f"\npeak RSS per process over its share of the matrix ({share:.0f} MiB): meshrt (less the interpreter's "
+          f"RSS before the matrix existed) / ScaLAPACK")
+    for op in ops:
+        m, s = _best(results, "meshrt", op), _best(results, "scalapack", op)
+        mm = f"{m['maxrss_kib'] / 1024 / share:.2f} ({(m['maxrss_kib'] - m['base_kib']) / 1024 / share:.2f})" if m else "-"
+        ss = f"{s['maxrss_kib'] / 1024 / share:.2f}" if s else "-"
+        print(f"  {op:9s} meshrt {mm}  ScaLAPACK {ss}")
+    print("\nevery block size (median wall / CPU seconds):")
     for op in ops:
         for side in ("meshrt", "scalapack"):
             rs = sorted((r for r in results if r["side"] == side and r["op"] == op), key=lambda r: r["block"])
             if rs:
-                print(f"  {op:9s} {side:9s} " + "  ".join(f"{r['block']}: {statistics.median(r['times']):.3f}"
+                print(f"  {op:9s} {side:9s} " + "  ".join(f"{r['block']}: {_med(r):.2f}/{_med(r, 'cpu'):.2f}"
                                                          for r in rs))
 
 
