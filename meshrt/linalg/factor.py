@@ -267,7 +267,12 @@ def lu(a: CyclicMatrix):
         if dest.size:
             perm[dest] = perm[src]
             others = [slice(0, lc0), slice(lc1, loc.shape[1])] if c == ck else [slice(0, loc.shape[1])]
-            _move_rows(a, dest, src, [s for s in others if s.stop > s.start])
+            others = [s for s in others if s.stop > s.start]
+            if pr_n == 1:  # every row is here: LAPACK's interchanges, a column block at a time
+                for s in others:
+                    lapack.laswp(loc[g0:, s], head[:-1])
+            else:
+                _move_rows(a, dest, src, others)
         # L[my rows >= g0, block k] along the process rows
         rows_here = loc.shape[0] - lr0
         lbuf = np.empty((rows_here, w), loc.dtype, order="F")
