@@ -17,6 +17,13 @@ Run it with the Python of meshrt's environment, not under mpiexec: it launches t
   OpenBLAS ``libblas.so.3``/``liblapack.so.3``): ScaLAPACK on Debian's reference BLAS is not the anchor.
 - numpy: the same routines (``qr(mode="r")``) on the whole matrix in one process with 2 BLAS threads.
 
+Both wall time (the slowest process) and CPU time (the largest per process; numpy's over its 2 threads)
+are shown: on a shared machine the wall time mostly measures the other jobs. Each side's best block
+size is the one with the least median CPU time. ScaLAPACK's launcher: Debian's ``mpiexec.mpich`` where it
+runs, else the Hydra ``mpiexec`` beside this Python (pip's MPICH; it starts any MPICH build's programs).
+The matrices are the same on every side (entries from a hash of the global index, so no side holds or
+sends more than its share to build them).
+
 Every (side, routine, block size) runs in its own job, median of ``--reps`` calls, each on a fresh
 matrix; the best block size of each side is reported. Peak memory: the largest ``ru_maxrss`` over the
 processes at the end of the job, over the process's share of the matrix (``8 N^2 / P`` bytes); the
