@@ -365,7 +365,7 @@ def table(args, ops, results):
           f"{'CPU':>7s} {'wall':>5s} {'CPU':>5s} {'wall':>5s} {'CPU':>6s}  layout wall/CPU")
     for op in ops:
         m, s, n = _best(results, "meshrt", op), _best(results, "scalapack", op), _best(results, "numpy", op)
-        ratio = lambda x, y, k: _med(x, k) / _med(y, k) if x and y else nan  # noqa: E731
+        ratio = lambda x, y, k: _med(x, k) / _med(y, k) if x and y else nan
         print(f"{op:9s} {_med(m):7.2f} {_med(m, 'cpu'):7.2f} {m['block'] if m else '-':>7} {_med(s):7.2f} "
               f"{_med(s, 'cpu'):7.2f} {s['block'] if s else '-':>7} {_med(n):7.2f} {_med(n, 'cpu'):7.2f} "
               f"{ratio(m, s, 'times'):5.2f} {ratio(m, s, 'cpu'):5.2f} {ratio(m, n, 'times'):5.2f} "

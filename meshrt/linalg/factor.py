@@ -59,7 +59,7 @@ def cholesky(a: CyclicMatrix) -> int:
     _check_square_blocks(a, "cholesky")
     lay, grid, loc = a.layout, a.grid, a.local
     n, nb = lay.shape[0], lay.block[0]
-    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    pc_n, (r, c) = lay.grid[1], grid.coords
     conj = "C" if loc.dtype.kind == "c" else "T"
     steps = -(-n // nb)
     ready = _cholesky_panel(a, 0, conj) if steps and c == 0 else None
