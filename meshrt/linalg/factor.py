@@ -51,55 +51,87 @@ def _check_square_blocks(a: CyclicMatrix, name: str):
 def cholesky(a: CyclicMatrix) -> int:
     """The lower Cholesky factor of Hermitian positive definite ``a``, in place (the strict upper triangle
     zeroed). Returns 0, or the order of the first leading minor that is not positive definite (LAPACK's
-    ``info``; ``a`` is then partly overwritten), the same on every process."""
+    ``info``; ``a`` is then partly overwritten), the same on every process.
+
+    Look-ahead of one panel: at step ``k`` the process column that holds block column ``k + 1`` updates
+    that block column first, factors it and has it ready to send before it updates the rest of its
+    trailing matrix, so the other process columns are not kept waiting for the panel's ``potrf``/``trsm``."""
     _check_square_blocks(a, "cholesky")
     lay, grid, loc = a.layout, a.grid, a.local
     n, nb = lay.shape[0], lay.block[0]
-    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    pc_n, (r, c) = lay.grid[1], grid.coords
     conj = "C" if loc.dtype.kind == "c" else "T"
-    for k in range(-(-n // nb)):
+    steps = -(-n // nb)
+    ready = _cholesky_panel(a, 0, conj) if steps and c == 0 else None
+    for k in range(steps):
         g0, g1 = k * nb, min(n, (k + 1) * nb)
         w = g1 - g0
-        rk, ck = k % pr_n, k % pc_n
-        lr0, lr1 = lay.row_start(g0, r), lay.row_start(g1, r)
-        lc0, lc1 = lay.col_start(g0, c), lay.col_start(g1, c)
-        below = loc.shape[0] - lr1
-        pbuf = np.empty(below * w + 1, loc.dtype)
-        if c == ck:
-            dbuf = np.empty(w * w + 1, loc.dtype)
-            if r == rk:
-                d = loc[lr0:lr1, lc0:lc1]
-                dbuf[-1] = lapack.potrf("L", d)
-                dbuf[:-1] = d.ravel(order="F")
-            _bcast(grid.col, dbuf, rk, "cholesky")
-            info = int(dbuf[-1].real)
-            panel = loc[lr1:, lc0:lc1]
-            if info == 0:
-                lapack.trsm("R", "L", conj, "N", 1.0, dbuf[:-1].reshape((w, w), order="F"), panel)
-            pbuf[:-1] = panel.ravel(order="F")
-            pbuf[-1] = info
+        ck = k % pc_n
+        lr1 = lay.row_start(g1, r)
+        lc1 = lay.col_start(g1, c)
+        pbuf = ready if c == ck else np.empty((loc.shape[0] - lr1) * w + 1, loc.dtype)
         _bcast(grid.row, pbuf, ck, "cholesky")
         info = int(pbuf[-1].real)
         if info:
             return g0 + info
-        prow = pbuf[:-1].reshape((below, w), order="F")  # L[my rows >= g1, block k]
+        prow = pbuf[:-1].reshape((loc.shape[0] - lr1, w), order="F")  # L[my rows >= g1, block k]
         pcol = _transposed_panel(a, prow, g1, w)  # L[my cols >= g1, block k]
-        # A[i, j] -= L[i, k] L[j, k]^H on and below the diagonal, block column by block column
-        for cs, ce, gstart in _column_chunks(a, g1):
-            rs = lay.row_start(gstart, r)
-            lapack.gemm(-1.0, prow[rs - lr1:], pcol[cs - lc1:ce - lc1], 1.0, loc[rs:, cs:ce], "N", conj)
+        ready = None
+        if k + 1 < steps and c == (k + 1) % pc_n:  # block column k + 1 is mine: it first, then factor it
+            nxt = lc1 + min(n, g1 + nb) - g1
+            _cholesky_update(a, prow, pcol, g1, lr1, lc1, lc1, nxt, conj)
+            ready = _cholesky_panel(a, k + 1, conj)
+            _cholesky_update(a, prow, pcol, g1, lr1, lc1, nxt, loc.shape[1], conj)
+        else:
+            _cholesky_update(a, prow, pcol, g1, lr1, lc1, lc1, loc.shape[1], conj)
     zero_triangle(a, upper=True)
     return 0
 
 
-def _column_chunks(a: CyclicMatrix, g1: int):
-    """(local start, local end, global start of the first block) of my columns from global ``g1`` on, in
-    runs of whole blocks at least `_MIN_GEMM_COLS` wide."""
+def _cholesky_panel(a: CyclicMatrix, k: int, conj: str) -> np.ndarray:
+    """Panel ``k`` factored by its process column (``potrf`` of the diagonal block on its owner, sent down
+    the column, ``trsm`` of the blocks below it): my rows of it below the diagonal block, column-major,
+    followed by ``info`` (the send buffer of the row broadcast)."""
+    lay, grid, loc = a.layout, a.grid, a.local
+    n, nb = lay.shape[0], lay.block[0]
+    r, c = grid.coords
+    g0, g1 = k * nb, min(n, (k + 1) * nb)
+    w = g1 - g0
+    rk = k % lay.grid[0]
+    lr0, lr1 = lay.row_start(g0, r), lay.row_start(g1, r)
+    lc0, lc1 = lay.col_start(g0, c), lay.col_start(g1, c)
+    pbuf = np.empty((loc.shape[0] - lr1) * w + 1, loc.dtype)
+    dbuf = np.empty(w * w + 1, loc.dtype)
+    if r == rk:
+        d = loc[lr0:lr1, lc0:lc1]
+        dbuf[-1] = lapack.potrf("L", d)
+        dbuf[:-1] = d.ravel(order="F")
+    _bcast(grid.col, dbuf, rk, "cholesky")
+    info = int(dbuf[-1].real)
+    panel = loc[lr1:, lc0:lc1]
+    if info == 0:
+        lapack.trsm("R", "L", conj, "N", 1.0, dbuf[:-1].reshape((w, w), order="F"), panel)
+    pbuf[:-1] = panel.ravel(order="F")
+    pbuf[-1] = info
+    return pbuf
+
+
+def _cholesky_update(a, prow, pcol, g1, lr1, lc1, lo, hi, conj) -> None:
+    """``A[i, j] -= L[i, k] L[j, k]^H`` on and below the diagonal for my local columns ``lo:hi`` (from
+    global column ``g1`` on; ``prow``/``pcol``: the panel on my rows/columns from ``g1``, local ``lr1``/``lc1``)."""
+    lay, loc, r = a.layout, a.local, a.grid.coords[0]
+    for cs, ce, gstart in _column_chunks(a, g1, lo, hi):
+        rs = lay.row_start(gstart, r)
+        lapack.gemm(-1.0, prow[rs - lr1:], pcol[cs - lc1:ce - lc1], 1.0, loc[rs:, cs:ce], "N", conj)
+
+
+def _column_chunks(a: CyclicMatrix, g1: int, start: int | None = None, end: int | None = None):
+    """(local start, local end, global start of the first block) of my columns from global ``g1`` on
+    (local ``start:end`` of them), in runs of whole blocks at least `_MIN_GEMM_COLS` wide."""
     lay, c = a.layout, a.grid.coords[1]
     nb, pc = lay.block[1], lay.grid[1]
-    cols = lay.shape[1]
-    start = lay.col_start(g1, c)
-    end = a.local.shape[1]
+    start = lay.col_start(g1, c) if start is None else start
+    end = a.local.shape[1] if end is None else end
     per = max(1, _MIN_GEMM_COLS // nb) * nb
     out = []
     ls = start
@@ -108,7 +140,6 @@ def _column_chunks(a: CyclicMatrix, g1: int):
         gb = (ls // nb) * pc + c  # the global block of local column ls
         out.append((ls, le, max(g1, gb * nb + ls % nb)))
         ls = le
-    del cols
     return out
 
 
@@ -142,18 +173,20 @@ def _transposed_panel(a: CyclicMatrix, prow: np.ndarray, g1: int, w: int) -> np.
 def zero_triangle(a: CyclicMatrix, upper: bool, diagonal: bool = False) -> None:
     """Zero the strict upper (``upper``) or lower triangle of ``a`` (with the diagonal if ``diagonal``)."""
     rows = a.rows()
-    lay, c = a.layout, a.grid.coords[1]
-    nb = lay.block[1]
+    nb = a.layout.block[1]
     cols = a.cols()
     for ls in range(0, cols.size, nb):
         gc = cols[ls:ls + nb]
-        part = a.local[:, ls:ls + nb]
+        # my rows before the block's first column, those among its columns, those after its last
+        lo, hi = np.searchsorted(rows, gc[0]), np.searchsorted(rows, gc[-1], side="right")
+        part = a.local[lo:hi, ls:ls + nb]
+        r = rows[lo:hi, None]
         if upper:
-            mask = rows[:, None] < gc[None, :] if not diagonal else rows[:, None] <= gc[None, :]
+            a.local[:lo, ls:ls + nb] = 0
+            part[r < gc[None, :] if not diagonal else r <= gc[None, :]] = 0
         else:
-            mask = rows[:, None] > gc[None, :] if not diagonal else rows[:, None] >= gc[None, :]
-        part[mask] = 0
-    del c
+            a.local[hi:, ls:ls + nb] = 0
+            part[r > gc[None, :] if not diagonal else r >= gc[None, :]] = 0
 
 
 def _swaps_to_moves(ipiv: np.ndarray, g0: int):
@@ -234,7 +267,12 @@ def lu(a: CyclicMatrix):
         if dest.size:
             perm[dest] = perm[src]
             others = [slice(0, lc0), slice(lc1, loc.shape[1])] if c == ck else [slice(0, loc.shape[1])]
-            _move_rows(a, dest, src, [s for s in others if s.stop > s.start])
+            others = [s for s in others if s.stop > s.start]
+            if pr_n == 1:  # every row is here: LAPACK's interchanges, a column block at a time
+                for s in others:
+                    lapack.laswp(loc[g0:, s], head[:-1])
+            else:
+                _move_rows(a, dest, src, others)
         # L[my rows >= g0, block k] along the process rows
         rows_here = loc.shape[0] - lr0
         lbuf = np.empty((rows_here, w), loc.dtype, order="F")
@@ -291,6 +329,8 @@ def triangular_solve(t: CyclicMatrix, b: CyclicMatrix, *, lower: bool, unit: boo
     lay, grid, tl, bl = t.layout, t.grid, t.local, b.local
     n, nb = lay.shape[0], lay.block[0]
     (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    if pc_n > 1 and b.shape[1] <= b.layout.block[1]:
+        return _narrow_triangular_solve(t, b, lower=lower, unit=unit)
     steps = range(-(-n // nb))
     for k in (steps if lower else reversed(steps)):
         g0, g1 = k * nb, min(n, (k + 1) * nb)
@@ -315,6 +355,48 @@ def triangular_solve(t: CyclicMatrix, b: CyclicMatrix, *, lower: bool, unit: boo
             lapack.gemm(-1.0, tbuf[lr1 - lo:], xbuf, 1.0, bl[lr1:])
         else:
             lapack.gemm(-1.0, tbuf[:lr0], xbuf, 1.0, bl[:lr0])
+
+
+def _narrow_triangular_solve(t: CyclicMatrix, b: CyclicMatrix, *, lower: bool, unit: bool) -> None:
+    """`triangular_solve` for a ``b`` of at most one block of columns (all on process column 0), by fan-in:
+    ``T`` never moves. Each process keeps ``z``, its columns' part of ``T x`` on its rows; at step ``k`` the
+    process row of block ``k`` sums its ``z`` (less ``b``) at the diagonal block's owner (a ``Reduce`` of
+    ``w x nrhs``), which solves with the diagonal block and sends ``x_k`` back along the row (into ``b`` on
+    process column 0) and down its process column, whose processes add ``T[:, k] x_k`` to their ``z``.
+    Per step ``O(w * nrhs)`` words instead of the block column of ``T`` (half the matrix over a solve)."""
+    from mpi4py import MPI
+
+    lay, grid, tl, bl = t.layout, t.grid, t.local, b.local
+    n, nb = lay.shape[0], lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, grid.coords
+    nrhs = b.shape[1]
+    z = np.zeros((tl.shape[0], nrhs), bl.dtype, order="F")
+    steps = range(-(-n // nb))
+    for k in (steps if lower else reversed(steps)):
+        g0, g1 = k * nb, min(n, (k + 1) * nb)
+        w = g1 - g0
+        rk, ck = k % pr_n, k % pc_n
+        lr0, lr1 = lay.row_start(g0, r), lay.row_start(g1, r)
+        lc0, lc1 = lay.col_start(g0, c), lay.col_start(g1, c)
+        xbuf = np.empty((w, nrhs), bl.dtype, order="F")
+        if r == rk:
+            part = np.array(z[lr0:lr1], order="F")
+            if c == 0:
+                part -= bl[lr0:lr1]
+            with _mpi.internal("triangular_solve", "the fan-in of T x", grid.row):
+                grid.row.Reduce(MPI.IN_PLACE if c == ck else part, part if c == ck else None, MPI.SUM, ck)
+            if c == ck:
+                np.negative(part, out=xbuf)
+                lapack.trsm("L", "L" if lower else "U", "N", "U" if unit else "N", 1.0, tl[lr0:lr1, lc0:lc1], xbuf)
+            _bcast(grid.row, xbuf, ck, "triangular_solve")
+            if c == 0:
+                bl[lr0:lr1] = xbuf
+        if c == ck:
+            _bcast(grid.col, xbuf, rk, "triangular_solve")
+            if lower:
+                lapack.gemm(1.0, tl[lr1:, lc0:lc1], xbuf, 1.0, z[lr1:])
+            else:
+                lapack.gemm(1.0, tl[:lr0, lc0:lc1], xbuf, 1.0, z[:lr0])
 
 
 def summa(a: CyclicMatrix, b: CyclicMatrix, out: CyclicMatrix) -> None:

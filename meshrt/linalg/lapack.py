@@ -18,7 +18,7 @@ import ctypes
 
 import numpy as np
 
-__all__ = ["gemm", "gemv", "trsm", "herk", "potrf", "getrf", "geqrf", "larft", "larfb", "stemr", "PREFIX"]
+__all__ = ["gemm", "gemv", "trsm", "herk", "potrf", "getrf", "laswp", "geqrf", "larft", "larfb", "stemr", "PREFIX"]
 
 PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
           np.dtype(np.complex128): "z"}
@@ -150,6 +150,15 @@ def getrf(a) -> tuple:
     if m and n:
         _routine(_prefix(a) + "getrf")(_i(m), _i(n), _p(a), _i(_ld(a)), _p(ipiv), ctypes.byref(info))
     return ipiv[:min(m, n)] - 1, info.value
+
+
+def laswp(a, ipiv) -> None:
+    """Row interchanges ``i <-> ipiv[i]`` (0-based, in order, as `getrf` returns them) of ``a`` in place,
+    LAPACK's ``laswp`` (column blocks at a time: no strided row gathers)."""
+    if not (a.size and len(ipiv)):
+        return
+    piv = np.asarray(ipiv, np.intc) + 1
+    _routine(_prefix(a) + "laswp")(_i(a.shape[1]), _p(a), _i(_ld(a)), _i(1), _i(piv.size), _p(piv), _i(1))
 
 
 def geqrf(a) -> np.ndarray:
