@@ -910,7 +910,9 @@ def _fused_write(t, origin, node, shape=None, drop=()) -> bool:
     _trim_plans()
     plan = None if c is None else _memo_plan(c, t, arrays, shape)
     if plan is None:
-        plan = _get_plan(t, origin, shape, sig, arrays, leaves)
+        # (an int's write fuses from its key's second run: a loop over the int, ``y[:, j] = ... y[:, j - 1]``,
+        # makes a new key each time, whose plan would be built for one run)
+        plan = _get_plan(t, origin, shape, sig, arrays, leaves, hot=2 if drop else 1)
         if plan is None:
             return False
         if c is not None and not plan.once:
@@ -1034,7 +1036,7 @@ def _trim_plans():
         _CANON.clear()
 
 
-def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
+def _get_plan(t, origin, shape, sig, arrays, leaves, force=False, hot=1):
     # Decided alike on every process (a plan is built collectively): from global facts only
     if not shape:
         return None
@@ -1049,7 +1051,7 @@ def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
         keep = tuple(a._sharding for a in arrays) + (t._sharding,)  # their ids stay theirs while cached
         if not force:  # counted alike on every process: the same program makes the same keys
             seen = _SEEN.get(key, (0, keep))[0] + 1
-            if seen < HOT:
+            if seen < HOT or seen < hot:
                 if len(_SEEN) > 4096:
                     _SEEN.clear()
                 _SEEN[key] = (seen, keep)
