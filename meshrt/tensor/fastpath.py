@@ -181,17 +181,17 @@ def _plain(v) -> bool:
     return v is None or type(v) is int
 
 
-_OFFSETS: dict = {}  # (sharding, shape) -> dim 0's block offsets
+_OFFSETS: dict = {}  # (sharding, shape, dim) -> the dim's block offsets
 _REPLICATED: dict = {}  # mesh -> a replicated sharding of a 0-d value on it
 
 
-def _offsets(s, shape):
-    ck = (s, shape)
+def _offsets(s, shape, d=0):
+    ck = (s, shape, d)
     o = _OFFSETS.get(ck)
     if o is None:
         if len(_OFFSETS) > _LIMIT:
             _OFFSETS.clear()
-        o = _OFFSETS[ck] = tuple(s.dim_offsets(shape)[0])
+        o = _OFFSETS[ck] = tuple(s.dim_offsets(shape)[d])
     return o
 
 
@@ -209,15 +209,27 @@ def _vector(v):
     r = ABOVE.lazy.slice_leaf(v) if ABOVE.lazy is not None else None
     if r is None:
         return None
-    t, starts, shape = r
+    t, starts, shape, drop = r
     s = t._sharding
     if type(t) is not DistributedTensor or len(shape) != 1 or s._partial_axes:
         return None
-    a, n, own = starts[0], shape[0], t._slices[0]
+    d = 0
+    if drop:  # ``A[:j, j]``: a column; its ints on dims no mesh axis splits (else the general path runs)
+        split = s._split_axes
+        for x in drop:
+            if x < len(split) and split[x]:
+                return None
+        d = next(x for x in range(len(starts)) if x not in drop)
+    a, n, own = starts[d], shape[0], t._slices[d]
     lo, hi = max(own.start, a), min(own.stop, a + n)
     hi = max(lo, hi)
-    axes = s._split_axes[0] if s._split_axes else ()
-    offs = tuple(min(max(o - a, 0), n) for o in _offsets(s, t._global_shape)) if axes else None
+    axes = s._split_axes[d] if len(s._split_axes) > d else ()
+    offs = tuple(min(max(o - a, 0), n) for o in _offsets(s, t._global_shape, d)) if axes else None
+    if drop:
+        sl = t._slices
+        idx = tuple(slice(lo - own.start, hi - own.start) if x == d else starts[x] - sl[x].start
+                    for x in range(len(starts)))
+        return t._interior[idx], lo - a, axes, offs, n, s._mesh
     return t._interior[lo - own.start:hi - own.start], lo - a, axes, offs, n, s._mesh
 
 

@@ -6,7 +6,7 @@ cdef class _Node:
     cdef public object shape, dtype, mesh, periodic, value, size, consumed, leaves, scalars, skey, oldest
 
 cdef class _Leaf(_Node):
-    cdef public object t, kind, starts, args
+    cdef public object t, kind, starts, args, drop
 
 cdef class _Op(_Node):
     cdef public object ufunc, args, raw, ins, op, head

@@ -106,12 +106,16 @@ class _Node:  # (compiled: an extension type, lazy.pxd)
 
 
 class _Leaf(_Node):
-    """A concrete tensor read whole (``kind`` "full"), through a basic slice, or rolled."""
+    """A concrete tensor read whole (``kind`` "full"), through a basic slice, or rolled.
 
-    __slots__ = ("t", "kind", "starts", "args")
+    A slice key may hold ints (``pn[2:, -1]``): each is a length-1 slice whose dim the value drops
+    (``drop``, the dims of ``t`` it dropped; ``starts`` has one entry per dim of ``t``, ``shape`` those
+    kept)."""
 
-    def __init__(self, t, kind, starts, shape, args=None):
-        self.t, self.kind, self.starts, self.args = t, kind, starts, args
+    __slots__ = ("t", "kind", "starts", "args", "drop")
+
+    def __init__(self, t, kind, starts, shape, args=None, drop=()):
+        self.t, self.kind, self.starts, self.args, self.drop = t, kind, starts, args, drop
         self.shape, self.dtype, self.mesh, self.size = shape, t._local.dtype, t._sharding._mesh, 0
         self.periodic = t._periodic if kind != "slice" else None
         self.value = None
@@ -119,7 +123,8 @@ class _Leaf(_Node):
         # (leaves stays None: (self,) would be a reference cycle, freed only by the cyclic collector)
         # (the dtype's char, not the dtype: hashing a dtype costs ~0.1 us; the plan's key and memo compare the
         # arrays' dtypes themselves)
-        self.leaves, self.scalars, self.skey, self.oldest = None, (), (kind, starts, self.dtype.char), _forced[0]
+        self.leaves, self.scalars, self.oldest = None, (), _forced[0]
+        self.skey = (kind, starts, self.dtype.char) if not drop else (kind, starts, self.dtype.char, drop)
 
     def _evaluate(self):
         if self.kind == "full":
@@ -436,21 +441,30 @@ def _build_ufunc(ufunc, inputs):
 
 
 def slice_leaf(v):
-    """``(tensor, starts, shape)`` of ``v``, a deferred basic slice ``t[a:b, ...]`` not yet evaluated; None for
-    anything else (`meshrt.tensor.fastpath.matmul_1d` reads the slice's block without evaluating it)."""
+    """``(tensor, starts, shape, drop)`` of ``v``, a deferred basic slice ``t[a:b, ...]`` (or ``t[a:b, j]``:
+    ``drop`` the dims of ``t`` its ints dropped, ``starts`` one per dim of ``t``, ``shape`` those kept) not yet
+    evaluated; None for anything else (`meshrt.tensor.fastpath.matmul_1d` reads the slice's block without
+    evaluating it)."""
     node = _EXPR.__get__(v)
     if type(node) is _Leaf and node.kind == "slice" and node.value is None:
-        return node.t, node.starts, node.shape
+        return node.t, node.starts, node.shape, node.drop
     return None
 
 
 def getitem(t, key):
-    """``t[key]`` for a basic key of step-1 slices: a deferred view (None otherwise)."""
+    """``t[key]`` for a basic key of step-1 slices and ints (an int: a length-1 slice whose dim is dropped):
+    a deferred view (None otherwise)."""
     if _eager[0] or not ENABLED or t._sharding._partial_axes:
         return None
     r = _region(t._global_shape, key)
     if r is None:
-        return None
+        r = _int_region(t._global_shape, key)
+        if r is None:
+            return None
+        starts, full, drop, shape = r
+        if 0 in full or not shape:  # (all ints: one element, the fast paths' or the eager one)
+            return None
+        return _wrap(_Leaf(t, "slice", starts, shape, key, drop))
     starts, shape = r
     if 0 in shape:
         return None
@@ -506,6 +520,53 @@ def _region(shape, key):
     if len(_REGIONS) > 4096:
         _REGIONS.clear()
     _REGIONS[ck] = r
+    return r
+
+
+_IREGIONS: dict = {}
+
+
+def _int_region(shape, key):
+    """(starts, sizes, dropped dims, kept sizes) of a key of ints and step-1 slices (at least one int, in
+    range; at most one Ellipsis): each int a length-1 slice whose dim is dropped, as numpy's basic indexing
+    drops it.  None for any other key."""
+    kid = _key_id(key)
+    if kid is None:
+        return None
+    ck = (shape, kid)
+    r = _IREGIONS.get(ck, _IREGIONS)
+    if r is not _IREGIONS:
+        return r
+    r = None
+    items = key if type(key) is tuple else (key,)
+    if any(type(k) is int for k in items) and all(type(k) is int or type(k) is slice or k is Ellipsis
+                                                   for k in items) and sum(k is Ellipsis for k in items) <= 1:
+        if Ellipsis in items:
+            i = items.index(Ellipsis)
+            items = items[:i] + (slice(None),) * (len(shape) - len(items) + 1) + items[i + 1:]
+        if len(items) <= len(shape):
+            items = items + (slice(None),) * (len(shape) - len(items))
+            starts, sizes, drop, kept = [], [], [], []
+            for d, (k, n) in enumerate(zip(items, shape)):
+                if type(k) is int:
+                    i = k + n if k < 0 else k
+                    if not 0 <= i < n:
+                        break  # (out of range: the eager path raises numpy's IndexError)
+                    starts.append(i)
+                    sizes.append(1)
+                    drop.append(d)
+                    continue
+                sr = _slice_region(k, n)
+                if sr is None:
+                    break
+                starts.append(sr[0])
+                sizes.append(sr[1])
+                kept.append(sr[1])
+            else:
+                r = (tuple(starts), tuple(sizes), tuple(drop), tuple(kept))
+    if len(_IREGIONS) > 4096:
+        _IREGIONS.clear()
+    _IREGIONS[ck] = r
     return r
 
 
@@ -674,10 +735,17 @@ def setitem(t, key, value) -> bool:
         node = _EXPR.__get__(value)
         if isinstance(node, _Op) and node.value is None and not t._sharding._partial_axes:
             r = _region(t._global_shape, key)
-            if r is not None and r[1] == node.shape and node.dtype == t._local.dtype and not node.consumed:
-                if _fused_write(t, r[0], node):
-                    _EXPR.__set__(value, None)
-                    return True
+            if r is not None:
+                if r[1] == node.shape and node.dtype == t._local.dtype and not node.consumed:
+                    if _fused_write(t, r[0], node):
+                        _EXPR.__set__(value, None)
+                        return True
+            else:  # ``p[1:-1, -1] = ...``: the ints' dims length-1 slices of the write, dropped from the value
+                r = _int_region(t._global_shape, key)
+                if r is not None and r[3] == node.shape and node.dtype == t._local.dtype and not node.consumed:
+                    if _fused_write(t, r[0], node, r[1], r[2]):
+                        _EXPR.__set__(value, None)
+                        return True
     flush()
     return False
 
@@ -714,10 +782,10 @@ def touch(t=None) -> None:
 _SIGS: dict = {}
 
 
-def _collect_fast(root, origin):
+def _collect_fast(root, origin, drop=()):
     """`_collect` from the lists made while building: no walk, one lookup (no node of the tree evaluated)."""
     if root.oldest != _forced[0]:
-        return _collect(root, origin) + (None,)
+        return _collect(root, origin, drop) + (None,)
     leaves = root.leaves
     first = leaves[0].t
     for leaf in leaves:
@@ -725,7 +793,7 @@ def _collect_fast(root, origin):
             break
     else:  # every leaf reads one tensor (a stencil's): no dict
         arrays, pattern = [first], _ZEROS[len(leaves)] if len(leaves) < len(_ZEROS) else (0,) * len(leaves)
-        return _sig_entry(root, origin, arrays, pattern)
+        return _sig_entry(root, origin, arrays, pattern, drop)
     ids, arrays, pattern = {}, [], []
     for leaf in leaves:
         a = ids.get(id(leaf.t))
@@ -733,17 +801,17 @@ def _collect_fast(root, origin):
             a = ids[id(leaf.t)] = len(arrays)
             arrays.append(leaf.t)
         pattern.append(a)
-    return _sig_entry(root, origin, arrays, tuple(pattern))
+    return _sig_entry(root, origin, arrays, tuple(pattern), drop)
 
 
 _ZEROS = tuple((0,) * n for n in range(17))
 
 
-def _sig_entry(root, origin, arrays, pattern):
-    key = (root.skey, pattern, origin)
+def _sig_entry(root, origin, arrays, pattern, drop):
+    key = (root.skey, pattern, origin, drop)
     c = _SIGS.get(key)
     if c is None:
-        sig, _, leaves, _ = _collect(root, origin)
+        sig, _, leaves, _ = _collect(root, origin, drop)
         if len(_SIGS) > 4096:
             _SIGS.clear()
         c = _SIGS[key] = [sig, tuple(leaves), None]  # [2]: the plan last used, see _memo_plan
@@ -770,8 +838,10 @@ def _memo_store(c, t, arrays, shape, plan):
             tuple((a._sharding, a._global_shape, a._local.dtype, a is t) for a in arrays), plan)
 
 
-def _collect(root, origin):
-    """Walk ``root``: (signature, arrays, per-leaf (array, kind, data), scalars, leaf ok)."""
+def _collect(root, origin, drop=()):
+    """Walk ``root``: (signature, arrays, per-leaf (array, kind, data), scalars, leaf ok).  ``origin``: the
+    written region's start in every dim of the target; ``drop``: the target's dims an int names (the value
+    has none of them): every leaf must have dropped those dims alone, so one index space holds them all."""
     arrays, ids, leaves, scalars = [], {}, [], []
 
     def walk(n):
@@ -781,7 +851,11 @@ def _collect(root, origin):
         if n.value is not None or isinstance(n, _Leaf):
             if isinstance(n, _Leaf) and (n.value is None or n.kind != "roll"):
                 t, kind, data = n.t, n.kind, n.starts
+                if n.drop != drop:
+                    raise _NotFusable
             else:
+                if drop:
+                    raise _NotFusable
                 v = n.force()
                 if type(v) is not DistributedTensor:
                     raise _NotFusable
@@ -821,22 +895,28 @@ def _subtree_pending(root) -> bool:
     return False
 
 
-def _fused_write(t, origin, node) -> bool:
-    """Evaluate ``node`` into ``t``'s region at global ``origin``, fused; False: not fusable (nothing done)."""
+def _fused_write(t, origin, node, shape=None, drop=()) -> bool:
+    """Evaluate ``node`` into ``t``'s region at global ``origin``, fused; False: not fusable (nothing done).
+    ``shape``: the region's, one size per dim of ``t`` (default the value's); ``drop``: the dims of ``t`` the
+    key's ints name (size 1 in ``shape``, absent from the value's)."""
     if _subtree_pending(node) or not _errstate_ok():
         return False
     try:
-        sig, arrays, leaves, scalars, c = _collect_fast(node, origin)
+        sig, arrays, leaves, scalars, c = _collect_fast(node, origin, drop)
     except _NotFusable:
         return False
+    if shape is None:
+        shape = node.shape
     _trim_plans()
-    plan = None if c is None else _memo_plan(c, t, arrays, node.shape)
+    plan = None if c is None else _memo_plan(c, t, arrays, shape)
     if plan is None:
-        plan = _get_plan(t, origin, node.shape, sig, arrays, leaves)
+        # (an int's write fuses from its key's second run: a loop over the int, ``y[:, j] = ... y[:, j - 1]``,
+        # makes a new key each time, whose plan would be built for one run)
+        plan = _get_plan(t, origin, shape, sig, arrays, leaves, hot=2 if drop else 1)
         if plan is None:
             return False
         if c is not None and not plan.once:
-            _memo_store(c, t, arrays, node.shape, plan)
+            _memo_store(c, t, arrays, shape, plan)
     _pending.pop(id(node), None)
     node.consumed = True
     flush()
@@ -956,7 +1036,7 @@ def _trim_plans():
         _CANON.clear()
 
 
-def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
+def _get_plan(t, origin, shape, sig, arrays, leaves, force=False, hot=1):
     # Decided alike on every process (a plan is built collectively): from global facts only
     if not shape:
         return None
@@ -971,7 +1051,7 @@ def _get_plan(t, origin, shape, sig, arrays, leaves, force=False):
         keep = tuple(a._sharding for a in arrays) + (t._sharding,)  # their ids stay theirs while cached
         if not force:  # counted alike on every process: the same program makes the same keys
             seen = _SEEN.get(key, (0, keep))[0] + 1
-            if seen < HOT:
+            if seen < HOT or seen < hot:
                 if len(_SEEN) > 4096:
                     _SEEN.clear()
                 _SEEN[key] = (seen, keep)
@@ -1360,7 +1440,7 @@ def _describe_node(n) -> str:
         if n.kind == "full":
             return "tensor"
         if n.kind == "slice":
-            return f"slice{list(n.starts)}"
+            return f"slice{list(n.starts)}" + (f" dropping {list(n.drop)}" if n.drop else "")
         return f"roll{list(n.starts)}"
     if isinstance(n, _Op):
         name = n.ufunc.__name__ if n.op == "ufunc" else n.op
@@ -1405,9 +1485,13 @@ def explain_fused(expr, target=None, key=Ellipsis) -> str:
     if target is None:
         return _explain_new(node)
     r = _region(target.global_shape, key)
-    if r is None or r[1] != node.shape or node.dtype != target.dtype:
-        return "runs eagerly: the key is not of step-1 slices, or the shapes or dtypes differ"
-    return _explain(node, target, r[0])
+    if r is not None:
+        r = (r[0], r[1], (), r[1])
+    else:
+        r = _int_region(target.global_shape, key)
+    if r is None or r[3] != node.shape or node.dtype != target.dtype:
+        return "runs eagerly: the key is not of step-1 slices and ints, or the shapes or dtypes differ"
+    return _explain(node, target, r[0], shape=r[1], drop=r[2])
 
 
 def _explain_new(node):
@@ -1418,12 +1502,12 @@ def _explain_new(node):
     return _explain(node, arrays[0], (0,) * len(node.shape), new=True)
 
 
-def _explain(node, t, origin, new=False):
+def _explain(node, t, origin, new=False, shape=None, drop=()):
     try:
-        sig, arrays, leaves, scalars = _collect(node, origin)
+        sig, arrays, leaves, scalars = _collect(node, origin, drop)
     except _NotFusable:
         return "runs eagerly"
-    plan = _get_plan(t, origin, node.shape, sig, arrays, leaves, force=True)
+    plan = _get_plan(t, origin, node.shape if shape is None else shape, sig, arrays, leaves, force=True)
     if plan is None:
         return "runs eagerly (operands not of the target's layout, or views of other tensors)"
     origin, shape, arrays, pre, post = plan.describe_args
