@@ -787,6 +787,8 @@ class _OnceExchange:
     def start(self):
         from mpi4py import MPI
 
+        from .runtime import mpi as _mpi
+
         x, comm = self.array, self.comm
         reqs, bufs, unpack = [], [], []
         if self.plan.messages:
