@@ -125,11 +125,14 @@ def top_level_items(text: str) -> list:
     if start is not None and clean[start:].strip():
         items.append(clean[start:])
     out = []
+    # one ``module { }`` is descended into, also after top-level aliases (``#map = affine_map<...>``)
+    modules = [it for it in items if it.strip().endswith("}") and _module_body_start(it.strip()) is not None]
     for it in items:
         it = it.strip()
-        body = _module_body_start(it) if len(items) == 1 and it.endswith("}") else None
+        body = _module_body_start(it) if len(modules) == 1 and it.endswith("}") else None
         if body is not None:
-            return [("module", "", it[:body])] + top_level_items(it[body:-1])
+            out += [("module", "", it[:body])] + top_level_items(it[body:-1])
+            continue
         f = re.match(r"func\.func\s+(?:(?:private|public|nested)\s+)?@([\w$.]+|\"[^\"]*\")", it)
         out.append(("func", f.group(1), it) if f else ("other", "", it))
     return out
