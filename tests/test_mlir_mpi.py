@@ -19,7 +19,7 @@ from meshrt.mlir import MLIRError, parse, parse_file, verify
 from meshrt.mlir.interpreters.spmd import Program, check_function, run_function
 from meshrt.mlir.ir import memref_type
 
-HERE = os.path.dirname(__file__)
+HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "mlir", "mpi")
 MLIR_OPT = find_mlir_opt()
 
@@ -346,14 +346,16 @@ def test_compare_lower_runs_mlir_opt_on_two_processes(tmp_path):
         pytest.skip("no mpiexec")
     out = subprocess.run([sys.executable, "-m", "meshrt", "mlir", "compare", "-n", "2",
                           os.path.join(DATA, "reductions.n2.mlir"), "--lower", "--func", "row_sums",
-                          "--keep", str(tmp_path)], capture_output=True, text=True, timeout=300)
+                          "--keep", str(tmp_path)], capture_output=True, text=True, timeout=300,
+                         cwd=str(tmp_path))  # outside the source tree: the installed meshrt
     assert out.returncode == 0, out.stderr
     assert "same: 1 result(s) of @row_sums equal on 2 process(es) and equal the global program" in out.stdout
     assert (tmp_path / "reductions.n2.mpi.mlir").read_text().count("mpi.allreduce") >= 1
     # one lowering per process, its rank folded to constants (mpi.dlti)
     out = subprocess.run([sys.executable, "-m", "meshrt", "mlir", "compare", "-n", "2",
                           os.path.join(DATA, "reductions.n2.mlir"), "--lower", "--per-process", "--func", "row_sums",
-                          "--keep", str(tmp_path)], capture_output=True, text=True, timeout=300)
+                          "--keep", str(tmp_path)], capture_output=True, text=True, timeout=300,
+                         cwd=str(tmp_path))  # outside the source tree: the installed meshrt
     assert out.returncode == 0, out.stderr
     assert "(for each of the 2 processes: mpi.dlti)" in out.stdout and "same: 1 result(s)" in out.stdout
     one = (tmp_path / "reductions.n2.rank1.mpi.mlir").read_text()
@@ -432,7 +434,7 @@ def test_module_attributes_need_a_dialect_prefix_as_in_llvm_22():
         assert subprocess.run([MLIR_OPT, "-"], input=bare, capture_output=True, text=True).returncode != 0
 
 
-def test_compare_committed_lowering_with_shardings_on_two_processes():
+def test_compare_committed_lowering_with_shardings_on_two_processes(tmp_path):
     from meshrt.launch import find_mpiexec
 
     if find_mpiexec() is None:
@@ -441,7 +443,8 @@ def test_compare_committed_lowering_with_shardings_on_two_processes():
                           os.path.join(DATA, "reductions.n2.partitioned.mlir"),
                           "--lowered", os.path.join(DATA, "reductions.n2.mpi.mlir"),
                           "--shardings-from", os.path.join(DATA, "reductions.n2.mlir"), "--func", "col_max"],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300,
+                         cwd=str(tmp_path))  # outside the source tree: the installed meshrt
     assert out.returncode == 0, out.stderr
     assert "same: 1 result(s) of @col_max equal on 2 process(es) and equal the global program" in out.stdout
 
