@@ -38,14 +38,14 @@ class LinearOperator:
     """
 
     def __init__(self, shape, matvec=None, dtype=np.float64):
+        if matvec is None and type(self).matvec is LinearOperator.matvec:
+            raise TypeError("LinearOperator: matvec is required (a callable on DistributedTensors), got None")
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
         self._matvec = matvec
 
     def matvec(self, x: DistributedTensor) -> DistributedTensor:
         """``A x`` as a DistributedTensor."""
-        if self._matvec is None:
-            raise NotImplementedError(f"{type(self).__name__}.matvec")
         return self._matvec(x)
 
     __call__ = matvec
@@ -118,6 +118,12 @@ class StencilOperator(LinearOperator):
             boundary = Dirichlet(0.0)
         self.boundary = boundary
 
+    def matvec(self, x):
+        from ..stencil import apply_stencil
+        out = DistributedTensor.zeros(x.global_shape, x.sharding, x.dtype, periodic=x.periodic)
+        apply_stencil(self.kernel, out, x, *self.args, reads=[x], boundary=self.boundary)
+        return out
+
     def _bind(self, b):
         from ..stencil import apply_stencil
         out = DistributedTensor.zeros(b.global_shape, b.sharding, b.dtype, periodic=b.periodic)
@@ -134,6 +140,9 @@ class _MatrixOperator(LinearOperator):
     def __init__(self, mat):
         super().__init__(mat.global_shape, dtype=mat.dtype)
         self.mat = mat
+
+    def matvec(self, x):
+        return self.mat @ x
 
     def _bind(self, b):
         if b.ndim != 1 or self.shape != (b.size, b.size):
@@ -160,8 +169,7 @@ def aslinearoperator(A, what="A"):
 
 class _Callable(LinearOperator):
     def __init__(self, fn):
-        super().__init__((0, 0))
-        self._matvec = fn
+        super().__init__((0, 0), fn)
 
     def _bind(self, b):
         return _TensorBound(self._matvec, b, "A (callable)")

@@ -280,6 +280,20 @@ def test_info_positive():
 
 # -- bad arguments raise on every process ---------------------------------------------------------
 
+def test_every_operator_form_has_a_matvec():
+    from meshrt.solvers.operator import aslinearoperator
+
+    A, b, _ = _problem((10, 9), "dirichlet")
+    with pytest.raises(TypeError, match="matvec is required"):
+        LinearOperator(A.shape)
+    ref = A.matvec(b).gather()
+    for form in (aslinearoperator(lambda u: A(u)), LinearOperator(A.shape, A.matvec)):
+        assert np.allclose(form.matvec(b).gather(), ref)
+    dense = DistributedTensor.from_global(np.eye(b.size) * 2.0, Sharding(b.mesh, [list(b.sharding.dim_axes(0))]))
+    v = b.reshape(b.size)
+    assert np.allclose(aslinearoperator(dense).matvec(v).gather(), 2.0 * v.gather())
+
+
 def test_bad_arguments():
     A, b, _ = _problem((10, 9), "dirichlet")
     other = DistributedTensor.zeros((9, 10), b.sharding)
