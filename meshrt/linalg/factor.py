@@ -153,19 +153,16 @@ def _transposed_panel(a: CyclicMatrix, prow: np.ndarray, g1: int, w: int) -> np.
     want = lay.global_cols(c, g1)
     if pr_n == 1:  # one process row: every panel row is here
         return np.asfortranarray(prow[want - g1])
-    mine = lay.global_rows(r, g1)
-    sel = lay.col_owner(mine) == c
-    send = np.asfortranarray(prow[sel])
-    counts = np.array([lay.global_rows(q, g1)[lay.col_owner(lay.global_rows(q, g1)) == c].size
-                       for q in range(pr_n)], np.int64)
-    recv = np.empty((int(counts.sum()), w), prow.dtype, order="F")
-    rows_from = np.concatenate([lay.global_rows(q, g1)[lay.col_owner(lay.global_rows(q, g1)) == c]
-                                for q in range(pr_n)])
-    # rows travel as w-element rows of a C-ordered buffer
-    sbuf = np.ascontiguousarray(send)
-    rbuf = np.empty((int(counts.sum()), w), prow.dtype)
+    # each process row's panel rows that are also my process column's columns (the same for all of it)
+    parts = [rows[lay.col_owner(rows) == c] for rows in (lay.global_rows(q, g1) for q in range(pr_n))]
+    counts = np.array([p.size for p in parts], np.int64)
+    rows_from = np.concatenate(parts)
+    mine = lay.global_rows(r, g1)  # prow's rows, in order
+    sbuf = np.ascontiguousarray(prow[lay.col_owner(mine) == c])
+    rbuf = np.empty((int(counts.sum()), w), prow.dtype)  # rows travel as w-element rows, C-ordered
     with _mpi.internal("cholesky", "the transposed panel", grid.col):
         grid.col.Allgatherv(sbuf, [rbuf, (counts * w, np.concatenate([[0], np.cumsum(counts * w)[:-1]]))])
+    recv = np.empty((int(counts.sum()), w), prow.dtype, order="F")
     recv[np.searchsorted(want, rows_from)] = rbuf
     return recv
 
