@@ -9,6 +9,7 @@ job of two or more processes it also starts the heartbeat (`meshrt.runtime.heart
 ends the job when a host, link, rank or ``hydra_pmi_proxy`` is lost (``MESHRT_HEARTBEAT``).
 """
 
+import io
 import os
 import shutil
 import signal
@@ -48,6 +49,10 @@ def run_script(path, args=()):
         raise FileNotFoundError(f"meshrt.launch: script {path!r} does not exist")
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    if isinstance(sys.stdout, io.TextIOWrapper) and not sys.stdout.isatty():
+        # whole lines, one write each (even under PYTHONUNBUFFERED, where print writes each of its
+        # arguments apart): mpiexec forwards what arrives, so the ranks' lines would interleave mid-line
+        sys.stdout.reconfigure(line_buffering=True, write_through=False)
     from .runtime import check as _check, watchdog as _watchdog, heartbeat
 
     if heartbeat.deadline_seconds() is not None and heartbeat.start():
@@ -73,6 +78,7 @@ def run_script(path, args=()):
         tb = traceback.extract_tb(sys.exc_info()[2])
         where = f" at {tb[-1].filename}:{tb[-1].lineno} in {tb[-1].name}" if tb else ""
         heartbeat.leaving()
+        sys.stdout.flush()
         sys.stderr.write(f"[rank {_watchdog.rank()}] interrupted{where}\n")
         sys.stderr.flush()
         os._exit(130)
@@ -492,6 +498,11 @@ def main(argv=None):
         run_script(argv[0], argv[1:])
     except FileNotFoundError as e:
         print(e, file=sys.stderr)
+        return 2
+    except ValueError as e:  # a bad MESHRT_* setting, before the script starts
+        # one write, so that the processes' lines do not interleave in mpiexec's stderr
+        sys.stderr.write(f"meshrt.launch: ValueError: {e}\n")
+        sys.stderr.flush()
         return 2
     return 0
 

@@ -1,6 +1,7 @@
 """meshrt info and meshrt run, as a user types them."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -42,6 +43,22 @@ def _script(tmp_path, body):
     p = tmp_path / "script.py"
     p.write_text(textwrap.dedent(body))
     return str(p)
+
+
+@needs_mpiexec
+def test_run_keeps_the_ranks_lines_whole_even_unbuffered(tmp_path):
+    # print writes each argument apart when unbuffered; mpiexec forwards each write as it comes
+    script = _script(tmp_path, """
+        from mpi4py import MPI
+        for i in range(3000):
+            print("line", i, "of rank", MPI.COMM_WORLD.rank)
+    """)
+    r = subprocess.run([sys.executable, "-m", "meshrt.cli", "run", "-n", "2", script], cwd=tmp_path,
+                       env=dict(os.environ, PYTHONUNBUFFERED="1"), capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    broken = [line for line in lines if not re.fullmatch(r"line \d+ of rank [01]", line)]
+    assert len(lines) == 6000 and broken == [], broken[:5]
 
 
 @needs_mpiexec
@@ -181,9 +198,10 @@ def test_run_does_not_restart_an_exception_in_the_script(tmp_path, who):
     # "rank 1": rank 0 waits in a collective and the launcher kills it when rank 1 aborts; its helper's
     # report must not be taken for a lost process (rank 1's abort reaches rank 0's helper first)
     script = _script(tmp_path, f"""
-        import os
+        import os, sys
         from mpi4py import MPI
-        print("run", os.environ["MESHRT_RESTART"], flush=True)
+        sys.stdout.write(f"run {{os.environ['MESHRT_RESTART']}}\\n")  # one write: the ranks' lines do not interleave
+        sys.stdout.flush()
         MPI.COMM_WORLD.Barrier()
         if {who == "every rank"} or MPI.COMM_WORLD.rank == 1:
             raise ValueError("a bug restarting cannot fix")

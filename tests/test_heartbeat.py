@@ -253,7 +253,7 @@ def test_off_and_bad_settings(tmp_path):
         (tmp_path / f"helper{r}").unlink()
     r, _ = _job(tmp_path, HELPER_PIDS, env={"MESHRT_HEARTBEAT": "soon"})
     assert r.returncode != 0 and _helpers(tmp_path) == []
-    assert r.stderr.count("ValueError: MESHRT_HEARTBEAT='soon': expected a number of seconds") == 2, r.stderr
+    assert r.stderr.count("meshrt.launch: ValueError: MESHRT_HEARTBEAT='soon': expected a number of seconds") == 2, r.stderr
 
 
 @needs_mpiexec

@@ -257,7 +257,7 @@ def test_an_emulated_d_state_ends_the_job_within_20_s(tmp_path):
 def test_a_bad_key_is_a_clear_error_and_a_good_one_is_never_printed(tmp_path):
     secret = "g" * 64
     rc, out, err, _ = _job(tmp_path, "from mpi4py import MPI\n", env={hb.KEY_ENV: secret})
-    assert rc != 0 and err.count("ValueError: MESHRT_HEARTBEAT_KEY: expected 64 hexadecimal digits") == 2, err
+    assert rc != 0 and err.count("meshrt.launch: ValueError: MESHRT_HEARTBEAT_KEY: expected 64 hexadecimal digits") == 2, err
     assert secret not in err + out
     script = tmp_path / "job.py"
     r = subprocess.run([sys.executable, "-m", "meshrt.cli", "run", "-n", "2", str(script)], cwd=tmp_path,
