@@ -6,7 +6,7 @@ Split dims exchange through a `HaloExchange` planned once per buffer;
 domain ghosts are filled here: Dirichlet 0 (homogeneous; an inhomogeneous
 value belongs in the right-hand side), Neumann mirror, periodic wrap (on a
 split dim the exchange wraps).  A *serial* level (``mesh=None``) is a whole
-grid held by every process alike: the coarse levels after the gather.
+grid held by one process: the coarse levels once the mesh is merged down to it.
 """
 
 from __future__ import annotations

@@ -8,17 +8,27 @@ answer (the fine-level residual decides).  Restriction is full weighting,
 prolongation (bi/tri)linear, one 1-D pass per dim; the coarse operator is the
 same stencil with the coefficients restricted and ``h`` doubled.  Each coarse
 point lives on the process that owns its fine point, so transfers need only
-the one-cell halos; once a block would get small (``min_block``) or the grid
-is ``coarse_size`` cells or fewer, the coarse grid is gathered onto every
-process (PETSc's redundant coarse solve) and the remaining levels run there
-without messages, down to a dense solve.
+the one-cell halos.  Once a block would get small (``min_block``), the blocks
+of neighbouring processes (two along each split mesh axis) are merged onto
+the first of them, and the coarser levels run on that smaller mesh (as
+PETSc's PCTELESCOPE); once the grid is ``coarse_size`` cells or fewer, or the
+mesh is down to one process, the whole grid goes to one process, which runs
+the remaining levels without messages, down to a dense solve.  A process
+whose block was merged away sends its coarse right-hand side to its group's
+root and waits for its correction to come back (a Gatherv and a Scatterv on
+the group's communicator); a root of a two-per-axis merge talks to at most
+``2**d - 1`` others.
 """
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
+from ..mesh import Mesh
 from ..runtime import mpi as _mpi
+from ..sharding.spec import Sharding
 from .grid import Grid
 from .operator import Laplacian, LinearOperator
 
@@ -28,13 +38,118 @@ CYCLES = ("V", "W", "F")
 SMOOTHERS = ("jacobi", "rbgs", "chebyshev")
 
 
-class _Transfer:
-    """Restriction and prolongation between a fine grid and the next coarser one."""
+class _Agglomeration:
+    """The coarse blocks of a group of neighbouring processes merged onto the group's first (its root).
 
-    def __init__(self, fine: Grid, coarse: Grid, modes, cstart, cn, gather):
-        self.fine, self.coarse, self.modes, self.gather = fine, coarse, modes, gather
+    ``factor[a]`` processes along mesh axis ``a`` merge (2, or the whole axis);
+    on a root, ``grid`` is the merged coarse level (on the smaller mesh, or
+    serial once one process holds it all); on the others it is None.
+    """
+
+    def __init__(self, fine: Grid, coffs, cshape, everything: bool):
+        mesh, sharded = fine.mesh, fine.sharded
+        axes = fine.sharding.split_axes
+        split = {a for d in sharded for a in axes[d]}
+        multi = {a for d in sharded if len(axes[d]) > 1 for a in axes[d]}
+        shape, coords = mesh.shape, mesh.coords
+        factor = tuple((n if (everything or a in multi) else min(2, n)) if a in split else 1
+                       for a, n in enumerate(shape))
+        root = tuple(c - c % f for c, f in zip(coords, factor))
+        self.is_root = root == coords
+        flat = [o for d in sharded for o in coffs[d]]
+        before = Sharding(mesh, fine.split_axes, sharded_dims_offsets=flat)
+        group = [tuple(r + kk for r, kk in zip(root, k)) for k in itertools.product(*[range(f) for f in factor])]
+        group = [m for m in group if all(c < n for c, n in zip(m, shape))]  # in the group's rank order
+        self.members = []  # (start, n) of each member's block on the coarse layout
+        for member in group:
+            sl = before.shard_slices(cshape, device=mesh.linear_index(member))
+            self.members.append((tuple(x.start for x in sl), tuple(x.stop - x.start for x in sl)))
+        self.start, self.n = self.members[group.index(coords)]
+        key = int(np.ravel_multi_index(tuple(c % f for c, f in zip(coords, factor)), factor))
+        with _mpi.internal("solvers.Multigrid", "coarse grid merge: group", fine.comm):
+            self.group = fine.comm.Split(mesh.linear_index(root), key)
+        sub_shape = tuple(-(-n // f) for n, f in zip(shape, factor))
+        # the merged layout: every factor-th boundary of each split dim
+        new_offsets = []
+        for d in range(fine.ndim):
+            o = list(coffs[d])
+            if d in sharded and len(axes[d]) == 1 and factor[axes[d][0]] == 2:
+                o = o[0::2] + ([o[-1]] if (len(o) - 1) % 2 else [])
+            elif d in sharded:
+                o = [o[0], o[-1]]
+            new_offsets.append(tuple(o))
+        self.submesh, self.subcomm = None, None
+        distributed = any(sub_shape[a] > 1 for a in split)
+        if distributed:
+            from mpi4py import MPI
+            sub_coords = tuple(c // f for c, f in zip(coords, factor))
+            color = 0 if self.is_root else MPI.UNDEFINED
+            with _mpi.internal("solvers.Multigrid", "coarse grid merge: mesh", fine.comm):
+                self.subcomm = fine.comm.Split(color, int(np.ravel_multi_index(sub_coords, sub_shape)))
+        self.grid_args = (sub_shape, new_offsets, distributed)
+        self.factor = factor
+
+    def make_grid(self, cshape, bcs, ch, wall, split_axes, axis_names):
+        """The merged coarse level (roots only)."""
+        sub_shape, new_offsets, distributed = self.grid_args
+        if not distributed:
+            return Grid(cshape, bcs, ch, wall=wall)
+        self.submesh = Mesh(sub_shape, axis_names, comm=self.subcomm)
+        return Grid(cshape, bcs, ch, self.submesh, split_axes, new_offsets, wall)
+
+    def gather(self, x, out, interior_origin):
+        """Root: ``out``'s merged interior receives every member's coarse block ``x``."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        if not self.is_root:
+            with _mpi.internal("solvers.Multigrid", "coarse grid merge: gather", self.group):
+                self.group.Gatherv(x, None, root=0)
+            return
+        counts = [int(np.prod(n)) for _, n in self.members]
+        recv = np.empty(sum(counts))
+        with _mpi.internal("solvers.Multigrid", "coarse grid merge: gather", self.group):
+            self.group.Gatherv(x, (recv, counts), root=0)
+        pos = 0
+        for (start, n), cnt in zip(self.members, counts):
+            out[tuple(slice(interior_origin + s - r, interior_origin + s - r + k)
+                      for s, r, k in zip(start, self.start, n))] = recv[pos:pos + cnt].reshape(n)
+            pos += cnt
+
+    def scatter(self, cbuf):
+        """Each member's coarse block with one ghost layer around it, from the root's padded ``cbuf``."""
+        patch = np.empty(tuple(k + 2 for k in self.n))
+        if not self.is_root:
+            with _mpi.internal("solvers.Multigrid", "coarse grid merge: scatter", self.group):
+                self.group.Scatterv(None, patch, root=0)
+            return patch
+        parts = [np.ascontiguousarray(cbuf[tuple(slice(s - r, s - r + k + 2)
+                                                 for s, r, k in zip(start, self.start, n))]).ravel()
+                 for start, n in self.members]
+        send = np.concatenate(parts)
+        with _mpi.internal("solvers.Multigrid", "coarse grid merge: scatter", self.group):
+            self.group.Scatterv((send, [p.size for p in parts]), patch, root=0)
+        return patch
+
+    def free(self):
+        if self.submesh is not None:
+            self.submesh.free()
+        from mpi4py import MPI
+        for c in (self.subcomm, self.group):
+            if c is not None and c != MPI.COMM_NULL:
+                with _mpi.internal("solvers.Multigrid", "communicator free", c):
+                    c.Free()
+        self.subcomm = self.group = self.submesh = None
+
+
+class _Transfer:
+    """Restriction and prolongation between a fine grid and the next coarser one.
+
+    ``coarse`` is None on a process whose coarse block was merged onto another (``agg``'s root)."""
+
+    def __init__(self, fine: Grid, coarse, modes, cstart, cn, agg=None, cshape=None):
+        self.fine, self.coarse, self.modes, self.agg = fine, coarse, modes, agg
         self.cstart, self.cn = cstart, cn
         nd = fine.ndim
+        cshape = coarse.shape if coarse is not None else cshape
         self.prolong_taps = []
         for d in range(nd):
             fs, nf, cs = fine.start[d], fine.n[d], cstart[d]
@@ -58,7 +173,7 @@ class _Transfer:
             if s is None:
                 self.restrict_w.append(None)
                 continue
-            n, ncg, bc = fine.shape[d], coarse.shape[d], fine.bcs[d]
+            n, ncg, bc = fine.shape[d], cshape[d], fine.bcs[d]
             shape = [1] * nd
             shape[d] = cn[d]
             ws = []
@@ -69,7 +184,8 @@ class _Transfer:
             self.restrict_w.append(ws)
 
     def restrict(self, fine_buf, out, coefficient=False):
-        """``out`` (the coarse padded buffer) interior = R fine; ``fine_buf``'s ghosts are refreshed here."""
+        """``out`` (the coarse padded buffer; None where merged away) interior = R fine; ``fine_buf``'s
+        ghosts are refreshed here."""
         f, nd = self.fine, self.fine.ndim
         f.update(fine_buf, coefficient)
         x = fine_buf
@@ -84,22 +200,18 @@ class _Transfer:
             if coefficient:  # a cell value: a weighted mean
                 w = [wk / (w[0] + w[1] + w[2]) for wk in w]
             x = w[0] * x[sl[0]] + w[1] * x[sl[1]] + w[2] * x[sl[2]]
-        if self.gather:
-            with _mpi.internal("solvers.Multigrid", "coarse grid gather", f.comm):
-                blocks = f.comm.allgather((self.cstart, x))
-            for start, blk in blocks:
-                out[tuple(slice(1 + s, 1 + s + n) for s, n in zip(start, blk.shape))] = blk
+        if self.agg is not None:
+            self.agg.gather(x, out, 1)
         else:
             out[self.coarse.interior] = x
 
     def prolong_add(self, cbuf, fine_buf):
-        """fine_buf interior += P coarse (``cbuf`` the coarse padded buffer; its ghosts are refreshed here)."""
+        """fine_buf interior += P coarse (``cbuf`` the coarse padded buffer, None where merged away; its
+        ghosts are refreshed here)."""
         nd = self.fine.ndim
-        self.coarse.update(cbuf)
-        if self.gather:
-            x = cbuf[tuple(slice(s, s + n + 2) for s, n in zip(self.cstart, self.cn))]
-        else:
-            x = cbuf
+        if self.coarse is not None:
+            self.coarse.update(cbuf)
+        x = self.agg.scatter(cbuf) if self.agg is not None else cbuf
         for d in range(nd):
             i0, i1, w0, w1 = self.prolong_taps[d]
             if w0 is None:
@@ -107,6 +219,10 @@ class _Transfer:
             else:
                 x = np.take(x, i0, axis=d) * w0 + np.take(x, i1, axis=d) * w1
         fine_buf[self.fine.interior] += x
+
+    def free(self):
+        if self.agg is not None:
+            self.agg.free()
 
 
 class _Level:
@@ -143,8 +259,9 @@ class Multigrid(LinearOperator):
     coarse_size : int, optional
         A grid of at most this many cells is solved directly (dense). Default 64.
     min_block : int, optional
-        Gather a coarse grid onto every process once some process would own
-        fewer than ``min_block`` points along a split dim, or fewer than
+        Merge the coarse blocks of neighbouring processes (two along each
+        split mesh axis) onto one of them once some process would own fewer
+        than ``min_block`` points along a split dim, or fewer than
         ``min_block**2`` cells in all. Default 8.
 
     Examples
@@ -189,65 +306,68 @@ class Multigrid(LinearOperator):
             last = size <= coarse_size or all(m is None for m in modes) or len(self.levels) >= max_levels
             if last and not fine.dist:
                 break
-            if last:  # gather this grid as it is, and solve it there
+            if last:  # merge this grid as it is onto one process, and solve it there
                 modes = [None] * nd
             cshape = tuple(n if m is None else (n + 1 - m) // 2 for n, m in zip(fine.shape, modes))
             ch = tuple(hh if m is None else 2.0 * hh for hh, m in zip(fine.h, modes))
             wall = tuple(w if m is None else ((1.0 + w[0]) / 2, (1.0 + w[1]) / 2 if n % 2 else w[1] / 2)
                          for w, m, n in zip(fine.wall, modes, fine.shape))
+            agg = None
             if fine.dist:
                 coffs = tuple(fine.offsets[d] if m is None else tuple((o - m + 1) // 2 for o in fine.offsets[d])
                               for d, m in enumerate(modes))
                 sharded = fine.sharded
                 widths = [b - a for d in sharded for a, b in zip(coffs[d], coffs[d][1:])]
-                cells = _min_cells(coffs, sharded, cshape)
-                gather = last or int(np.prod(cshape)) <= coarse_size or (widths and min(widths) < min_block) \
-                    or cells < min_block ** 2
-                probe = Grid(cshape, fine.bcs, ch, fine.mesh, fine.split_axes, coffs, wall) if not gather else None
-                if gather:
-                    from ..sharding.spec import Sharding
-                    sh = Sharding(fine.mesh, fine.split_axes, sharded_dims_offsets=[o for d in sharded
-                                                                                     for o in coffs[d]])
-                    sl = sh.shard_slices(cshape)
-                    cstart, cn = tuple(s.start for s in sl), tuple(s.stop - s.start for s in sl)
-                    coarse = Grid(cshape, fine.bcs, ch, wall=wall)
+                everything = last or int(np.prod(cshape)) <= coarse_size
+                merge = everything or (widths and min(widths) < min_block) or \
+                    _min_cells(coffs, sharded, cshape) < min_block ** 2
+                if merge:
+                    agg = _Agglomeration(fine, coffs, cshape, everything)
+                    cstart, cn = agg.start, agg.n
+                    coarse = agg.make_grid(cshape, fine.bcs, ch, wall, fine.split_axes,
+                                           fine.mesh.axis_names) if agg.is_root else None
                 else:
-                    coarse = probe
+                    coarse = Grid(cshape, fine.bcs, ch, fine.mesh, fine.split_axes, coffs, wall)
                     cstart, cn = coarse.start, coarse.n
             else:
-                gather = False
                 coarse = Grid(cshape, fine.bcs, ch, wall=wall)
                 cstart, cn = coarse.start, coarse.n
             lvl = self.levels[-1]
-            lvl.transfer = _Transfer(fine, coarse, modes, cstart, cn, gather)
+            lvl.transfer = _Transfer(fine, coarse, modes, cstart, cn, agg, cshape)
             # coefficients: restricted (full weighting) as cell values of the coarse grid
             if not np.isscalar(k):
-                kc = coarse.zeros()
+                kc = coarse.zeros() if coarse is not None else None
                 lvl.transfer.restrict(k, kc, coefficient=True)
                 k = kc
             if not np.isscalar(c):
                 cp = fine.zeros()
                 cp[fine.interior] = c
-                cc = coarse.zeros()
+                cc = coarse.zeros() if coarse is not None else None
                 lvl.transfer.restrict(cp, cc, coefficient=True)
-                c = np.ascontiguousarray(cc[coarse.interior])
+                c = np.ascontiguousarray(cc[coarse.interior]) if coarse is not None else None
+            if coarse is None:  # this process's part continues on another: its levels end here
+                break
             coarse.set_coefficients(k, c)
             self.levels.append(_Level(coarse))
-            if last:
+            if last and not coarse.dist:
                 break
         bottom = self.levels[-1]
-        if bottom.grid.dist:  # a single distributed level (max_levels=1): gather-and-solve is level 2
-            raise AssertionError("unreachable: the coarsest level is serial")
-        mat = bottom.grid.dense()
-        bottom.inverse = np.linalg.pinv(mat, rcond=1e-13) if mat.size else mat
+        if bottom.transfer is None:  # this process holds the coarsest grid, whole
+            mat = bottom.grid.dense()
+            bottom.inverse = np.linalg.pinv(mat, rcond=1e-13) if mat.size else mat
 
     def memory(self) -> dict:
         """Bytes per level (buffers and coefficients) on this process; level 0 is the fine level."""
         return {i: lvl.nbytes() for i, lvl in enumerate(self.levels)}
 
     def __repr__(self):
-        shapes = " -> ".join(("x".join(map(str, l.grid.shape)) + ("" if l.grid.dist else "*")) for l in self.levels)
-        return f"<Multigrid {self.cycle}-cycle, {self.smoother}, levels {shapes} (* = gathered)>"
+        def one(lvl):
+            g = lvl.grid
+            return "x".join(map(str, g.shape)) + f"@{g.mesh.size if g.dist else 1}"
+        shapes = " -> ".join(one(lvl) for lvl in self.levels)
+        if self.levels[-1].transfer is not None:
+            shapes += " -> (merged onto another process)"
+        return f"<Multigrid {self.cycle}-cycle, {self.smoother}, levels {shapes} (@ processes)>"
 
     # -- cycles ---------------------------------------------------------------------------------
 
@@ -293,6 +413,11 @@ class Multigrid(LinearOperator):
             return
         self._smooth(lvl, self.presmooth, True)
         lvl.grid.residual(lvl.u, lvl.b, lvl.r)
+        if i + 1 == len(self.levels):  # the coarser levels run on another process: send, wait, receive
+            lvl.transfer.restrict(lvl.r, None)
+            lvl.transfer.prolong_add(None, lvl.u)
+            self._smooth(lvl, self.postsmooth, False)
+            return
         nxt = self.levels[i + 1]
         lvl.transfer.restrict(lvl.r, nxt.b)
         nxt.u[...] = 0.0
@@ -336,8 +461,12 @@ class Multigrid(LinearOperator):
     __call__ = matvec
 
     def free(self):
-        for lvl in self.levels[1:]:
-            lvl.grid.free()
+        """Free the hierarchy's MPI resources (collective): halo requests, the merged meshes' communicators."""
+        for i, lvl in enumerate(self.levels):
+            if i:
+                lvl.grid.free()
+            if lvl.transfer is not None:
+                lvl.transfer.free()
 
 
 def _pweight(i, j, n, nc, s, bc) -> float:

@@ -6,6 +6,8 @@ coefficients, even and uneven splits; info > 0 and argument errors alike on
 every process; multigrid iteration counts that do not grow with the grid.
 """
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -347,3 +349,45 @@ def test_unsplit_dims_and_replicas(layout):
         _same_everywhere(info)
         assert info == 0
         _close(x, ref, f"{layout} {bc}")
+
+
+MERGE_CASES = {
+    "2d-on-a-row-of-processes": ((127, 41), (-1,), [[0]], ("dirichlet", "neumann"), "V"),
+    "2d-on-a-2d-mesh": ((63, 70), (-1, -1), [[0], [1]], ("neumann", "dirichlet"), "W"),
+    "3d-on-a-row-of-processes": ((61, 13, 10), (-1,), [[0]], ("dirichlet", "periodic", "neumann"), "F"),
+}
+
+
+@pytest.mark.parametrize("case", list(MERGE_CASES))
+def test_merged_coarse_levels_equal_one_process(case):
+    """Coarse blocks merged onto fewer processes (two per axis, then one): the same hierarchy, the same
+    iterations and the same answer as on one process; processes merged away hold no coarse grid."""
+    shape, mesh_shape, split, bcs, cycle = MERGE_CASES[case]
+    rng = np.random.default_rng(11)
+    bg = rng.standard_normal(shape)
+    kg = np.exp(rng.uniform(-1.0, 1.0, shape))
+    results = {}
+    with Mesh(mesh_shape) as mesh, Mesh((1,) * len(mesh_shape), comm=MPI.COMM_SELF) as alone:
+        for name, m in (("split", mesh), ("alone", alone)):
+            s = Sharding(m, split, halo_sizes=[1, 1] * len(split))
+            b = DistributedTensor.from_global(bg, s)
+            A = Laplacian(b, boundary=bcs, coeff=DistributedTensor.from_global(kg, s), shift=0.5)
+            M = Multigrid(A, cycle=cycle, min_block=8)
+            count = [0]
+            x, info = cg(A, b, rtol=1e-10, M=M, callback=lambda xk: count.__setitem__(0, count[0] + 1))
+            results[name] = (x.gather(), info, count[0], repr(M), [lvl.grid.shape for lvl in M.levels])
+            M.free()
+    x, info, its, text, shapes = results["split"]
+    x1, info1, its1, text1, shapes1 = results["alone"]
+    assert info == info1 == 0 and abs(its - its1) <= 1, (its, its1)
+    assert np.abs(x - x1).max() <= 1e-8 * np.abs(x1).max()
+    assert shapes == shapes1[:len(shapes)]
+    sizes = [int(k) for k in re.findall(r"@(\d+)", text)]
+    p = comm.size
+    if comm.rank == 0:  # the root of every merge: it holds every level, on ever fewer processes
+        assert shapes == shapes1 and sizes[0] == mesh.size and sizes[-1] == 1, text
+        assert sizes == sorted(sizes, reverse=True), text
+        if len(mesh_shape) == 1 and p >= 3:
+            assert any(1 < k < p for k in sizes), f"no level on a merged mesh of fewer processes: {text}"
+    elif p > 1 and comm.rank == p - 1:  # merged away before the coarsest level
+        assert text.endswith("(merged onto another process) (@ processes)>") and len(shapes) < len(shapes1), text
