@@ -97,7 +97,7 @@ class _Agglomeration:
         self.submesh = Mesh(sub_shape, axis_names, comm=self.subcomm)
         return Grid(cshape, bcs, ch, self.submesh, split_axes, new_offsets, wall)
 
-    def gather(self, x, out, interior_origin):
+    def collect(self, x, out, interior_origin):
         """Root: ``out``'s merged interior receives every member's coarse block ``x``."""
         x = np.ascontiguousarray(x, dtype=np.float64)
         if not self.is_root:
@@ -114,7 +114,7 @@ class _Agglomeration:
                       for s, r, k in zip(start, self.start, n))] = recv[pos:pos + cnt].reshape(n)
             pos += cnt
 
-    def scatter(self, cbuf):
+    def hand_out(self, cbuf):
         """Each member's coarse block with one ghost layer around it, from the root's padded ``cbuf``."""
         patch = np.empty(tuple(k + 2 for k in self.n))
         if not self.is_root:
@@ -201,7 +201,7 @@ class _Transfer:
                 w = [wk / (w[0] + w[1] + w[2]) for wk in w]
             x = w[0] * x[sl[0]] + w[1] * x[sl[1]] + w[2] * x[sl[2]]
         if self.agg is not None:
-            self.agg.gather(x, out, 1)
+            self.agg.collect(x, out, 1)
         else:
             out[self.coarse.interior] = x
 
@@ -211,7 +211,7 @@ class _Transfer:
         nd = self.fine.ndim
         if self.coarse is not None:
             self.coarse.update(cbuf)
-        x = self.agg.scatter(cbuf) if self.agg is not None else cbuf
+        x = self.agg.hand_out(cbuf) if self.agg is not None else cbuf
         for d in range(nd):
             i0, i1, w0, w1 = self.prolong_taps[d]
             if w0 is None:
