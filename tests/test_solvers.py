@@ -16,16 +16,21 @@ def _prolongation(n, s, bc):
 
 
 @pytest.mark.parametrize("n", [5, 6, 9, 12])
-@pytest.mark.parametrize("bc", ["dirichlet", "neumann", "periodic"])
+@pytest.mark.parametrize("bc", ["dirichlet", "neumann", "periodic", "dirichlet-neumann", "neumann-dirichlet"])
 def test_prolongation_is_linear_interpolation(n, bc):
+    pair = tuple(bc.split("-")) if "-" in bc else (bc, bc)
     s = 0 if bc == "periodic" else 1
-    P = _prolongation(n, s, bc)
-    # every fine point takes weights summing to 1, except next to a Dirichlet wall
+    P = _prolongation(n, s, pair)
+    # every fine point takes weights summing to 1, except next to a Dirichlet wall (on that side only)
     sums = P.sum(axis=1)
-    if bc == "dirichlet":
-        assert np.all((np.isclose(sums, 1.0)) | (np.isclose(sums, 0.5)))
-    else:
-        assert np.allclose(sums, 1.0)
+    low_wall = pair[0] == "dirichlet"
+    high_wall = pair[1] == "dirichlet" and (n - 1 - s) % 2 == 1  # the last fine point: between a coarse one and the wall
+    expect = np.ones(n)
+    if low_wall:
+        expect[0] = 0.5
+    if high_wall:
+        expect[-1] = 0.5
+    assert np.allclose(sums, expect), (sums, expect)
     # coarse points are fine points: injection there
     for j in range(P.shape[1]):
         assert P[2 * j + s, j] == 1.0
@@ -50,8 +55,15 @@ def test_cycle_is_symmetric(shape, boundary, smoother, cycle):
 
 
 def test_normalize_boundary():
-    assert normalize_boundary("Neumann", 2) == ("neumann", "neumann")
-    assert normalize_boundary([Dirichlet(0.0), Neumann(), "periodic"], 3) == ("dirichlet", "neumann", "periodic")
+    assert normalize_boundary("Neumann", 2) == (("neumann", "neumann"),) * 2
+    assert normalize_boundary([Dirichlet(0.0), Neumann(), "periodic"], 3) == (
+        ("dirichlet",) * 2, ("neumann",) * 2, ("periodic",) * 2)
+    assert normalize_boundary([("dirichlet", Neumann()), "periodic"], 2) == (
+        ("dirichlet", "neumann"), ("periodic", "periodic"))
+    with pytest.raises(ValueError, match=r"boundary\[0\]: \('periodic', 'neumann'\); periodic is both sides"):
+        normalize_boundary([("periodic", "neumann"), "dirichlet"], 2)
+    with pytest.raises(ValueError, match=r"boundary\[1\]: .*a \(low, high\) pair"):
+        normalize_boundary(["dirichlet", ("dirichlet", "neumann", "neumann")], 2)
     with pytest.raises(ValueError, match="homogeneous"):
         normalize_boundary(Dirichlet(1.0), 2)
     with pytest.raises(ValueError, match="robin"):

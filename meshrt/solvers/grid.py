@@ -28,21 +28,38 @@ BOUNDARIES = ("dirichlet", "neumann", "periodic")
 
 
 def normalize_boundary(boundary, ndim: int) -> tuple:
-    """``boundary`` as one of BOUNDARIES per dim (a name, a stencil spec, or a sequence of them)."""
+    """``boundary`` as a ``(low side, high side)`` pair of BOUNDARIES per dim.
+
+    ``boundary`` is a name or a stencil spec (`Dirichlet`, `Neumann`) for every
+    side, or one entry per dim, each a name, a spec or a ``(low, high)`` pair.
+
+    >>> normalize_boundary(("dirichlet", ("dirichlet", "neumann")), 2)
+    (('dirichlet', 'dirichlet'), ('dirichlet', 'neumann'))
+    """
     def one(b):
         name = type(b).__name__.lower() if not isinstance(b, str) else b.lower()
         if name not in BOUNDARIES:
             raise ValueError(f"boundary: {b!r}; expected one of {BOUNDARIES} (or Dirichlet(0.0), Neumann()), "
-                             f"one for every dim or one per dim")
+                             f"one for every dim, one per dim, or a (low, high) pair per dim")
         if name == "dirichlet" and not isinstance(b, str) and getattr(b, "value", 0.0) != 0.0:
             raise ValueError(f"boundary: {b!r}; the operator takes homogeneous Dirichlet(0.0) only: move the "
                              f"boundary value into the right-hand side")
         return name
+
+    def sides(b, d):
+        if isinstance(b, str) or not hasattr(b, "__len__"):
+            return (one(b),) * 2
+        if len(b) != 2:
+            raise ValueError(f"boundary[{d}]: {b!r}; expected a name or a (low, high) pair")
+        pair = (one(b[0]), one(b[1]))
+        if (pair[0] == "periodic") != (pair[1] == "periodic"):
+            raise ValueError(f"boundary[{d}]: {b!r}; periodic is both sides or neither")
+        return pair
     if isinstance(boundary, (str,)) or not hasattr(boundary, "__len__"):
-        return (one(boundary),) * ndim
+        return (sides(boundary, None),) * ndim
     if len(boundary) != ndim:
         raise ValueError(f"boundary: {len(boundary)} entries for {ndim} dims; give one for every dim or one per dim")
-    return tuple(one(b) for b in boundary)
+    return tuple(sides(b, d) for d, b in enumerate(boundary))
 
 
 def _axis(ndim, d, s):
@@ -57,7 +74,8 @@ class Grid:
         self.ndim = nd = len(self.shape)
         if nd not in (2, 3):
             raise ValueError(f"shape: {self.shape}; the multigrid operator is 2-D or 3-D")
-        self.bcs = tuple(bcs)
+        self.bcs = tuple(bcs)  # per dim, (low side, high side)
+        self.periodic = tuple(b[0] == "periodic" for b in self.bcs)
         self.h = tuple(float(x) for x in h)
         self.mesh = mesh
         # per dim, the distance (in cells of this grid) from the first/last cell to the Dirichlet wall:
@@ -90,7 +108,7 @@ class Grid:
         fills = []
         for d in range(nd):
             if d in sharded:
-                if self.bcs[d] == "periodic":
+                if self.periodic[d]:
                     fills.append((False, False))
                 else:
                     fills.append((self.start[d] == 0, self.start[d] + self.n[d] == self.shape[d]))
@@ -114,7 +132,7 @@ class Grid:
             return None
         ex = self._ex.get(id(buf))
         if ex is None or ex.array is not buf:
-            per = [self.bcs[d] == "periodic" and d in self.sharded for d in range(self.ndim)]
+            per = [self.periodic[d] and d in self.sharded for d in range(self.ndim)]
             ex = self._ex[id(buf)] = HaloExchange(buf, self.sharding, self.xshape, periodic=per)
         return ex
 
@@ -125,21 +143,18 @@ class Grid:
             lo, hi = self.fills[d]
             if not (lo or hi):
                 continue
-            bc = self.bcs[d]
             n = self.n[d]
-            if bc == "periodic":  # only where the whole dim is here
+            if self.periodic[d]:  # only where the whole dim is here
                 buf[_axis(nd, d, 0)] = buf[_axis(nd, d, n)]
                 buf[_axis(nd, d, n + 1)] = buf[_axis(nd, d, 1)]
-            elif bc == "neumann" or coefficient:
-                if lo:
-                    buf[_axis(nd, d, 0)] = buf[_axis(nd, d, 1)]
-                if hi:
-                    buf[_axis(nd, d, n + 1)] = buf[_axis(nd, d, n)]
-            else:
-                if lo:
-                    buf[_axis(nd, d, 0)] = 0.0
-                if hi:
-                    buf[_axis(nd, d, n + 1)] = 0.0
+                continue
+            for own, ghost, edge, bc in ((lo, 0, 1, self.bcs[d][0]), (hi, n + 1, n, self.bcs[d][1])):
+                if not own:
+                    continue
+                if bc == "neumann" or coefficient:
+                    buf[_axis(nd, d, ghost)] = buf[_axis(nd, d, edge)]
+                else:
+                    buf[_axis(nd, d, ghost)] = 0.0
 
     def update(self, buf, coefficient=False):
         """Blocking: exchange and fill the ghosts of ``buf``."""
@@ -213,12 +228,10 @@ class Grid:
         linear interpolation); only the diagonal changes, the ghost beyond is 0."""
         nd = self.ndim
         for d in range(nd):
-            if self.bcs[d] != "dirichlet":
-                continue
             for side, (own, pos, face) in enumerate(((self.fills[d][0], 1, 0), (self.fills[d][1], self.n[d],
                                                                                   self.n[d]))):
                 dist = self.wall[d][side]
-                if not own or dist == 1.0:
+                if not own or dist == 1.0 or self.bcs[d][side] != "dirichlet":
                     continue
                 if self.const is not None:
                     self.wdiag[d][pos] += self.const[1 + d] * (1.0 / dist - 1.0)

@@ -302,7 +302,7 @@ class Multigrid(LinearOperator):
             fine = self.levels[-1].grid
             size = int(np.prod(fine.shape))
             nd = fine.ndim
-            modes = [None if n < 3 else (0 if bc == "periodic" else 1) for n, bc in zip(fine.shape, fine.bcs)]
+            modes = [None if n < 3 else (0 if per else 1) for n, per in zip(fine.shape, fine.periodic)]
             last = size <= coarse_size or all(m is None for m in modes) or len(self.levels) >= max_levels
             if last and not fine.dist:
                 break
@@ -470,8 +470,10 @@ class Multigrid(LinearOperator):
 
 
 def _pweight(i, j, n, nc, s, bc) -> float:
-    """Prolongation's weight of coarse point ``j`` at fine point ``i`` (global), ghosts folded per ``bc``."""
-    if bc == "periodic":
+    """Prolongation's weight of coarse point ``j`` at fine point ``i`` (global), ghosts folded per side's
+    boundary (``bc`` a ``(low, high)`` pair)."""
+    periodic = bc[0] == "periodic"
+    if periodic:
         i %= n
     elif not 0 <= i < n:
         return 0.0
@@ -481,10 +483,11 @@ def _pweight(i, j, n, nc, s, bc) -> float:
     total = 0.0
     for jj, w in taps:
         if not 0 <= jj < nc:
-            if bc == "neumann":
-                jj = min(max(jj, 0), nc - 1)
-            elif bc == "periodic":
+            side = bc[0] if jj < 0 else bc[1]
+            if periodic:
                 jj %= nc
+            elif side == "neumann":
+                jj = min(max(jj, 0), nc - 1)
             else:
                 continue
         if jj == j:

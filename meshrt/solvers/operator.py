@@ -203,7 +203,8 @@ class Laplacian(LinearOperator):
     The grid is the cells of a DistributedTensor layout (``like``); ``b`` and
     ``x`` of the solvers are tensors of that layout.  Cell ``i`` couples to
     ``i +- e_d`` through the face coefficient ``(k[i] + k[i +- e_d]) / 2 / h_d**2``.
-    Boundaries (one for every dim or one per dim): ``"dirichlet"`` (the value 0
+    Boundaries (one for every side, one per dim, or a ``(low, high)`` pair per
+    dim): ``"dirichlet"`` (the value 0
     one cell outside the grid), ``"neumann"`` (the ghost mirrors the boundary
     cell: zero flux through the face), ``"periodic"``.  The solvers apply it
     with compiled loops, halo exchange overlapped with the inner cells, and
@@ -221,7 +222,7 @@ class Laplacian(LinearOperator):
     shift : float or DistributedTensor or ndarray or callable, optional
         The reaction term ``c`` (>= 0), e.g. ``1 / dt`` of backward Euler. Default 0.
     boundary : str or sequence, optional
-        Default ``"dirichlet"``.
+        Default ``"dirichlet"``; e.g. ``(("dirichlet", "neumann"), "periodic")``.
     h : float or sequence of float, optional
         Grid spacing, per dim or one for all. Default 1.0.
 

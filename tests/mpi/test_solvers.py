@@ -28,8 +28,10 @@ RTOL = 1e-8
 
 def _assemble(shape, bcs, h, k=None, c=0.0):
     """Cell i couples to i +- e_d through (k_i + k_nb) / 2 / h^2; Dirichlet: a zero cell outside whose
-    coefficient mirrors the boundary cell's; Neumann: no flux through the boundary; periodic: wrap."""
+    coefficient mirrors the boundary cell's; Neumann: no flux through the boundary; periodic: wrap.
+    ``bcs``: per dim a name or a (low, high) pair."""
     nd = len(shape)
+    bcs = [(b, b) if isinstance(b, str) else tuple(b) for b in bcs]
     k = np.ones(shape) if k is None else k
     idx = np.arange(int(np.prod(shape))).reshape(shape)
     rows, cols, vals = [], [], []
@@ -42,7 +44,7 @@ def _assemble(shape, bcs, h, k=None, c=0.0):
             ia = np.take(idx, lo, axis=d)
             if hi < n:
                 b, ib = np.take(k, hi, axis=d), np.take(idx, hi, axis=d)
-            elif bcs[d] == "periodic":
+            elif bcs[d][0] == "periodic":
                 b, ib = np.take(k, 0, axis=d), np.take(idx, 0, axis=d)
             else:
                 continue
@@ -55,8 +57,8 @@ def _assemble(shape, bcs, h, k=None, c=0.0):
             diag[tuple(sl)] += f
             sl[d] = hi % n
             diag[tuple(sl)] += f
-        if bcs[d] == "dirichlet":
-            for end in (0, n - 1):
+        for side, end in ((0, 0), (1, n - 1)):
+            if bcs[d][side] == "dirichlet":
                 sl = [slice(None)] * nd
                 sl[d] = end
                 diag[tuple(sl)] += np.take(k, end, axis=d) / h[d] ** 2
@@ -129,10 +131,19 @@ def _close(x, ref, what, rtol=RTOL):
 SOLVERS = {"cg": (cg, {}), "cg_pipelined": (cg, {"pipelined": True}), "bicgstab": (bicgstab, {}),
            "gmres": (gmres, {"restart": 30}), "minres": (minres, {})}
 CASES = [((15, 12), "dirichlet", 0.0), ((14, 11), "neumann", 10.0), ((16, 12), "periodic", 10.0),
-         ((7, 6, 9), "dirichlet", 0.0), ((8, 6, 7), "neumann", 10.0), ((6, 8, 6), "periodic", 10.0)]
+         ((7, 6, 9), "dirichlet", 0.0), ((8, 6, 7), "neumann", 10.0), ((6, 8, 6), "periodic", 10.0),
+         # a boundary per side: a wall on one side, zero flux on the other
+         ((15, 12), (("dirichlet", "neumann"), "periodic"), 0.0),
+         ((9, 7, 8), (("neumann", "dirichlet"), ("dirichlet", "neumann"), "neumann"), 0.0)]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{len(c[0])}d-{c[1]}")
+def _bc_id(bcs):
+    if isinstance(bcs, str):
+        return bcs
+    return ",".join(b if isinstance(b, str) else "/".join(b) for b in bcs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{len(c[0])}d-{_bc_id(c[1])}")
 @pytest.mark.parametrize("solver", list(SOLVERS))
 @pytest.mark.parametrize("precond", [False, True], ids=["plain", "mg"])
 def test_solution_equals_spsolve(case, solver, precond):
@@ -151,7 +162,7 @@ def test_solution_equals_spsolve(case, solver, precond):
 @pytest.mark.parametrize("smoother", ["rbgs", "jacobi", "chebyshev"])
 def test_multigrid_alone_variable_coefficients_uneven(nd, cycle, smoother):
     shape = (21, 18) if nd == 2 else (11, 9, 10)
-    bcs = ("dirichlet", "neumann") if nd == 2 else ("dirichlet", "periodic", "neumann")
+    bcs = (("neumann", "dirichlet"), "neumann") if nd == 2 else ("dirichlet", "periodic", "neumann")
     A, b, ref = _problem(shape, bcs, var=True, c=1.0, uneven=True, seed=nd)
     x, info = multigrid(A, b, rtol=1e-12, maxiter=100, cycle=cycle, smoother=smoother, coarse_size=8,
                         min_block=1)
