@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from meshrt import DistributedTensor, Mesh, Sharding
-from meshrt.solvers import Laplacian, Multigrid, cg
+from meshrt.solvers import Laplacian, Multigrid, cg, multigrid
 from meshrt.solvers.grid import normalize_boundary
 from meshrt.solvers.multigrid import _pweight
 from meshrt.stencil import Dirichlet, Neumann
@@ -72,14 +72,29 @@ def test_normalize_boundary():
 
 def test_hierarchy_levels_and_memory():
     s = Sharding(Mesh((-1, -1)), [[0], [1]], halo_sizes=[1, 1, 1, 1])
-    b = DistributedTensor.full((127, 127), s, 1.0)
-    A = Laplacian(b, h=1.0 / 128)
+    b = DistributedTensor.full((255, 255), s, 1.0)
+    A = Laplacian(b, h=1.0 / 256)
     M = Multigrid(A)
     shapes = [lvl.grid.shape for lvl in M.levels]
-    assert shapes == [(127, 127), (63, 63), (31, 31), (15, 15), (7, 7)]
+    assert shapes == [(255, 255), (127, 127), (63, 63), (31, 31), (15, 15), (7, 7)]
     mem = M.memory()
-    # buffers of the coarse levels: a geometric series, 1/4 + 1/16 + ... of the fine level (2-D)
-    coarse = sum(v for k, v in mem.items() if 0 < k < len(shapes) - 1)
-    assert coarse <= 0.36 * mem[0]  # a third, plus the ghost layers (relatively wider on coarse grids)
+    # the coarse levels' u and b: a geometric series, 1/4 + 1/16 + ... of the fine level's (2-D); their
+    # residuals share one buffer the size of level 1's; the fine level holds u, b and r
+    coarse = sum(v for k, v in mem.items() if k > 0)
+    assert coarse <= mem[0] / 3, (coarse / mem[0])
     x, info = cg(A, b, rtol=1e-8, M=M)
+    assert info == 0
+
+
+@pytest.mark.parametrize("smoother", ["rbgs", "jacobi", "chebyshev"])
+def test_hierarchy_memory_3d_and_shared_residuals(smoother):
+    s = Sharding(Mesh((-1, -1, -1)), [[0], [1], [2]], halo_sizes=[1] * 6)
+    b = DistributedTensor.full((127, 127, 127), s, 1.0)
+    A = Laplacian(b, h=1.0 / 128)
+    M = Multigrid(A, smoother=smoother, cycle="W")
+    mem = M.memory()
+    assert sum(v for k, v in mem.items() if k > 0) <= mem[0] / 7, sum(v for k, v in mem.items() if k > 0) / mem[0]
+    bases = {id(lvl.r.base) for lvl in M.levels[1:]}
+    assert len(bases) == 1 and M.levels[0].r.base is None
+    x, info = multigrid(M, b, rtol=1e-8)  # every level's residual in one buffer: still converges
     assert info == 0

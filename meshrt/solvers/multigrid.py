@@ -226,14 +226,22 @@ class _Transfer:
 
 
 class _Level:
-    def __init__(self, grid: Grid):
+    """A level's correction ``u``, right-hand side ``b`` and residual ``r`` (padded buffers).
+
+    ``r`` is scratch: dead once restricted, recomputed before the level reads
+    it again, so the coarse levels' ``r`` are views of one buffer (``shared``).
+    """
+
+    def __init__(self, grid: Grid, shared=None):
         self.grid = grid
-        self.u, self.b, self.r = grid.zeros(), grid.zeros(), grid.zeros()
+        self.u, self.b = grid.zeros(), grid.zeros()
+        self.r = grid.zeros() if shared is None else shared[:int(np.prod(grid.padded))].reshape(grid.padded)
+        self.owns_r = shared is None
         self.transfer = None
         self.inverse = None
 
     def nbytes(self) -> int:
-        return self.u.nbytes + self.b.nbytes + self.r.nbytes + self.grid.memory() + \
+        return self.u.nbytes + self.b.nbytes + (self.r.nbytes if self.owns_r else 0) + self.grid.memory() + \
             (self.inverse.nbytes if self.inverse is not None else 0)
 
 
@@ -298,6 +306,7 @@ class Multigrid(LinearOperator):
 
     def _build(self, max_levels, coarse_size, min_block):
         k, c = self.A.coeff, self.A.shift
+        self._scratch = None
         while True:
             fine = self.levels[-1].grid
             size = int(np.prod(fine.shape))
@@ -348,7 +357,13 @@ class Multigrid(LinearOperator):
             if coarse is None:  # this process's part continues on another: its levels end here
                 break
             coarse.set_coefficients(k, c)
-            self.levels.append(_Level(coarse))
+            if self._scratch is None:  # the first coarse level is the largest
+                self._scratch = np.zeros(int(np.prod(coarse.padded)))
+            elif self._scratch.size < int(np.prod(coarse.padded)):  # (a merge can grow a process's block)
+                self._scratch = np.zeros(int(np.prod(coarse.padded)))
+                for lvl in self.levels[1:]:
+                    lvl.r = self._scratch[:lvl.r.size].reshape(lvl.r.shape)
+            self.levels.append(_Level(coarse, self._scratch))
             if last and not coarse.dist:
                 break
         bottom = self.levels[-1]
@@ -357,8 +372,13 @@ class Multigrid(LinearOperator):
             bottom.inverse = np.linalg.pinv(mat, rcond=1e-13) if mat.size else mat
 
     def memory(self) -> dict:
-        """Bytes per level (buffers and coefficients) on this process; level 0 is the fine level."""
-        return {i: lvl.nbytes() for i, lvl in enumerate(self.levels)}
+        """Bytes per level (buffers and coefficients) on this process; level 0 is the fine level.
+
+        The coarse levels' shared residual buffer counts on level 1."""
+        out = {i: lvl.nbytes() for i, lvl in enumerate(self.levels)}
+        if self._scratch is not None:
+            out[1] += self._scratch.nbytes
+        return out
 
     def __repr__(self):
         def one(lvl):
