@@ -19,7 +19,7 @@ MODULES = [
     "meshrt.tensor", "meshrt.tensor.dispatch", "meshrt.tensor.layout", "meshrt.tensor.index_plan",
     "meshrt.tensor.reductions", "meshrt.tensor.files", "meshrt.tensor.index_exec", "meshrt.tensor.ufunc",
     "meshrt.tensor.distributed_tensor", "meshrt.tensor.numpy_reductions", "meshrt.tensor.elementwise",
-    "meshrt.solvers.grid", "meshrt.linalg", "meshrt.linalg.matmul", "meshrt.linalg.tall", "meshrt.linalg.numpy_linalg", "meshrt.linalg.blockcyclic", "meshrt.linalg.cyclic", "meshrt.linalg.factor", "meshrt.linalg.dense", "meshrt.linalg.lapack", "meshrt.linalg.model", "meshrt.linalg.eigen", "meshrt.tensor.fastpath", "meshrt.tensor.advanced_index", "meshrt.tensor.numpy_stats",
+    "meshrt.solvers.grid", "meshrt.linalg", "meshrt.linalg.matmul", "meshrt.linalg.tall", "meshrt.linalg.numpy_linalg", "meshrt.linalg.blockcyclic", "meshrt.linalg.cyclic", "meshrt.linalg.factor", "meshrt.linalg.dense", "meshrt.linalg.lapack", "meshrt.linalg.model", "meshrt.linalg.eigen", "meshrt.linalg.svd", "meshrt.tensor.fastpath", "meshrt.tensor.advanced_index", "meshrt.tensor.numpy_stats",
     "meshrt.tensor.numpy_misc",
     "meshrt.tensor.array_object", "meshrt.array_api", "meshrt.array_api._device", "meshrt.array_api._funcs", "meshrt.array_api._sorting",
     "meshrt.array_api.linalg", "meshrt.array_api.fft", "meshrt.tensor.fft_plan", "meshrt.tensor.fft", "meshrt.fft",

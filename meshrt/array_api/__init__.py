@@ -116,7 +116,10 @@ _HOW = {
                    "back-transformation by the reflectors; eigenvectors split like x",
     "linalg.eigvalsh": "Householder reduction to real tridiagonal form on the 2-D block-cyclic layout, the "
                        "eigenvalues of the tridiagonal (replicated)",
-    "linalg.pinv": (True, "an SVD of a square split matrix"), "linalg.matrix_rank": (True, "an SVD"),
+    "linalg.pinv": "one-sided block Jacobi SVD on a column split (meshrt.linalg.svd), then V S^+ U^H by "
+                   "SUMMA on the 2-D block-cyclic layout",
+    "linalg.matrix_rank": "the singular values by one-sided block Jacobi sweeps on a column split "
+                          "(meshrt.linalg.svd)",
     "linalg.cross": (True, ""),
     "linalg.diagonal": (True, ""), "linalg.trace": (True, ""), "linalg.outer": (True, ""),
     "linalg.matrix_norm": (True, ""),
@@ -148,6 +151,10 @@ def explain(func, *operands, **kwargs):
         if name == "linalg.qr" and split:
             return NamespacePlan(name, False, "blocked Householder QR on the 2-D block-cyclic layout "
                                               "(meshrt.linalg.dense)")
+        if split and x.ndim == 2:
+            return NamespacePlan(name, False, "one-sided block Jacobi on a column split (meshrt.linalg.svd): "
+                                              "two column blocks per process, rotated pairwise and passed "
+                                              "round a ring; U split on columns, Vh on rows")
         return NamespacePlan(name, (len(split) > 0), "not a tall matrix split on rows only, or full/complete "
                                                 "factors asked: gathered")
     if name in ("cumulative_sum", "cumulative_prod"):

@@ -6,9 +6,10 @@ A tall-skinny matrix split on rows only (``m >= n`` columns, the usual ``n_sampl
 ``R`` factors (``n x n`` each) are allgathered and factored again, so only ``P * n * n`` numbers move and
 the rows never do; ``Q`` and ``U`` come out row-split like the input. Any other split matrix goes to the
 block-cyclic algorithms of `meshrt.linalg.dense` (``cholesky``, ``solve``, ``inv``, ``det``, ``slogdet``,
-``matrix_power``, ``qr`` of any shape and mode, ``eigh``, ``eigvalsh``). Replicated matrices are computed
-where they are; a split operand of the others (``pinv``, ``matrix_rank``, ...) is gathered first, and
-`GATHERS` / ``explain_op`` say so.
+``matrix_power``, ``qr`` of any shape and mode, ``eigh``, ``eigvalsh``), and ``svd``, ``svdvals``,
+``pinv`` and ``matrix_rank`` of any other shape or split to the one-sided Jacobi SVD of
+`meshrt.linalg.svd`. Replicated matrices are computed where they are; a split operand of the others
+(a stack of matrices, ...) is gathered first, and `GATHERS` / ``explain_op`` say so.
 
 >>> import meshrt.array_api as xp
 >>> x = xp.reshape(xp.arange(12.0), (6, 2))
@@ -23,7 +24,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..linalg import dense as _dense
+from ..linalg import dense as _dense, svd as _svd
 from ..linalg.tall import is_tall_row_split as _row_split, tsqr, tsqr_svd, tsqr_svdvals
 from ._device import GATHERS, is_replicated, wrap  # noqa: F401  (GATHERS: explain_op's table)
 from ._funcs import _call, _gathered, _need_array, matmul, matrix_transpose, tensordot, vecdot  # noqa: F401
@@ -55,8 +56,10 @@ def svd(x, /, *, full_matrices=True):
     _need_array("svd", x)
     if not full_matrices and _row_split(x):
         return SVDResult(*tsqr_svd(x))
+    if _dense.is_distributable(x):
+        return SVDResult(*_svd.svd(x, full_matrices=full_matrices))
     return _gathered("linalg.svd", lambda a: np.linalg.svd(a, full_matrices=full_matrices), (x,), {},
-                     "full_matrices=True, or not a tall matrix split on rows only")
+                     "a stack of matrices")
 
 
 def svdvals(x, /):
@@ -64,7 +67,9 @@ def svdvals(x, /):
     _need_array("svdvals", x)
     if _row_split(x):
         return tsqr_svdvals(x)
-    return _gathered("linalg.svdvals", np.linalg.svdvals, (x,), {}, "not a tall matrix split on rows only")
+    if _dense.is_distributable(x):
+        return _svd.svdvals(x)
+    return _gathered("linalg.svdvals", np.linalg.svdvals, (x,), {}, "a stack of matrices")
 
 
 _SQUARE = "a square matrix: LU/eigensolvers of a split matrix are not distributed"
@@ -89,14 +94,20 @@ def cholesky(x, /, *, upper=False):
 
 
 def pinv(x, /, *, rtol=None):
-    """Pseudo-inverse, computed where replicated (a split operand is gathered first)."""
+    """Pseudo-inverse: from the one-sided Jacobi SVD for a split matrix (`meshrt.linalg.svd`), numpy's
+    where replicated."""
     _need_array("pinv", x)
+    if _dense.is_distributable(x):
+        return _svd.pinv(x, rtol=rtol)
     return _gathered("linalg.pinv", lambda a, r: np.linalg.pinv(a, rtol=r), (x, rtol), {}, _SQUARE)
 
 
 def matrix_rank(x, /, *, rtol=None):
-    """Rank, computed where replicated (a split operand is gathered first)."""
+    """Rank: the singular values of a split matrix by one-sided Jacobi sweeps (`meshrt.linalg.svd`),
+    numpy's where replicated."""
     _need_array("matrix_rank", x)
+    if _dense.is_distributable(x):
+        return wrap(np.asarray(_svd.matrix_rank(x, rtol=rtol)), x.mesh, replicate=True)
     return _gathered("linalg.matrix_rank", lambda a, r: np.asarray(np.linalg.matrix_rank(a, rtol=r)), (x, rtol), {},
                      _SQUARE)
 _eigh = _small("eigh", np.linalg.eigh, "Eigenvalues and eigenvectors of a symmetric/Hermitian matrix.")

@@ -1,7 +1,8 @@
 """``np.linalg`` functions on `DistributedTensor` (numpy's ``__array_function__`` protocol).
 
 A split 2-D matrix goes to meshrt's distributed algorithms (`meshrt.linalg.dense`: ``solve``, ``inv``,
-``det``, ``slogdet``, ``cholesky``, ``matrix_power``, ``qr``, ``lstsq``); stacks of matrices and the functions without a
+``det``, ``slogdet``, ``cholesky``, ``matrix_power``, ``qr``, ``lstsq``, ``eigh``, ``eigvalsh``;
+`meshrt.linalg.svd`: ``svd``, ``svdvals``, ``pinv``, ``matrix_rank``); stacks of matrices and the functions without a
 distributed form gather the matrix on every process (at most `MAX_GATHERED` elements) and solve there with
 numpy, identically everywhere. Either way a singular matrix raises ``LinAlgError`` on every process alike.
 
@@ -132,6 +133,64 @@ def _np_eigvalsh(a, UPLO="L"):
         return dense.eigvalsh(a, UPLO)
     return DistributedTensor.from_global(np.linalg.eigvalsh(_gathered("np.linalg.eigvalsh", a), UPLO=UPLO),
                                          Sharding(a.mesh, []))
+
+
+def _svd_result(u, s, vh):
+    result = getattr(np.linalg, "SVDResult", None) or getattr(getattr(np.linalg, "_linalg", None), "SVDResult",
+                                                              None)
+    return result(u, s, vh) if result is not None else (u, s, vh)
+
+
+@implements(np.linalg.svd)
+def _np_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    from . import svd as _svd
+    from .tall import is_tall_row_split, tsqr_svd, tsqr_svdvals
+
+    a = _tensor("np.linalg.svd", a)
+    if _distributed(a):
+        if is_tall_row_split(a) and not full_matrices:
+            return tsqr_svdvals(a) if not compute_uv else _svd_result(*tsqr_svd(a))
+        res = _svd.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+        return res if not compute_uv else _svd_result(*res)
+    res = np.linalg.svd(_gathered("np.linalg.svd", a), full_matrices=full_matrices, compute_uv=compute_uv,
+                        hermitian=hermitian)
+    if not compute_uv:
+        return DistributedTensor.from_global(res, Sharding(a.mesh, []))
+    return _svd_result(*(DistributedTensor.from_global(np.ascontiguousarray(x), Sharding(a.mesh, [])) for x in res))
+
+
+if hasattr(np.linalg, "svdvals"):
+    @implements(np.linalg.svdvals)
+    def _np_svdvals(x, /):
+        return _np_svd(x, compute_uv=False)
+
+
+@implements(np.linalg.pinv)
+def _np_pinv(a, rcond=None, hermitian=False, **kwargs):
+    from . import svd as _svd
+
+    a = _tensor("np.linalg.pinv", a)
+    missing = object()
+    rtol = kwargs.pop("rtol", missing)
+    if kwargs:
+        raise TypeError(f"np.linalg.pinv: unexpected arguments {sorted(kwargs)}")
+    if rcond is not None and rtol is not missing:
+        raise ValueError("`rtol` and `rcond` can't be both set.")
+    if rcond is None:  # numpy's defaults: 1e-15 when neither is given, max(M, N) * eps for rtol=None
+        rcond = 1e-15 if rtol is missing else rtol
+    if _distributed(a):
+        return _svd.pinv(a, rtol=rcond)
+    return _like(np.linalg.pinv(_gathered("np.linalg.pinv", a), hermitian=hermitian, rcond=rcond), a)
+
+
+@implements(np.linalg.matrix_rank)
+def _np_matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    from . import svd as _svd
+
+    A = _tensor("np.linalg.matrix_rank", A)
+    if _distributed(A):
+        return _svd.matrix_rank(A, tol=tol, rtol=rtol)
+    return np.linalg.matrix_rank(_gathered("np.linalg.matrix_rank", A), tol=tol, hermitian=hermitian, rtol=rtol)
 
 
 @implements(np.linalg.cholesky)

@@ -423,3 +423,119 @@ def test_eigh_through_the_array_api(mesh):
     for f in (xp.linalg.eigh, xp.linalg.eigvalsh):
         plan = explain(f, t)
         assert not plan.gathers and "tridiagonal" in plan.how, str(plan)
+
+
+# -- the SVD of any shape and split (meshrt.linalg.svd: one-sided block Jacobi) --------------------------
+
+def _svd_checks(a, u, s, vh, full, what):
+    m, n = a.shape
+    k = min(m, n)
+    tol = 50 * eps(a.dtype) * max(m, n)
+    ref = np.linalg.svd(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), compute_uv=False)
+    scale = max(ref[0], 1e-300)
+    assert u.shape == ((m, m) if full else (m, k)) and vh.shape == ((n, n) if full else (k, n)), (what, u.shape)
+    assert s.shape == (k,) and np.all(np.diff(s) <= 0), what
+    assert np.abs(s - ref).max() <= tol * scale, (what, np.abs(s - ref).max() / scale)
+    assert np.abs(u.conj().T @ u - np.eye(u.shape[1])).max() <= tol, (what, "U not orthonormal")
+    assert np.abs(vh @ vh.conj().T - np.eye(vh.shape[0])).max() <= tol, (what, "Vh not orthonormal")
+    assert np.abs((u[:, :k] * s) @ vh[:k] - a).max() <= tol * scale, (what, "U S Vh != A")
+
+
+@pytest.mark.parametrize("shape", [(12, 12), (23, 9), (9, 23), (1, 6), (6, 1), (40, 33)])
+@pytest.mark.parametrize("dt", DTYPES)
+def test_svd_every_shape_and_split_as_numpy(mesh, mesh2, shape, dt):
+    a = rand(shape, dt, 31 + shape[0])
+    for s in layouts(mesh, mesh2):
+        t = split(a, s)
+        for full in (False, True):
+            u, sv, vh = np.linalg.svd(t, full_matrices=full)
+            assert isinstance(u, DT) and isinstance(vh, DT) and not any(sv.sharding.split_axes)
+            assert u.dtype == np.dtype(dt) and sv.dtype == np.finfo(np.dtype(dt)).dtype
+            _svd_checks(a, u.gather(), sv.gather(), vh.gather(), full, f"{shape} {s} full={full}")
+        vals = np.linalg.svd(t, compute_uv=False).gather()
+        np.testing.assert_allclose(vals, np.linalg.svd(a, compute_uv=False), atol=50 * eps(dt) * max(shape) *
+                                   np.abs(a).max() * max(shape))
+
+
+@pytest.mark.parametrize("kind", ["rank-deficient", "ill", "zero", "clusters"])
+def test_svd_hard_spectra(mesh, mesh2, kind):
+    n = 30
+    rng = np.random.default_rng(5)
+    if kind == "rank-deficient":
+        a = rng.standard_normal((n + 7, 4)) @ rng.standard_normal((4, n))
+    elif kind == "ill":
+        a = ill_conditioned(n, np.float64, 6, cond=1e14)
+    elif kind == "zero":
+        a = np.zeros((n, n - 5))
+    else:  # repeated singular values
+        q1, _ = np.linalg.qr(rng.standard_normal((n, n)))
+        q2, _ = np.linalg.qr(rng.standard_normal((n, n)))
+        a = (q1 * np.repeat([3.0, 2.0, 1.0], n // 3)) @ q2.T
+    for s in layouts(mesh, mesh2):
+        u, sv, vh = np.linalg.svd(split(a, s))
+        _svd_checks(a, u.gather(), sv.gather(), vh.gather(), True, f"{kind} {s}")
+        assert np.linalg.matrix_rank(split(a, s)) == np.linalg.matrix_rank(a), (kind, s)
+        # (1 / sigma for tiny sigma is noise, numpy's too: compare the well-determined part)
+        ref = np.linalg.pinv(a, rcond=1e-6)
+        np.testing.assert_allclose(np.linalg.pinv(split(a, s), rcond=1e-6).gather(), ref,
+                                   atol=1e-7 * max(1.0, np.abs(ref).max()))
+        p = np.linalg.pinv(split(a, s)).gather()  # numpy's default rcond (1e-15): the Penrose conditions
+        numpy_err = np.abs(a @ np.linalg.pinv(a) @ a - a).max()
+        assert np.abs(a @ p @ a - a).max() <= 1000 * numpy_err + 1e-12, kind
+
+
+@pytest.mark.parametrize("shape", [(14, 14), (25, 8), (8, 25)])
+@pytest.mark.parametrize("dt", [np.float64, np.complex128])
+def test_pinv_and_matrix_rank_as_numpy(mesh, mesh2, shape, dt):
+    a = rand(shape, dt, 41)
+    if shape[0] >= shape[1]:
+        a[:, -1] = a[:, 0]  # rank one short
+    else:
+        a[-1] = a[0]
+    for s in layouts(mesh, mesh2):
+        p = np.linalg.pinv(split(a, s))
+        assert isinstance(p, DT) and p.shape == shape[::-1]
+        np.testing.assert_allclose(p.gather(), np.linalg.pinv(a), atol=1e-10)
+        np.testing.assert_allclose(np.linalg.pinv(split(a, s), rcond=0.5).gather(), np.linalg.pinv(a, rcond=0.5),
+                                   atol=1e-10)
+        assert np.linalg.matrix_rank(split(a, s)) == np.linalg.matrix_rank(a) == min(shape) - 1
+        assert np.linalg.matrix_rank(split(a, s), tol=1e9) == 0
+
+
+def test_svd_through_the_array_api_never_gathers(mesh, mesh2):
+    import meshrt
+    import meshrt.array_api as xp
+    from meshrt.array_api import GATHERS
+
+    a = rand((18, 18), np.float64, 9)
+    before = dict(GATHERS)
+    for s in layouts(mesh, mesh2):
+        x = split(a, s)
+        u, sv, vh = xp.linalg.svd(x)
+        _svd_checks(a, u.gather(), sv.gather(), vh.gather(), True, f"xp {s}")
+        np.testing.assert_allclose(xp.linalg.svdvals(x).gather(), np.linalg.svdvals(a), atol=1e-12)
+        np.testing.assert_allclose(xp.linalg.pinv(x).gather(), np.linalg.pinv(a), atol=1e-10)
+        assert int(xp.linalg.matrix_rank(x).gather()) == 18
+        for f in (xp.linalg.svd, xp.linalg.pinv, xp.linalg.matrix_rank):
+            assert not meshrt.explain_op(f, x).gathers, (f, s)
+    assert {k: v for k, v in GATHERS.items() if before.get(k) != v and "linalg" in k} == {}
+
+
+def test_svd_round_robin_meets_every_pair():
+    from meshrt.linalg.svd import seat_block
+    for p in (1, 2, 3, 7, 16):
+        met = {frozenset((seat_block(p, q, 0, r), seat_block(p, q, 1, r))) for r in range(2 * p - 1) for q in range(p)}
+        assert met == {frozenset((i, j)) for i in range(2 * p) for j in range(i + 1, 2 * p)}
+        # a sweep brings every block home
+        assert [[seat_block(p, q, sl, 2 * p - 1) for sl in (0, 1)] for q in range(p)] == \
+            [[2 * q, 2 * q + 1] for q in range(p)]
+
+
+def test_svd_bad_input_raises_everywhere(mesh):
+    t = split(np.ones(5), Sharding(mesh, [[0]]))
+    with pytest.raises(np.linalg.LinAlgError, match="1-dimensional array given"):
+        np.linalg.svd(t)
+    with pytest.raises(TypeError, match="unsupported in linalg"):
+        np.linalg.svd(split(np.ones((4, 4), dtype="f2"), Sharding(mesh, [[0]])))
+    with pytest.raises(ValueError, match="can't be both set"):
+        np.linalg.pinv(split(np.eye(4), Sharding(mesh, [[0]])), rcond=0.1, rtol=0.1)
