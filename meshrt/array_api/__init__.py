@@ -121,8 +121,11 @@ _HOW = {
     "linalg.matrix_rank": "the singular values by one-sided block Jacobi sweeps on a column split "
                           "(meshrt.linalg.svd)",
     "linalg.cross": (True, ""),
-    "linalg.diagonal": (True, ""), "linalg.trace": (True, ""), "linalg.outer": (True, ""),
-    "linalg.matrix_norm": (True, ""),
+    "linalg.diagonal": (True, ""),
+    "linalg.trace": "a 2-D tensor: each process sums the diagonal elements it owns, one allreduce",
+    "linalg.outer": "split like x1 along rows, x2 allgathered (1-D)",
+    "linalg.matrix_norm": "a 2-D tensor: 'fro', 1, inf (and negatives) as reductions; 2, -2, 'nuc' from the "
+                          "singular values (meshrt.linalg.svd)",
 }
 
 

@@ -188,25 +188,39 @@ def diagonal(x, /, *, offset=0):
 
 
 def trace(x, /, *, offset=0, dtype=None):
-    """Sum of the ``offset`` diagonal of the last two dims."""
+    """Sum of the ``offset`` diagonal of the last two dims (a 2-D tensor: each process sums its part of the
+    diagonal, one allreduce)."""
     _need_array("trace", x)
+    if x.ndim == 2 and not is_replicated(x):
+        return _call("linalg.trace", lambda a: np.asarray(np.trace(a, offset=offset, dtype=dtype)), (x,))
     return _gathered("linalg.trace", lambda a: np.asarray(np.linalg.trace(a, offset=offset, dtype=dtype)),
-                     (x,), {}, "")
+                     (x,), {}, "a stack of matrices")
 
 
 def outer(x1, x2, /):
-    """Outer product of two 1-D arrays."""
+    """Outer product of two 1-D arrays (split on rows like ``x1``; ``x2`` is allgathered)."""
     _need_array("outer", x1), _need_array("outer", x2)
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer: expected 1-D arrays, got shapes {x1.shape}, {x2.shape}")
+    if not (is_replicated(x1) and is_replicated(x2)):
+        return _call("linalg.outer", np.outer, (x1, x2))
     return _gathered("linalg.outer", np.linalg.outer, (x1, x2), {}, "")
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002
-    """Matrix norm of the last two dims."""
+    """Matrix norm of the last two dims: for a split 2-D tensor, reductions ('fro', 1, inf and their
+    negatives) or the singular values (2, -2, 'nuc': `meshrt.linalg.svd`)."""
     _need_array("matrix_norm", x)
+    if x.ndim == 2 and not is_replicated(x) and x.size:
+        from ..tensor.numpy_functions import matrix_norm as _matrix_norm
+
+        def norm(a):
+            r = np.asarray(_matrix_norm(a, ord))
+            return r.reshape(1, 1) if keepdims else r
+        return _call("linalg.matrix_norm", norm, (x,))
     return _gathered("linalg.matrix_norm",
-                     lambda a: np.asarray(np.linalg.matrix_norm(a, keepdims=keepdims, ord=ord)), (x,), {}, "")
+                     lambda a: np.asarray(np.linalg.matrix_norm(a, keepdims=keepdims, ord=ord)), (x,), {},
+                     "a stack of matrices")
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
@@ -220,4 +234,9 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
         def two(a):
             return np.sqrt(np.sum(np.abs(a) ** 2, axis=axis, keepdims=keepdims))
         return _call("linalg.vector_norm", two, (x,))
-    return _gathered("linalg.vector_norm", fn, (x,), {}, "ord other than 2")
+    if x.size and not is_replicated(x) and not keepdims and (axis is None or isinstance(axis, int)) \
+            and x.dtype.kind in "fc":
+        def any_ord(a):  # np.linalg.norm's vector norms: reductions of |a|
+            return np.asarray(np.linalg.norm(a.reshape(-1) if axis is None else a, ord=ord, axis=axis))
+        return _call("linalg.vector_norm", any_ord, (x,))
+    return _gathered("linalg.vector_norm", fn, (x,), {}, "a tuple of axes or keepdims with ord other than 2")

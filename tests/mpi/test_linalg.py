@@ -539,3 +539,31 @@ def test_svd_bad_input_raises_everywhere(mesh):
         np.linalg.svd(split(np.ones((4, 4), dtype="f2"), Sharding(mesh, [[0]])))
     with pytest.raises(ValueError, match="can't be both set"):
         np.linalg.pinv(split(np.eye(4), Sharding(mesh, [[0]])), rcond=0.1, rtol=0.1)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.complex128])
+def test_norms_trace_outer_of_split_matrices(mesh, mesh2, dt):
+    import meshrt.array_api as xp
+    from meshrt.array_api import GATHERS
+
+    a = rand((13, 9), dt, 51)
+    v = rand(11, dt, 52)
+    before = set(GATHERS)
+    for s in layouts(mesh, mesh2):
+        t = split(a, s)
+        for ord_ in (None, "fro", 1, -1, np.inf, -np.inf, 2, -2, "nuc"):
+            np.testing.assert_allclose(float(np.linalg.norm(t, ord_)), np.linalg.norm(a, ord_), rtol=1e-12)
+            np.testing.assert_allclose(float(xp.linalg.matrix_norm(t, ord="fro" if ord_ is None else ord_).gather()),
+                                       np.linalg.norm(a, ord_), rtol=1e-12)
+        for off in (-2, 0, 3):
+            np.testing.assert_allclose(complex(xp.linalg.trace(t, offset=off).gather()), np.trace(a, offset=off),
+                                       rtol=1e-12, atol=1e-12)
+    tv = split(v, Sharding(mesh, [[0]]))
+    for ord_ in (1, 3, np.inf, -np.inf, 0):
+        np.testing.assert_allclose(float(xp.linalg.vector_norm(tv, ord=ord_).gather()), np.linalg.vector_norm(v, ord=ord_),
+                                   rtol=1e-12)
+    tm = split(a, Sharding(mesh, [[0]]))
+    np.testing.assert_allclose(xp.linalg.vector_norm(tm, axis=0, ord=1).gather(), np.linalg.vector_norm(a, axis=0, ord=1),
+                               rtol=1e-12)
+    np.testing.assert_allclose(xp.linalg.outer(tv, tv).gather(), np.outer(v, v), rtol=1e-12)
+    assert not {k for k in set(GATHERS) - before if k.startswith("linalg.")}, set(GATHERS) - before
