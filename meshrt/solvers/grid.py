@@ -121,7 +121,15 @@ class Grid:
     # -- buffers and ghosts ---------------------------------------------------------------------
 
     def zeros(self):
-        return np.zeros(self.padded)
+        """A padded buffer of zeros, its pages touched now (so that a first solve does not fault them in)."""
+        buf = np.empty(self.padded)
+        buf.fill(0.0)
+        return buf
+
+    def plan(self, *bufs):
+        """Plan the halo exchanges of ``bufs`` now (collective), not at their first use."""
+        for buf in bufs:
+            self.exchange(buf)
 
     def nbytes_owned(self) -> int:
         return int(np.prod(self.n)) * 8
@@ -256,6 +264,18 @@ class Grid:
         """Bytes of the coefficient arrays held (broadcast ones cost nothing)."""
         arrs = list(self.faces) + [self.diag]
         return sum(a.nbytes for a in arrs if a.strides[0] != 0)
+
+    def warm(self, buf):
+        """Load the compiled kernels this grid's operator and smoother call (from Numba's cache) now, each
+        on an empty box of ``buf``, so that the first solve does not pay for it."""
+        empty = [(1, 1)] * self.ndim
+        self._run = lambda u, kernel, overlap=True: kernel(empty)
+        try:
+            self.apply(buf, np.empty(self.n))
+            self.residual(buf, buf, buf)
+            self.gs(buf, buf, 0)
+        finally:
+            del self._run  # (the method again)
 
     def _run(self, buf, kernel, overlap=True):
         """Exchange ``buf``'s halos around ``kernel(box)``: inner box while the messages travel, then the rim."""

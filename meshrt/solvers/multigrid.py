@@ -301,6 +301,8 @@ class Multigrid(LinearOperator):
         self.omega = float(omega) if omega is not None else (0.8 if nd == 2 else 6.0 / 7.0)
         self.levels = [_Level(A.grid)]
         self._build(max_levels or 64, int(coarse_size), int(min_block))
+        for lvl in self.levels:  # the exchanges a cycle makes (smoothing and residuals of u, restriction of r)
+            lvl.grid.plan(lvl.u, lvl.r)
 
     # -- setup ----------------------------------------------------------------------------------
 

@@ -267,6 +267,8 @@ class Laplacian(LinearOperator):
         self.coeff, self.shift = k, c
         self.grid.set_coefficients(k, c)
         self._u = self.grid.zeros()
+        self.grid.plan(self._u)  # (collective: every process builds the operator)
+        self.grid.warm(self._u)
 
     def _check_layout(self, b, what="b"):
         g = self.grid
