@@ -42,8 +42,9 @@ class _Agglomeration:
     """The coarse blocks of a group of neighbouring processes merged onto the group's first (its root).
 
     ``factor[a]`` processes along mesh axis ``a`` merge (2, or the whole axis);
-    on a root, ``grid`` is the merged coarse level (on the smaller mesh, or
-    serial once one process holds it all); on the others it is None.
+    a root builds the merged coarse level with `make_grid` (on the smaller mesh,
+    or serial once one process holds it all); the others hold no coarse level.
+    Only a root lists its group's blocks (``members``): the others know their own.
     """
 
     def __init__(self, fine: Grid, coffs, cshape, everything: bool):
@@ -58,13 +59,15 @@ class _Agglomeration:
         self.is_root = root == coords
         flat = [o for d in sharded for o in coffs[d]]
         before = Sharding(mesh, fine.split_axes, sharded_dims_offsets=flat)
-        group = [tuple(r + kk for r, kk in zip(root, k)) for k in itertools.product(*[range(f) for f in factor])]
-        group = [m for m in group if all(c < n for c, n in zip(m, shape))]  # in the group's rank order
-        self.members = []  # (start, n) of each member's block on the coarse layout
-        for member in group:
-            sl = before.shard_slices(cshape, device=mesh.linear_index(member))
-            self.members.append((tuple(x.start for x in sl), tuple(x.stop - x.start for x in sl)))
-        self.start, self.n = self.members[group.index(coords)]
+        mine = before.shard_slices(cshape)
+        self.start, self.n = tuple(x.start for x in mine), tuple(x.stop - x.start for x in mine)
+        self.members = []  # on a root: (start, n) of each member's block on the coarse layout, in rank order
+        if self.is_root:
+            for k in itertools.product(*[range(f) for f in factor]):
+                member = tuple(r + kk for r, kk in zip(root, k))
+                if all(c < n for c, n in zip(member, shape)):
+                    sl = before.shard_slices(cshape, device=mesh.linear_index(member))
+                    self.members.append((tuple(x.start for x in sl), tuple(x.stop - x.start for x in sl)))
         key = int(np.ravel_multi_index(tuple(c % f for c, f in zip(coords, factor)), factor))
         with _mpi.internal("solvers.Multigrid", "coarse grid merge: group", fine.comm):
             self.group = fine.comm.Split(mesh.linear_index(root), key)
