@@ -168,8 +168,8 @@ def _pass_on(cols: _Columns, comm, P, me, rnd, sizes, width, dtype):
         sends.append((cols.bottom, me - 1, 1))
     if me >= 1:
         recvs.append((new_top, me - 1, 0))
-    if me == P - 1:
-        new_bottom = cols.top if me != 0 else new_bottom
+    if me == P - 1:  # (P > 1 here)
+        new_bottom = cols.top
     else:
         recvs.append((new_bottom, me + 1, 1))
     with _mpi.internal("linalg.svd", "round robin of column blocks", comm):
@@ -254,6 +254,7 @@ def _redistribute(rows, positions, comm, k, width):
     """Rows of this process (``rows[i]`` for global position ``positions[i]`` < k) to the owners of
     balanced blocks of ``k`` positions: one Alltoallv; returns this process's ``(k_p x width)`` rows."""
     from mpi4py import MPI
+    from mpi4py.util.dtlib import from_numpy_dtype
 
     P, me = comm.Get_size(), comm.Get_rank()
     bounds = np.asarray(_bounds(k, P))
@@ -272,7 +273,7 @@ def _redistribute(rows, positions, comm, k, width):
         recvpos = np.empty(int(rcount.sum()), np.int64)
         comm.Alltoallv([sendpos, scount, sdisp, MPI.INT64_T], [recvpos, rcount, rdisp, MPI.INT64_T])
         recv = np.empty((int(rcount.sum()), width), rows.dtype)
-        mpitype = MPI._typedict[rows.dtype.char]
+        mpitype = from_numpy_dtype(rows.dtype)
         comm.Alltoallv([send, scount * width, sdisp * width, mpitype],
                        [recv, rcount * width, rdisp * width, mpitype])
     out = np.empty((bounds[me + 1] - bounds[me], width), rows.dtype)
