@@ -148,7 +148,7 @@ def _np_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 
     a = _tensor("np.linalg.svd", a)
     if _distributed(a):
-        if is_tall_row_split(a) and not full_matrices:
+        if is_tall_row_split(a) and (not full_matrices or not compute_uv):
             return tsqr_svdvals(a) if not compute_uv else _svd_result(*tsqr_svd(a))
         res = _svd.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
         return res if not compute_uv else _svd_result(*res)
@@ -180,7 +180,8 @@ def _np_pinv(a, rcond=None, hermitian=False, **kwargs):
         rcond = 1e-15 if rtol is missing else rtol
     if _distributed(a):
         return _svd.pinv(a, rtol=rcond)
-    return _like(np.linalg.pinv(_gathered("np.linalg.pinv", a), hermitian=hermitian, rcond=rcond), a)
+    kw = {"rcond": rcond} if rcond is not None else {"rtol": None}
+    return _like(np.linalg.pinv(_gathered("np.linalg.pinv", a), hermitian=hermitian, **kw), a)
 
 
 @implements(np.linalg.matrix_rank)
