@@ -212,7 +212,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002
     negatives) or the singular values (2, -2, 'nuc': `meshrt.linalg.svd`)."""
     _need_array("matrix_norm", x)
     if x.ndim == 2 and not is_replicated(x) and x.size:
-        from ..tensor.numpy_functions import matrix_norm as _matrix_norm
+        from ..linalg.numpy_linalg import matrix_norm as _matrix_norm
 
         def norm(a):
             r = np.asarray(_matrix_norm(a, ord))

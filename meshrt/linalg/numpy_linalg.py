@@ -19,6 +19,7 @@ import numpy as np
 from ..sharding.spec import Sharding
 from ..tensor.dispatch import implements
 from ..tensor.distributed_tensor import DistributedTensor
+from ..tensor import numpy_functions as _numpy_functions
 from ..tensor.numpy_shifts import MAX_GATHERED
 from . import dense
 
@@ -133,6 +134,26 @@ def _np_eigvalsh(a, UPLO="L"):
         return dense.eigvalsh(a, UPLO)
     return DistributedTensor.from_global(np.linalg.eigvalsh(_gathered("np.linalg.eigvalsh", a), UPLO=UPLO),
                                          Sharding(a.mesh, []))
+
+
+def matrix_norm(x, ord):
+    """numpy's matrix norms of a 2-D tensor: 1/-1 (column sums), inf/-inf (row sums) as reductions;
+    2/-2/'nuc' from the singular values (`meshrt.linalg.svd`, never gathered)."""
+    if ord in ("fro", None):
+        a = abs(x)
+        return np.sqrt((a * a).sum())
+    if ord in (1, -1, np.inf, -np.inf):
+        a = abs(x)
+        if a.dtype.kind in "biu":
+            a = a.astype(np.float64)
+        sums = a.sum(axis=0 if ord in (1, -1) else 1)
+        return sums.max() if ord in (1, np.inf) else sums.min()
+    if ord in (2, -2, "nuc"):
+        from .svd import svdvals
+
+        s = svdvals(x)._interior if dense.is_distributable(x) else np.linalg.svd(x._interior, compute_uv=False)
+        return s.sum() if ord == "nuc" else (s[0] if ord == 2 else s[-1])
+    raise ValueError("Invalid norm order for matrices.")
 
 
 def _svd_result(u, s, vh):
@@ -262,3 +283,4 @@ def _register_explainers():
 
 
 _register_explainers()
+_numpy_functions.MATRIX_NORM = matrix_norm
