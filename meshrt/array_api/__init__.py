@@ -148,7 +148,7 @@ def explain(func, *operands, **kwargs):
         full = kwargs.get("full_matrices", True) if name == "linalg.svd" else False
         if kwargs.get("mode", "reduced") == "complete":
             full = True
-        if tall and not full and (name != "linalg.qr" or x.shape[1] * x.sharding.dim_split_size(0) <= x.shape[0]):
+        if tall and not full and x.shape[1] * x.sharding.dim_split_size(0) <= x.shape[0]:
             return NamespacePlan(name, False, "TSQR: local QR of each row block, the small R factors allgathered "
                                               "and factored again; rows never move")
         if name == "linalg.qr" and split:

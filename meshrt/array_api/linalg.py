@@ -1,7 +1,7 @@
 """The standard's ``linalg`` extension on `DistributedTensor`: the namespace's entry points, calling into
 `meshrt.linalg` for the distributed algorithms.
 
-A tall-skinny matrix split on rows only (``m >= n`` columns, the usual ``n_samples x n_features``) gets
+A tall-skinny matrix split on rows only (``m >= n P`` rows, the usual ``n_samples x n_features``) gets
 ``qr`` and ``svd``/``svdvals`` by TSQR (`meshrt.linalg.tall`): each process factors its block, the small
 ``R`` factors (``n x n`` each) are allgathered and factored again, so only ``P * n * n`` numbers move and
 the rows never do; ``Q`` and ``U`` come out row-split like the input. Any other split matrix goes to the
@@ -25,7 +25,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..linalg import dense as _dense, svd as _svd
-from ..linalg.tall import is_tall_row_split as _row_split, tsqr, tsqr_svd, tsqr_svdvals
+from ..linalg.tall import is_tall_row_split as _row_split, tsqr, tsqr_fits, tsqr_svd, tsqr_svdvals
 from ._device import GATHERS, is_replicated, wrap  # noqa: F401  (GATHERS: explain_op's table)
 from ._funcs import _call, _gathered, _need_array, matmul, matrix_transpose, tensordot, vecdot  # noqa: F401
 
@@ -54,7 +54,7 @@ def svd(x, /, *, full_matrices=True):
     """Singular value decomposition; for a row-split tall matrix with ``full_matrices=False``:
     TSQR, then the small ``R``'s SVD, ``U = Q @ U_R`` (row-split like ``x``)."""
     _need_array("svd", x)
-    if not full_matrices and _row_split(x):
+    if not full_matrices and tsqr_fits(x):
         return SVDResult(*tsqr_svd(x))
     if _dense.is_distributable(x):
         return SVDResult(*_svd.svd(x, full_matrices=full_matrices))
@@ -65,7 +65,7 @@ def svd(x, /, *, full_matrices=True):
 def svdvals(x, /):
     """Singular values (TSQR first for a row-split tall matrix)."""
     _need_array("svdvals", x)
-    if _row_split(x):
+    if tsqr_fits(x):
         return tsqr_svdvals(x)
     if _dense.is_distributable(x):
         return _svd.svdvals(x)

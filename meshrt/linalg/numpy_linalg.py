@@ -165,11 +165,11 @@ def _svd_result(u, s, vh):
 @implements(np.linalg.svd)
 def _np_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     from . import svd as _svd
-    from .tall import is_tall_row_split, tsqr_svd, tsqr_svdvals
+    from .tall import tsqr_fits, tsqr_svd, tsqr_svdvals
 
     a = _tensor("np.linalg.svd", a)
     if _distributed(a):
-        if is_tall_row_split(a) and (not full_matrices or not compute_uv):
+        if tsqr_fits(a) and (not full_matrices or not compute_uv):
             return tsqr_svdvals(a) if not compute_uv else _svd_result(*tsqr_svd(a))
         res = _svd.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
         return res if not compute_uv else _svd_result(*res)

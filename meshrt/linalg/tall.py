@@ -19,7 +19,7 @@ from ..runtime import mpi as _mpi
 from ..sharding.spec import Sharding
 from ..tensor.distributed_tensor import DistributedTensor
 
-__all__ = ["is_tall_row_split", "tsqr", "tsqr_svd", "tsqr_svdvals"]
+__all__ = ["is_tall_row_split", "tsqr_fits", "tsqr", "tsqr_svd", "tsqr_svdvals"]
 
 # rows per local QR: LAPACK's QR of a tall block runs from memory, of a block of a few thousand rows from
 # cache (4-5x faster on a 250k x 32 block), so each process factors its block as a TSQR of such chunks too
@@ -33,6 +33,14 @@ def is_tall_row_split(x) -> bool:
     s = x.sharding
     return (bool(s.dim_axes(0)) and not s.dim_axes(1) and not s.is_partial and not s.halo_sizes
             and x.shape[0] >= x.shape[1] and x.shape[1] > 0 and x.dtype.kind in "fc")
+
+
+def tsqr_fits(x) -> bool:
+    """`is_tall_row_split`, and tall enough that the stacked ``R`` factors (``P`` of ``n x n``) are no
+    larger than the matrix: TSQR then moves less than the matrix, and its replicated ``R`` is no larger
+    than a process's share (a square matrix's would be all of it: the Jacobi SVD or Householder QR take
+    those)."""
+    return is_tall_row_split(x) and x.shape[1] * x.sharding.dim_split_size(0) <= x.shape[0]
 
 
 class _LocalQ:

@@ -82,7 +82,8 @@ def test_tsqr_qr_and_svd_keep_rows_where_they_are(shape, chunk, monkeypatch):
     np.testing.assert_allclose(np.abs(r.gather()), np.abs(np.linalg.qr(a)[1]), atol=1e-12)
     np.testing.assert_allclose((q.mT @ q).gather(), np.eye(shape[1]), atol=1e-12)
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
-    assert u.sharding == x.sharding
+    if shape[1] * comm.size <= shape[0]:  # TSQR; else (a replicated R as large as a share) the Jacobi SVD
+        assert u.sharding == x.sharding
     np.testing.assert_allclose(s.gather(), np.linalg.svd(a, compute_uv=False), rtol=1e-12)
     np.testing.assert_allclose(((u * s) @ vh).gather(), a, atol=1e-12)
     np.testing.assert_allclose(xp.linalg.svdvals(x).gather(), np.linalg.svdvals(a), rtol=1e-12)
