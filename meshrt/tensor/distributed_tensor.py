@@ -55,7 +55,8 @@ from .array_object import _ArrayAPIObject
 from .files import _TensorFiles
 from .index_exec import _drop_ints, _flip, _index_plan, _to_view_layout
 from .reductions import _TensorReductions, _accumulate
-from .ufunc import _SCALARS, _check_partial_ufunc, _check_same, _fast_ufunc, _mixed_operands, _result_dtypes
+from .ufunc import (_SCALARS, _check_partial_ufunc, _check_same, _fast_ufunc, _mixed_operands, _result_dtypes,
+                    _scalar_ufunc)
 from .dispatch import implements  # noqa: F401  (re-exported: tests register handlers through it)
 
 __all__ = ["DistributedTensor"]
@@ -1159,6 +1160,13 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
 
     # -- numpy: elementwise ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        if type(self) is DistributedTensor and not self._global_shape and method == "__call__" and not kwargs:
+            # 0-d: numpy on the values (a deferred LazyTensor is never 0-d; its slots would evaluate it)
+            if out is not None and ABOVE.lazy is not None:
+                ABOVE.lazy.touch()
+            result = _scalar_ufunc(ufunc, inputs, out, DistributedTensor)
+            if result is not None:
+                return result
         if ABOVE.lazy is not None:  # deferred or fused (meshrt.tensor.lazy); a write evaluates pending expressions
             if method == "__call__" and not kwargs:
                 lazy = ABOVE.lazy.ufunc_call(ufunc, inputs, out)
@@ -1472,6 +1480,10 @@ def _deferred_operator(name, ufunc, reflected, symbol):
     mixin = getattr(numpy.lib.mixins.NDArrayOperatorsMixin, name)
 
     def op(self, other):
+        if type(self) is DistributedTensor and not self._global_shape:  # 0-d: numpy on the values
+            r = _scalar_ufunc(ufunc, (other, self) if reflected else (self, other), None, DistributedTensor)
+            if r is not None:
+                return r
         lazy = ABOVE.lazy
         if lazy is not None:
             r = lazy.ufunc_call(ufunc, (other, self) if reflected else (self, other), None)

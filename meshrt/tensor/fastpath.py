@@ -47,9 +47,9 @@ def read_element(t: DistributedTensor, key):
         _READS[ck] = e
     idx, axes, root, rs = e
     if not axes:
-        block = t._interior[idx]
+        block = t._interior[idx].copy()  # a value, as numpy's t[i, j]: ``x = t[i, j]; x += 1`` leaves t alone
     else:
-        x = t._interior[idx] if idx is not None else np.empty((), t._local.dtype)
+        x = t._interior[idx].copy() if idx is not None else np.empty((), t._local.dtype)
         block = collectives.broadcast(x, s.mesh, axes, root)
     return DistributedTensor._fast(block, block, rs, (), (), None)
 

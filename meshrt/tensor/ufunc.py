@@ -71,6 +71,50 @@ def _fast_ufunc(ufunc, inputs, tensor_type):
     return tensor_type._fast(local, interior, t._sharding, t._global_shape, layout.slices, t._periodic)
 
 
+def _scalar_ufunc(ufunc, inputs, out, tensor_type):
+    """``x + 1.0``, ``np.tanh(x)``, ``tr += x`` on 0-d tensors (not partial) of one sharding and scalars: numpy
+    on the values, no plan and no layout (a loop's ``tr += np.tanh(a[i, i])`` is three of these a turn).
+
+    ``out``: None, or a 1-tuple of such a 0-d tensor, written in place.  Returns None where it does not apply
+    (the general path runs).
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> x = DistributedTensor.from_global(np.arange(3.0), Sharding(Mesh((-1,)), [[0]]))[2]
+    >>> y = _scalar_ufunc(np.add, (x, 1.0), None, DistributedTensor)
+    >>> y.shape, float(y), float(x)
+    ((), 3.0, 2.0)
+    """
+    t = None
+    vals = []
+    for x in inputs:
+        tx = type(x)
+        if tx is tensor_type:
+            s = x._sharding
+            if x._global_shape:
+                return None
+            if t is None:
+                if s._partial_axes:
+                    return None
+                t = x
+            elif s is not t._sharding and s != t._sharding:
+                return None
+            vals.append(x._local)
+        elif tx in _SCALARS or isinstance(x, np.generic):
+            vals.append(x)
+        else:
+            return None
+    if t is None or ufunc.nout != 1 or ufunc.signature is not None:
+        return None
+    if out is not None:
+        o = out[0] if type(out) is tuple and len(out) == 1 else None
+        if type(o) is not tensor_type or o._global_shape or (o._sharding is not t._sharding and o._sharding != t._sharding):
+            return None
+        ufunc(*vals, out=o._local, casting="same_kind")
+        return o
+    r = np.asarray(ufunc(*vals))
+    return tensor_type._fast(r, r, t._sharding, (), (), t._periodic)
+
+
 def _describe(role, i):
     return f"{role} {i}" if role != "where" else "where="
 

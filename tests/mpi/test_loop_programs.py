@@ -62,3 +62,28 @@ def test_pieces_vector_products_and_element_writes(meshes):
         np.testing.assert_allclose(float(x[1:k + 1] @ x[:k]) if k < len(v) else 0.0,
                                    v[1:k + 1] @ v[:k] if k < len(v) else 0.0)
     np.testing.assert_allclose(float(x @ x), v @ v)
+
+
+def test_element_values_and_their_arithmetic(meshes):
+    """``t[i, j]`` is a value, as numpy's: arithmetic on it (0-d tensors and scalars, by the 0-d route
+    `meshrt.tensor.ufunc._scalar_ufunc`) equals numpy's scalars, in place too, and leaves ``t`` alone."""
+    rng = np.random.default_rng(11)
+    for dtype in (np.float64, np.float32, np.int64, np.complex128):
+        g = (rng.random((comm.size + 3, 4)) * 10).astype(dtype)
+        for s in (Sharding(meshes["1d"], [[0]]), Sharding(meshes["2d"], [[0], [1]])):
+            A = DT.from_global(g, s)
+            for i in range(g.shape[0]):
+                x, y = A[i, i % 4], A[-i - 1, 1]
+                x += 2  # a value: A unchanged
+                want_x = g[i, i % 4] + dtype(2)
+                for got, want in ((x, want_x), (x * y, want_x * g[-i - 1, 1]), (1.5 - x, 1.5 - want_x),
+                                  (np.sqrt(x), np.sqrt(want_x)), (x > y, want_x > g[-i - 1, 1]),
+                                  (-x / 3, -want_x / 3), (x ** 2, want_x ** 2)):
+                    assert isinstance(got, DT) and got.shape == ()
+                    assert got.dtype == np.asarray(want).dtype, (dtype, got.dtype, np.asarray(want).dtype)
+                    np.testing.assert_allclose(np.asarray(got.gather()), want, rtol=1e-6)
+            np.testing.assert_array_equal(A.gather(), g)
+    # 0-d tensors of different shardings (one per mesh) still combine the general way
+    a = DT.from_global(np.arange(4.0), Sharding(meshes["1d"], [[0]]))[1]
+    b = DT.from_global(np.arange(4.0), Sharding(meshes["2d"], [[0]]))[2]
+    assert float(a + 1.0) == 2.0 and float(b * 2) == 4.0
