@@ -1496,10 +1496,36 @@ def _deferred_operator(name, ufunc, reflected, symbol):
     return op
 
 
+def _inplace_operator(name, ufunc, symbol):
+    """``t += x`` and the like written fused (`meshrt.tensor.lazy.inplace_call`: into ``t``, or into the region
+    of a view ``A[:, j]``); anything it does not take runs numpy's operator (``NDArrayOperatorsMixin``:
+    ``ufunc(t, x, out=(t,))``)."""
+    mixin = getattr(numpy.lib.mixins.NDArrayOperatorsMixin, name)
+
+    def op(self, other):
+        if type(self) is DistributedTensor and not self._global_shape:  # 0-d: numpy on the values
+            if ABOVE.lazy is not None:
+                ABOVE.lazy.touch()
+            r = _scalar_ufunc(ufunc, (self, other), (self,), DistributedTensor)
+            if r is not None:
+                return r
+        lazy = ABOVE.lazy
+        if lazy is not None:
+            r = lazy.inplace_call(ufunc, self, other)
+            if r is not None:
+                return r
+        return mixin(self, other)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``t {symbol}= x``: ``np.{ufunc.__name__}(t, x, out=t)``."
+    return op
+
+
 for _name, _ufunc, _sym in (("add", np.add, "+"), ("sub", np.subtract, "-"), ("mul", np.multiply, "*"),
                            ("truediv", np.true_divide, "/")):
     setattr(DistributedTensor, f"__{_name}__", _deferred_operator(f"__{_name}__", _ufunc, False, _sym))
     setattr(DistributedTensor, f"__r{_name}__", _deferred_operator(f"__r{_name}__", _ufunc, True, _sym))
+    setattr(DistributedTensor, f"__i{_name}__", _inplace_operator(f"__i{_name}__", _ufunc, _sym))
 for _name, _ufunc, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),
                             ("ge", np.greater_equal, ">=")):  # (no reflected forms: Python swaps them)
     setattr(DistributedTensor, f"__{_name}__", _deferred_operator(f"__{_name}__", _ufunc, False, _sym))

@@ -70,9 +70,10 @@ _BIG = 1 << 62
 _eager = [0]  # > 0 while pending expressions are replayed eagerly: no deferral inside
 _pending: dict = {}  # id(node) -> node: unevaluated copying expressions with a live LazyTensor
 # how often the fused kernel ran, swapped or copied back a second buffer, built a plan, ran a small write as
-# one compiled call, evaluated a sliced or rolled operand on its own (the eager replay of an expression;
-# tests read them)
-stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0, "one_call": 0, "eager_leaves": 0, "once": 0}
+# one compiled call, evaluated a sliced or rolled operand on its own (the eager replay of an expression),
+# wrote a small region by numpy on the blocks (`_local_write`) (tests read them)
+stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0, "one_call": 0, "eager_leaves": 0, "once": 0,
+         "local_writes": 0}
 
 
 class _Eager:
@@ -249,6 +250,23 @@ for _name in _SLOTS:
 del _name
 
 
+def _node_property(read, doc):
+    """A property answered from the expression, not evaluating it (``np.linalg.norm(A[:, k])`` asks the
+    view its dtype and dims first); a dropped expression asks the tensor."""
+    base = DistributedTensor.__dict__[doc]
+
+    def get(self):
+        node = _EXPR.__get__(self)
+        return base.__get__(self) if node is None else read(node)
+
+    return property(get, doc=base.__doc__)
+
+
+LazyTensor.shape = LazyTensor.global_shape = _node_property(lambda n: n.shape, "global_shape")
+LazyTensor.dtype = _node_property(lambda n: n.dtype, "dtype")
+LazyTensor.ndim = _node_property(lambda n: len(n.shape), "ndim")
+
+
 class _Pending(LazyTensor):
     """A `LazyTensor` whose expression is in `_pending` (evaluated before any write while it lives), which
     it leaves when dropped.  (A basic slice's view is not pending: its `LazyTensor` has no ``__del__``,
@@ -386,7 +404,8 @@ def _build_ufunc(ufunc, inputs):
                     ins, dt, head = loop
                     args, raw = ([n, ins[1].type(s)], [n, s]) if ty is float else ([ins[0].type(s), n], [s, n])
                     return _Op("ufunc", ufunc, args, raw, ins, dt, n.shape, n.mesh, n.periodic, head)
-        elif tx in _TENSOR_TYPES and ty in _TENSOR_TYPES:
+        elif tx in _TENSOR_TYPES and ty in _TENSOR_TYPES and not (
+                tx is DistributedTensor and not x._global_shape or ty is DistributedTensor and not y._global_shape):
             n, m = _node_of(x), _node_of(y)
             if n is not None and m is not None and n.shape and _errstate_ok():
                 if n.shape != m.shape or n.mesh is not m.mesh and n.mesh != m.mesh:
@@ -403,9 +422,18 @@ def _build_ufunc(ufunc, inputs):
         return None
     nodes, key = [], []
     shape = mesh = periodic = None
+    meshes0 = None  # the meshes of 0-d tensors taken as their values (``A[:, j] * R[k, j]``)
     for x in inputs:
         tx = type(x)
-        if tx in _TENSOR_TYPES:
+        if tx is DistributedTensor and not x._global_shape:
+            s0 = x._sharding
+            if s0._partial_axes or x._local.dtype not in _DTYPES:
+                return None
+            v = x._local[()]  # replicated over its mesh: the same value on every process of it
+            meshes0 = (meshes0 or ()) + (s0.mesh,)
+            nodes.append(v)
+            key.append(v.dtype)
+        elif tx in _TENSOR_TYPES:
             n = _node_of(x)
             if n is None:
                 return None
@@ -424,6 +452,8 @@ def _build_ufunc(ufunc, inputs):
         else:
             return None
     if not shape:  # (None: no tensor; (): 0-d, eager)
+        return None
+    if meshes0 is not None and any(m is not mesh and m != mesh for m in meshes0):
         return None
     loop = _loop(ufunc, tuple(key))
     if not loop:
@@ -695,10 +725,12 @@ class _Probe:
 
 
 def _calibrate():
-    """How many references a temporary assigned by ``t[k] = e`` / ``t += e`` has when it reaches here."""
+    """How many references a temporary assigned by ``t[k] = e`` / ``t += e`` / ``np.add(t, e, out=t)`` has when
+    it reaches here."""
     t = object.__new__(DistributedTensor)
     _D["_writes"].__set__(t, None)
-    for path in ("setitem", "ufunc"):
+    _D["_global_shape"].__set__(t, (1,))  # (not 0-d: the in-place operators' 0-d route would take it)
+    for path in ("setitem", "ufunc", "inplace"):
         _BASELINE[path] = None
     probe = _Probe()
 
@@ -709,9 +741,7 @@ def _calibrate():
 
     t[0] = make()
     t += make()
-    first = _BASELINE["ufunc"]
     np.add(t, make(), out=t)
-    _BASELINE["ufunc"] = min(first, _BASELINE["ufunc"])
 
 
 def _probe(value, path) -> bool:
@@ -731,6 +761,8 @@ def setitem(t, key, value) -> bool:
         return True
     if not ENABLED:
         return False
+    if type(value) is LazyTensor and _same_region(t, key, value):  # ``A[:, j] -= v`` ends by ``A[:, j] = view``
+        return True
     if type(value) in _LAZY_TYPES and type(t) is DistributedTensor and _refs_ok(value, "setitem"):
         node = _EXPR.__get__(value)
         if isinstance(node, _Op) and node.value is None and not t._sharding._partial_axes:
@@ -750,24 +782,79 @@ def setitem(t, key, value) -> bool:
     return False
 
 
-def _ufunc_out(ufunc, inputs, out):
+def _same_region(t, key, view) -> bool:
+    """Whether ``view`` is the unevaluated view ``t[key]`` itself (writing it there changes nothing)."""
+    leaf = _EXPR.__get__(view)
+    if type(leaf) is not _Leaf or leaf.kind != "slice" or leaf.t is not t or leaf.value is not None:
+        return False
+    if not leaf.drop:
+        r = _region(t._global_shape, key)
+        return r is not None and r[0] == leaf.starts and r[1] == leaf.shape
+    r = _int_region(t._global_shape, key)
+    return r is not None and r[0] == leaf.starts and tuple(r[2]) == tuple(leaf.drop) and r[3] == leaf.shape
+
+
+def _consuming_write(t, origin, node, shape, drop, inputs, view, local_only=False) -> bool:
+    """`_fused_write` of ``node``, a ufunc of ``inputs`` that only this statement holds (``view`` aside): their
+    expressions leave the pending list first (else the write's flush would evaluate them on their own) and
+    are dropped once written (back on the list if the write does not fuse)."""
+    taken = []
+    for v in inputs:
+        if v is not view and type(v) in _LAZY_TYPES:
+            n = _EXPR.__get__(v)
+            if _pending.pop(id(n), None) is not None:
+                taken.append(n)
+    if _fused_write(t, origin, node, shape, drop, local_only):
+        for v in inputs:
+            if v is not view and type(v) in _LAZY_TYPES:
+                _EXPR.__set__(v, None)
+        return True
+    for n in taken:
+        _pending[id(n)] = n
+    return False
+
+
+def inplace_call(ufunc, t, value):
+    """``t += value`` (``-=``, ``*=``, ``/=``): ``ufunc(t, value, out=t)`` written fused, into a view's region
+    too (``A[:, j] -= v``); None: numpy's operator runs."""
+    if _eager[0]:
+        return None
+    return _ufunc_out(ufunc, (t, value), (t,), "inplace")
+
+
+def _ufunc_out(ufunc, inputs, out, path="ufunc"):
     outs = out if isinstance(out, tuple) else (out,)
     for v in inputs:
-        if type(v) in _LAZY_TYPES and _probe(v, "ufunc"):
+        if type(v) in _LAZY_TYPES and _probe(v, path):
             return outs[0]
     if ENABLED and len(outs) == 1 and type(outs[0]) is DistributedTensor:
         t = outs[0]
         ok = True
         for v in inputs:
-            if type(v) in _LAZY_TYPES and not _refs_ok(v, "ufunc"):
+            if type(v) in _LAZY_TYPES and not _refs_ok(v, path):
                 ok = False
         node = _build_ufunc(ufunc, inputs) if ok and not t._sharding._partial_axes else None
         if node is not None and node.shape == t._global_shape and node.dtype == t._local.dtype:
-            if _fused_write(t, (0,) * len(node.shape), node):
-                for v in inputs:
-                    if type(v) in _LAZY_TYPES:
-                        _EXPR.__set__(v, None)
+            if _consuming_write(t, (0,) * len(node.shape), node, None, (), inputs, None):
                 return t
+    elif ENABLED and len(outs) == 1 and type(outs[0]) is LazyTensor:  # ``A[:, j] -= v``: into the view's region
+        view = outs[0]
+        leaf = _EXPR.__get__(view)
+        if type(leaf) is _Leaf and leaf.kind == "slice" and leaf.value is None:
+            t = leaf.t
+            ok = not t._sharding._partial_axes
+            for v in inputs:
+                if v is not view and type(v) in _LAZY_TYPES and not _refs_ok(v, path):
+                    ok = False
+            node = _build_ufunc(ufunc, inputs) if ok else None
+            if node is not None and node.shape == leaf.shape and node.dtype == t._local.dtype:
+                full = list(leaf.shape)
+                for d in leaf.drop:
+                    full.insert(d, 1)
+                # (only where every operand is read where it is written: a loop's view is a new region each
+                # turn, whose plan would be built for one run)
+                if _consuming_write(t, leaf.starts, node, tuple(full), leaf.drop, inputs, view, True):
+                    return view  # (still the view: Python's ``A[:, j] = view`` next is `_same_region`'s no-op)
     flush()
     return None
 
@@ -882,6 +969,94 @@ class _NotFusable(Exception):
     pass
 
 
+_LOCAL_MAX = 1 << 14  # a region of at most this many elements, read where it is written: numpy on the blocks
+
+
+def _local_write(t, origin, node, shape, drop) -> bool:
+    """A small write whose every operand is read where the target is written (``A[:, j] -= Q[:, k] * r``,
+    ``y[:, j] = a * x[:, j] + b * y[:, j - 1]``: the leaves are tensors of the target's sharding and global
+    extent on the split dims, at the target's offsets there): numpy on each process's blocks, no plan, no
+    kernel, no message.  False: not this case (the fused write runs).  Decided on global facts only (the
+    region's size, shardings, offsets), alike on every process."""
+    size = 1
+    for n in shape:
+        size *= n
+    if size > _LOCAL_MAX or node.oldest != _forced[0] or type(node) is not _Op:
+        return False
+    s, g = t._sharding, t._global_shape
+    nd = len(g)
+    split = _split_dims(s, nd)
+    for leaf in node.leaves:
+        a = leaf.t
+        if leaf.kind == "roll" or leaf.value is not None or len(a._global_shape) != nd:
+            return False
+        if leaf.kind == "slice":
+            if leaf.drop != drop:
+                return False
+            starts = leaf.starts
+        elif drop:
+            return False
+        else:
+            starts = None
+        sa = a._sharding
+        if sa is not s and sa != s:
+            return False
+        for d in split:  # (a whole tensor read: from 0)
+            if a._global_shape[d] != g[d] or (0 if starts is None else starts[d]) != origin[d]:
+                return False
+    # this process's part of the region, in region coordinates (empty: nothing to read or write here)
+    rel = []
+    for d in range(nd):
+        if d in split:
+            sl = t._slices[d]
+            lo, hi = max(origin[d], sl.start), min(origin[d] + shape[d], sl.stop)
+            if lo >= hi:
+                rel = None
+                break
+            rel.append((lo - origin[d], hi - origin[d], sl.start))
+        else:
+            rel.append((0, shape[d], 0))
+    if rel is not None:
+        value = _local_value(node, rel, drop)
+    _pending.pop(id(node), None)
+    node.consumed = True
+    flush()  # (pending expressions read the target as it was)
+    if rel is not None:
+        t._interior[_local_index(origin, rel, drop)] = value
+    stats["local_writes"] += 1
+    return True
+
+
+_SPLIT_DIMS: dict = {}
+
+
+def _split_dims(s, nd):
+    r = _SPLIT_DIMS.get((s, nd))
+    if r is None:
+        if len(_SPLIT_DIMS) > 4096:
+            _SPLIT_DIMS.clear()
+        r = _SPLIT_DIMS[(s, nd)] = frozenset(d for d in range(nd) if s.dim_axes(d))
+    return r
+
+
+def _local_index(starts, rel, drop):
+    return tuple(starts[d] + r0 - off if d in drop else slice(starts[d] + r0 - off, starts[d] + r1 - off)
+                 for d, (r0, r1, off) in enumerate(rel))
+
+
+def _local_value(node, rel, drop):
+    if type(node) is _Leaf:
+        if node.kind == "full":
+            return node.t._interior[_local_index((0,) * len(rel), rel, drop)]
+        return node.t._interior[_local_index(node.starts, rel, drop)]
+    args = [_local_value(a, rel, drop) if type(a) is _Op or type(a) is _Leaf else r for a, r in zip(node.args, node.raw)]
+    if node.op == "ufunc":
+        return node.ufunc(*args)
+    if node.op == "where":
+        return np.where(*args)
+    return args[0].astype(node.dtype)
+
+
 def _subtree_pending(root) -> bool:
     if len(_pending) <= 1:
         return False  # (nothing, or the root itself)
@@ -895,18 +1070,23 @@ def _subtree_pending(root) -> bool:
     return False
 
 
-def _fused_write(t, origin, node, shape=None, drop=()) -> bool:
+def _fused_write(t, origin, node, shape=None, drop=(), local_only=False) -> bool:
     """Evaluate ``node`` into ``t``'s region at global ``origin``, fused; False: not fusable (nothing done).
     ``shape``: the region's, one size per dim of ``t`` (default the value's); ``drop``: the dims of ``t`` the
-    key's ints name (size 1 in ``shape``, absent from the value's)."""
+    key's ints name (size 1 in ``shape``, absent from the value's).  ``local_only``: only by numpy on the
+    blocks (`_local_write`), no plan."""
     if _subtree_pending(node) or not _errstate_ok():
+        return False
+    if shape is None:
+        shape = node.shape
+    if _local_write(t, origin, node, shape, drop):
+        return True
+    if local_only:
         return False
     try:
         sig, arrays, leaves, scalars, c = _collect_fast(node, origin, drop)
     except _NotFusable:
         return False
-    if shape is None:
-        shape = node.shape
     _trim_plans()
     plan = None if c is None else _memo_plan(c, t, arrays, shape)
     if plan is None:

@@ -204,6 +204,10 @@ def _np_norm(x, ord=None, axis=None, keepdims=False):
                         "with axis=k")
     if axis is not None and not isinstance(axis, numbers.Integral):
         raise TypeError(f"np.linalg.norm on a DistributedTensor: axis={axis!r}; supported: None or one int")
+    if x.ndim == 1 and (ord is None or ord == 2) and x.dtype.kind in "fc":  # numpy's own: sqrt(dot(x, x))
+        if x.dtype.kind == "c":
+            return np.sqrt(np.vdot(x, x).real)
+        return np.sqrt(np.dot(x, x))
     if not vector or ord is None or ord == 2:
         a = abs(x)
         return np.sqrt((a * a).sum(axis))

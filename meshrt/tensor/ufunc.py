@@ -20,18 +20,26 @@ _UFUNC_DTYPES: dict = {}
 
 
 def _fast_ufunc(ufunc, inputs, tensor_type):
-    """``r * r``, ``r + 1.0``, ``-r``: tensors of one sharding (not partial) and Python or numpy scalars.
+    """``r * r``, ``r + 1.0``, ``-r``: tensors of one sharding (not partial) and Python or numpy scalars, or
+    0-d tensors on the same mesh (``r * x[i]``: the element's value, replicated, as its numpy scalar).
 
     Returns None where it does not apply (the general path then checks and
     explains).  The result dtype numpy will pick is cached per (ufunc,
     operand types), so the result is computed straight into a new local buffer.
     """
-    t = None
+    t = meshes0 = None
     args = []
     key = [ufunc]
     for x in inputs:
         tx = type(x)
-        if tx is tensor_type:
+        if tx is tensor_type and not x._global_shape and len(inputs) > 1:  # a 0-d value: its numpy scalar
+            if x._sharding._partial_axes:
+                return None
+            v = x._local[()]
+            meshes0 = (meshes0 or ()) + (x._sharding.mesh,)
+            args.append(v)
+            key.append(v.dtype)
+        elif tx is tensor_type:
             if t is None:
                 t = x
             elif x._sharding is not t._sharding and x._sharding != t._sharding or x._global_shape != t._global_shape:
@@ -47,6 +55,8 @@ def _fast_ufunc(ufunc, inputs, tensor_type):
         else:
             return None
     if t is None or ufunc.nout != 1 or ufunc.signature is not None or t._sharding._partial_axes:
+        return None
+    if meshes0 is not None and any(m is not t._sharding.mesh and m != t._sharding.mesh for m in meshes0):
         return None
     if not t._sharding._halo_sizes and t._global_shape:  # no halos: numpy's own result is the new buffer
         out = ufunc(*args)

@@ -87,3 +87,36 @@ def test_element_values_and_their_arithmetic(meshes):
     a = DT.from_global(np.arange(4.0), Sharding(meshes["1d"], [[0]]))[1]
     b = DT.from_global(np.arange(4.0), Sharding(meshes["2d"], [[0]]))[2]
     assert float(a + 1.0) == 2.0 and float(b * 2) == 4.0
+
+
+def test_in_place_statements_on_views_and_small_regions(meshes):
+    """``A[:, j] -= Q[:, k] * r``, ``v = A[2:5, 1]; v *= 2`` and ``t += e`` write the base tensor's region (a view
+    stays a view of it, as numpy's), numpy on the blocks where every operand is read where it is written
+    (`meshrt.tensor.lazy._local_write`), the fused or eager way otherwise (shifts across blocks); each equals
+    numpy at every layout, and asking a deferred view its shape or dtype does not evaluate it."""
+    from meshrt.tensor import lazy
+
+    rng = np.random.default_rng(5)
+    for s in (Sharding(meshes["1d"], [[0]]), Sharding(meshes["2d"], [[0], [1]]), Sharding(meshes["2d"], [[1]]),
+              Sharding(meshes["1d"], [])):
+        g, h = rng.random((comm.size * 2 + 3, 7)), rng.random((comm.size * 2 + 3, 7))
+        A, Q = DT.from_global(g, s), DT.from_global(h, s)
+        a, q = g.copy(), h.copy()
+        before = lazy.stats["local_writes"]
+        for k in range(3):
+            r = A[k, k]
+            for j in range(k + 1, 7):
+                A[:, j] -= Q[:, k] * r
+                a[:, j] -= q[:, k] * a[k, k]
+            v = A[2:5, k]
+            v *= 2.0
+            a[2:5, k] *= 2.0
+            np.testing.assert_allclose(v.gather(), a[2:5, k])
+            A[1:, k] += A[:-1, k] * 0.5  # a shift along dim 0 (across blocks where dim 0 is split)
+            a[1:, k] += a[:-1, k] * 0.5
+            A += Q * 0.25
+            a += q * 0.25
+            w = A[:, 3]
+            assert w.shape == (g.shape[0],) and w.dtype == np.float64 and w.ndim == 1
+        np.testing.assert_allclose(A.gather(), a, rtol=1e-13)
+        assert lazy.stats["local_writes"] > before
