@@ -182,7 +182,7 @@ def _plain(v) -> bool:
 
 
 _OFFSETS: dict = {}  # (sharding, shape, dim) -> the dim's block offsets
-_REPLICATED: dict = {}  # mesh -> a replicated sharding of a 0-d value on it
+_REPLICATED: dict = {}  # mesh -> a replicated sharding on it (of a 0-d value, a small vector)
 
 
 def _offsets(s, shape, d=0):
@@ -231,6 +231,38 @@ def _vector(v):
                     for x in range(len(starts)))
         return t._interior[idx], lo - a, axes, offs, n, s._mesh
     return t._interior[lo - own.start:hi - own.start], lo - a, axes, offs, n, s._mesh
+
+
+SMALL_VECTOR = 1 << 14  # a vector of at most this many elements is replicated where that spares a plan
+
+
+def replicated_vector(v, limit=SMALL_VECTOR):
+    """``(whole, mesh)``: the whole of ``v`` (a 1-D tensor or a deferred step-1 slice of one, at most ``limit``
+    elements) as a numpy array on every process of its mesh: one allgather of the blocks' parts over its split axes, no plan (a loop's
+    ``np.flip(y[:k])`` is a new shape each turn).  None: not this case.  Decided from global facts (the
+    length, the split), alike on every process.
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> y = DistributedTensor.from_global(np.arange(6.0), Sharding(Mesh((-1,)), [[0]]))
+    >>> replicated_vector(y[1:4])[0]
+    array([1., 2., 3.])
+    """
+    r = _vector(v)
+    if r is None or r[4] > limit:
+        return None
+    x, _, axes, offs, n, mesh = r
+    if not axes:
+        return x, mesh
+    sizes = [offs[i + 1] - offs[i] for i in range(len(offs) - 1)]
+    return collectives.all_gather(np.ascontiguousarray(x), mesh, tuple(axes), 0, sizes=sizes), mesh
+
+
+def replicated_tensor(whole, mesh) -> DistributedTensor:
+    """``whole`` (the same array on every process of ``mesh``) as a replicated tensor, without checks."""
+    rs = _REPLICATED.get(mesh)
+    if rs is None:
+        rs = _REPLICATED[mesh] = Sharding(mesh, [])
+    return DistributedTensor._fast(whole, whole, rs, whole.shape, tuple(slice(0, n) for n in whole.shape), None)
 
 
 def matmul_1d(a, b):

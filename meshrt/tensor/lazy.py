@@ -988,7 +988,12 @@ def _local_write(t, origin, node, shape, drop) -> bool:
     split = _split_dims(s, nd)
     for leaf in node.leaves:
         a = leaf.t
-        if leaf.kind == "roll" or leaf.value is not None or len(a._global_shape) != nd:
+        if leaf.kind == "roll" or leaf.value is not None:
+            return False
+        sa = a._sharding
+        if sa is not s and not any(sa._split_axes):  # replicated: read at the region's coordinates anywhere
+            continue
+        if len(a._global_shape) != nd:
             return False
         if leaf.kind == "slice":
             if leaf.drop != drop:
@@ -998,7 +1003,6 @@ def _local_write(t, origin, node, shape, drop) -> bool:
             return False
         else:
             starts = None
-        sa = a._sharding
         if sa is not s and sa != s:
             return False
         for d in split:  # (a whole tensor read: from 0)
@@ -1044,8 +1048,28 @@ def _local_index(starts, rel, drop):
                  for d, (r0, r1, off) in enumerate(rel))
 
 
+def _replicated_index(leaf, rel, drop):
+    """A replicated leaf's index for this process's part of the region: its kept dims, in order, at the
+    region's kept dims' coordinates."""
+    kept = [r for d, r in enumerate(rel) if d not in drop]
+    if leaf.kind == "full":
+        return tuple(slice(r0, r1) for r0, r1, _ in kept)
+    idx, i = [], 0
+    for d, a in enumerate(leaf.starts):
+        if d in leaf.drop:
+            idx.append(a)
+        else:
+            r0, r1, _ = kept[i]
+            idx.append(slice(a + r0, a + r1))
+            i += 1
+    return tuple(idx)
+
+
 def _local_value(node, rel, drop):
     if type(node) is _Leaf:
+        t = node.t
+        if not any(t._sharding._split_axes):
+            return t._interior[_replicated_index(node, rel, drop)]
         if node.kind == "full":
             return node.t._interior[_local_index((0,) * len(rel), rel, drop)]
         return node.t._interior[_local_index(node.starts, rel, drop)]

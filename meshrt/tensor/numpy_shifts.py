@@ -43,6 +43,7 @@ from .. import collectives
 from ..sharding.chunks import writer_of_block
 from ..errors import ShardingError
 from ..sharding.spec import Sharding
+from . import fastpath
 from .distributed_tensor import DistributedTensor
 from .dispatch import _HANDLED_FUNCTIONS, implements
 from .layout import _layout
@@ -113,6 +114,10 @@ def _np_roll(a, shift, axis=None):
 @implements(np.flip)
 def _np_flip(m, axis=None):
     m = _tensor("np.flip", m)
+    if m.ndim == 1 and (axis is None or axis in (0, -1, (0,), (-1,), [0], [-1])):
+        r = fastpath.replicated_vector(m)  # a small vector: one allgather, reversed on every process
+        if r is not None:
+            return fastpath.replicated_tensor(np.ascontiguousarray(r[0][::-1]), r[1])
     axes = range(m.ndim) if axis is None else axis if isinstance(axis, (tuple, list)) else (axis,)
     flips = {_axis(ax, m.ndim, "np.flip") for ax in axes}
     return m[tuple(slice(None, None, -1) if d in flips else slice(None) for d in range(m.ndim))]

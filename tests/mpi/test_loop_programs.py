@@ -120,3 +120,25 @@ def test_in_place_statements_on_views_and_small_regions(meshes):
             assert w.shape == (g.shape[0],) and w.dtype == np.float64 and w.ndim == 1
         np.testing.assert_allclose(A.gather(), a, rtol=1e-13)
         assert lazy.stats["local_writes"] > before
+
+
+def test_small_vector_flips_are_replicated_and_combine_in_place(meshes):
+    """``np.flip`` of a small split vector (or of a deferred slice of one) is one allgather, reversed on every
+    process (`meshrt.tensor.fastpath.replicated_vector`), whatever the split (both axes of a 2-D mesh: the
+    blocks in the group's order); combined with split views in place, equal to numpy."""
+    rng = np.random.default_rng(9)
+    v = rng.random(comm.size * 3 + 4)
+    for s in (Sharding(meshes["1d"], [[0]]), Sharding(meshes["2d"], [[0, 1]]), Sharding(meshes["2d"], [[1, 0]]),
+              Sharding(meshes["2d"], [[1]])):
+        y = DT.from_global(v, s)
+        w = v.copy()
+        for k in range(1, len(v)):
+            f = np.flip(y[:k])
+            np.testing.assert_array_equal(f.gather(), np.flip(w[:k]))
+            assert not any(f.sharding.split_axes)
+            np.testing.assert_allclose(float(np.dot(np.flip(y[k:]), y[:len(v) - k])),
+                                       np.dot(np.flip(w[k:]), w[:len(v) - k]))
+            y[:k] += 0.25 * np.flip(y[:k])
+            w[:k] += 0.25 * np.flip(w[:k])
+        np.testing.assert_allclose(y.gather(), w, rtol=1e-13)
+        np.testing.assert_array_equal(np.flip(y).gather(), np.flip(y.gather()))
