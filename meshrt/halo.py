@@ -247,7 +247,8 @@ def plan_halo(sharding: Sharding, global_shape, periodic=None, device=None) -> H
 _plan_cache: dict = {}
 
 
-def _plan_global(sharding, shape, per, device) -> HaloPlan:
+def _plan_global(sharding, shape, per, device, local=None) -> HaloPlan:
+    """``plan_halo``'s plan, cached; ``local``: this device's local shape when the caller has it."""
     key = (sharding, shape, per, device)
     plan = _plan_cache.get(key)
     if plan is None:
@@ -266,7 +267,8 @@ def _plan_global(sharding, shape, per, device) -> HaloPlan:
                 raise ShardingError(
                     f"halo_sizes: dim {d} high halo {hi} is wider than shard 0's width {widths[0]}, "
                     f"its periodic neighbour (shape {shape}, {len(widths)} shards)")
-        local = sharding.local_shape(shape, device)
+        if local is None:
+            local = sharding.local_shape(shape, device)
         plan = _make_plan(sharding, shape, local, per, device)
         if len(_plan_cache) > 4096:
             _plan_cache.clear()
@@ -330,18 +332,57 @@ def _agree_errors(comm, error, op: str, mesh) -> None:
         raise ShardingError(f"{errors[bad[0]]} (on rank{'s' if len(bad) > 1 else ''} {bad})")
 
 
+_TEMPLATES: dict = {}  # (sharding, periodic, device) -> `_template`'s answer
+
+
+def _template(sharding, per, device):
+    """What a halo plan takes from the sharding alone, not from the shape: per sharded dim ``(dim, axes,
+    index k, split size n, lo, hi)``, and per neighbour direction its peer (None past a non-periodic
+    boundary).  Cached: a loop over new shapes plans only the boxes."""
+    key = (sharding, per, device)
+    e = _TEMPLATES.get(key)
+    if e is None:
+        mesh = sharding.mesh
+        dims = sharding.sharded_dims
+        if len(dims) > _MAX_SHARDED_DIMS:
+            raise ShardingError(
+                f"split_axes: {len(dims)} sharded dims; halo exchange supports at most {_MAX_SHARDED_DIMS}")
+        coords = mesh.multi_index(device)
+        info = []
+        for d in dims:
+            lo, hi = sharding.halo_widths(d)
+            axes = sharding.dim_axes(d)
+            info.append((d, axes, mesh.in_group_index(coords, axes), sharding.dim_split_size(d), lo, hi))
+        peers = []
+        if any(lo or hi for (_, _, _, _, lo, hi) in info):
+            for direction in itertools.product((-1, 0, 1), repeat=len(dims)):
+                if not any(direction):
+                    continue
+                peer_coords = list(coords)
+                peer = device
+                for e, (d, axes, k, n, lo, hi) in zip(direction, info):
+                    if e == 0:
+                        continue
+                    j = k + e
+                    if not 0 <= j < n:
+                        if not per[d]:
+                            peer = None
+                        j %= n
+                    if peer is not None:
+                        for a, c in zip(axes, mesh.group_coords(axes, j)):
+                            peer_coords[a] = c
+                peers.append((direction, None if peer is None else mesh.linear_index(peer_coords)))
+        e = (tuple(info), tuple(peers))
+        if len(_TEMPLATES) > 4096:
+            _TEMPLATES.clear()
+        _TEMPLATES[key] = e
+    return e
+
+
 def _make_plan(sharding, global_shape, local, per, device) -> HaloPlan:
-    mesh = sharding.mesh
-    dims = sharding.sharded_dims
-    if len(dims) > _MAX_SHARDED_DIMS:
-        raise ShardingError(f"split_axes: {len(dims)} sharded dims; halo exchange supports at most {_MAX_SHARDED_DIMS}")
-    coords = mesh.multi_index(device)
+    template, peers = _template(sharding, per, device)
     info = []  # per sharded dim: (dim, axes, k, n, lo, hi, owned width)
-    for d in dims:
-        lo, hi = sharding.halo_widths(d)
-        axes = sharding.dim_axes(d)
-        n = sharding.dim_split_size(d)
-        k = mesh.in_group_index(coords, axes)
+    for d, axes, k, n, lo, hi in template:
         w = local[d] - lo - hi
         if n == 1 and per[d] and (lo > w or hi > w):
             raise ShardingError(
@@ -350,27 +391,15 @@ def _make_plan(sharding, global_shape, local, per, device) -> HaloPlan:
         info.append((d, axes, k, n, lo, hi, w))
 
     messages = []
-    if not any(lo or hi for (_, _, _, _, lo, hi, _) in info):
+    if not peers:
         return HaloPlan(sharding, global_shape, device, local, per, ())
-    for direction in itertools.product((-1, 0, 1), repeat=len(dims)):
-        if not any(direction):
-            continue
-        peer_coords = list(coords)
+    for direction, peer in peers:
         send = [slice(0, s) for s in local]
         recv = [slice(0, s) for s in local]
-        peer = device
         for e, (d, axes, k, n, lo, hi, w) in zip(direction, info):
             if e == 0:
                 send[d] = recv[d] = slice(lo, lo + w)
                 continue
-            j = k + e
-            if not 0 <= j < n:
-                if not per[d]:
-                    peer = None
-                j %= n
-            if peer is not None:
-                for a, c in zip(axes, mesh.group_coords(axes, j)):
-                    peer_coords[a] = c
             if e < 0:
                 # The peer below fills its high halo (width hi) with our lowest owned cells.
                 send[d] = slice(lo, lo + hi)
@@ -378,8 +407,6 @@ def _make_plan(sharding, global_shape, local, per, device) -> HaloPlan:
             else:
                 send[d] = slice(w, lo + w)  # the peer above fills its low halo (width lo)
                 recv[d] = slice(lo + w, lo + w + hi)
-        if peer is not None:
-            peer = mesh.linear_index(peer_coords)
         messages.append(HaloMessage(
             direction=direction, peer=peer, send_box=tuple(send), recv_box=tuple(recv),
             send_tag=_tag(direction), recv_tag=_tag(tuple(-e for e in direction)),
@@ -780,7 +807,7 @@ class _OnceExchange:
     def __init__(self, x, sharding: Sharding, global_shape, periodic):
         mesh = sharding.mesh
         self.array = x
-        self.plan = _plan_global(sharding, tuple(global_shape), periodic_tuple(periodic, x.ndim), mesh.rank)
+        self.plan = _plan_global(sharding, tuple(global_shape), periodic_tuple(periodic, x.ndim), mesh.rank, x.shape)
         self.comm = mesh.group(tuple(range(mesh.ndim))) if self.plan.messages else None
         self._reqs = None
 
