@@ -1460,10 +1460,15 @@ class _FusedPlan:
             padded = np.empty(local_shape, arr._local.dtype)
             ex = _OnceExchange(padded, ps, g, tuple(per))
         else:
-            nbytes = max(1, int(np.prod(local_shape)) * arr._local.dtype.itemsize)
-            mm = mmap.mmap(-1, nbytes)  # pages never touched (the middle of the block) are never made resident
-            self._mm.append(mm)
-            padded = np.frombuffer(mm, arr._local.dtype, int(np.prod(local_shape))).reshape(local_shape)
+            count = 1
+            for n in local_shape:
+                count *= n
+            if count <= _SMALL:  # a few pages at most: a plain buffer (an mmap is two system calls)
+                padded = np.empty(local_shape, arr._local.dtype)
+            else:
+                mm = mmap.mmap(-1, max(1, count * arr._local.dtype.itemsize))  # pages never touched (the middle of
+                self._mm.append(mm)  # the block) are never made resident
+                padded = np.frombuffer(mm, arr._local.dtype, count).reshape(local_shape)
             ex = HaloExchange(padded, ps, g, periodic=tuple(per))
         slabs = []
         a_lo = [s.halo_widths(d)[0] if s.dim_axes(d) else 0 for d in range(nd)]
