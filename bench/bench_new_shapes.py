@@ -1,0 +1,60 @@
+"""The fused stencil on shapes never seen, its expression's structure known (issue 53's first calls).
+
+    mpiexec -n 2 python bench/bench_new_shapes.py [--shapes 100] [--n 1000]
+
+Ten warm-up shapes first (the structure's program made, kernels loaded); then, for each of ``--shapes`` new
+tensors of ``n, n + 1, ...`` float64 elements split on dim 0 with one halo cell a side, the statement
+``c[1:-1] = 0.5 * (c[:-2] + c[2:])`` three times, each timed on the slowest process after a barrier.
+Prints the mean and median of the first, second and third calls in microseconds, and the steady call's.
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+from meshrt import DistributedTensor, Mesh, Sharding  # noqa: E402
+
+comm = MPI.COMM_WORLD
+
+
+def stencil(c):
+    c[1:-1] = 0.5 * (c[:-2] + c[2:])
+
+
+def timed(c):
+    comm.Barrier()
+    t0 = time.perf_counter()
+    stencil(c)
+    return comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", type=int, default=100)
+    ap.add_argument("--n", type=int, default=1000)
+    o = ap.parse_args()
+    s = Sharding(Mesh((-1,)), [[0]], halo_sizes=[1, 1])
+    rng = np.random.default_rng(0)
+    for n in range(o.n // 2, o.n // 2 + 10):
+        c = DistributedTensor.from_global(rng.random(n), s)
+        for _ in range(3):
+            stencil(c)
+    runs = [[], [], []]
+    tensors = [DistributedTensor.from_global(rng.random(n), s) for n in range(o.n, o.n + o.shapes)]
+    for c in tensors:
+        for r in runs:
+            r.append(timed(c))
+    steady = min(timed(tensors[-1]) for _ in range(200))
+    if comm.rank == 0:
+        print(f"# {o.shapes} new shapes of {o.n}-{o.n + o.shapes - 1} elements on {comm.size} processes; us")
+        for name, r in zip(("first", "second", "third"), runs):
+            print(f"{name:7s} call: mean {np.mean(r) * 1e6:6.0f}  median {np.median(r) * 1e6:6.0f}")
+        print(f"steady  call: best {steady * 1e6:6.1f}")
+
+
+if __name__ == "__main__":
+    main()
