@@ -974,9 +974,9 @@ _LOCAL_MAX = 1 << 14  # a region of at most this many elements, read where it is
 
 def _local_write(t, origin, node, shape, drop) -> bool:
     """A small write whose every operand is read where the target is written (``A[:, j] -= Q[:, k] * r``,
-    ``y[:, j] = a * x[:, j] + b * y[:, j - 1]``: the leaves are tensors of the target's sharding and global
-    extent on the split dims, at the target's offsets there): numpy on each process's blocks, no plan, no
-    kernel, no message.  False: not this case (the fused write runs).  Decided on global facts only (the
+    ``y[:, j] = a * x[:, j] + b * y[:, j - 1]``, ``x += alpha * P[1:-1, 1:-1]``: the leaves are replicated,
+    or split on the target's split dims with their regions' blocks on the same processes, `_blocks_alike`):
+    numpy on each process's blocks, no plan, no kernel, no message.  False: not this case (the fused write runs).  Decided on global facts only (the
     region's size, shardings, offsets), alike on every process."""
     size = 1
     for n in shape:
@@ -1003,11 +1003,14 @@ def _local_write(t, origin, node, shape, drop) -> bool:
             return False
         else:
             starts = None
-        if sa is not s and sa != s:
-            return False
+        same = sa is s or sa == s
         for d in split:  # (a whole tensor read: from 0)
-            if a._global_shape[d] != g[d] or (0 if starts is None else starts[d]) != origin[d]:
+            st = 0 if starts is None else starts[d]
+            if not (same and a._global_shape[d] == g[d] and st == origin[d]) and not _blocks_alike(
+                    s, g, origin[d], shape[d], sa, a._global_shape, st, d):
                 return False
+        if not same and _split_dims(sa, nd) != split:
+            return False
     # this process's part of the region, in region coordinates (empty: nothing to read or write here)
     rel = []
     for d in range(nd):
@@ -1029,6 +1032,28 @@ def _local_write(t, origin, node, shape, drop) -> bool:
         t._interior[_local_index(origin, rel, drop)] = value
     stats["local_writes"] += 1
     return True
+
+
+_ALIKE: dict = {}  # `_blocks_alike`'s answers
+
+
+def _blocks_alike(s, g, o, n, sa, ga, oa, d) -> bool:
+    """Whether dim ``d``'s ``[o, o + n)`` of a tensor (sharding ``s``, shape ``g``) and ``[oa, oa + n)`` of
+    another (``sa``, ``ga``) are held by the same processes piece for piece: the same mesh axes split the dim
+    and the blocks' bounds, clipped to the regions, are the same (a padded ``P[1:-1]`` beside ``x`` split
+    alike).  Global facts, cached: O(blocks) once per pair of regions."""
+    key = (s, g, o, n, sa, ga, oa, d)
+    r = _ALIKE.get(key)
+    if r is None:
+        r = False
+        if s.dim_axes(d) == sa.dim_axes(d) and s.mesh == sa.mesh:
+            t_offs = np.clip(np.asarray(s.dim_offsets(g)[d], np.int64) - o, 0, n)
+            a_offs = np.clip(np.asarray(sa.dim_offsets(ga)[d], np.int64) - oa, 0, n)
+            r = bool(np.array_equal(t_offs, a_offs))
+        if len(_ALIKE) > 4096:
+            _ALIKE.clear()
+        _ALIKE[key] = r
+    return r
 
 
 _SPLIT_DIMS: dict = {}
@@ -1070,9 +1095,12 @@ def _local_value(node, rel, drop):
         t = node.t
         if not any(t._sharding._split_axes):
             return t._interior[_replicated_index(node, rel, drop)]
-        if node.kind == "full":
-            return node.t._interior[_local_index((0,) * len(rel), rel, drop)]
-        return node.t._interior[_local_index(node.starts, rel, drop)]
+        # (its own blocks' starts: a tensor of another shape split alike holds the region elsewhere in its block)
+        starts = node.starts if node.kind == "slice" else (0,) * len(rel)
+        sl = t._slices
+        return t._interior[tuple(starts[d] + r0 - sl[d].start if d in drop else
+                                 slice(starts[d] + r0 - sl[d].start, starts[d] + r1 - sl[d].start)
+                                 for d, (r0, r1, _) in enumerate(rel))]
     args = [_local_value(a, rel, drop) if type(a) is _Op or type(a) is _Leaf else r for a, r in zip(node.args, node.raw)]
     if node.op == "ufunc":
         return node.ufunc(*args)

@@ -46,8 +46,10 @@ def roll(u):
 
 @pytest.fixture(autouse=True)
 def hot(monkeypatch):
-    """meshrt's default (the test session sets MESHRT_FUSE_AFTER=2 for the rest of the suite)."""
+    """meshrt's default (the test session sets MESHRT_FUSE_AFTER=2 for the rest of the suite); the fused
+    kernel's first steps, so no small write is numpy on the blocks (at 1 process every read is local)."""
     monkeypatch.setattr(_lazy, "HOT", _lazy._hot_setting({}))
+    monkeypatch.setattr(_lazy, "_LOCAL_MAX", -1)
 
 
 def test_default_fuses_from_the_first_run():

@@ -19,8 +19,10 @@ comm = MPI.COMM_WORLD
 @pytest.fixture(autouse=True)
 def hot(monkeypatch):
     """Fuse from the first run, so every case here takes the fused path (meshrt's default; pinned here so a
-    change of the default does not make these tests check less)."""
+    change of the default does not make these tests check less).  Small writes read where they are written
+    take the fused kernel here too, not numpy on the blocks (tests/mpi/test_loop_programs.py checks that)."""
     monkeypatch.setattr(_lazy, "HOT", 1)
+    monkeypatch.setattr(_lazy, "_LOCAL_MAX", -1)
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +196,6 @@ def test_small_and_large_blocks_take_their_paths(mesh2, monkeypatch, small):
     """A small block: one kernel call after the exchange, a shifted target read from a copy (no second buffer);
     a large one (``_SMALL`` lowered): the kernel overlaps the exchange and writes a second buffer."""
     monkeypatch.setattr(_lazy, "_SMALL", 1 << 30 if small else 0)
-    monkeypatch.setattr(_lazy, "_LOCAL_MAX", -1)  # (the kernel's paths, not numpy on the blocks)
     for k, (name, s) in enumerate(layouts(mesh2, 2)):
         a = data((comm.size * 3 + 6 + small, 17), "float64", k)  # shapes of their own: plans built here
         u = DT.from_global(a, s)
@@ -406,14 +407,14 @@ def test_int_keys_fused_bitwise(mesh2, dtype):
         for shape in ((13, 11), (comm.size * 3 + 5, 9)):
             g = [data(shape, dtype, k + j) for j in range(3)]
             ts = [DT.from_global(x, s) for x in g]
-            before = _lazy.stats["fused_writes"] + _lazy.stats["local_writes"]
+            before = _lazy.stats["fused_writes"]
             for _ in range(3):
                 for p, pn, b in (g, ts):
                     column_statements(p, pn.copy(), b)
-            fused = _lazy.stats["fused_writes"] + _lazy.stats["local_writes"] - before
-            # (from a statement's second run, `_fused_write`, or numpy on the blocks where every operand is read
-            # where it is written; "cols": a column of its split dim is read as the owner's piece, eagerly; "2d":
-            # a periodic column read across a split dim is a shift past the neighbour's block, eager)
+            fused = _lazy.stats["fused_writes"] - before
+            # (from a statement's second run, `_fused_write`; "cols": a column of its split dim is read as the
+            # owner's piece, eagerly; "2d": a periodic column read across a split dim is a shift past the
+            # neighbour's block, eager)
             if name != "cols":
                 assert fused >= 2 * 4, (name, shape, fused)
             same(ts[0], g[0], f"columns {name} {shape} {dtype}")
