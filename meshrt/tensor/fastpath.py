@@ -84,7 +84,7 @@ def element_owner(t: DistributedTensor, key: tuple):
     dims, rs = lay
     shape, slices = t._global_shape, t._slices
     coords = t._sharding._mesh.coords
-    idx, root = [], {}
+    idx, root = [], None
     owned = True
     for d, i in enumerate(key):
         n = shape[d]
@@ -96,11 +96,23 @@ def element_owner(t: DistributedTensor, key: tuple):
         if info is not None:
             offs, axes, sizes = info
             k = bisect.bisect_right(offs, i) - 1
-            for a, size in zip(reversed(axes), reversed(sizes)):  # k over the dim's axes, last fastest
-                k, c = divmod(k, size)
-                root[a] = c
-                owned = owned and coords[a] == c
+            if root is None:
+                root = {}
+            if len(axes) == 1:  # (the common case: one mesh axis splits the dim)
+                a = axes[0]
+                root[a] = k
+                owned = owned and coords[a] == k
+            else:
+                for a, size in zip(reversed(axes), reversed(sizes)):  # k over the dim's axes, last fastest
+                    k, c = divmod(k, size)
+                    root[a] = c
+                    owned = owned and coords[a] == c
         idx.append(i - slices[d].start)
+    if root is None:
+        return tuple(idx) + (Ellipsis,), (), (), rs
+    if len(root) == 1:
+        (a, c), = root.items()
+        return (tuple(idx) + (Ellipsis,) if owned else None, (a,), (c,), rs)
     axes = tuple(sorted(root))
     return (tuple(idx) + (Ellipsis,) if owned else None, axes, tuple(root[a] for a in axes), rs)
 

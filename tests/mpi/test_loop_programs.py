@@ -142,6 +142,9 @@ def test_small_vector_flips_are_replicated_and_combine_in_place(meshes):
             w[:k] += 0.25 * np.flip(w[:k])
         np.testing.assert_allclose(y.gather(), w, rtol=1e-13)
         np.testing.assert_array_equal(np.flip(y).gather(), np.flip(y.gather()))
+        w = y.gather()
+        for i in range(-len(v), len(v)):  # elements by their owner's arithmetic, the dim split over 1 or 2 axes
+            assert float(y[i]) == w[i]
 
 
 def test_small_writes_from_tensors_of_other_shapes_split_alike(meshes):
