@@ -120,8 +120,10 @@ _HOW = {
                    "SUMMA on the 2-D block-cyclic layout",
     "linalg.matrix_rank": "the singular values by one-sided block Jacobi sweeps on a column split "
                           "(meshrt.linalg.svd)",
-    "linalg.cross": (True, ""),
-    "linalg.diagonal": (True, ""),
+    "linalg.cross": "operands of one shape, the vectors' axis not split: each process on its blocks (the "
+                    "second resharded to the first's layout)",
+    "linalg.diagonal": "a 2-D tensor: each process takes the diagonal elements it owns, one allreduce over the "
+                       "other dim's mesh axes; the result split like the rows",
     "linalg.trace": "a 2-D tensor: each process sums the diagonal elements it owns, one allreduce",
     "linalg.outer": "split like x1 along rows, x2 allgathered (1-D)",
     "linalg.matrix_norm": "a 2-D tensor: 'fro', 1, inf (and negatives) as reductions; 2, -2, 'nuc' from the "

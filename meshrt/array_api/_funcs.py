@@ -134,7 +134,20 @@ CASES = {
     "searchsorted": _searchsorted_case,
     "unique_values": _unique_case, "unique_counts": _unique_case, "unique_inverse": _unique_case,
     "unique_all": _unique_case,
+    "linalg.diagonal": lambda x, offset=0, **kw: None if x.ndim == 2 else "a stack of matrices",
+    "linalg.cross": lambda x1, x2, axis=-1, **kw: _cross_case(x1, x2, axis),
 }
+
+
+def _cross_case(x1, x2, axis):
+    """Why ``linalg.cross(x1, x2, axis=axis)`` gathers, or None: each process crosses its blocks."""
+    if not (_is_t(x1) and _is_t(x2)) or x1.shape != x2.shape:
+        return "operands of two shapes (broadcast)"
+    if not (x1.ndim and -x1.ndim <= axis < x1.ndim and x1.shape[axis] == 3):
+        return None  # (numpy's own error, raised by the distributed form)
+    if x1.sharding.dim_axes(axis % x1.ndim):
+        return "the vectors' axis is split"
+    return None
 
 
 def decide(name, *operands, **kwargs):

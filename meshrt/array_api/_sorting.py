@@ -170,7 +170,7 @@ def sample_sort(x: DistributedTensor, *, descending: bool, want_indices: bool) -
     src_lo = n - starts - bucket if descending else starts
     rc, rd = overlaps(src_lo, bucket, off, off + ni)
     out = _alltoallv(comm, mine, sc, sd, rc, rd, dtype, "the sorted values to x's blocks")
-    plain = s.replace(halo_sizes=None, partial_axes=None) if (s.halo_sizes or s.is_partial) else s
+    plain = s.replace(halo_sizes=None, partial_axes=()) if (s.halo_sizes or s.is_partial) else s
     return DistributedTensor(out, plain, x.shape)
 
 

@@ -25,9 +25,11 @@ from collections import namedtuple
 import numpy as np
 
 from ..linalg import dense as _dense, svd as _svd
+from ..tensor import numpy_misc as _numpy_misc
 from ..linalg.tall import is_tall_row_split as _row_split, tsqr, tsqr_fits, tsqr_svd, tsqr_svdvals
 from ._device import GATHERS, is_replicated, wrap  # noqa: F401  (GATHERS: explain_op's table)
 from ._funcs import _call, _gathered, _need_array, matmul, matrix_transpose, tensordot, vecdot  # noqa: F401
+from ._funcs import decide as _decide
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
            "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve", "svd",
@@ -176,15 +178,23 @@ def solve(x1, x2, /):
 
 
 def cross(x1, x2, /, *, axis=-1):
-    """Cross product of 3-vectors along ``axis``."""
+    """Cross product of 3-vectors along ``axis``: each process on its blocks where the operands have one
+    shape and no mesh axis splits ``axis`` (the second resharded to the first's layout if it differs)."""
     _need_array("cross", x1), _need_array("cross", x2)
-    return _gathered("linalg.cross", lambda a, b: np.linalg.cross(a, b, axis=axis), (x1, x2), {}, "")
+    why = _decide("linalg.cross", x1, x2, axis=axis)
+    if why is None and not (is_replicated(x1) and is_replicated(x2)):
+        return np.linalg.cross(x1, x2, axis=axis)
+    return _gathered("linalg.cross", lambda a, b: np.linalg.cross(a, b, axis=axis), (x1, x2), {}, why or "")
 
 
 def diagonal(x, /, *, offset=0):
-    """The ``offset`` diagonal of the last two dims."""
+    """The ``offset`` diagonal of the last two dims: of a 2-D tensor, each process takes the elements it owns
+    and one allreduce over the other dim's mesh axes (`meshrt.tensor.numpy_misc.diagonal_2d`)."""
     _need_array("diagonal", x)
-    return _gathered("linalg.diagonal", lambda a: np.linalg.diagonal(a, offset=offset).copy(), (x,), {}, "")
+    if _decide("linalg.diagonal", x) is None and not is_replicated(x):
+        return _numpy_misc.diagonal_2d(x, offset)
+    return _gathered("linalg.diagonal", lambda a: np.linalg.diagonal(a, offset=offset).copy(), (x,), {},
+                     "a stack of matrices")
 
 
 def trace(x, /, *, offset=0, dtype=None):

@@ -19,7 +19,7 @@ import numpy as np
 from ..sharding.spec import Sharding
 from ..tensor.dispatch import implements
 from ..tensor.distributed_tensor import DistributedTensor
-from ..tensor import numpy_functions as _numpy_functions
+from ..tensor import numpy_functions as _numpy_functions, numpy_misc as _numpy_misc
 from ..tensor.numpy_shifts import MAX_GATHERED
 from . import dense
 
@@ -213,6 +213,21 @@ def _np_matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     if _distributed(A):
         return _svd.matrix_rank(A, tol=tol, rtol=rtol)
     return np.linalg.matrix_rank(_gathered("np.linalg.matrix_rank", A), tol=tol, hermitian=hermitian, rtol=rtol)
+
+
+@implements(np.linalg.diagonal)
+def _np_linalg_diagonal(x, /, *, offset=0):
+    """The ``offset`` diagonal of a 2-D tensor, never gathered (`meshrt.tensor.numpy_misc.diagonal_2d`)."""
+    if x.ndim != 2:
+        raise TypeError("np.linalg.diagonal on a DistributedTensor: a 2-D tensor (a stack: meshrt.array_api's "
+                        "linalg.diagonal)")
+    return _numpy_misc.diagonal_2d(x, offset)
+
+
+@implements(np.linalg.cross)
+def _np_linalg_cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-vectors along ``axis`` (not split), each process on its blocks."""
+    return np.cross(x1, x2, axis=axis)
 
 
 @implements(np.linalg.cholesky)

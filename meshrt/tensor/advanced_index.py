@@ -64,7 +64,7 @@ def _scalar(k):
 
 
 def _plain(s: Sharding) -> Sharding:
-    return s.replace(halo_sizes=None, partial_axes=None) if s.halo_sizes or s.is_partial else s
+    return s.replace(halo_sizes=None, partial_axes=()) if s.halo_sizes or s.is_partial else s
 
 
 def _whole_mask(t: DistributedTensor, key):

@@ -1338,7 +1338,7 @@ def _reshape(t: "DistributedTensor", new, sharding: "Sharding | None" = None) ->
         if s.is_partial and not set(s.partial_axes) & {a for d in range(len(new)) for a in want.dim_axes(d)}:
             want = want.replace(partial_axes=s.partial_axes, partial_type=s.partial_type)
         else:  # the partial axes split the result: sum first
-            t = t.reshard(s.replace(partial_axes=None, partial_type=None, halo_sizes=None))
+            t = t.reshard(s.replace(partial_axes=(), partial_type="sum", halo_sizes=None))
             s = t.sharding
             want = want.replace(partial_axes=s.partial_axes, partial_type=s.partial_type)
     out = DistributedTensor(_reshape_exchange(t, new, want), want, new)

@@ -1192,6 +1192,17 @@ def _fused_new(node):
     return target
 
 
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_name(dt):
+    """``dt.name``, cached (numpy computes it each time: ~1 us)."""
+    n = _DTYPE_NAMES.get(dt)
+    if n is None:
+        n = _DTYPE_NAMES[dt] = dt.name
+    return n
+
+
 _PLANS: dict = {}
 _GEN = [0]  # bumped when the plans are freed
 _MAX_PLANS = 256
@@ -1325,7 +1336,7 @@ class _Ghost:
 class _FusedPlan:
     __slots__ = ("kernel", "pre", "post", "sel_pre", "sel_post", "offs_pre", "offs_post", "oo", "ghosts",
                  "self_shift", "box", "keep", "describe_args", "_mm", "_out", "small", "all", "sel_all",
-                 "offs_all", "_copy", "fast", "once")
+                 "offs_all", "_copy", "fast", "once", "_shape")
 
     @classmethod
     def build(cls, t, origin, shape, sig, arrays, leaves, once=False):
@@ -1407,29 +1418,31 @@ class _FusedPlan:
                 offs.append([sh[d] - owned[d][0] + (h[d][0] if h else halo_lo[a][d]) for d in range(nd)])
             flat = [x for lo_hi in cell for x in lo_hi]
             (post if any(sel) else pre).append((flat, sel, offs))
-        na, nl = len(arrays), len(leaves)
-
-        def pack(lst):
-            return (np.array([b for b, _, _ in lst], np.int64).reshape(len(lst), 2 * nd),
-                    np.array([x for _, x, _ in lst], np.int8).reshape(len(lst), na),
-                    np.array([o for _, _, o in lst], np.int64).reshape(len(lst), nl, nd))
-
-        self.pre, self.sel_pre, self.offs_pre = pack(pre)
-        self.post, self.sel_post, self.offs_post = pack(post)
+        self._shape = (nd, len(arrays), len(leaves))
+        # (the boxes before and after the wait are packed when first run apart: a small plan runs them all
+        # in one call, after the wait)
+        self.pre = self.post = None
         # A small block: no overlap to win, so one kernel call over every box after the wait, and a target
         # read with a shift is read from a copy (no second buffer to install).  Local only: the messages
         # stay those of every process.
         self.small = t._local.size <= _SMALL
-        self.all, self.sel_all, self.offs_all = pack(pre + post)
+        self.all, self.sel_all, self.offs_all = self._pack(pre + post)
         self._copy = None
         t_lo = [s.halo_widths(d)[0] if split[d] else 0 for d in range(nd)]
         self.oo = np.array([t_lo[d] - owned[d][0] for d in range(nd)], np.int64)
         self.box = box
         # compiled (or loaded from the disk cache) now: a compile error falls back, on every process
-        self.kernel = _fuse.runner(sig, nd, t._local.dtype.name, tuple(a._local.dtype.name for a in arrays))
+        self.kernel = _fuse.runner(sig, nd, _dtype_name(t._local.dtype), tuple(_dtype_name(a._local.dtype)
+                                                                              for a in arrays))
         self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays], pre, post)
         self._out = None
         self.fast = self._small_run(t, arrays) if self.small and not self.once else None
+
+    def _pack(self, lst):
+        nd, na, nl = self._shape
+        return (np.array([b for b, _, _ in lst], np.int64).reshape(len(lst), 2 * nd),
+                np.array([x for _, x, _ in lst], np.int8).reshape(len(lst), na),
+                np.array([o for _, _, o in lst], np.int64).reshape(len(lst), nl, nd))
 
     def shed(self):
         """After a once-plan's run: drop its ghost buffers (the geometry stays, for `upgrade`)."""
@@ -1585,6 +1598,10 @@ class _FusedPlan:
         second = (self.self_shift and not new) or not target.flags.c_contiguous
         out = self._out = _take(target.shape, target.dtype) if second else target
         del target
+        if self.pre is None:
+            pre, post = self.describe_args[3:]
+            self.pre, self.sel_pre, self.offs_pre = self._pack(pre)
+            self.post, self.sel_post, self.offs_post = self._pack(post)
         if len(self.pre):
             self._call(self.pre, self.sel_pre, self.offs_pre, out, bufs, scalars)
         for h in handles:

@@ -2,10 +2,11 @@
 ``np.size``, ``np.result_type``, ``np.iscomplexobj``, ``np.isrealobj``), shape forms (``np.ravel``,
 ``np.squeeze``, ``np.expand_dims``), blockwise ones (``np.round``/``np.around``, ``np.nan_to_num``,
 ``np.real``, ``np.imag``, ``np.triu``, ``np.tril``), and ``np.ptp``, ``np.cumprod``, ``np.trapezoid``,
-``np.diag``, built from the tensor operations that exist.
+``np.diag``, ``np.diagonal``, ``np.cross``, built from the tensor operations that exist.
 
 None of them communicates beyond what the operations it is made of do (``np.ptp``: two reductions;
-``np.diag`` of a 1-D tensor: none, of a 2-D one: the diagonal gathered).
+``np.diag`` of a 1-D tensor: none, of a 2-D one and ``np.diagonal``: one allreduce over the mesh axes of
+the other dim, `diagonal_2d`; ``np.cross``: none where the operands are laid out alike).
 
 >>> from meshrt import DistributedTensor, Mesh, Sharding
 >>> t = DistributedTensor.from_global(np.arange(6.0).reshape(3, 2), Sharding(Mesh((-1,)), [[0]]))
@@ -29,7 +30,7 @@ def _blockwise(t: DistributedTensor, fn, dtype=None) -> DistributedTensor:
     block = fn(t._full_interior())
     s = t.sharding
     if s.is_partial or s.halo_sizes:
-        s = s.replace(partial_axes=None, halo_sizes=None)
+        s = s.replace(partial_axes=(), halo_sizes=None)
     out = DistributedTensor.empty(t.global_shape, s, block.dtype if dtype is None else dtype)
     out._interior[...] = block
     return out
@@ -192,7 +193,90 @@ def _np_diag(v, k=0):
         out._interior[i[ok] - rows.start, j[ok]] = g[idx[ok]]
         return out
     if v.ndim == 2:
-        n0, n1 = v.global_shape
-        i = np.arange(max(0, -k), min(n0, n1 - k))
-        return v[i, i + k]
+        return diagonal_2d(v, k)
     raise ValueError("Input must be 1- or 2-d.")
+
+
+def diagonal_2d(v: DistributedTensor, k: int = 0) -> DistributedTensor:
+    """The ``k``-th diagonal of a 2-D tensor without gathering it: each process takes the elements of the
+    diagonal it owns, and one allreduce over the mesh axes of the other dim (each element has one owner
+    there; the others add ``-0.0``, which leaves every value's bits, ``-0.0`` too) gives each process its
+    part.  The result is split like the rows where they are split (like the columns otherwise), with the
+    rows' blocks clipped to the diagonal: uneven blocks, no data moved along that dim.
+
+    >>> from meshrt import Mesh, Sharding
+    >>> t = DistributedTensor.from_global(np.arange(12.0).reshape(3, 4), Sharding(Mesh((-1,)), [[0]]))
+    >>> diagonal_2d(t, 1).gather().tolist()
+    [1.0, 6.0, 11.0]
+    """
+    from .. import collectives
+    from ..sharding.spec import Sharding
+
+    n0, n1 = v.global_shape
+    r0, c0 = max(0, -k), max(0, k)  # diagonal element i is (r0 + i, c0 + i)
+    length = max(0, min(n0 - r0, n1 - c0))
+    s = v.sharding
+    lead = 0 if s.dim_axes(0) else 1
+    lead_axes, other_axes = s.dim_axes(lead), s.dim_axes(1 - lead)
+    start = r0 if lead == 0 else c0
+    if lead_axes:
+        offs = np.clip(np.asarray(s.dim_offsets(v.global_shape)[lead], np.int64) - start, 0, length)
+        rs = Sharding(v.mesh, [list(lead_axes)], sharded_dims_offsets=[int(o) for o in offs])
+    else:
+        rs = Sharding(v.mesh, [])
+    rows, cols = v.shard_slices
+    own = rows if lead == 0 else cols
+    lo, hi = min(max(own.start - start, 0), length), min(max(own.stop - start, 0), length)
+    i = np.arange(lo, hi)
+    r, c = r0 + i, c0 + i
+    mine = (r >= rows.start) & (r < rows.stop) & (c >= cols.start) & (c < cols.stop)
+    dt = v.dtype
+    fill = dt.type(-0.0) if dt.kind in "fc" else dt.type(0)
+    part = np.full(hi - lo, fill, dt)
+    block = v._full_interior()
+    part[mine] = block[r[mine] - rows.start, c[mine] - cols.start]
+    if other_axes:
+        if dt.kind == "b":
+            part = collectives.all_reduce(part.view(np.uint8), v.mesh, tuple(other_axes), "max").view(dt)
+        else:
+            part = collectives.all_reduce(part, v.mesh, tuple(other_axes), "sum")
+    return DistributedTensor(np.ascontiguousarray(part), rs, (length,))
+
+
+@implements(np.diagonal)
+def _np_diagonal(a, offset=0, axis1=0, axis2=1):
+    """``np.diagonal`` of a 2-D tensor (`diagonal_2d`; the other axis order: of its transpose)."""
+    offset = operator.index(offset)
+    if a.ndim != 2:
+        raise TypeError("np.diagonal on a DistributedTensor: a 2-D tensor only (np.linalg.diagonal takes the "
+                        "last two dims of a stack through meshrt.array_api)")
+    ax = sorted((axis1 % 2, axis2 % 2))
+    if ax != [0, 1]:
+        raise ValueError(f"axis1 and axis2 cannot be the same ({axis1}, {axis2})")
+    return diagonal_2d(a if axis1 % 2 == 0 else a.T, offset)
+
+
+@implements(np.cross)
+def _np_cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """``np.cross`` of two tensors of one shape whose vectors' dim (length 2 or 3) no mesh axis splits: numpy's
+    cross of each process's blocks (``b`` resharded to ``a``'s layout first if it differs)."""
+    if not (isinstance(a, DistributedTensor) and isinstance(b, DistributedTensor)) or a.shape != b.shape:
+        raise TypeError("np.cross on DistributedTensors: two tensors of one shape (wrap a numpy operand with "
+                        "DistributedTensor.from_global)")
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    if not (axisa == axisb == axisc):
+        raise TypeError("np.cross on a DistributedTensor: one axis for a, b and the result")
+    ax = operator.index(axisa) % a.ndim
+    s = a.sharding
+    if s.dim_axes(ax):
+        raise TypeError(f"np.cross on a DistributedTensor: the vectors' dim {ax} must not be split; reshard first")
+    if a.shape[ax] == 2:  # (numpy's z component of 2-vectors drops the dim: not a blockwise result here)
+        raise TypeError("np.cross on a DistributedTensor: 3-vectors only")
+    if a.shape[ax] != 3:
+        raise ValueError(f"incompatible dimensions for cross product (dimension must be 2 or 3): {a.shape[ax]}")
+    plain = s.replace(partial_axes=(), halo_sizes=None) if s.is_partial or s.halo_sizes else s
+    if b.sharding != plain:
+        b = b.reshard(plain)
+    block = np.cross(a._full_interior(), b._full_interior(), axis=ax)
+    return DistributedTensor(np.ascontiguousarray(block), plain, a.shape)

@@ -47,7 +47,7 @@ def _like_block(name, field, x, t: DistributedTensor):
     if isinstance(x, DistributedTensor):
         if x.global_shape != t.global_shape:
             raise ValueError(f"{name}: {field} has global shape {x.global_shape}, the data {t.global_shape}")
-        s = t.sharding.replace(halo_sizes=None, partial_axes=None) if t.sharding.halo_sizes or t.sharding.is_partial \
+        s = t.sharding.replace(halo_sizes=None, partial_axes=()) if t.sharding.halo_sizes or t.sharding.is_partial \
             else t.sharding
         if x.sharding != s:
             x = x.reshard(s)
@@ -195,7 +195,7 @@ def _np_corrcoef(x, y=None, rowvar=True, *, dtype=None, **kwargs):
             np.clip(r.real, -1, 1, out=r.real)
             if np.iscomplexobj(r):
                 np.clip(r.imag, -1, 1, out=r.imag)
-    s = c.sharding.replace(partial_axes=None, halo_sizes=None) if c.sharding.is_partial or c.sharding.halo_sizes \
+    s = c.sharding.replace(partial_axes=(), halo_sizes=None) if c.sharding.is_partial or c.sharding.halo_sizes \
         else c.sharding
     return _replicated_like(r, s)
 

@@ -189,3 +189,19 @@ def test_form_matches_numpy(grids, shape, form):
 
 def test_there_are_more_than_a_hundred_forms():
     assert len(FORMS) >= 105, len(FORMS)
+
+
+def test_blockwise_forms_of_halo_and_partial_tensors():
+    """The forms that keep each block (``np.round``, ``np.real``, ``np.triu``, a histogram, ``np.cross``) on a
+    tensor with halos or partial values: their result's sharding drops the halos and the partial axes (it
+    made every mesh axis partial before, which the split axes refuse)."""
+    mesh = Mesh((-1,))
+    g = np.random.default_rng(8).random((comm.size * 2 + 3, 3)) * 10
+    for t in (DT.from_global(g, Sharding(mesh, [[0]], halo_sizes=[1, 1])),
+              DT.from_global(g, Sharding(mesh, [])).reshard(Sharding(mesh, [], partial_axes=[0]))):
+        np.testing.assert_array_equal(np.round(t, 1).gather(), np.round(g, 1))
+        np.testing.assert_array_equal(np.real(t).gather(), g)
+        np.testing.assert_array_equal(np.triu(t).gather(), np.triu(g))
+        np.testing.assert_array_equal(np.histogram(t, bins=4)[0], np.histogram(g, bins=4)[0])
+        np.testing.assert_allclose(np.cross(t, t * 2.0).gather(), np.cross(g, g * 2.0), atol=1e-12)
+    mesh.free()
