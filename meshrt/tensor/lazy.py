@@ -72,8 +72,8 @@ _pending: dict = {}  # id(node) -> node: unevaluated copying expressions with a 
 # how often the fused kernel ran, swapped or copied back a second buffer, built a plan, ran a small write as
 # one compiled call, evaluated a sliced or rolled operand on its own (the eager replay of an expression),
 # wrote a small region by numpy on the blocks (`_local_write`) (tests read them)
-stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0, "one_call": 0, "eager_leaves": 0, "once": 0,
-         "local_writes": 0}
+stats = {"fused_writes": 0, "fused_new": 0, "swaps": 0, "copies": 0, "plans": 0, "one_call": 0, "eager_leaves": 0,
+         "once": 0, "local_writes": 0}
 
 
 class _Eager:
@@ -976,8 +976,8 @@ def _local_write(t, origin, node, shape, drop) -> bool:
     """A small write whose every operand is read where the target is written (``A[:, j] -= Q[:, k] * r``,
     ``y[:, j] = a * x[:, j] + b * y[:, j - 1]``, ``x += alpha * P[1:-1, 1:-1]``: the leaves are replicated,
     or split on the target's split dims with their regions' blocks on the same processes, `_blocks_alike`):
-    numpy on each process's blocks, no plan, no kernel, no message.  False: not this case (the fused write runs).  Decided on global facts only (the
-    region's size, shardings, offsets), alike on every process."""
+    numpy on each process's blocks, no plan, no kernel, no message.  False: not this case (the fused write
+    runs).  Decided on global facts only (the region's size, shardings, offsets), alike on every process."""
     size = 1
     for n in shape:
         size *= n
@@ -1101,7 +1101,8 @@ def _local_value(node, rel, drop):
         return t._interior[tuple(starts[d] + r0 - sl[d].start if d in drop else
                                  slice(starts[d] + r0 - sl[d].start, starts[d] + r1 - sl[d].start)
                                  for d, (r0, r1, _) in enumerate(rel))]
-    args = [_local_value(a, rel, drop) if type(a) is _Op or type(a) is _Leaf else r for a, r in zip(node.args, node.raw)]
+    args = [_local_value(a, rel, drop) if type(a) is _Op or type(a) is _Leaf else r
+            for a, r in zip(node.args, node.raw)]
     if node.op == "ufunc":
         return node.ufunc(*args)
     if node.op == "where":

@@ -117,7 +117,8 @@ def _scalar_ufunc(ufunc, inputs, out, tensor_type):
         return None
     if out is not None:
         o = out[0] if type(out) is tuple and len(out) == 1 else None
-        if type(o) is not tensor_type or o._global_shape or (o._sharding is not t._sharding and o._sharding != t._sharding):
+        if type(o) is not tensor_type or o._global_shape or (
+                o._sharding is not t._sharding and o._sharding != t._sharding):
             return None
         ufunc(*vals, out=o._local, casting="same_kind")
         return o
