@@ -251,8 +251,8 @@ SMALL_VECTOR = 1 << 14  # a vector of at most this many elements is replicated w
 def replicated_vector(v, limit=SMALL_VECTOR):
     """``(whole, mesh)``: the whole of ``v`` (a 1-D tensor or a deferred step-1 slice of one, at most ``limit``
     elements) as a numpy array on every process of its mesh: one allgather of the blocks' parts over its split
-    axes, no plan (a loop's ``np.flip(y[:k])`` is a new shape each turn).  None: not this case.  Decided from global facts (the
-    length, the split), alike on every process.
+    axes, no plan (a loop's ``np.flip(y[:k])`` is a new shape each turn).  None: not this case.  Decided from
+    global facts (the length, the split), alike on every process.
 
     >>> from meshrt import DistributedTensor, Mesh, Sharding
     >>> y = DistributedTensor.from_global(np.arange(6.0), Sharding(Mesh((-1,)), [[0]]))
