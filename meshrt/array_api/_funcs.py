@@ -23,6 +23,7 @@ import numpy as np
 
 from ..runtime import mpi as _mpi
 from ..tensor.dispatch import implements
+from ..linalg.numpy_linalg import stack_split as _stack_split
 from ..tensor.distributed_tensor import DistributedTensor
 from . import _sorting
 from ._device import GATHERS, from_numpy, is_replicated, local, mesh_of, sharding_for, wrap, replicated
@@ -134,7 +135,8 @@ CASES = {
     "searchsorted": _searchsorted_case,
     "unique_values": _unique_case, "unique_counts": _unique_case, "unique_inverse": _unique_case,
     "unique_all": _unique_case,
-    "linalg.diagonal": lambda x, offset=0, **kw: None if x.ndim == 2 else "a stack of matrices",
+    "linalg.diagonal": lambda x, offset=0, **kw: None if x.ndim == 2 or _stack_split(x) else
+    "a stack of matrices split on the matrices' dims",
     "linalg.cross": lambda x1, x2, axis=-1, **kw: _cross_case(x1, x2, axis),
 }
 

@@ -25,6 +25,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..linalg import dense as _dense, svd as _svd
+from ..linalg.numpy_linalg import per_matrix as _per_matrix, stack_split as _stack_split
 from ..tensor import numpy_misc as _numpy_misc
 from ..linalg.tall import is_tall_row_split as _row_split, tsqr, tsqr_fits, tsqr_svd, tsqr_svdvals
 from ._device import GATHERS, is_replicated, wrap  # noqa: F401  (GATHERS: explain_op's table)
@@ -39,6 +40,15 @@ QRResult = namedtuple("QRResult", "Q R")
 SVDResult = namedtuple("SVDResult", "U S Vh")
 
 
+def _stacked_or_gathered(name, fn, args, why):
+    """``fn`` per process on its matrices where ``args[0]`` is a stack split on its stack dims
+    (`_stack_split`), else the gathered route (``why`` its reason)."""
+    x = args[0]
+    if _stack_split(x, *args[1:]):
+        return _per_matrix(fn, *args)
+    return _gathered(name, fn, args, {}, why)
+
+
 def qr(x, /, *, mode="reduced"):
     """QR factorization; TSQR for a row-split tall matrix (``mode='reduced'`` or ``'r'``... via reduced)."""
     _need_array("qr", x)
@@ -48,8 +58,8 @@ def qr(x, /, *, mode="reduced"):
         return QRResult(*tsqr(x))
     if _dense.is_distributable(x):
         return QRResult(*_dense.qr(x, mode))
-    return _gathered("linalg.qr", lambda a: np.linalg.qr(a, mode=mode), (x,), {},
-                     "not a tall matrix split on rows only (or mode='complete')")
+    return _stacked_or_gathered("linalg.qr", lambda a: np.linalg.qr(a, mode=mode), (x,),
+                                "not a tall matrix split on rows only (or mode='complete')")
 
 
 def svd(x, /, *, full_matrices=True):
@@ -60,8 +70,8 @@ def svd(x, /, *, full_matrices=True):
         return SVDResult(*tsqr_svd(x))
     if _dense.is_distributable(x):
         return SVDResult(*_svd.svd(x, full_matrices=full_matrices))
-    return _gathered("linalg.svd", lambda a: np.linalg.svd(a, full_matrices=full_matrices), (x,), {},
-                     "a stack of matrices")
+    return _stacked_or_gathered("linalg.svd", lambda a: np.linalg.svd(a, full_matrices=full_matrices), (x,),
+                                "a stack of matrices split on the matrices' dims")
 
 
 def svdvals(x, /):
@@ -71,7 +81,8 @@ def svdvals(x, /):
         return tsqr_svdvals(x)
     if _dense.is_distributable(x):
         return _svd.svdvals(x)
-    return _gathered("linalg.svdvals", np.linalg.svdvals, (x,), {}, "a stack of matrices")
+    return _stacked_or_gathered("linalg.svdvals", np.linalg.svdvals, (x,),
+                                "a stack of matrices split on the matrices' dims")
 
 
 _SQUARE = "a square matrix: LU/eigensolvers of a split matrix are not distributed"
@@ -80,8 +91,10 @@ _SQUARE = "a square matrix: LU/eigensolvers of a split matrix are not distribute
 def _small(name, fn, doc):
     def f(x, /, *args, **kwargs):
         _need_array(name, x)
+        if not kwargs and _stack_split(x, *args):
+            return _per_matrix(fn, x, *args)
         return _gathered("linalg." + name, fn, (x, *args), kwargs,
-                         "a square matrix: LU/eigensolvers of a split matrix are not distributed")
+                         "a stack of matrices split on the matrices' dims")
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc + " Computed where replicated (a split operand is gathered first)."
     return f
@@ -92,7 +105,7 @@ def cholesky(x, /, *, upper=False):
     _need_array("cholesky", x)
     if _dense.is_distributable(x):
         return _dense.cholesky(x, upper=upper)
-    return _gathered("linalg.cholesky", lambda a: np.linalg.cholesky(a, upper=upper), (x,), {}, _SQUARE)
+    return _stacked_or_gathered("linalg.cholesky", lambda a: np.linalg.cholesky(a, upper=upper), (x,), _SQUARE)
 
 
 def pinv(x, /, *, rtol=None):
@@ -101,7 +114,7 @@ def pinv(x, /, *, rtol=None):
     _need_array("pinv", x)
     if _dense.is_distributable(x):
         return _svd.pinv(x, rtol=rtol)
-    return _gathered("linalg.pinv", lambda a, r: np.linalg.pinv(a, rtol=r), (x, rtol), {}, _SQUARE)
+    return _stacked_or_gathered("linalg.pinv", lambda a, r=rtol: np.linalg.pinv(a, rtol=r), (x,), _SQUARE)
 
 
 def matrix_rank(x, /, *, rtol=None):
@@ -110,8 +123,8 @@ def matrix_rank(x, /, *, rtol=None):
     _need_array("matrix_rank", x)
     if _dense.is_distributable(x):
         return wrap(np.asarray(_svd.matrix_rank(x, rtol=rtol)), x.mesh, replicate=True)
-    return _gathered("linalg.matrix_rank", lambda a, r: np.asarray(np.linalg.matrix_rank(a, rtol=r)), (x, rtol), {},
-                     _SQUARE)
+    return _stacked_or_gathered("linalg.matrix_rank",
+                                lambda a, r=rtol: np.asarray(np.linalg.matrix_rank(a, rtol=r)), (x,), _SQUARE)
 _eigh = _small("eigh", np.linalg.eigh, "Eigenvalues and eigenvectors of a symmetric/Hermitian matrix.")
 _eigvalsh = _small("eigvalsh", np.linalg.eigvalsh, "Eigenvalues of a symmetric/Hermitian matrix.")
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
@@ -174,7 +187,8 @@ def solve(x1, x2, /):
     _need_array("solve", x1), _need_array("solve", x2)
     if _dense.is_distributable(x1) and x2.ndim <= 2:
         return _dense.solve(x1, x2)
-    return _gathered("linalg.solve", np.linalg.solve, (x1, x2), {}, "a stack of systems")
+    return _stacked_or_gathered("linalg.solve", np.linalg.solve, (x1, x2),
+                                "a stack of systems split on the matrices' dims, or x2 laid out apart")
 
 
 def cross(x1, x2, /, *, axis=-1):
@@ -191,10 +205,10 @@ def diagonal(x, /, *, offset=0):
     """The ``offset`` diagonal of the last two dims: of a 2-D tensor, each process takes the elements it owns
     and one allreduce over the other dim's mesh axes (`meshrt.tensor.numpy_misc.diagonal_2d`)."""
     _need_array("diagonal", x)
-    if _decide("linalg.diagonal", x) is None and not is_replicated(x):
+    if x.ndim == 2 and not is_replicated(x):
         return _numpy_misc.diagonal_2d(x, offset)
-    return _gathered("linalg.diagonal", lambda a: np.linalg.diagonal(a, offset=offset).copy(), (x,), {},
-                     "a stack of matrices")
+    return _stacked_or_gathered("linalg.diagonal", lambda a: np.linalg.diagonal(a, offset=offset).copy(), (x,),
+                                "a stack of matrices split on the matrices' dims")
 
 
 def trace(x, /, *, offset=0, dtype=None):
@@ -203,8 +217,9 @@ def trace(x, /, *, offset=0, dtype=None):
     _need_array("trace", x)
     if x.ndim == 2 and not is_replicated(x):
         return _call("linalg.trace", lambda a: np.asarray(np.trace(a, offset=offset, dtype=dtype)), (x,))
-    return _gathered("linalg.trace", lambda a: np.asarray(np.linalg.trace(a, offset=offset, dtype=dtype)),
-                     (x,), {}, "a stack of matrices")
+    return _stacked_or_gathered("linalg.trace",
+                                lambda a: np.asarray(np.linalg.trace(a, offset=offset, dtype=dtype)), (x,),
+                                "a stack of matrices split on the matrices' dims")
 
 
 def outer(x1, x2, /):
@@ -228,9 +243,9 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002
             r = np.asarray(_matrix_norm(a, ord))
             return r.reshape(1, 1) if keepdims else r
         return _call("linalg.matrix_norm", norm, (x,))
-    return _gathered("linalg.matrix_norm",
-                     lambda a: np.asarray(np.linalg.matrix_norm(a, keepdims=keepdims, ord=ord)), (x,), {},
-                     "a stack of matrices")
+    return _stacked_or_gathered("linalg.matrix_norm",
+                                lambda a: np.asarray(np.linalg.matrix_norm(a, keepdims=keepdims, ord=ord)), (x,),
+                                "a stack of matrices split on the matrices' dims")
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002

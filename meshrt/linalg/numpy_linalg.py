@@ -23,7 +23,7 @@ from ..tensor import numpy_functions as _numpy_functions, numpy_misc as _numpy_m
 from ..tensor.numpy_shifts import MAX_GATHERED
 from . import dense
 
-__all__ = ["MAX_GATHERED"]
+__all__ = ["MAX_GATHERED", "per_matrix", "stack_split"]
 
 
 def _tensor(name, t):
@@ -53,12 +53,80 @@ def _like(values, t):
     return out
 
 
+def stack_split(x, *others) -> bool:
+    """Whether ``x`` is a stack of matrices (3 dims or more) split on its stack dims only, the matrices whole
+    on every process, and each tensor of ``others`` a stack of the same stack shape laid out alike: then
+    every matrix is where it is, and numpy's function runs on each process's block of them (`per_matrix`).
+
+    >>> from meshrt import Mesh
+    >>> s = Sharding(Mesh((-1,)), [[0]])
+    >>> stack_split(DistributedTensor.zeros((4, 3, 3), s)), stack_split(DistributedTensor.zeros((4, 3), s))
+    (True, False)
+    """
+    if not (isinstance(x, DistributedTensor) and x.ndim > 2):
+        return False
+    s, nb = x.sharding, x.ndim - 2
+    if not (any(s.split_axes) or s.is_partial) or s.dim_axes(nb) or s.dim_axes(nb + 1) or s.halo_sizes:
+        return False
+    for o in others:
+        if isinstance(o, DistributedTensor):
+            so = o.sharding
+            if (o.ndim != x.ndim or o.shape[:nb] != x.shape[:nb] or so.halo_sizes or so.mesh != s.mesh
+                    or any(so.dim_axes(d) != s.dim_axes(d) for d in range(o.ndim))
+                    or so.dim_offsets(o.shape)[:nb] != s.dim_offsets(x.shape)[:nb]):
+                return False
+    return True
+
+
+def per_matrix(fn, x, *args):
+    """``fn`` (numpy's, on stacks) on each process's block of the stack ``x`` (`stack_split`), the stack tensors
+    among ``args`` by their blocks; each result (a stack of the same stack dims: values, vectors or matrices)
+    split like ``x``'s stack dims, nothing moved.  Tuples and named tuples field by field.
+
+    >>> from meshrt import Mesh
+    >>> x = DistributedTensor.from_global(np.eye(3) * np.arange(1.0, 5.0)[:, None, None],
+    ...                                   Sharding(Mesh((-1,)), [[0]]))
+    >>> per_matrix(np.linalg.det, x).gather()
+    array([ 1.,  8., 27., 64.])
+    """
+    nb = x.ndim - 2
+    s = x.sharding
+    split = [list(s.dim_axes(d)) for d in range(nb)]
+    offs = [int(o) for d in range(nb) if s.dim_axes(d) for o in s.dim_offsets(x.shape)[d]]
+    rs = Sharding(s.mesh, split, sharded_dims_offsets=offs if any(split) else None)
+
+    def wrap(r):
+        if isinstance(r, tuple):
+            vals = [wrap(v) for v in r]
+            return type(r)(*vals) if hasattr(r, "_fields") else type(r)(vals)
+        r = np.ascontiguousarray(r)
+        return DistributedTensor(r, rs, x.shape[:nb] + r.shape[nb:])
+
+    from ..runtime import mpi as _mpi
+
+    result, error = None, None
+    try:
+        result = fn(*[a._full_interior() if isinstance(a, DistributedTensor) else a for a in (x, *args)])
+    except (np.linalg.LinAlgError, ValueError, TypeError) as e:  # (a singular matrix in one process's block)
+        error = (type(e).__name__, str(e))
+    with _mpi.internal("np.linalg", "the per-matrix errors shared", s.mesh):
+        errors = s.mesh.comm.allgather(error)
+    bad = [(r, e) for r, e in enumerate(errors) if e is not None]
+    if bad:
+        rank, (kind, msg) = bad[0]
+        cls = {"LinAlgError": np.linalg.LinAlgError, "ValueError": ValueError}.get(kind, TypeError)
+        raise cls(f"{msg} (a matrix of the stack on rank {rank})")
+    return wrap(result)
+
+
 def _distributed(a) -> bool:
     return isinstance(a, DistributedTensor) and dense.is_distributable(a)
 
 
 @implements(np.linalg.inv)
 def _np_inv(a):
+    if stack_split(a):
+        return per_matrix(np.linalg.inv, a)
     if _distributed(a):
         return dense.inv(a)
     return _like(np.linalg.inv(_gathered("np.linalg.inv", a)), a)
@@ -66,6 +134,8 @@ def _np_inv(a):
 
 @implements(np.linalg.det)
 def _np_det(a):
+    if stack_split(a):
+        return per_matrix(np.linalg.det, a)
     if _distributed(a):
         return dense.det(a)
     return np.linalg.det(_gathered("np.linalg.det", a))
@@ -73,6 +143,8 @@ def _np_det(a):
 
 @implements(np.linalg.slogdet)
 def _np_slogdet(a):
+    if stack_split(a):
+        return per_matrix(np.linalg.slogdet, a)
     if _distributed(a):
         return dense.slogdet(a)
     return np.linalg.slogdet(_gathered("np.linalg.slogdet", a))
@@ -80,6 +152,8 @@ def _np_slogdet(a):
 
 @implements(np.linalg.solve)
 def _np_solve(a, b):
+    if stack_split(a, b) and isinstance(b, DistributedTensor):
+        return per_matrix(np.linalg.solve, a, b)
     if _distributed(a) and (not isinstance(b, DistributedTensor) or b.ndim <= 2):
         return dense.solve(a, b)
     A = _gathered("np.linalg.solve", a) if isinstance(a, DistributedTensor) else np.asarray(a)
@@ -94,6 +168,8 @@ def _np_solve(a, b):
 
 @implements(np.linalg.matrix_power)
 def _np_matrix_power(a, n):
+    if stack_split(a):
+        return per_matrix(np.linalg.matrix_power, a, n)
     if _distributed(a):
         return dense.matrix_power(a, n)
     return _like(np.linalg.matrix_power(_gathered("np.linalg.matrix_power", a), n), a)
@@ -101,6 +177,8 @@ def _np_matrix_power(a, n):
 
 @implements(np.linalg.qr)
 def _np_qr(a, mode="reduced"):
+    if stack_split(a):
+        return per_matrix(lambda m: np.linalg.qr(m, mode=mode), a)
     if _distributed(a):
         return dense.qr(a, mode)
     res = np.linalg.qr(_gathered("np.linalg.qr", a), mode=mode)
@@ -122,6 +200,8 @@ def _np_lstsq(a, b, rcond=None):
 
 @implements(np.linalg.eigh)
 def _np_eigh(a, UPLO="L"):
+    if stack_split(a):
+        return per_matrix(lambda m: np.linalg.eigh(m, UPLO=UPLO), a)
     if _distributed(a):
         return dense.eigh(a, UPLO)
     w, v = np.linalg.eigh(_gathered("np.linalg.eigh", a), UPLO=UPLO)
@@ -130,6 +210,8 @@ def _np_eigh(a, UPLO="L"):
 
 @implements(np.linalg.eigvalsh)
 def _np_eigvalsh(a, UPLO="L"):
+    if stack_split(a):
+        return per_matrix(lambda m: np.linalg.eigvalsh(m, UPLO=UPLO), a)
     if _distributed(a):
         return dense.eigvalsh(a, UPLO)
     return DistributedTensor.from_global(np.linalg.eigvalsh(_gathered("np.linalg.eigvalsh", a), UPLO=UPLO),
@@ -168,6 +250,9 @@ def _np_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     from .tall import tsqr_fits, tsqr_svd, tsqr_svdvals
 
     a = _tensor("np.linalg.svd", a)
+    if stack_split(a):
+        return per_matrix(lambda m: np.linalg.svd(m, full_matrices=full_matrices, compute_uv=compute_uv,
+                                                  hermitian=hermitian), a)
     if _distributed(a):
         if tsqr_fits(a) and (not full_matrices or not compute_uv):
             return tsqr_svdvals(a) if not compute_uv else _svd_result(*tsqr_svd(a))
@@ -199,6 +284,8 @@ def _np_pinv(a, rcond=None, hermitian=False, **kwargs):
         raise ValueError("`rtol` and `rcond` can't be both set.")
     if rcond is None:  # numpy's defaults: 1e-15 when neither is given, max(M, N) * eps for rtol=None
         rcond = 1e-15 if rtol is missing else rtol
+    if stack_split(a):
+        return per_matrix(lambda m: np.linalg.pinv(m, rcond=rcond, hermitian=hermitian), a)
     if _distributed(a):
         return _svd.pinv(a, rtol=rcond)
     kw = {"rcond": rcond} if rcond is not None else {"rtol": None}
@@ -210,6 +297,8 @@ def _np_matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     from . import svd as _svd
 
     A = _tensor("np.linalg.matrix_rank", A)
+    if stack_split(A):
+        return per_matrix(lambda m: np.linalg.matrix_rank(m, tol=tol, hermitian=hermitian, rtol=rtol), A)
     if _distributed(A):
         return _svd.matrix_rank(A, tol=tol, rtol=rtol)
     return np.linalg.matrix_rank(_gathered("np.linalg.matrix_rank", A), tol=tol, hermitian=hermitian, rtol=rtol)
@@ -217,10 +306,13 @@ def _np_matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
 
 @implements(np.linalg.diagonal)
 def _np_linalg_diagonal(x, /, *, offset=0):
-    """The ``offset`` diagonal of a 2-D tensor, never gathered (`meshrt.tensor.numpy_misc.diagonal_2d`)."""
+    """The ``offset`` diagonal of a 2-D tensor, never gathered (`meshrt.tensor.numpy_misc.diagonal_2d`); of a
+    stack split on its stack dims, each process's matrices'."""
+    if stack_split(x):
+        return per_matrix(lambda m: np.linalg.diagonal(m, offset=offset).copy(), x)
     if x.ndim != 2:
-        raise TypeError("np.linalg.diagonal on a DistributedTensor: a 2-D tensor (a stack: meshrt.array_api's "
-                        "linalg.diagonal)")
+        raise TypeError("np.linalg.diagonal on a DistributedTensor: a 2-D tensor or a stack split on its stack "
+                        "dims (else meshrt.array_api's linalg.diagonal)")
     return _numpy_misc.diagonal_2d(x, offset)
 
 
@@ -235,6 +327,8 @@ def _np_cholesky(a, /, *, upper=False):
     a = _tensor("np.linalg.cholesky", a)
     if a.ndim < 2:
         raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if stack_split(a):
+        return per_matrix(lambda m: np.linalg.cholesky(m, upper=upper), a)
     if _distributed(a):
         return dense.cholesky(a, upper=upper)
     L = np.linalg.cholesky(a.gather(), upper=upper)  # the same matrix everywhere: the same result or error
