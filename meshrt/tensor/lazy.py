@@ -1006,8 +1006,10 @@ def _local_write(t, origin, node, shape, drop) -> bool:
         same = sa is s or sa == s
         for d in split:  # (a whole tensor read: from 0)
             st = 0 if starts is None else starts[d]
-            if not (same and a._global_shape[d] == g[d] and st == origin[d]) and not _blocks_alike(
-                    s, g, origin[d], shape[d], sa, a._global_shape, st, d):
+            if same and a._global_shape[d] == g[d]:
+                if st != origin[d] and s.dim_split_size(d) > 1:  # a shift across blocks (a stencil's): fused
+                    return False
+            elif not _blocks_alike(s, g, origin[d], shape[d], sa, a._global_shape, st, d):
                 return False
         if not same and _split_dims(sa, nd) != split:
             return False
