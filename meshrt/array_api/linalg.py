@@ -114,7 +114,7 @@ def pinv(x, /, *, rtol=None):
     _need_array("pinv", x)
     if _dense.is_distributable(x):
         return _svd.pinv(x, rtol=rtol)
-    return _stacked_or_gathered("linalg.pinv", lambda a, r=rtol: np.linalg.pinv(a, rtol=r), (x,), _SQUARE)
+    return _stacked_or_gathered("linalg.pinv", lambda a, r: np.linalg.pinv(a, rtol=r), (x, rtol), _SQUARE)
 
 
 def matrix_rank(x, /, *, rtol=None):
@@ -124,7 +124,7 @@ def matrix_rank(x, /, *, rtol=None):
     if _dense.is_distributable(x):
         return wrap(np.asarray(_svd.matrix_rank(x, rtol=rtol)), x.mesh, replicate=True)
     return _stacked_or_gathered("linalg.matrix_rank",
-                                lambda a, r=rtol: np.asarray(np.linalg.matrix_rank(a, rtol=r)), (x,), _SQUARE)
+                                lambda a, r: np.asarray(np.linalg.matrix_rank(a, rtol=r)), (x, rtol), _SQUARE)
 _eigh = _small("eigh", np.linalg.eigh, "Eigenvalues and eigenvectors of a symmetric/Hermitian matrix.")
 _eigvalsh = _small("eigvalsh", np.linalg.eigvalsh, "Eigenvalues of a symmetric/Hermitian matrix.")
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
