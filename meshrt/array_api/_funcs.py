@@ -21,9 +21,9 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..linalg.numpy_linalg import stack_split as _stack_split
 from ..runtime import mpi as _mpi
 from ..tensor.dispatch import implements
-from ..linalg.numpy_linalg import stack_split as _stack_split
 from ..tensor.distributed_tensor import DistributedTensor
 from . import _sorting
 from ._device import GATHERS, from_numpy, is_replicated, local, mesh_of, sharding_for, wrap, replicated

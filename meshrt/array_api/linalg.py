@@ -85,7 +85,7 @@ def svdvals(x, /):
                                 "a stack of matrices split on the matrices' dims")
 
 
-_SQUARE = "a square matrix: LU/eigensolvers of a split matrix are not distributed"
+_SQUARE = "a stack of matrices split on the matrices' dims"
 
 
 def _small(name, fn, doc):
@@ -93,10 +93,10 @@ def _small(name, fn, doc):
         _need_array(name, x)
         if not kwargs and _stack_split(x, *args):
             return _per_matrix(fn, x, *args)
-        return _gathered("linalg." + name, fn, (x, *args), kwargs,
-                         "a stack of matrices split on the matrices' dims")
+        return _gathered("linalg." + name, fn, (x, *args), kwargs, _SQUARE)
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc + " Computed where replicated (a split operand is gathered first)."
+    f.__doc__ = doc + (" Computed where replicated, per process on its matrices for a stack split on its stack "
+                       "dims (a stack split on the matrices' dims is gathered first).")
     return f
 
 
