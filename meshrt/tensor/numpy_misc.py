@@ -231,7 +231,7 @@ def diagonal_2d(v: DistributedTensor, k: int = 0) -> DistributedTensor:
     r, c = r0 + i, c0 + i
     mine = (r >= rows.start) & (r < rows.stop) & (c >= cols.start) & (c < cols.stop)
     dt = v.dtype
-    fill = dt.type(-0.0) if dt.kind in "fc" else dt.type(0)
+    fill = dt.type(complex(-0.0, -0.0)) if dt.kind == "c" else dt.type(-0.0) if dt.kind == "f" else dt.type(0)
     part = np.full(hi - lo, fill, dt)
     block = v._full_interior()
     part[mine] = block[r[mine] - rows.start, c[mine] - cols.start]

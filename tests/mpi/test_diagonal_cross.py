@@ -32,6 +32,8 @@ def test_diagonal_of_every_offset_equals_numpy(meshes, dtype):
         g = (rng.random(shape) * 10 - 5).astype(dtype)
         if dtype in (np.float64, np.float32):
             g[0, 0], g[1, 1] = -0.0, np.nan
+        if dtype == np.complex128:
+            g[0, 0], g[1, 1] = complex(-0.0, -0.0), complex(1.0, -0.0)
         for name, s in _layouts(meshes, shape).items():
             t = DT.from_global(g, s)
             for k in range(-shape[0] - 1, shape[1] + 2):
