@@ -323,10 +323,12 @@ class _Job:
 
     def _pass_stderr(self) -> None:
         # The job's stderr goes on to ours line by line; the heartbeat's lines are kept, for
-        # the restart decision (which host it named).
+        # the restart decision (which host it named), and the MPI library's lines saying a peer went away.
+        from .runtime.restart import PEER_LOST
+
         out = getattr(sys.stderr, "buffer", None)
         for line in iter(self.proc.stderr.readline, b""):
-            if b"[meshrt] " in line:
+            if b"[meshrt] " in line or PEER_LOST.search(line.decode(errors="replace")):
                 self.lines.append(line.decode(errors="replace").rstrip("\n"))
             try:
                 if out is not None:

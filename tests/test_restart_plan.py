@@ -56,6 +56,11 @@ def test_classify_reads_the_heartbeats_lines():
     assert named_hosts(["[meshrt] rank 3 on host b never reached rank 0's heartbeat over UDP"]) == ()
     assert classify(255, ["[rank 1] Traceback"]).kind == "died"  # mpiexec's own verdict, no host named
     assert classify(3).kind == "error" and not classify(3).restartable
+    # Open MPI's survivors abort on the dead peer's closed socket before the heartbeat sees it: died
+    ompi = ["[vm:00000] *** An error occurred in Socket closed", "[vm:00000] *** MPI_ERRORS_ARE_FATAL"]
+    assert classify(14, ompi).kind == "died" and classify(14, ompi).restartable
+    assert classify(14, ["[vm:00000] *** An error occurred in MPI_Send", "invalid rank"]).kind == "error"
+    assert classify(14, [LOST_B, *ompi]).kind == "lost"  # a host named wins
     assert classify(113, [LOST_B], signalled=True).kind == "signal"
 
 

@@ -8,7 +8,8 @@ What is restarted: a lost host or link (the heartbeat's exit, status 113, naming
 rank whose process ended without its script finishing (killed, a crash outside Python) and a
 lost ``hydra_pmi_proxy`` (both named with their host), a frozen rank (stopped, traced or stuck in
 uninterruptible sleep: its host stays in the first time, and is left out if a rank freezes there
-again), and a job that mpiexec ended because a process died (a status above 128 or 255, no host named).  What is not: a clean exit, an
+again), and a job that mpiexec ended because a process died (a status above 128 or 255, no host named, or the
+MPI library's words for a lost peer on the job's output, `PEER_LOST`).  What is not: a clean exit, an
 exception or ``sys.exit(code)`` in the script (restarting cannot fix it), ``MESHRT_TIMEOUT``
 (status 124: a hang comes back), and a signal meshrt run itself got (Ctrl-C, the batch
 system's SIGTERM).
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from .heartbeat import EXIT_STATUS as EXIT_HEARTBEAT
 from .hosts import Host, hosts_text, parse_hosts
 
-__all__ = ["Failure", "Plan", "classify", "named_hosts", "match_host", "next_run", "restart_count"]
+__all__ = ["PEER_LOST", "Failure", "Plan", "classify", "named_hosts", "match_host", "next_run", "restart_count"]
 
 EXIT_TIMEOUT = 124
 
@@ -38,6 +39,10 @@ _LOST = re.compile(r"host (\S+) \(ranks? [\d, ]+\) not heard from")
 _ENDED = re.compile(r"ranks? [\d, ]+ on host (\S+) \(pids? [\d, ]+\)")
 _PROXY = re.compile(r"hydra_pmi_proxy \(pids? [\d, ]+\) on host (\S+) is gone")
 _FROZEN = re.compile(r"ranks? [\d, ]+ on host (\S+) \(pids? [\d, ]+\) frozen: ")
+# The MPI library's own words for a peer that went away under a rank (Open MPI's TCP transport: the survivors
+# abort with MPI_ERRORS_ARE_FATAL, often before the heartbeat has seen the dead process): a process died.
+PEER_LOST = re.compile(r"An error occurred in Socket closed|Connection reset by peer|"
+                       r"Communication error with rank \d+")
 
 
 @dataclass(frozen=True)
@@ -82,14 +87,18 @@ def named_hosts(lines) -> tuple:
 
 
 def classify(status: int, lines=(), signalled: bool = False) -> Failure:
-    """What ended the job: its exit ``status``, the ``[meshrt]`` ``lines`` seen on its output,
-    and whether meshrt run itself was ``signalled``.
+    """What ended the job: its exit ``status``, the ``[meshrt]`` ``lines`` seen on its output (and
+    the MPI library's lines saying a peer went away, `PEER_LOST`), and whether meshrt run itself was
+    ``signalled``.
 
     >>> classify(1, []).kind, classify(0).kind, classify(124).kind, classify(137).kind
     ('error', 'ok', 'timeout', 'died')
+    >>> classify(14, ["[vm:00000] *** An error occurred in Socket closed"]).kind
+    'died'
     >>> classify(130, signalled=True).kind
     'signal'
     """
+    peer_lines = [l for l in lines if "[meshrt] " not in l]
     lines = [l for l in lines if "[meshrt] " in l]
     if signalled:
         return Failure("signal", status, (), f"meshrt run was signalled (exit status {status})")
@@ -105,6 +114,10 @@ def classify(status: int, lines=(), signalled: bool = False) -> Failure:
         return Failure("timeout", status, (), "MESHRT_TIMEOUT reached (exit status 124): a hang is not restarted")
     if status == EXIT_HEARTBEAT or status == 255 or status > 128:
         return Failure("died", status, (), f"a process of the job died (exit status {status})")
+    peer = next((m.group(0) for l in peer_lines for m in [PEER_LOST.search(l)] if m), None)
+    if peer is not None:
+        return Failure("died", status, (), f"a process of the job died: the MPI library said \"{peer}\" "
+                                           f"(exit status {status})")
     return Failure("error", status, (), f"the script failed (exit status {status}): restarting cannot fix that")
 
 
