@@ -102,6 +102,8 @@ def per_matrix(fn, x, *args):
         r = np.ascontiguousarray(r)
         return DistributedTensor(r, rs, x.shape[:nb] + r.shape[nb:])
 
+    from mpi4py import MPI
+
     from ..runtime import mpi as _mpi
 
     result, error = None, None
@@ -109,11 +111,14 @@ def per_matrix(fn, x, *args):
         result = fn(*[a._full_interior() if isinstance(a, DistributedTensor) else a for a in (x, *args)])
     except (np.linalg.LinAlgError, ValueError, TypeError) as e:  # (a singular matrix in one process's block)
         error = (type(e).__name__, str(e))
+    # the first failing rank's error, on every process: an allreduce, a broadcast only on failure (O(log P))
+    comm = s.mesh.comm
     with _mpi.internal("np.linalg", "the per-matrix errors shared", s.mesh):
-        errors = s.mesh.comm.allgather(error)
-    bad = [(r, e) for r, e in enumerate(errors) if e is not None]
-    if bad:
-        rank, (kind, msg) = bad[0]
+        rank = comm.allreduce(comm.rank if error is not None else comm.size, op=MPI.MIN)
+        if rank < comm.size:
+            error = comm.bcast(error, root=rank)
+    if rank < comm.size:
+        kind, msg = error
         cls = {"LinAlgError": np.linalg.LinAlgError, "ValueError": ValueError}.get(kind, TypeError)
         raise cls(f"{msg} (a matrix of the stack on rank {rank})")
     return wrap(result)

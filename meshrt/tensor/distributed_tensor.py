@@ -1473,62 +1473,44 @@ def _abstract_sharding(s: Sharding) -> Sharding:
 
 
 
-def _deferred_operator(name, ufunc, reflected, symbol):
-    """``t + x`` and the like straight to the deferred form (`meshrt.tensor.lazy.ufunc_call`, what
-    ``__array_ufunc__`` would reach through numpy's dispatch); anything it does not defer takes numpy's
-    operator (``NDArrayOperatorsMixin``), so results are those of ``ufunc(t, x)``."""
+def _operator(name, ufunc, symbol, kind="plain"):
+    """``t + x`` (``kind`` "plain"), ``x + t`` ("reflected") and ``t += x`` ("inplace") straight to the
+    deferred or fused form (`meshrt.tensor.lazy.ufunc_call` / `inplace_call`: what ``__array_ufunc__`` would
+    reach through numpy's dispatch; in place, into ``t`` or into the region of a view ``A[:, j]``); a 0-d
+    tensor's by numpy on the values; anything else takes numpy's operator (``NDArrayOperatorsMixin``), so
+    results are those of ``ufunc(t, x)`` (``ufunc(t, x, out=(t,))`` in place)."""
     mixin = getattr(numpy.lib.mixins.NDArrayOperatorsMixin, name)
+    inplace = kind == "inplace"
 
     def op(self, other):
+        args = (other, self) if kind == "reflected" else (self, other)
         if type(self) is DistributedTensor and not self._global_shape:  # 0-d: numpy on the values
-            r = _scalar_ufunc(ufunc, (other, self) if reflected else (self, other), None, DistributedTensor)
-            if r is not None:
-                return r
-        lazy = ABOVE.lazy
-        if lazy is not None:
-            r = lazy.ufunc_call(ufunc, (other, self) if reflected else (self, other), None)
-            if r is not None:
-                return r
-        return mixin(self, other)
-
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"``{'x ' + symbol + ' t' if reflected else 't ' + symbol + ' x'}``: ``np.{ufunc.__name__}``."
-    return op
-
-
-def _inplace_operator(name, ufunc, symbol):
-    """``t += x`` and the like written fused (`meshrt.tensor.lazy.inplace_call`: into ``t``, or into the region
-    of a view ``A[:, j]``); anything it does not take runs numpy's operator (``NDArrayOperatorsMixin``:
-    ``ufunc(t, x, out=(t,))``)."""
-    mixin = getattr(numpy.lib.mixins.NDArrayOperatorsMixin, name)
-
-    def op(self, other):
-        if type(self) is DistributedTensor and not self._global_shape:  # 0-d: numpy on the values
-            if ABOVE.lazy is not None:
+            if inplace and ABOVE.lazy is not None:
                 ABOVE.lazy.touch()
-            r = _scalar_ufunc(ufunc, (self, other), (self,), DistributedTensor)
+            r = _scalar_ufunc(ufunc, args, (self,) if inplace else None, DistributedTensor)
             if r is not None:
                 return r
         lazy = ABOVE.lazy
         if lazy is not None:
-            r = lazy.inplace_call(ufunc, self, other)
+            r = lazy.inplace_call(ufunc, self, other) if inplace else lazy.ufunc_call(ufunc, args, None)
             if r is not None:
                 return r
         return mixin(self, other)
 
     op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"``t {symbol}= x``: ``np.{ufunc.__name__}(t, x, out=t)``."
+    written = {"plain": f"t {symbol} x", "reflected": f"x {symbol} t", "inplace": f"t {symbol}= x"}[kind]
+    op.__doc__ = f"``{written}``: ``np.{ufunc.__name__}``" + (" into ``t``." if inplace else ".")
     return op
 
 
 for _name, _ufunc, _sym in (("add", np.add, "+"), ("sub", np.subtract, "-"), ("mul", np.multiply, "*"),
                            ("truediv", np.true_divide, "/")):
-    setattr(DistributedTensor, f"__{_name}__", _deferred_operator(f"__{_name}__", _ufunc, False, _sym))
-    setattr(DistributedTensor, f"__r{_name}__", _deferred_operator(f"__r{_name}__", _ufunc, True, _sym))
-    setattr(DistributedTensor, f"__i{_name}__", _inplace_operator(f"__i{_name}__", _ufunc, _sym))
+    setattr(DistributedTensor, f"__{_name}__", _operator(f"__{_name}__", _ufunc, _sym))
+    setattr(DistributedTensor, f"__r{_name}__", _operator(f"__r{_name}__", _ufunc, _sym, "reflected"))
+    setattr(DistributedTensor, f"__i{_name}__", _operator(f"__i{_name}__", _ufunc, _sym, "inplace"))
 for _name, _ufunc, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),
                             ("ge", np.greater_equal, ">=")):  # (no reflected forms: Python swaps them)
-    setattr(DistributedTensor, f"__{_name}__", _deferred_operator(f"__{_name}__", _ufunc, False, _sym))
+    setattr(DistributedTensor, f"__{_name}__", _operator(f"__{_name}__", _ufunc, _sym))
 del _name, _ufunc, _sym
 
 
