@@ -1022,16 +1022,16 @@ def _local_write(t, origin, node, shape, drop) -> bool:
             if lo >= hi:
                 rel = None
                 break
-            rel.append((lo - origin[d], hi - origin[d], sl.start))
+            rel.append((lo - origin[d], hi - origin[d]))
         else:
-            rel.append((0, shape[d], 0))
+            rel.append((0, shape[d]))
     if rel is not None:
         value = _local_value(node, rel, drop)
     _pending.pop(id(node), None)
     node.consumed = True
     flush()  # (pending expressions read the target as it was)
     if rel is not None:
-        t._interior[_local_index(origin, rel, drop)] = value
+        t._interior[_local_index(origin, rel, drop, t._slices)] = value
     stats["local_writes"] += 1
     return True
 
@@ -1070,9 +1070,12 @@ def _split_dims(s, nd):
     return r
 
 
-def _local_index(starts, rel, drop):
-    return tuple(starts[d] + r0 - off if d in drop else slice(starts[d] + r0 - off, starts[d] + r1 - off)
-                 for d, (r0, r1, off) in enumerate(rel))
+def _local_index(starts, rel, drop, slices):
+    """The index into a split tensor's owned block (its ``slices``) of this process's part ``rel`` of a region
+    starting at ``starts`` (a tensor of another shape split alike holds it elsewhere in its block)."""
+    return tuple(starts[d] + r0 - slices[d].start if d in drop else
+                 slice(starts[d] + r0 - slices[d].start, starts[d] + r1 - slices[d].start)
+                 for d, (r0, r1) in enumerate(rel))
 
 
 def _replicated_index(leaf, rel, drop):
@@ -1080,13 +1083,13 @@ def _replicated_index(leaf, rel, drop):
     region's kept dims' coordinates."""
     kept = [r for d, r in enumerate(rel) if d not in drop]
     if leaf.kind == "full":
-        return tuple(slice(r0, r1) for r0, r1, _ in kept)
+        return tuple(slice(r0, r1) for r0, r1 in kept)
     idx, i = [], 0
     for d, a in enumerate(leaf.starts):
         if d in leaf.drop:
             idx.append(a)
         else:
-            r0, r1, _ = kept[i]
+            r0, r1 = kept[i]
             idx.append(slice(a + r0, a + r1))
             i += 1
     return tuple(idx)
@@ -1097,12 +1100,8 @@ def _local_value(node, rel, drop):
         t = node.t
         if not any(t._sharding._split_axes):
             return t._interior[_replicated_index(node, rel, drop)]
-        # (its own blocks' starts: a tensor of another shape split alike holds the region elsewhere in its block)
-        starts = node.starts if node.kind == "slice" else (0,) * len(rel)
-        sl = t._slices
-        return t._interior[tuple(starts[d] + r0 - sl[d].start if d in drop else
-                                 slice(starts[d] + r0 - sl[d].start, starts[d] + r1 - sl[d].start)
-                                 for d, (r0, r1, _) in enumerate(rel))]
+        return t._interior[_local_index(node.starts if node.kind == "slice" else (0,) * len(rel), rel, drop,
+                                        t._slices)]
     args = [_local_value(a, rel, drop) if type(a) is _Op or type(a) is _Leaf else r
             for a, r in zip(node.args, node.raw)]
     if node.op == "ufunc":
