@@ -16,6 +16,9 @@ Run it with the Python of meshrt's environment, not under mpiexec: it launches t
   compiler is missing. ``--blas-dir`` puts a directory first on its ``LD_LIBRARY_PATH`` (e.g. Debian's
   OpenBLAS ``libblas.so.3``/``liblapack.so.3``): ScaLAPACK on Debian's reference BLAS is not the anchor.
 - numpy: the same routines (``qr(mode="r")``) on the whole matrix in one process with 2 BLAS threads.
+- ``--ops eigh``: ``np.linalg.eigh(t)`` (values and vectors) against ``pdsyevd``.
+- "in layout": meshrt's routine alone on a matrix already in the block-cyclic layout, overwriting it
+  (`meshrt.linalg.factor`, `meshrt.linalg.eigen`), which is what ScaLAPACK's routines time.
 
 Both wall time (the slowest process) and CPU time (the largest per process; numpy's over its 2 threads)
 are shown: on a shared machine the wall time mostly measures the other jobs. Each side's best block
@@ -27,7 +30,9 @@ sends more than its share to build them).
 Every (side, routine, block size) runs in its own job, median of ``--reps`` calls, each on a fresh
 matrix; the best block size of each side is reported. Peak memory: the largest ``ru_maxrss`` over the
 processes at the end of the job, over the process's share of the matrix (``8 N^2 / P`` bytes); the
-interpreter's own resident size before the matrix exists is shown beside it ("base").
+interpreter's own resident size before the matrix exists is shown beside it ("base"). meshrt's call alone:
+the most its resident size grew during the call over the size before it (Linux's peak count restarted
+by ``/proc/self/clear_refs``), the output included.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPS = ("cholesky", "solve", "qr")
+ALL_OPS = OPS + ("eigh",)
 SCALAPACK = {"cholesky": "potrf", "solve": "gesv", "qr": "geqrf", "eigh": "syevd"}
 MIB = 1 << 20
 
@@ -94,6 +100,29 @@ def _maxrss_kib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
+def _status_kib(field):
+    """``VmRSS`` or ``VmHWM`` of /proc/self/status (Linux), or None."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak():
+    """Restart the peak-RSS count (``VmHWM``) at the present size: Linux's ``clear_refs`` 5. False where
+    it cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 # -- the workers ---------------------------------------------------------------------------------------
 def worker_meshrt(op, n, block, reps):
     os.environ["MESHRT_LINALG_BLOCK"] = str(block)
@@ -117,28 +146,32 @@ def worker_meshrt(op, n, block, reps):
         b = DistributedTensor.from_local(np.ascontiguousarray(rhs_of(rs.start, rs.stop)), Sharding(mesh, [[0]]), (n,))
 
     def fresh():
-        rows_of(rs.start, rs.stop, n, op == "cholesky", out=local)
+        rows_of(rs.start, rs.stop, n, op in ("cholesky", "eigh"), out=local)
         return DistributedTensor.from_local(local.copy(), rows, (n, n))
 
     call = {"cholesky": lambda t: np.linalg.cholesky(t), "solve": lambda t: np.linalg.solve(t, b),
-            "qr": lambda t: np.linalg.qr(t, mode="r")}[op]
-    times, layout, cpu, layout_cpu = [], [], [], []
+            "qr": lambda t: np.linalg.qr(t, mode="r"), "eigh": lambda t: np.linalg.eigh(t)}[op]
+    in_layout = _in_layout(op, b, block)
+    times, layout, cpu, layout_cpu, call_peak, inside, inside_cpu = [], [], [], [], [], [], []
     # one untimed call on a small matrix first: imports, BLAS handles and the grid's communicators
     small = 4 * block * comm.size
     ws = DistributedTensor.empty((small, small), rows)
     wr = ws.shard_slices[0]
-    rows_of(wr.start, wr.stop, small, op == "cholesky", out=ws._interior)
+    rows_of(wr.start, wr.stop, small, op in ("cholesky", "eigh"), out=ws._interior)
     if op == "solve":
         np.linalg.solve(ws, np.ones(small))
     else:
-        {"cholesky": np.linalg.cholesky, "qr": lambda x: np.linalg.qr(x, mode="r")}[op](ws)
+        {"cholesky": np.linalg.cholesky, "qr": lambda x: np.linalg.qr(x, mode="r"), "eigh": np.linalg.eigh}[op](ws)
     del ws
     for _ in range(reps):
         t = fresh()
+        before = _status_kib("VmRSS") if _reset_peak() else None
         comm.Barrier()
         t0, c0 = time.perf_counter(), time.process_time()
         out = call(t)
         cpu.append(comm.allreduce(time.process_time() - c0, op=MPI.MAX))
+        grew = None if before is None else _status_kib("VmHWM") - before  # the call's own peak, its output in
+        call_peak.append(comm.allreduce(grew, op=MPI.MAX) if before is not None else None)
         comm.Barrier()
         times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
         del out
@@ -149,13 +182,42 @@ def worker_meshrt(op, n, block, reps):
         layout_cpu.append(comm.allreduce(time.process_time() - c0, op=MPI.MAX))
         comm.Barrier()
         layout.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
-        del c, back, t
+        del back
+        comm.Barrier()
+        t0, c0 = time.perf_counter(), time.process_time()
+        in_layout(c)  # the routine alone on the matrix already in the layout, in place (as ScaLAPACK's)
+        inside_cpu.append(comm.allreduce(time.process_time() - c0, op=MPI.MAX))
+        comm.Barrier()
+        inside.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+        del c, t
     peak = comm.allreduce(_maxrss_kib(), op=MPI.MAX)
     if comm.rank == 0:
         print("RESULT " + json.dumps({"side": "meshrt", "op": op, "n": n, "block": block, "times": times, "cpu": cpu,
-                                      "layout": layout, "layout_cpu": layout_cpu, "maxrss_kib": peak, "base_kib": base,
+                                      "layout": layout, "layout_cpu": layout_cpu, "maxrss_kib": peak,
+                                      "inside": inside, "inside_cpu": inside_cpu,
+                                      "call_peak_kib": call_peak, "base_kib": base,
                                       "nprocs": comm.size, "version": getattr(meshrt, "__version__", "?")}),
               flush=True)
+
+
+def _in_layout(op, b, block):
+    """meshrt's routine on a `CyclicMatrix` already in the layout, overwriting it, as ScaLAPACK's
+    ``pd*`` routines work (``solve``: the LU and the two triangular solves of ``b``)."""
+    from meshrt.linalg import eigen, factor
+    from meshrt.linalg.cyclic import to_cyclic
+
+    def solve(c):
+        perm, _ = factor.lu(c)
+        rhs = to_cyclic(b.reshape((b.shape[0], 1)), block=block, grid=c.layout.grid)
+        factor.permute_rows(rhs, perm)
+        factor.triangular_solve(c, rhs, lower=True, unit=True)
+        factor.triangular_solve(c, rhs, lower=False)
+
+    def eigh(c):
+        d, e, refl = eigen.tridiagonalize(c)
+        eigen.eigenvectors(c, d, e, refl)
+
+    return {"cholesky": factor.cholesky, "solve": solve, "qr": factor.qr, "eigh": eigh}[op]
 
 
 def worker_numpy(op, n, reps):
@@ -167,12 +229,14 @@ def worker_numpy(op, n, reps):
     small = rows_of(0, 256, 256, True)  # an untimed call first (BLAS threads, LAPACK workspace)
     np.linalg.cholesky(small), np.linalg.solve(small, small[0]), np.linalg.qr(small, mode="r")
     for _ in range(reps):
-        a = rows_of(0, n, n, op == "cholesky")
+        a = rows_of(0, n, n, op in ("cholesky", "eigh"))
         t0, c0 = time.perf_counter(), time.process_time()
         if op == "cholesky":
             out = np.linalg.cholesky(a)
         elif op == "solve":
             out = np.linalg.solve(a, b)
+        elif op == "eigh":
+            out = np.linalg.eigh(a)
         else:
             out = np.linalg.qr(a, mode="r")
         times.append(time.perf_counter() - t0)
@@ -282,7 +346,7 @@ def main():
     ap.add_argument("--grid", default=None, help="PRxPC of ScaLAPACK's grid (default: meshrt's default grid)")
     ap.add_argument("--blocks", default="64,128,256")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--ops", default=",".join(OPS), help=f"of {','.join(ALL_OPS)} (eigh: N = 8192 takes minutes)")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--scalapack-lib", default="/usr/lib/x86_64-linux-gnu/libscalapack-mpich.so")
     ap.add_argument("--mpicc", default=None)
@@ -306,6 +370,9 @@ def main():
 
     args.grid = tuple(int(x) for x in args.grid.split("x")) if args.grid else default_grid(args.np)
     ops = [o for o in args.ops.split(",") if o]
+    unknown = sorted(set(ops) - set(ALL_OPS))
+    if unknown:
+        ap.error(f"--ops: unknown {','.join(unknown)} (choose from {','.join(ALL_OPS)})")
     blocks = [int(b) for b in args.blocks.split(",")]
     print(f"N = {args.n} float64, {args.np} processes (grid {args.grid[0]}x{args.grid[1]}), blocks {blocks}, "
           f"median of {args.reps}; {time.strftime('%Y-%m-%d %H:%M')}; load {os.getloadavg()[0]:.2f}", flush=True)
@@ -362,21 +429,27 @@ def table(args, ops, results):
     print(f"{'':9s} {'meshrt':>15s} {'':>7s} {'ScaLAPACK':>15s} {'':>7s} {'numpy 1p':>15s} "
           f"{'meshrt/ScaL':>11s} {'meshrt/numpy':>12s}")
     print(f"{'op':9s} {'wall':>7s} {'CPU':>7s} {'block':>7s} {'wall':>7s} {'CPU':>7s} {'block':>7s} {'wall':>7s} "
-          f"{'CPU':>7s} {'wall':>5s} {'CPU':>5s} {'wall':>5s} {'CPU':>6s}  layout wall/CPU")
+          f"{'CPU':>7s} {'wall':>5s} {'CPU':>5s} {'wall':>5s} {'CPU':>6s}  layout wall/CPU  in layout wall/CPU (/ScaL)")
     for op in ops:
         m, s, n = _best(results, "meshrt", op), _best(results, "scalapack", op), _best(results, "numpy", op)
         ratio = lambda x, y, k: _med(x, k) / _med(y, k) if x and y else nan
         print(f"{op:9s} {_med(m):7.2f} {_med(m, 'cpu'):7.2f} {m['block'] if m else '-':>7} {_med(s):7.2f} "
               f"{_med(s, 'cpu'):7.2f} {s['block'] if s else '-':>7} {_med(n):7.2f} {_med(n, 'cpu'):7.2f} "
               f"{ratio(m, s, 'times'):5.2f} {ratio(m, s, 'cpu'):5.2f} {ratio(m, n, 'times'):5.2f} "
-              f"{ratio(m, n, 'cpu'):6.2f}  {_med(m, 'layout'):.2f}/{_med(m, 'layout_cpu'):.2f}")
+              f"{ratio(m, n, 'cpu'):6.2f}  {_med(m, 'layout'):.2f}/{_med(m, 'layout_cpu'):.2f}"
+              f"        {_med(m, 'inside'):.2f}/{_med(m, 'inside_cpu'):.2f} "
+              f"({_med(m, 'inside') / _med(s) if m and s else nan:.2f}, "
+              f"{_med(m, 'inside_cpu') / _med(s, 'cpu') if m and s else nan:.2f})")
     print(f"\npeak RSS per process over its share of the matrix ({share:.0f} MiB): meshrt (less the interpreter's "
           f"RSS before the matrix existed) / ScaLAPACK")
     for op in ops:
         m, s = _best(results, "meshrt", op), _best(results, "scalapack", op)
         mm = f"{m['maxrss_kib'] / 1024 / share:.2f} ({(m['maxrss_kib'] - m['base_kib']) / 1024 / share:.2f})" if m else "-"
         ss = f"{s['maxrss_kib'] / 1024 / share:.2f}" if s else "-"
-        print(f"  {op:9s} meshrt {mm}  ScaLAPACK {ss}")
+        peaks = [x for x in (m or {}).get("call_peak_kib") or () if x is not None]
+        own = (f"; the call's own peak above its input: {max(peaks) / 1024 / share:.2f} (the output's 1.00 in it)"
+               if peaks else "")
+        print(f"  {op:9s} meshrt {mm}  ScaLAPACK {ss}{own}")
     print("\nevery block size (median wall / CPU seconds):")
     for op in ops:
         for side in ("meshrt", "scalapack"):

@@ -109,20 +109,20 @@ class CyclicMatrix:
         comm = self.grid.comm
         my_rows, my_cols = self.rows(), self.cols()
         # what I send to each device: my rows and cols inside its block, in global order
-        sends, scount = [], np.zeros(comm.Get_size(), np.int64)
+        sends = []
         me, mine = comm.Get_rank(), None
         for d in range(mesh.size):
             rs, cs = sharding.shard_slices(shape, d)
             rpos = np.flatnonzero((my_rows >= rs.start) & (my_rows < rs.stop))
             cpos = np.flatnonzero((my_cols >= cs.start) & (my_cols < cs.stop))
             if rpos.size and cpos.size and d != me:
-                sends.append((d, rpos, cpos))
-                scount[d] = rpos.size * cpos.size
+                sends.append((d, rpos, cpos, my_cols[cpos]))
             elif rpos.size and cpos.size:
                 mine = (rpos, cpos)
         # what each grid process sends me: its rows and cols inside my block
         rs, cs = out.shard_slices
-        recv_parts, rcount = [], np.zeros(comm.Get_size(), np.int64)
+        block = out._interior
+        recvs = []
         for q in range(lay.nprocs):
             pr, pc = lay.coords(q)
             grow = lay.global_rows(pr)
@@ -130,20 +130,11 @@ class CyclicMatrix:
             grow = grow[(grow >= rs.start) & (grow < rs.stop)]  # my block lies inside ``shape``
             gcol = gcol[(gcol >= cs.start) & (gcol < cs.stop)]
             if grow.size and gcol.size and q != me:
-                recv_parts.append((q, grow, gcol))
-                rcount[q] = grow.size * gcol.size
+                recvs.append((q, grow - rs.start, gcol - cs.start, gcol))
             elif grow.size and gcol.size and mine is not None:  # my own part: copied, not sent
-                _copy(out._interior, grow - rs.start, gcol - cs.start, self.local, *mine)
-        sbuf = _packed(self.local, sends, scount, self.dtype)
-        rbuf = np.empty(int(rcount.sum()), self.dtype)
-        _alltoallv(comm, sbuf, scount, rbuf, rcount, "CyclicMatrix.to_tensor")
-        block = out._interior
-        offs = np.concatenate([[0], np.cumsum(rcount)])
-        for q, grow, gcol in recv_parts:
-            part = rbuf[offs[q]:offs[q + 1]].reshape((grow.size, gcol.size), order="F")
-            _unpack(block, grow - rs.start, gcol - cs.start, part)
+                _copy(block, grow - rs.start, gcol - cs.start, self.local, *mine)
+        _exchange(comm, self.local, sends, block, recvs, shape, "CyclicMatrix.to_tensor")
         return out
-
 
 def _runs(pos: np.ndarray, chunk: int = 0) -> list:
     """``(start, stop, offset)`` of the runs of consecutive values in ascending ``pos`` (``offset``: where the
@@ -198,16 +189,6 @@ def _copy(dst: np.ndarray, drpos, dcpos, src: np.ndarray, srpos, scpos) -> None:
             dst[dr:dr + n, dc:dc + m] = src[sr:sr + n, sc:sc + m]
 
 
-def _packed(src: np.ndarray, sends: list, scount: np.ndarray, dtype) -> np.ndarray:
-    """The send buffer of an exchange: for each ``(dest, rpos, cpos)`` of ``sends`` (ascending ``dest``),
-    ``src``'s selection `_pack`-ed straight into its place (no per-destination copies to concatenate)."""
-    sbuf = np.empty(int(scount.sum()), dtype)
-    offs = np.concatenate([[0], np.cumsum(scount)])
-    for d, rpos, cpos in sends:
-        _pack(src, rpos, cpos, sbuf[offs[d]:offs[d + 1]])
-    return sbuf
-
-
 def _unpack(dst: np.ndarray, rpos: np.ndarray, cpos: np.ndarray, part: np.ndarray) -> None:
     """``dst[np.ix_(rpos, cpos)] = part`` (ascending positions), tile by tile as `_pack`."""
     rruns = _runs(rpos, _TILE_ROWS)
@@ -216,11 +197,70 @@ def _unpack(dst: np.ndarray, rpos: np.ndarray, cpos: np.ndarray, part: np.ndarra
             dst[rs:re, cs:ce] = part[ro:ro + re - rs, co:co + ce - cs]
 
 
-def _alltoallv(comm, sbuf, scount, rbuf, rcount, what):
-    sdisp = np.concatenate([[0], np.cumsum(scount)[:-1]])
-    rdisp = np.concatenate([[0], np.cumsum(rcount)[:-1]])
-    with _mpi.internal(what, "the block-cyclic exchange", comm):
-        comm.Alltoallv([sbuf, (scount, sdisp)], [rbuf, (rcount, rdisp)])
+#: the most bytes an exchange's send (or receive) buffer holds at once: a matrix moves in rounds of whole
+#: global columns, so entering or leaving the layout needs this much beside the two matrices, not a copy
+_ROUND_BYTES = 16 << 20
+
+
+def exchange_rounds(shape, itemsize: int) -> int:
+    """How many rounds (`_exchange`) an ``m x n`` matrix of ``itemsize``-byte elements moves in: column
+    ranges of at most `_ROUND_BYTES` of ``m`` rows each (a global fact, so every process takes part in
+    every round).
+
+    >>> exchange_rounds((8192, 8192), 8), exchange_rounds((10, 10), 8), exchange_rounds((10**8, 3), 8)
+    (32, 1, 3)
+    """
+    m, n = shape
+    width = max(1, _ROUND_BYTES // max(1, m * itemsize))
+    return max(1, -(-n // width)) if n else 1
+
+
+def _exchange(comm, src, sends, dst, recvs, shape, what) -> None:
+    """Move the parts of an exchange between processes, round by round over global column ranges.
+
+    ``sends``: ``(dest, rpos, cpos, gcols)``, ``src[np.ix_(rpos, cpos)]`` goes to ``dest`` (``gcols``: the
+    global columns of ``cpos``, ascending); ``recvs``: ``(source, rpos, cpos, gcols)``, what ``source``
+    sends lands in ``dst[np.ix_(rpos, cpos)]``. Each round is one ``Alltoallv`` of the parts' columns in
+    its range, through two buffers reused by every round (`_ROUND_BYTES` each at most, or one column)."""
+    dtype = dst.dtype
+    rounds = exchange_rounds(shape, dtype.itemsize)
+    n = shape[1]
+    bounds = [round(n * i / rounds) for i in range(rounds + 1)]
+    size = comm.Get_size()
+
+    def cuts(parts):  # per part, where each round's columns start in its gcols
+        return [np.searchsorted(p[3], bounds) for p in parts]
+
+    scuts, rcuts = cuts(sends), cuts(recvs)
+    sbuf = np.empty(max(1, _round_total(sends, scuts, rounds)), dtype)
+    rbuf = np.empty(max(1, _round_total(recvs, rcuts, rounds)), dtype)
+    scount, rcount = np.zeros(size, np.int64), np.zeros(size, np.int64)
+    for k in range(rounds):
+        scount[:] = 0
+        rcount[:] = 0
+        for (d, rpos, _, _), c in zip(sends, scuts):
+            scount[d] = rpos.size * int(c[k + 1] - c[k])
+        for (q, rpos, _, _), c in zip(recvs, rcuts):
+            rcount[q] = rpos.size * int(c[k + 1] - c[k])
+        soff = np.concatenate([[0], np.cumsum(scount)])
+        roff = np.concatenate([[0], np.cumsum(rcount)])
+        for (d, rpos, cpos, _), c in zip(sends, scuts):
+            if scount[d]:
+                _pack(src, rpos, cpos[c[k]:c[k + 1]], sbuf[soff[d]:soff[d + 1]])
+        with _mpi.internal(what, "the block-cyclic exchange", comm):
+            comm.Alltoallv([sbuf, (scount, soff[:-1])], [rbuf, (rcount, roff[:-1])])
+        for (q, rpos, cpos, _), c in zip(recvs, rcuts):
+            if rcount[q]:
+                part = rbuf[roff[q]:roff[q + 1]].reshape((rpos.size, int(c[k + 1] - c[k])), order="F")
+                _unpack(dst, rpos, cpos[c[k]:c[k + 1]], part)
+
+
+def _round_total(parts, cuts, rounds) -> int:
+    """The most elements any one round moves over ``parts``."""
+    best = 0
+    for k in range(rounds):
+        best = max(best, sum(p[1].size * int(c[k + 1] - c[k]) for p, c in zip(parts, cuts)))
+    return best
 
 
 def _plain(t: DistributedTensor) -> DistributedTensor:
@@ -250,7 +290,7 @@ def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None) -> Cyc
     comm = pgrid.comm
     shape = t.shape
     # I send the part of my block that each grid process holds (if I write my block)
-    sends, scount = [], np.zeros(layout.nprocs, np.int64)
+    sends = []
     me, mine = comm.Get_rank(), None
     if writer_of_block(s):
         rs, cs = t.shard_slices
@@ -262,31 +302,23 @@ def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None) -> Cyc
             pr, pc = layout.coords(q)
             rpos, cpos = np.flatnonzero(rown == pr), np.flatnonzero(coln == pc)
             if rpos.size and cpos.size and q != me:
-                sends.append((q, rpos, cpos))
-                scount[q] = rpos.size * cpos.size
+                sends.append((q, rpos, cpos, cols[cpos]))
             elif rpos.size and cpos.size:
                 mine = (rpos, cpos)
     local = np.empty(layout.local_shape(me_coords), dtype, order="F")
     # I receive from each writing device the part of its block I hold
-    recv_parts, rcount = [], np.zeros(layout.nprocs, np.int64)
+    recvs = []
     for d in range(mesh.size):
         if not writer_of_block(s, d):
             continue
         rs, cs = s.shard_slices(shape, d)
         grow = my_rows[(my_rows >= rs.start) & (my_rows < rs.stop)]
         gcol = my_cols[(my_cols >= cs.start) & (my_cols < cs.stop)]
+        lrow = local_index(grow, layout.block[0], layout.grid[0])
+        lcol = local_index(gcol, layout.block[1], layout.grid[1])
         if grow.size and gcol.size and d != me:
-            recv_parts.append((d, grow, gcol))
-            rcount[d] = grow.size * gcol.size
+            recvs.append((d, lrow, lcol, gcol))
         elif grow.size and gcol.size and mine is not None:  # my own part: copied, not sent
-            _copy(local, local_index(grow, layout.block[0], layout.grid[0]),
-                  local_index(gcol, layout.block[1], layout.grid[1]), t._interior, *mine)
-    sbuf = _packed(t._interior, sends, scount, dtype)
-    rbuf = np.empty(int(rcount.sum()), dtype)
-    _alltoallv(comm, sbuf, scount, rbuf, rcount, "to_cyclic")
-    offs = np.concatenate([[0], np.cumsum(rcount)])
-    for d, grow, gcol in recv_parts:
-        part = rbuf[offs[d]:offs[d + 1]].reshape((grow.size, gcol.size), order="F")
-        _unpack(local, local_index(grow, layout.block[0], layout.grid[0]),
-                local_index(gcol, layout.block[1], layout.grid[1]), part)
+            _copy(local, lrow, lcol, t._interior, *mine)
+    _exchange(comm, np.asarray(t._interior), sends, local, recvs, shape, "to_cyclic")
     return CyclicMatrix(layout, pgrid, local, mesh)

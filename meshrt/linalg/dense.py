@@ -297,8 +297,11 @@ def _householder(a: DistributedTensor, name, dtype=None):
 def _r_factor(c: CyclicMatrix, sharding: Sharding, shape) -> DistributedTensor:
     """The upper trapezoid of ``c``'s leading ``shape`` part (``R``; the reflectors below stay in ``c``)."""
     r = c.to_tensor(sharding, shape=shape)
-    start = r.shard_slices[0].start
-    r._interior[...] = np.triu(r._interior, start - r.shard_slices[1].start)
+    (rs, cs), block = r.shard_slices, r._interior
+    cols = np.arange(block.shape[1])
+    for i in range(0, block.shape[0], 256):  # in place, a few rows at a time (np.triu would copy it all)
+        first = np.arange(rs.start + i, rs.start + min(block.shape[0], i + 256)) - cs.start  # the diagonal's column
+        block[i:i + first.size][cols[None, :] < first[:, None]] = 0
     return r
 
 
@@ -381,31 +384,19 @@ def _residuals(res, b):
     return np.asarray(res)
 
 
-def _hermitian(a: DistributedTensor, UPLO: str, dtype) -> DistributedTensor:
-    """The Hermitian matrix numpy's ``eigh`` reads from ``a``'s ``UPLO`` triangle (the other one mirrored,
-    the diagonal's real part), in ``a``'s sharding: one transposing exchange."""
+def _eigh_prepare(name, a: DistributedTensor, UPLO, block, grid):
+    """``a``'s Hermitian matrix as numpy's ``eigh`` reads it from the ``UPLO`` triangle, in the block-cyclic
+    layout, reduced to tridiagonal form. The ``"U"`` triangle is the lower one of ``a^H``: the transposed
+    view enters the layout (the same one exchange) and is conjugated there."""
+    _square(name, a)
     if UPLO not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
-    s = _plain(a.sharding)
-    a = a if a.sharding == s else a.reshard(s)
-    mirror = (a.T.conj() if a.dtype.kind == "c" else a.T).reshard(s)
-    rs, cs = a.shard_slices
-    gi = np.arange(rs.start, rs.stop)[:, None]
-    gj = np.arange(cs.start, cs.stop)[None, :]
-    keep = gi >= gj if UPLO == "L" else gi <= gj
-    out = DistributedTensor.empty(a.shape, s, dtype)
-    block = out._interior
-    block[...] = np.where(keep, a._interior, mirror._interior)
-    if block.dtype.kind == "c":
-        on = np.broadcast_to(gi == gj, block.shape)
-        block[on] = block[on].real
-    return out
-
-
-def _eigh_prepare(name, a: DistributedTensor, UPLO, block, grid):
-    _square(name, a)
     dt = _work_dtype(name, a.dtype)
-    c = to_cyclic(_hermitian(a, UPLO, dt), block=block if block is not None else _env_block(), grid=grid)
+    c = to_cyclic(a if UPLO == "L" else a.T, block=block if block is not None else _env_block(), grid=grid,
+                  dtype=dt)
+    if UPLO == "U" and c.dtype.kind == "c":
+        np.conjugate(c.local, out=c.local)
+    eigen.hermitian_from_lower(c)
     d, e, refl = eigen.tridiagonalize(c)
     return c, d, e, refl, np.dtype(dt).type(0).real.dtype
 
@@ -423,6 +414,7 @@ def eigh(a: DistributedTensor, UPLO: str = "L", *, block=None, grid=None):
         return _replicated_result(w, a.mesh), _replicated_result(v, a.mesh)
     c, d, e, refl, wdt = _eigh_prepare("eigh", a, UPLO, block, grid)
     z, w = eigen.eigenvectors(c, d, e, refl)
+    del c  # the reflectors: not needed while the vectors leave the layout
     return _replicated_result(w.astype(wdt), a.mesh), z.to_tensor(_plain(a.sharding))
 
 

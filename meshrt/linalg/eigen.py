@@ -55,7 +55,7 @@ from .blockcyclic import BlockCyclic, local_index
 from .cyclic import CyclicMatrix
 from .factor import _apply_block_reflector, _bcast, _column_chunks, _mpi_in_place
 
-__all__ = ["tridiagonalize", "eigenvalues", "eigenvectors", "vector_ranges", "PANEL"]
+__all__ = ["hermitian_from_lower", "tridiagonalize", "eigenvalues", "eigenvectors", "vector_ranges", "PANEL"]
 
 #: columns per panel of the reduction (``latrd``'s block): the rank of the trailing GEMM is twice this;
 #: the replicated corrections inside a panel cost ``O(N PANEL)`` per column
@@ -86,6 +86,33 @@ def _larfg(x: np.ndarray):
     return beta, tau, rest * x.dtype.type(1.0 / (alpha - beta))
 
 
+def hermitian_from_lower(a: CyclicMatrix) -> None:
+    """Make the diagonal blocks of ``a`` Hermitian from their lower triangles, in place: the strict upper
+    triangle mirrored, the diagonal's imaginary part dropped, as numpy's ``eigh`` reads ``UPLO="L"``.
+    `tridiagonalize` reads nothing else above the diagonal, so a matrix whose lower triangle holds the
+    values needs no transposing exchange. No messages: each diagonal block lies on one process.
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> from meshrt.linalg.cyclic import to_cyclic
+    >>> a = to_cyclic(DistributedTensor.from_global(np.array([[1.0, 9.0], [2.0, 3.0]]), Sharding(Mesh((-1,)), [])))
+    >>> hermitian_from_lower(a); a.local.tolist()
+    [[1.0, 2.0], [2.0, 3.0]]
+    """
+    lay, loc = a.layout, a.local
+    n, nb = lay.shape[0], lay.block[0]
+    (pr_n, pc_n), (r, c) = lay.grid, a.grid.coords
+    for k in range(r, -(-n // nb), pr_n):
+        if k % pc_n != c:
+            continue
+        w = min(nb, n - k * nb)
+        lr, lc = local_index(k * nb, nb, pr_n), local_index(k * nb, nb, pc_n)
+        blk = loc[lr:lr + w, lc:lc + w]
+        upper = np.triu_indices(w, 1)
+        blk[upper] = blk.T[upper].conj()
+        if blk.dtype.kind == "c":
+            blk[np.diag_indices(w)] = blk.diagonal().real
+
+
 def panels(n: int, nb: int, width: int = PANEL):
     """The reduction's panels ``(first column, one past the last)``: ``width`` columns at most, cut at the
     block-column boundaries so that each lies on one process column."""
@@ -98,8 +125,8 @@ def panels(n: int, nb: int, width: int = PANEL):
 
 
 def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
-    """Reduce Hermitian ``a`` (both triangles stored; square blocks) to real tridiagonal ``T = Q^H A Q`` in
-    place. Returns ``(d, e, refl)``: the diagonal and off-diagonal (float64, the same on every process) and,
+    """Reduce Hermitian ``a`` (square blocks; read from its lower triangle and its whole diagonal blocks,
+    see `hermitian_from_lower`) to real tridiagonal ``T = Q^H A Q`` in place. Returns ``(d, e, refl)``: the diagonal and off-diagonal (float64, the same on every process) and,
     per block column, ``(first column, number of reflectors, T)`` for `eigenvectors` (the reflectors stay in
     ``a`` below the subdiagonal)."""
     lay, grid, loc = a.layout, a.grid, a.local
@@ -219,15 +246,17 @@ def eigenvectors(a: CyclicMatrix, d: np.ndarray, e: np.ndarray, refl, w: np.ndar
     conj = "C" if dt.kind == "c" else "T"
     nbz = max(1, -(-n // pc_n))
     zlay = BlockCyclic((n, n), (nb, nbz), lay.grid)
-    z = CyclicMatrix.zeros(zlay, grid, dt, a.mesh)
     rows = a.rows()
     if pc_n == 1 and w is None:
         w, zt = lapack.stemr(d, e)
-        z.local[...] = zt[rows]
+        local = _my_rows(zt, rows)
         del zt
     else:
         w = eigenvalues(d, e) if w is None else w
-        _tridiagonal_vectors(z, d, e, w, rows, nbz)
+        local = _tridiagonal_vectors(zlay, grid, d, e, w, rows, nbz)
+    # the tridiagonal's vectors are real; Q's reflectors make them complex (or float32) on the way back
+    z = CyclicMatrix(zlay, grid, local.astype(dt, order="F", copy=False), a.mesh)
+    del local
     for s0, nref, t in reversed(refl):
         ck = (s0 // nb) % pc_n
         lr = lay.row_start(s0 + 1, r)
@@ -276,17 +305,32 @@ def _onenorm(d, e) -> float:
     return float(col.max())
 
 
-def _tridiagonal_vectors(z: CyclicMatrix, d, e, w, rows, nbz) -> None:
-    """``z.local`` = my rows of the tridiagonal's eigenvectors of my columns: this process column's
-    `vector_ranges` computed by one ``dstein`` (``dstemr`` for all of them), then moved to the even
-    column blocks by one ``Alltoallv`` along the process row where a boundary moved."""
+def _my_rows(zt: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``zt[rows]`` column-major: ``zt`` itself where ``rows`` are all of them (one process row), else
+    copied a few columns at a time (no temporary the size of the selection)."""
+    if rows.size == zt.shape[0]:
+        return np.asfortranarray(zt)
+    out = np.empty((rows.size, zt.shape[1]), zt.dtype, order="F")
+    for j in range(0, zt.shape[1], 256):
+        out[:, j:j + 256] = zt[rows, j:j + 256]
+    return out
+
+
+def _flat(x: np.ndarray) -> np.ndarray:
+    """The column-major array ``x`` as a 1-D view (an MPI buffer without a copy)."""
+    return x.reshape(-1, order="F")
+
+
+def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndarray:
+    """My rows of the tridiagonal's eigenvectors of my columns (``zlay``'s local matrix): this process
+    column's `vector_ranges` computed by one ``dstein`` (``dstemr`` for all of them), then moved to the
+    even column blocks by one ``Alltoallv`` along the process row where a boundary moved, straight from
+    the computed columns into their places (both are column ranges of column-major matrices)."""
     n = w.size
-    grid = z.grid
-    pc_n, c = z.layout.grid[1], grid.coords[1]
+    pc_n, c = zlay.grid[1], grid.coords[1]
     ranges = vector_ranges(w, pc_n, nbz, _onenorm(d, e))
     even = [(min(n, q * nbz), min(n, (q + 1) * nbz)) for q in range(pc_n)]
     lo, hi = ranges[c]
-    mine = np.zeros((rows.size, hi - lo), np.float64, order="F")
     if hi > lo:
         if (lo, hi) == (0, n):  # all of them: MRRR
             zt = lapack.stemr(d, e)[1]
@@ -295,30 +339,25 @@ def _tridiagonal_vectors(z: CyclicMatrix, d, e, w, rows, nbz) -> None:
 
             zt = scipy.linalg.eigh_tridiagonal(d, e, select="i", select_range=(lo, hi - 1),
                                                lapack_driver="stebz")[1]
-        mine[...] = zt[rows]
+        mine = _my_rows(zt, rows)
         del zt
+    else:
+        mine = np.zeros((rows.size, 0), np.float64, order="F")
     if ranges == even:
-        z.local[...] = mine
-        return
-    # column k of the range I computed goes to the process column whose even block holds k
-    sends, scount, rcount = [], np.zeros(pc_n, np.int64), np.zeros(pc_n, np.int64)
-    for q, (qlo, qhi) in enumerate(even):
-        a0, a1 = max(lo, qlo), min(hi, qhi)
-        if a1 > a0:
-            sends.append(mine[:, a0 - lo:a1 - lo].ravel(order="F"))
-            scount[q] = rows.size * (a1 - a0)
+        return mine
     elo, ehi = even[c]
-    parts = []
-    for q, (qlo, qhi) in enumerate(ranges):
-        a0, a1 = max(elo, qlo), min(ehi, qhi)
+    local = np.empty((rows.size, ehi - elo), np.float64, order="F")
+    # column k of the range I computed goes to the process column whose even block holds k; in both
+    # matrices each peer's columns are one contiguous range, in the order of the peers
+    scount, sdisp = np.zeros(pc_n, np.int64), np.zeros(pc_n, np.int64)
+    rcount, rdisp = np.zeros(pc_n, np.int64), np.zeros(pc_n, np.int64)
+    for q in range(pc_n):
+        a0, a1 = max(lo, even[q][0]), min(hi, even[q][1])
         if a1 > a0:
-            parts.append((q, a0, a1))
-            rcount[q] = rows.size * (a1 - a0)
-    sbuf = np.concatenate(sends) if sends else np.zeros(0, np.float64)
-    rbuf = np.empty(int(rcount.sum()), np.float64)
-    sd = np.concatenate([[0], np.cumsum(scount)[:-1]])
-    rd = np.concatenate([[0], np.cumsum(rcount)[:-1]])
+            scount[q], sdisp[q] = rows.size * (a1 - a0), rows.size * (a0 - lo)
+        a0, a1 = max(elo, ranges[q][0]), min(ehi, ranges[q][1])
+        if a1 > a0:
+            rcount[q], rdisp[q] = rows.size * (a1 - a0), rows.size * (a0 - elo)
     with _mpi.internal("eigh", "the eigenvectors to their column blocks", grid.row):
-        grid.row.Alltoallv([sbuf, (scount, sd)], [rbuf, (rcount, rd)])
-    for q, a0, a1 in parts:
-        z.local[:, a0 - elo:a1 - elo] = rbuf[rd[q]:rd[q] + rcount[q]].reshape((rows.size, a1 - a0), order="F")
+        grid.row.Alltoallv([_flat(mine), (scount, sdisp)], [_flat(local), (rcount, rdisp)])
+    return local

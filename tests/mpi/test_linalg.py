@@ -286,6 +286,26 @@ def test_cyclic_round_trip_any_sharding(mesh, mesh2):
             assert np.array_equal(c.to_tensor(s2).gather(), a)
 
 
+@pytest.mark.parametrize("round_bytes", [1, 8 * 13 * 2, 8 * 13 * 5])
+def test_cyclic_round_trip_in_rounds(mesh, mesh2, monkeypatch, round_bytes):
+    """The exchanges move a column range per round (one column at the least): every split, uneven offsets
+    and a dtype conversion on the way land where one round puts them."""
+    from meshrt.linalg import cyclic
+
+    monkeypatch.setattr(cyclic, "_ROUND_BYTES", round_bytes)
+    a = rand((13, 11), np.float64, 3)
+    offsets = [0] + [min(13, i * (13 // P) + 1) for i in range(1, P)] + [13]  # the first block longer
+    offs = Sharding(mesh, [[0]], sharded_dims_offsets=offsets)
+    for s in layouts(mesh, mesh2) + [offs]:
+        for block, grid in (((2, 3), None), ((4, 1), (P, 1))):
+            c = to_cyclic(split(a, s), block=block, grid=grid)
+            for s2 in layouts(mesh, mesh2) + [offs]:
+                assert np.array_equal(c.to_tensor(s2).gather(), a)
+        c32 = to_cyclic(split(a, s), block=(3, 2), dtype=np.float32)
+        assert np.array_equal(c32.to_tensor(s).gather(), a.astype(np.float32))
+    assert cyclic.exchange_rounds(a.shape, 8) == -(-11 // max(1, round_bytes // (8 * 13)))
+
+
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(n=st.integers(1, 30), block=st.integers(1, 9), seed=st.integers(0, 2**16))
 def test_randomized_solve_and_cholesky(n, block, seed):
@@ -373,17 +393,27 @@ def test_eigh_on_every_grid_shape(mesh, block, grid, dt):
         assert np.abs(w2.gather() - w.gather()).max(initial=0) <= THRESH * eps(dt) * n * np.linalg.norm(a, 1)
 
 
-def test_eigh_reads_one_triangle_as_numpy(mesh):
+@pytest.mark.parametrize("block", [None, 3])
+def test_eigh_reads_one_triangle_as_numpy(mesh, mesh2, monkeypatch, block):
+    """Only the ``UPLO`` triangle is read, on every layout, with diagonal blocks on every process (block 3):
+    the other triangle and the diagonal's imaginary part are junk."""
+    if block:
+        monkeypatch.setenv("MESHRT_LINALG_BLOCK", str(block))
     n = 17
-    a = hermitian(n, np.complex128, 3)
-    junk = a + np.triu(rand((n, n), np.complex128, 4), 1) + 1j * np.diag(np.arange(n))  # not Hermitian
+    for dt in (np.complex128, np.float64):
+        a = hermitian(n, dt, 3)
+        junk = a + np.triu(rand((n, n), dt, 4), 1)  # not Hermitian
+        if dt == np.complex128:
+            junk = junk + 1j * np.diag(np.arange(n))
+        for s in layouts(mesh, mesh2):
+            for uplo in ("L", "U"):
+                src = junk if uplo == "L" else junk.conj().T
+                w, v = np.linalg.eigh(split(src, s), UPLO=uplo)
+                check_eigh(a, w.gather(), v.gather(), dt)
+                wv = np.linalg.eigvalsh(split(src, s), UPLO=uplo).gather()
+                assert np.allclose(wv, np.linalg.eigvalsh(src, UPLO=uplo), atol=1e-12 * n)
     rows = Sharding(mesh, [[0]])
-    for uplo in ("L", "U"):
-        src = junk if uplo == "L" else junk.conj().T
-        w, v = np.linalg.eigh(split(src, rows), UPLO=uplo)
-        check_eigh(a, w.gather(), v.gather(), np.complex128)
-        wv = np.linalg.eigvalsh(split(src, rows), UPLO=uplo).gather()
-        assert np.allclose(wv, np.linalg.eigvalsh(src, UPLO=uplo), atol=1e-12 * n)
+    a = hermitian(n, np.complex128, 3)
     with pytest.raises(ValueError, match="UPLO"):
         np.linalg.eigh(split(a, rows), UPLO="X")
     with pytest.raises(np.linalg.LinAlgError, match="square"):
