@@ -25,7 +25,8 @@ from collections import namedtuple
 import numpy as np
 
 from ..linalg import dense as _dense, svd as _svd
-from ..linalg.numpy_linalg import per_matrix as _per_matrix, stack_split as _stack_split
+from ..linalg.numpy_linalg import (each_matrix as _each_matrix, matrix_split as _matrix_split,
+                                   per_matrix as _per_matrix, stack_split as _stack_split)
 from ..tensor import numpy_misc as _numpy_misc
 from ..linalg.tall import is_tall_row_split as _row_split, tsqr, tsqr_fits, tsqr_svd, tsqr_svdvals
 from ._device import GATHERS, is_replicated, wrap  # noqa: F401  (GATHERS: explain_op's table)
@@ -40,12 +41,20 @@ QRResult = namedtuple("QRResult", "Q R")
 SVDResult = namedtuple("SVDResult", "U S Vh")
 
 
-def _stacked_or_gathered(name, fn, args, why):
+#: the one case left that gathers: an operand that is no matrix (numpy's own error, raised from its global array)
+_SQUARE = "not a matrix or a stack of matrices"
+
+
+def _stacked_or_gathered(name, fn, args, why, each=None):
     """``fn`` per process on its matrices where ``args[0]`` is a stack split on its stack dims
-    (`_stack_split`), else the gathered route (``why`` its reason)."""
+    (`_stack_split`); ``each`` (this namespace's function on one matrix) on each split matrix in turn
+    where it is a stack split on the matrices' dims (`_matrix_split`); else the gathered route (``why`` its
+    reason)."""
     x = args[0]
     if _stack_split(x, *args[1:]):
         return _per_matrix(fn, *args)
+    if each is not None and _matrix_split(x):
+        return _each_matrix(each, *args)
     return _gathered(name, fn, args, {}, why)
 
 
@@ -59,7 +68,8 @@ def qr(x, /, *, mode="reduced"):
     if _dense.is_distributable(x):
         return QRResult(*_dense.qr(x, mode))
     return _stacked_or_gathered("linalg.qr", lambda a: np.linalg.qr(a, mode=mode), (x,),
-                                "not a tall matrix split on rows only (or mode='complete')")
+                                "not a tall matrix split on rows only (or mode='complete')",
+                                lambda a: qr(a, mode=mode))
 
 
 def svd(x, /, *, full_matrices=True):
@@ -71,7 +81,8 @@ def svd(x, /, *, full_matrices=True):
     if _dense.is_distributable(x):
         return SVDResult(*_svd.svd(x, full_matrices=full_matrices))
     return _stacked_or_gathered("linalg.svd", lambda a: np.linalg.svd(a, full_matrices=full_matrices), (x,),
-                                "a stack of matrices split on the matrices' dims")
+                                _SQUARE,
+                                lambda a: svd(a, full_matrices=full_matrices))
 
 
 def svdvals(x, /):
@@ -82,10 +93,7 @@ def svdvals(x, /):
     if _dense.is_distributable(x):
         return _svd.svdvals(x)
     return _stacked_or_gathered("linalg.svdvals", np.linalg.svdvals, (x,),
-                                "a stack of matrices split on the matrices' dims")
-
-
-_SQUARE = "a stack of matrices split on the matrices' dims"
+                                _SQUARE, svdvals)
 
 
 def _small(name, fn, doc):
@@ -93,10 +101,12 @@ def _small(name, fn, doc):
         _need_array(name, x)
         if not kwargs and _stack_split(x, *args):
             return _per_matrix(fn, x, *args)
+        if not kwargs and _matrix_split(x):  # this namespace's own function, on each split matrix
+            return _each_matrix(globals()[name], x, *args)
         return _gathered("linalg." + name, fn, (x, *args), kwargs, _SQUARE)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc + (" Computed where replicated, per process on its matrices for a stack split on its stack "
-                       "dims (a stack split on the matrices' dims is gathered first).")
+                       "dims, matrix by matrix by the distributed form for a stack split on the matrices' dims.")
     return f
 
 
@@ -105,7 +115,8 @@ def cholesky(x, /, *, upper=False):
     _need_array("cholesky", x)
     if _dense.is_distributable(x):
         return _dense.cholesky(x, upper=upper)
-    return _stacked_or_gathered("linalg.cholesky", lambda a: np.linalg.cholesky(a, upper=upper), (x,), _SQUARE)
+    return _stacked_or_gathered("linalg.cholesky", lambda a: np.linalg.cholesky(a, upper=upper), (x,), _SQUARE,
+                                lambda a: cholesky(a, upper=upper))
 
 
 def pinv(x, /, *, rtol=None):
@@ -114,7 +125,8 @@ def pinv(x, /, *, rtol=None):
     _need_array("pinv", x)
     if _dense.is_distributable(x):
         return _svd.pinv(x, rtol=rtol)
-    return _stacked_or_gathered("linalg.pinv", lambda a, r: np.linalg.pinv(a, rtol=r), (x, rtol), _SQUARE)
+    return _stacked_or_gathered("linalg.pinv", lambda a, r: np.linalg.pinv(a, rtol=r), (x, rtol), _SQUARE,
+                                lambda a, r: pinv(a, rtol=r))
 
 
 def matrix_rank(x, /, *, rtol=None):
@@ -124,7 +136,8 @@ def matrix_rank(x, /, *, rtol=None):
     if _dense.is_distributable(x):
         return wrap(np.asarray(_svd.matrix_rank(x, rtol=rtol)), x.mesh, replicate=True)
     return _stacked_or_gathered("linalg.matrix_rank",
-                                lambda a, r: np.asarray(np.linalg.matrix_rank(a, rtol=r)), (x, rtol), _SQUARE)
+                                lambda a, r: np.asarray(np.linalg.matrix_rank(a, rtol=r)), (x, rtol), _SQUARE,
+                                lambda a, r: matrix_rank(a, rtol=r))
 _eigh = _small("eigh", np.linalg.eigh, "Eigenvalues and eigenvectors of a symmetric/Hermitian matrix.")
 _eigvalsh = _small("eigvalsh", np.linalg.eigvalsh, "Eigenvalues of a symmetric/Hermitian matrix.")
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
@@ -188,7 +201,9 @@ def solve(x1, x2, /):
     if _dense.is_distributable(x1) and x2.ndim <= 2:
         return _dense.solve(x1, x2)
     return _stacked_or_gathered("linalg.solve", np.linalg.solve, (x1, x2),
-                                "a stack of systems split on the matrices' dims, or x2 laid out apart")
+                                "x2 laid out apart from x1 (neither a stack of x1's stack shape nor one vector)",
+                                solve if x2.ndim == 1 or (x2.ndim == x1.ndim and x2.shape[:-2] == x1.shape[:-2])
+                                else None)
 
 
 def cross(x1, x2, /, *, axis=-1):
@@ -208,7 +223,8 @@ def diagonal(x, /, *, offset=0):
     if x.ndim == 2 and not is_replicated(x):
         return _numpy_misc.diagonal_2d(x, offset)
     return _stacked_or_gathered("linalg.diagonal", lambda a: np.linalg.diagonal(a, offset=offset).copy(), (x,),
-                                "a stack of matrices split on the matrices' dims")
+                                _SQUARE,
+                                lambda a: diagonal(a, offset=offset))
 
 
 def trace(x, /, *, offset=0, dtype=None):
@@ -219,7 +235,8 @@ def trace(x, /, *, offset=0, dtype=None):
         return _call("linalg.trace", lambda a: np.asarray(np.trace(a, offset=offset, dtype=dtype)), (x,))
     return _stacked_or_gathered("linalg.trace",
                                 lambda a: np.asarray(np.linalg.trace(a, offset=offset, dtype=dtype)), (x,),
-                                "a stack of matrices split on the matrices' dims")
+                                _SQUARE,
+                                lambda a: trace(a, offset=offset, dtype=dtype))
 
 
 def outer(x1, x2, /):
@@ -245,7 +262,8 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002
         return _call("linalg.matrix_norm", norm, (x,))
     return _stacked_or_gathered("linalg.matrix_norm",
                                 lambda a: np.asarray(np.linalg.matrix_norm(a, keepdims=keepdims, ord=ord)), (x,),
-                                "a stack of matrices split on the matrices' dims")
+                                _SQUARE,
+                                lambda a: matrix_norm(a, keepdims=keepdims, ord=ord))
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002

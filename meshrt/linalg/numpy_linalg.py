@@ -23,7 +23,7 @@ from ..tensor import numpy_functions as _numpy_functions, numpy_misc as _numpy_m
 from ..tensor.numpy_shifts import MAX_GATHERED
 from . import dense
 
-__all__ = ["MAX_GATHERED", "per_matrix", "stack_split"]
+__all__ = ["MAX_GATHERED", "per_matrix", "stack_split", "each_matrix", "matrix_split"]
 
 
 def _tensor(name, t):
@@ -124,6 +124,105 @@ def per_matrix(fn, x, *args):
     return wrap(result)
 
 
+def matrix_split(x) -> bool:
+    """Whether ``x`` is a stack of matrices (3 dims or more) with a mesh axis on a matrix dim (or partial
+    values): then each matrix is itself split, and `each_matrix` runs the distributed 2-D algorithm on them
+    one after the other.
+
+    >>> from meshrt import Mesh
+    >>> matrix_split(DistributedTensor.zeros((4, 3, 3), Sharding(Mesh((-1,)), [[], [0]])))
+    True
+    """
+    if not (isinstance(x, DistributedTensor) and x.ndim > 2):
+        return False
+    s, nb = x.sharding, x.ndim - 2
+    return bool(s.dim_axes(nb) or s.dim_axes(nb + 1) or (s.is_partial and not stack_split(x)))
+
+
+def _matrices_split(t: DistributedTensor, nb: int) -> DistributedTensor:
+    """``t`` with its first ``nb`` (stack) dims whole on every process: the mesh axes that split them, if
+    any, moved onto the rows (one all-to-all, so each process still holds its share, never a gather);
+    halos and partial values resolved."""
+    s = t.sharding
+    stack_axes = [ax for d in range(nb) for ax in s.dim_axes(d)]
+    if not stack_axes and not s.is_partial and not s.halo_sizes:
+        return t
+    split = [[] for _ in range(nb)] + [list(s.dim_axes(nb)) + stack_axes] + \
+        [list(s.dim_axes(d)) for d in range(nb + 1, t.ndim)]
+    return t.reshard(Sharding(s.mesh, split))
+
+
+def each_matrix(fn, x, *args):
+    """``fn`` (a numpy function, on 2-D tensors: meshrt's distributed form) on each matrix of the stack
+    ``x`` in turn (`matrix_split`), with the stack arguments among ``args`` (tensors or arrays of ``x``'s
+    stack shape and rank) indexed alike; the results stacked back: a result tensor keeps its sharding on its
+    own dims (the stack dims whole), a number or array is the same on every process (replicated). Tuples
+    and named tuples field by field. A ``LinAlgError`` in any matrix is raised on every process, as the 2-D
+    algorithms raise it.
+
+    >>> from meshrt import Mesh
+    >>> x = DistributedTensor.from_global(np.eye(3) * np.arange(1.0, 5.0)[:, None, None],
+    ...                                   Sharding(Mesh((-1,)), [[], [0]]))
+    >>> each_matrix(np.linalg.det, x).gather()
+    array([ 1.,  8., 27., 64.])
+    >>> each_matrix(np.linalg.inv, x).gather()[1].diagonal().tolist()
+    [0.5, 0.5, 0.5]
+    """
+    nb = x.ndim - 2
+    stack = x.shape[:nb]
+    given = _plain(x)
+    x = _matrices_split(x, nb)
+
+    def stacked(a):
+        return (isinstance(a, (DistributedTensor, np.ndarray)) and a.ndim == x.ndim and a.shape[:nb] == stack)
+
+    args = [_matrices_split(a, nb) if isinstance(a, DistributedTensor) and stacked(a) else a for a in args]
+    outs = None
+    for idx in np.ndindex(*stack):
+        r = fn(x[idx], *[a[idx] if stacked(a) else a for a in args])
+        leaves = [_plain_tensor(leaf) if isinstance(leaf, DistributedTensor) else leaf for leaf in _leaves(r)]
+        if outs is None:
+            outs = [_stack_of(leaf, stack, x.mesh) for leaf in leaves]
+        for out, leaf in zip(outs, leaves):
+            out_block = out._interior if isinstance(out, DistributedTensor) else out
+            out_block[idx] = leaf._interior if isinstance(leaf, DistributedTensor) else leaf
+    if outs is None:  # an empty stack: numpy's result shapes, from one empty call
+        return fn(x._full_interior(), *[a._full_interior() if isinstance(a, DistributedTensor) else a for a in args])
+    # a result shaped like the stack (inv, cholesky, ...) goes back to the stack's own sharding
+    leaves = iter(dense._replicated_result(o, x.mesh) if isinstance(o, np.ndarray)
+                  else o.reshard(given) if o.shape == x.shape and o.sharding != given else o for o in outs)
+    return _rebuild(r, leaves)
+
+
+def _leaves(r) -> list:
+    if isinstance(r, tuple):
+        return [leaf for v in r for leaf in _leaves(v)]
+    return [r]
+
+
+def _rebuild(r, leaves):
+    if isinstance(r, tuple):
+        vals = [_rebuild(v, leaves) for v in r]
+        return type(r)(*vals) if hasattr(r, "_fields") else type(r)(vals)
+    return next(leaves)
+
+
+def _plain_tensor(t: DistributedTensor) -> DistributedTensor:
+    return t.reshard(_plain(t)) if t.sharding.is_partial or t.sharding.halo_sizes else t
+
+
+def _stack_of(leaf, stack, mesh):
+    """The empty stack of ``stack`` results like ``leaf``: a tensor split as ``leaf`` on its dims, or a
+    numpy array for numbers."""
+    if isinstance(leaf, DistributedTensor) and any(leaf.sharding.split_axes):
+        s = leaf.sharding
+        split = [[] for _ in stack] + [list(s.dim_axes(d)) for d in range(leaf.ndim)]
+        return DistributedTensor.empty(tuple(stack) + leaf.shape,
+                                       Sharding(mesh, split, sharded_dims_offsets=s.sharded_dims_offsets), leaf.dtype)
+    value = leaf._interior if isinstance(leaf, DistributedTensor) else np.asarray(leaf)
+    return np.empty(tuple(stack) + value.shape, value.dtype)
+
+
 def _distributed(a) -> bool:
     return isinstance(a, DistributedTensor) and dense.is_distributable(a)
 
@@ -132,6 +231,8 @@ def _distributed(a) -> bool:
 def _np_inv(a):
     if stack_split(a):
         return per_matrix(np.linalg.inv, a)
+    if matrix_split(a):
+        return each_matrix(np.linalg.inv, a)
     if _distributed(a):
         return dense.inv(a)
     return _like(np.linalg.inv(_gathered("np.linalg.inv", a)), a)
@@ -141,6 +242,8 @@ def _np_inv(a):
 def _np_det(a):
     if stack_split(a):
         return per_matrix(np.linalg.det, a)
+    if matrix_split(a):
+        return each_matrix(np.linalg.det, a)
     if _distributed(a):
         return dense.det(a)
     return np.linalg.det(_gathered("np.linalg.det", a))
@@ -150,6 +253,8 @@ def _np_det(a):
 def _np_slogdet(a):
     if stack_split(a):
         return per_matrix(np.linalg.slogdet, a)
+    if matrix_split(a):
+        return each_matrix(np.linalg.slogdet, a)
     if _distributed(a):
         return dense.slogdet(a)
     return np.linalg.slogdet(_gathered("np.linalg.slogdet", a))
@@ -159,6 +264,8 @@ def _np_slogdet(a):
 def _np_solve(a, b):
     if stack_split(a, b) and isinstance(b, DistributedTensor):
         return per_matrix(np.linalg.solve, a, b)
+    if matrix_split(a) and (np.ndim(b) == 1 or (np.ndim(b) == a.ndim and np.shape(b)[:-2] == a.shape[:-2])):
+        return each_matrix(np.linalg.solve, a, b)
     if _distributed(a) and (not isinstance(b, DistributedTensor) or b.ndim <= 2):
         return dense.solve(a, b)
     A = _gathered("np.linalg.solve", a) if isinstance(a, DistributedTensor) else np.asarray(a)
@@ -175,6 +282,8 @@ def _np_solve(a, b):
 def _np_matrix_power(a, n):
     if stack_split(a):
         return per_matrix(np.linalg.matrix_power, a, n)
+    if matrix_split(a):
+        return each_matrix(np.linalg.matrix_power, a, n)
     if _distributed(a):
         return dense.matrix_power(a, n)
     return _like(np.linalg.matrix_power(_gathered("np.linalg.matrix_power", a), n), a)
@@ -184,6 +293,8 @@ def _np_matrix_power(a, n):
 def _np_qr(a, mode="reduced"):
     if stack_split(a):
         return per_matrix(lambda m: np.linalg.qr(m, mode=mode), a)
+    if matrix_split(a):
+        return each_matrix(lambda m: np.linalg.qr(m, mode=mode), a)
     if _distributed(a):
         return dense.qr(a, mode)
     res = np.linalg.qr(_gathered("np.linalg.qr", a), mode=mode)
@@ -207,6 +318,8 @@ def _np_lstsq(a, b, rcond=None):
 def _np_eigh(a, UPLO="L"):
     if stack_split(a):
         return per_matrix(lambda m: np.linalg.eigh(m, UPLO=UPLO), a)
+    if matrix_split(a):
+        return each_matrix(lambda m: np.linalg.eigh(m, UPLO=UPLO), a)
     if _distributed(a):
         return dense.eigh(a, UPLO)
     w, v = np.linalg.eigh(_gathered("np.linalg.eigh", a), UPLO=UPLO)
@@ -217,6 +330,8 @@ def _np_eigh(a, UPLO="L"):
 def _np_eigvalsh(a, UPLO="L"):
     if stack_split(a):
         return per_matrix(lambda m: np.linalg.eigvalsh(m, UPLO=UPLO), a)
+    if matrix_split(a):
+        return each_matrix(lambda m: np.linalg.eigvalsh(m, UPLO=UPLO), a)
     if _distributed(a):
         return dense.eigvalsh(a, UPLO)
     return DistributedTensor.from_global(np.linalg.eigvalsh(_gathered("np.linalg.eigvalsh", a), UPLO=UPLO),
@@ -258,6 +373,9 @@ def _np_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if stack_split(a):
         return per_matrix(lambda m: np.linalg.svd(m, full_matrices=full_matrices, compute_uv=compute_uv,
                                                   hermitian=hermitian), a)
+    if matrix_split(a):
+        return each_matrix(lambda m: np.linalg.svd(m, full_matrices=full_matrices, compute_uv=compute_uv,
+                                                   hermitian=hermitian), a)
     if _distributed(a):
         if tsqr_fits(a) and (not full_matrices or not compute_uv):
             return tsqr_svdvals(a) if not compute_uv else _svd_result(*tsqr_svd(a))
@@ -291,6 +409,8 @@ def _np_pinv(a, rcond=None, hermitian=False, **kwargs):
         rcond = 1e-15 if rtol is missing else rtol
     if stack_split(a):
         return per_matrix(lambda m: np.linalg.pinv(m, rcond=rcond, hermitian=hermitian), a)
+    if matrix_split(a):
+        return each_matrix(lambda m: np.linalg.pinv(m, rcond=rcond, hermitian=hermitian), a)
     if _distributed(a):
         return _svd.pinv(a, rtol=rcond)
     kw = {"rcond": rcond} if rcond is not None else {"rtol": None}
@@ -304,6 +424,8 @@ def _np_matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     A = _tensor("np.linalg.matrix_rank", A)
     if stack_split(A):
         return per_matrix(lambda m: np.linalg.matrix_rank(m, tol=tol, hermitian=hermitian, rtol=rtol), A)
+    if matrix_split(A):
+        return each_matrix(lambda m: np.linalg.matrix_rank(m, tol=tol, hermitian=hermitian, rtol=rtol), A)
     if _distributed(A):
         return _svd.matrix_rank(A, tol=tol, rtol=rtol)
     return np.linalg.matrix_rank(_gathered("np.linalg.matrix_rank", A), tol=tol, hermitian=hermitian, rtol=rtol)
@@ -315,6 +437,8 @@ def _np_linalg_diagonal(x, /, *, offset=0):
     stack split on its stack dims, each process's matrices'."""
     if stack_split(x):
         return per_matrix(lambda m: np.linalg.diagonal(m, offset=offset).copy(), x)
+    if matrix_split(x):
+        return each_matrix(lambda m: np.linalg.diagonal(m, offset=offset).copy(), x)
     if x.ndim != 2:
         raise TypeError("np.linalg.diagonal on a DistributedTensor: a 2-D tensor or a stack split on its stack "
                         "dims (else meshrt.array_api's linalg.diagonal)")
@@ -334,6 +458,8 @@ def _np_cholesky(a, /, *, upper=False):
         raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
     if stack_split(a):
         return per_matrix(lambda m: np.linalg.cholesky(m, upper=upper), a)
+    if matrix_split(a):
+        return each_matrix(lambda m: np.linalg.cholesky(m, upper=upper), a)
     if _distributed(a):
         return dense.cholesky(a, upper=upper)
     L = np.linalg.cholesky(a.gather(), upper=upper)  # the same matrix everywhere: the same result or error
@@ -344,19 +470,22 @@ class LinalgPlan:
     """What ``np.linalg.<name>`` does with a split matrix, as `explain_op` prints it: the block-cyclic layout
     it enters, and this process's modeled communication (`meshrt.linalg.model`)."""
 
-    def __init__(self, name, shape, layout, kind, cost, gathers):
-        self.name, self.shape, self.layout, self.kind, self.cost, self.gathers = (
-            name, shape, layout, kind, cost, gathers)
+    def __init__(self, name, shape, layout, kind, cost, gathers, stack=None):
+        self.name, self.shape, self.layout, self.kind, self.cost, self.gathers, self.stack = (
+            name, shape, layout, kind, cost, gathers, stack)
 
     def __repr__(self):
         return f"LinalgPlan({self.name!r}, {self.layout})"
 
     def __str__(self):
+        head = f"np.linalg.{self.name} {self.shape}: "
         if self.gathers:
-            return (f"np.linalg.{self.name} {self.shape}: gathered on every process, solved by numpy there "
-                    f"(no distributed form for this case)")
+            return head + "gathered on every process, solved by numpy there (no distributed form for this case)"
+        if self.stack == "local":
+            return head + "numpy on each process's matrices (the stack split on its stack dims; nothing moves)"
         c = self.cost
-        return (f"np.linalg.{self.name} {self.shape}: one all-to-all into {self.layout}, {self.kind} "
+        each = (f"each of the {int(np.prod(self.shape[:-2]))} matrices in turn: " if self.stack == "each" else "")
+        return (head + each + f"one all-to-all into {self.layout}, {self.kind} "
                 f"({c.steps} panel steps; this process receives ~{c.words} words in ~{c.messages} tree "
                 f"messages, ~{c.flops:.3g} flops of local updates), one all-to-all back")
 
@@ -373,10 +502,13 @@ def _explainer(func):
 
         a = _tensor(f"np.linalg.{func.__name__}", a)
         kind = _KINDS[func]
-        if kind is None or a.ndim != 2 or not dense.is_distributable(a):
+        if stack_split(a):
+            return LinalgPlan(func.__name__, a.shape, None, kind, None, False, "local")
+        stack = "each" if matrix_split(a) else None
+        if kind is None or (a.ndim != 2 and not stack) or not (stack or dense.is_distributable(a)):
             return LinalgPlan(func.__name__, a.shape, None, kind, None, True)
-        layout = BlockCyclic.default(a.shape, a.mesh.size, dense._env_block())
-        n = min(a.shape)
+        layout = BlockCyclic.default(a.shape[-2:], a.mesh.size, dense._env_block())
+        n = min(a.shape[-2:])
         coords = divmod(a.mesh.rank, layout.grid[1])
         modeled = {"summa": "lu", "eigh": "qr"}.get(kind, kind)  # eigh: its reduction moves QR's panels
         cost = factorization_cost(modeled, n, layout.block[0], layout.grid, coords)
@@ -385,7 +517,7 @@ def _explainer(func):
                                                            "summa": "SUMMA products",
                                                            "eigh": "Householder reduction to tridiagonal form, "
                                                                    "the tridiagonal's eigenpairs, the reflectors "
-                                                                   "applied back"}[kind], cost, False)
+                                                                   "applied back"}[kind], cost, False, stack)
     return explain
 
 
