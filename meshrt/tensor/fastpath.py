@@ -63,11 +63,10 @@ def _element_layout(t: DistributedTensor):
         s, shape = ck
         e = False
         if not s._partial_axes and all(shape):
-            plan = _index_plan(t, (0,) * len(shape))[0]  # the general path once: the 0-d result's sharding
             offs, sizes = s.dim_offsets(shape), s.mesh.shape
             dims = tuple((tuple(offs[d]), axes, tuple(sizes[a] for a in axes)) if (axes := s.dim_axes(d)) else None
                          for d in range(len(shape)))
-            e = (dims, plan.result_sharding)
+            e = (dims, Sharding(s.mesh, []))  # (the general path's 0-d result: replicated, halos or not)
         if len(_LAYOUTS) > _LIMIT:
             _LAYOUTS.clear()
         _LAYOUTS[ck] = e
