@@ -55,7 +55,8 @@ from .blockcyclic import BlockCyclic, local_index
 from .cyclic import CyclicMatrix
 from .factor import _apply_block_reflector, _bcast, _column_chunks, _mpi_in_place
 
-__all__ = ["hermitian_from_lower", "tridiagonalize", "eigenvalues", "eigenvectors", "vector_ranges", "PANEL"]
+__all__ = ["hermitian_from_lower", "tridiagonalize", "eigenvalues", "eigenvectors", "vector_ranges", "subset_ranges",
+           "PANEL"]
 
 #: columns per panel of the reduction (``latrd``'s block): the rank of the trailing GEMM is twice this;
 #: the replicated corrections inside a panel cost ``O(N PANEL)`` per column
@@ -305,6 +306,69 @@ def _onenorm(d, e) -> float:
     return float(col.max())
 
 
+#: which way the tridiagonal's eigenvectors were computed, per call on this process (tests read it)
+stats = {"stein": 0, "one_column": 0, "mrrr_subsets": 0, "mrrr_refused": 0}
+
+#: vectors on each side of a boundary between two process columns' MRRR subsets whose inner products are
+#: checked (`_mrrr_subset`), and the largest one accepted, in units of ``eps sqrt(n)``
+BOUNDARY_VECTORS = 32
+BOUNDARY_TOL = 16.0
+
+
+def subset_ranges(w: np.ndarray, pc: int, nbz: int) -> list:
+    """The eigenvector index ranges of ``pc`` process columns when a cluster is too wide for one: the even
+    split, each boundary moved to the widest gap between consecutive eigenvalues within ``nbz / 8`` of it
+    (vectors of well separated eigenvalues come out most orthogonal from two MRRR calls).
+
+    >>> subset_ranges(np.array([0.0, 1, 2, 3, 3.5, 10, 11, 12]), 2, 4)
+    [(0, 5), (5, 8)]
+    """
+    n = w.size
+    gaps = np.diff(w)
+    bounds = [0]
+    for c in range(1, pc):
+        b = min(n, c * nbz)
+        reach = max(1, nbz // 8)
+        lo_b, hi_b = max(bounds[-1] + 1, b - reach), min(n - 1, b + reach)
+        if 0 < b < n and lo_b <= hi_b:  # the boundary b sits in the gap w[b] - w[b - 1]
+            b = lo_b + int(np.argmax(gaps[lo_b - 1:hi_b]))
+        bounds.append(max(bounds[-1], min(n, b)))
+    bounds.append(n)
+    return [(bounds[c], bounds[c + 1]) for c in range(pc)]
+
+
+def _mrrr_subset(grid, d, e, ranges):
+    """This process column's eigenvectors of its index range by MRRR (``dstemr`` on an index subset,
+    ``n x`` the range's size: never all of them), or None on every process when the vectors on the two sides
+    of some boundary between process columns are not orthogonal to within `BOUNDARY_TOL` ``eps sqrt(n)``
+    (two ``dstemr`` calls choose their own representations, which LAPACK does not promise to agree; the
+    check reads the `BOUNDARY_VECTORS` nearest each boundary, where the gaps are smallest)."""
+    from mpi4py import MPI
+
+    n = d.size
+    c, pc_n = grid.coords[1], len(ranges)
+    lo, hi = ranges[c]
+    zt = lapack.stemr(d, e, lo, hi)[1] if hi > lo else np.zeros((n, 0), np.float64, order="F")
+    k = BOUNDARY_VECTORS
+    head = np.ascontiguousarray(zt[:, :k].T)  # my first vectors, for the process column on my left
+    right = np.zeros((min(k, ranges[c + 1][1] - ranges[c + 1][0]) if c + 1 < pc_n else 0, n))
+    with _mpi.internal("eigh", "the vectors at the subsets' boundaries", grid.row):
+        reqs = [grid.row.Irecv(right, c + 1, 7)] if right.size else []
+        if c > 0 and head.size:
+            reqs.append(grid.row.Isend(head, c - 1, 7))
+        MPI.Request.Waitall(reqs)
+    worst = float(np.abs(right @ zt[:, -k:]).max()) if right.size and zt.shape[1] else 0.0
+    if zt.shape[1] != hi - lo:  # (dstemr found fewer than asked)
+        worst = np.inf
+    with _mpi.internal("eigh", "the subsets' orthogonality agreed", grid.comm):
+        worst = grid.comm.allreduce(worst, op=MPI.MAX)
+    if worst > BOUNDARY_TOL * np.finfo(np.float64).eps * np.sqrt(max(1, n)):
+        stats["mrrr_refused"] += 1
+        return None
+    stats["mrrr_subsets"] += 1
+    return zt
+
+
 def _my_rows(zt: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``zt[rows]`` column-major: ``zt`` itself where ``rows`` are all of them (one process row), else
     copied a few columns at a time (no temporary the size of the selection)."""
@@ -330,8 +394,17 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
     pc_n, c = zlay.grid[1], grid.coords[1]
     ranges = vector_ranges(w, pc_n, nbz, _onenorm(d, e))
     even = [(min(n, q * nbz), min(n, (q + 1) * nbz)) for q in range(pc_n)]
+    zt = None
+    if max(hi - lo for lo, hi in ranges) > 2 * nbz:  # a cluster too wide for one process column's memory
+        ranges = subset_ranges(w, pc_n, nbz)
+        zt = _mrrr_subset(grid, d, e, ranges)
+        if zt is None:  # (not orthogonal enough across the process columns: alike on every process)
+            ranges = vector_ranges(w, pc_n, nbz, _onenorm(d, e))
     lo, hi = ranges[c]
-    if hi > lo:
+    if zt is not None:
+        mine = _my_rows(zt, rows)
+        del zt
+    elif hi > lo:
         if (lo, hi) == (0, n):  # all of them: MRRR
             zt = lapack.stemr(d, e)[1]
         else:  # bisection and inverse iteration for the range (dstemr's subsets are less accurate)
@@ -339,6 +412,7 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
 
             zt = scipy.linalg.eigh_tridiagonal(d, e, select="i", select_range=(lo, hi - 1),
                                                lapack_driver="stebz")[1]
+        stats["one_column" if (lo, hi) == (0, n) else "stein"] += 1
         mine = _my_rows(zt, rows)
         del zt
     else:

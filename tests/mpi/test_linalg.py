@@ -393,6 +393,29 @@ def test_eigh_on_every_grid_shape(mesh, block, grid, dt):
         assert np.abs(w2.gather() - w.gather()).max(initial=0) <= THRESH * eps(dt) * n * np.linalg.norm(a, 1)
 
 
+@pytest.mark.parametrize("refuse", [False, True])
+@pytest.mark.parametrize("dt", [np.float64, np.complex128])
+def test_eigh_one_cluster_spectrum_on_every_grid(mesh, monkeypatch, dt, refuse):
+    """A spectrum that is one ``dstein`` cluster (a large diagonal shift): on three or more process columns
+    each computes its own index range by MRRR (never all the vectors), kept where the vectors across the
+    boundaries are orthogonal enough, else (and always with tolerance 0) one process column computes them
+    all. LAPACK's ratios either way."""
+    from meshrt.linalg import eigen
+
+    if refuse:
+        monkeypatch.setattr(eigen, "BOUNDARY_TOL", 0.0)
+    n = 41
+    a = hermitian(n, dt, 7) + 50.0 * n * np.eye(n)
+    rows = Sharding(mesh, [[0]])
+    for grid in ((1, P), default_grid(P), (P, 1)):
+        before = dict(eigen.stats)
+        w, v = dense.eigh(split(a, rows), block=3, grid=grid)
+        check_eigh(a, w.gather(), v.gather(), dt)
+        if grid[1] >= 3:  # (decided alike on every process)
+            moved = {k: eigen.stats[k] - before[k] for k in ("mrrr_subsets", "mrrr_refused")}
+            assert moved == {"mrrr_subsets": 0, "mrrr_refused": 1} if refuse else sum(moved.values()) == 1, moved
+
+
 @pytest.mark.parametrize("block", [None, 3])
 def test_eigh_reads_one_triangle_as_numpy(mesh, mesh2, monkeypatch, block):
     """Only the ``UPLO`` triangle is read, on every layout, with diagonal blocks on every process (block 3):
