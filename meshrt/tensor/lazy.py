@@ -1176,8 +1176,20 @@ def _fused_new(node):
     s = first._sharding
     if any(a._sharding is not s and a._sharding != s or a._global_shape != first._global_shape for a in arrays):
         return None
+    region = None
     if node.shape != first._global_shape or any(kind == "slice" and any(data) for _, kind, data in leaves):
-        return None  # the value must be the whole of its operands, read unshifted or rolled
+        # slices of the operands, some shifted (``4 * p[1:-1, 1:-1] - p[:-2, 1:-1] - ...``): the value is
+        # written into the region of a new tensor laid out as the operands where the middle slice sits, as
+        # ``out[1:-1, 1:-1] = ...`` would (the shifted reads come by the plan's ghost exchange); the value is
+        # that region, a view
+        origin = _middle_origin(node, first._global_shape)
+        if origin is None:
+            return None
+        try:
+            sig, arrays, leaves, scalars, _ = _collect_fast(node, origin)
+        except _NotFusable:
+            return None
+        region = tuple(slice(o, o + n) for o, n in zip(origin, node.shape))
     layout = _layout(s, first._global_shape)
     local = _take(layout.local_shape, node.dtype)
     if layout.halos:
@@ -1191,7 +1203,25 @@ def _fused_new(node):
     if plan.once:
         plan.shed()
     stats["fused_new"] += 1
-    return target
+    if region is None:
+        return target
+    with _EAGER:
+        return target[region]
+
+
+def _middle_origin(node, shape):
+    """Where the value of ``node`` (slices of tensors of global ``shape``, no ints, no rolls) sits in a new
+    tensor of ``shape``: per dim the median of the slices' starts (the middle slice of a stencil, so the
+    value lines up with it and needs no exchange beside it); None where a leaf is not such a slice."""
+    starts = []
+    for leaf in node.leaves:
+        if leaf.kind != "slice" or leaf.drop or len(leaf.starts) != len(shape):
+            return None
+        starts.append(leaf.starts)
+    origin = tuple(sorted(col)[(len(col) - 1) // 2] for col in zip(*starts))
+    if any(o < 0 or o + n > m for o, n, m in zip(origin, node.shape, shape)):
+        return None
+    return origin
 
 
 _DTYPE_NAMES: dict = {}

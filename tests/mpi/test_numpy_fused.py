@@ -94,6 +94,34 @@ def test_roll_form_fused_bitwise(mesh2):
         assert _lazy.stats["fused_new"] == before + 3, name
 
 
+def laplacian_np(p):
+    return 4.0 * p[1:-1, 1:-1] - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_new_value_from_shifted_slices_fused_bitwise(mesh2, dtype):
+    """A new array from shifted slices (a CG's ``q = 4 p[1:-1, 1:-1] - p[:-2, 1:-1] - ...``, a 1-D
+    ``u[:-2] - 2 u[1:-1] + u[2:]``): one fused kernel into a new tensor laid out as the operands, the value its
+    middle region (lined up with ``p[1:-1, 1:-1]``, so their products and updates need no exchange); no
+    slice is evaluated on its own."""
+    for k, (name, s) in enumerate(layouts(mesh2, 2)):
+        for shape in ((13, 11), (comm.size * 4 + 3, 9)):
+            a = data(shape, dtype, k)
+            p = DT.from_global(a, s)
+            before = dict(_lazy.stats)
+            q = laplacian_np(p)
+            same(q, laplacian_np(a), f"laplacian {name} {shape} {dtype}")
+            assert _lazy.stats["fused_new"] == before["fused_new"] + 1, name
+            assert _lazy.stats["eager_leaves"] == before["eager_leaves"], name
+            mid = p[1:-1, 1:-1]
+            same(q * mid + mid, laplacian_np(a) * a[1:-1, 1:-1] + a[1:-1, 1:-1], f"q with p's middle {name}")
+    s1 = Sharding(mesh2["1d"], [["x"]])
+    a = data((comm.size * 5 + 2,), dtype, 9)
+    u = DT.from_global(a, s1)
+    same(u[:-2] - 2 * u[1:-1] + u[2:], a[:-2] - 2 * a[1:-1] + a[2:], "1-d second difference")
+    same(u[3:] + u[:-3], a[3:] + a[:-3], "two slices, an even count of starts")
+
+
 def test_3d_seven_point_and_int(mesh2):
     for k, (name, s) in enumerate(layouts(mesh2, 3)):
         a = data((comm.size * 2 + 4, 6, 5), "float64", k)
