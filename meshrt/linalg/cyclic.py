@@ -136,6 +136,7 @@ class CyclicMatrix:
         _exchange(comm, self.local, sends, block, recvs, shape, "CyclicMatrix.to_tensor")
         return out
 
+
 def _runs(pos: np.ndarray, chunk: int = 0) -> list:
     """``(start, stop, offset)`` of the runs of consecutive values in ascending ``pos`` (``offset``: where the
     run begins in ``pos``), runs longer than ``chunk`` (if given) cut into pieces of ``chunk``."""

@@ -127,9 +127,9 @@ def panels(n: int, nb: int, width: int = PANEL):
 
 def tridiagonalize(a: CyclicMatrix, width: int = PANEL):
     """Reduce Hermitian ``a`` (square blocks; read from its lower triangle and its whole diagonal blocks,
-    see `hermitian_from_lower`) to real tridiagonal ``T = Q^H A Q`` in place. Returns ``(d, e, refl)``: the diagonal and off-diagonal (float64, the same on every process) and,
-    per block column, ``(first column, number of reflectors, T)`` for `eigenvectors` (the reflectors stay in
-    ``a`` below the subdiagonal)."""
+    see `hermitian_from_lower`) to real tridiagonal ``T = Q^H A Q`` in place. Returns ``(d, e, refl)``: the
+    diagonal and off-diagonal (float64, the same on every process) and, per block column, ``(first column,
+    number of reflectors, T)`` for `eigenvectors` (the reflectors stay in ``a`` below the subdiagonal)."""
     lay, grid, loc = a.layout, a.grid, a.local
     if lay.block[0] != lay.block[1] or lay.shape[0] != lay.shape[1]:
         raise ValueError(f"eigh: a square matrix in square blocks expected, got {lay}")

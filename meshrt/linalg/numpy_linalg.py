@@ -133,7 +133,7 @@ def matrix_split(x) -> bool:
     >>> matrix_split(DistributedTensor.zeros((4, 3, 3), Sharding(Mesh((-1,)), [[], [0]])))
     True
     """
-    if not (isinstance(x, DistributedTensor) and x.ndim > 2):
+    if not (isinstance(x, DistributedTensor) and x.ndim > 2 and x.size):  # (an empty stack: nothing to move)
         return False
     s, nb = x.sharding, x.ndim - 2
     return bool(s.dim_axes(nb) or s.dim_axes(nb + 1) or (s.is_partial and not stack_split(x)))
@@ -174,7 +174,7 @@ def each_matrix(fn, x, *args):
     x = _matrices_split(x, nb)
 
     def stacked(a):
-        return (isinstance(a, (DistributedTensor, np.ndarray)) and a.ndim == x.ndim and a.shape[:nb] == stack)
+        return isinstance(a, (DistributedTensor, np.ndarray)) and a.ndim == x.ndim and a.shape[:nb] == stack
 
     args = [_matrices_split(a, nb) if isinstance(a, DistributedTensor) and stacked(a) else a for a in args]
     outs = None
@@ -186,8 +186,6 @@ def each_matrix(fn, x, *args):
         for out, leaf in zip(outs, leaves):
             out_block = out._interior if isinstance(out, DistributedTensor) else out
             out_block[idx] = leaf._interior if isinstance(leaf, DistributedTensor) else leaf
-    if outs is None:  # an empty stack: numpy's result shapes, from one empty call
-        return fn(x._full_interior(), *[a._full_interior() if isinstance(a, DistributedTensor) else a for a in args])
     # a result shaped like the stack (inv, cholesky, ...) goes back to the stack's own sharding
     leaves = iter(dense._replicated_result(o, x.mesh) if isinstance(o, np.ndarray)
                   else o.reshard(given) if o.shape == x.shape and o.sharding != given else o for o in outs)
