@@ -392,14 +392,14 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
     the computed columns into their places (both are column ranges of column-major matrices)."""
     n = w.size
     pc_n, c = zlay.grid[1], grid.coords[1]
-    ranges = vector_ranges(w, pc_n, nbz, _onenorm(d, e))
+    ranges = clusters = vector_ranges(w, pc_n, nbz, _onenorm(d, e))
     even = [(min(n, q * nbz), min(n, (q + 1) * nbz)) for q in range(pc_n)]
     zt = None
-    if max(hi - lo for lo, hi in ranges) > 2 * nbz:  # a cluster too wide for one process column's memory
+    if max(hi - lo for lo, hi in clusters) > 2 * nbz:  # a cluster too wide for one process column's memory
         ranges = subset_ranges(w, pc_n, nbz)
         zt = _mrrr_subset(grid, d, e, ranges)
         if zt is None:  # (not orthogonal enough across the process columns: alike on every process)
-            ranges = vector_ranges(w, pc_n, nbz, _onenorm(d, e))
+            ranges = clusters
     lo, hi = ranges[c]
     if zt is not None:
         mine = _my_rows(zt, rows)

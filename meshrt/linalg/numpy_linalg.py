@@ -22,6 +22,7 @@ from ..tensor.distributed_tensor import DistributedTensor
 from ..tensor import numpy_functions as _numpy_functions, numpy_misc as _numpy_misc
 from ..tensor.numpy_shifts import MAX_GATHERED
 from . import dense
+from .cyclic import _plain as _plain_tensor
 
 __all__ = ["MAX_GATHERED", "per_matrix", "stack_split", "each_matrix", "matrix_split"]
 
@@ -203,10 +204,6 @@ def _rebuild(r, leaves):
         vals = [_rebuild(v, leaves) for v in r]
         return type(r)(*vals) if hasattr(r, "_fields") else type(r)(vals)
     return next(leaves)
-
-
-def _plain_tensor(t: DistributedTensor) -> DistributedTensor:
-    return t.reshard(_plain(t)) if t.sharding.is_partial or t.sharding.halo_sizes else t
 
 
 def _stack_of(leaf, stack, mesh):
