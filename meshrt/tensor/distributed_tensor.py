@@ -694,7 +694,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         """
         tk = type(key)
         if (tk is int or tk is tuple and _int_key(key)) and type(self) is DistributedTensor and ABOVE.fast is not None:
-            one = ABOVE.fast.read_element(self, key)  # one element: one broadcast from its owner, plan kept
+            one = ABOVE.fast.read_element(self, key, sys._getframe(1))  # one broadcast from its owner (none
+            # for ``t[i, j] -= v``: fastpath.OwnedElement), plan kept
             if one is not None:
                 return one
             if len(self._global_shape) > 1:  # ``A[i]``: a row from its owner
@@ -737,6 +738,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         """
         if ABOVE.lazy is not None and ABOVE.lazy.setitem(self, key, value):
             return  # a deferred expression written fused (pending expressions evaluated first, meshrt.tensor.lazy)
+        if ABOVE.fast is not None and type(value) is ABOVE.fast.OwnedElement:
+            return value.store(self, key)  # ``t[i, j] -= v``'s write: its owners', no message
         if self._sharding.is_partial:
             raise ShardingError(
                 f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "

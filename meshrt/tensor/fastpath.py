@@ -16,6 +16,9 @@ flips, new dims) goes the general way.
 from __future__ import annotations
 
 import bisect
+import dis
+import operator
+import sys
 
 import numpy as np
 
@@ -24,6 +27,7 @@ from ..sharding.spec import Sharding
 from .dispatch import ABOVE
 from .distributed_tensor import DistributedTensor
 from .index_exec import _index_plan
+from .ufunc import _SCALARS, _errstate_ok
 
 _READS: dict = {}  # (sharding, shape, key) -> (local index or None, bcast axes, bcast root, result sharding)
 _DOTS: dict = {}  # (sharding, shape, dtype a, dtype b) -> (split axes, result sharding, result dtype)
@@ -31,8 +35,9 @@ _LAYOUTS: dict = {}  # (sharding, shape) -> per dim (offsets, axes, sizes) or No
 _LIMIT = 4096
 
 
-def read_element(t: DistributedTensor, key):
-    """``t[key]`` for a key of ints naming one element (None: not this case, the general path runs)."""
+def read_element(t: DistributedTensor, key, frame=None):
+    """``t[key]`` for a key of ints naming one element (None: not this case, the general path runs).
+    ``frame``: the caller's, where the read may be that of ``t[key] op= v`` (an `OwnedElement`)."""
     s = t._sharding
     ck = (s, t._global_shape, key)
     e = _READS.get(ck)
@@ -46,12 +51,149 @@ def read_element(t: DistributedTensor, key):
             _READS.clear()
         _READS[ck] = e
     idx, axes, root, rs = e
+    if axes and frame is not None and _augmented_read(frame) and _errstate_ok():
+        return OwnedElement(t, key, e)
     if not axes:
         block = t._interior[idx].copy()  # a value, as numpy's t[i, j]: ``x = t[i, j]; x += 1`` leaves t alone
     else:
         x = t._interior[idx].copy() if idx is not None else np.empty((), t._local.dtype)
         block = collectives.broadcast(x, s.mesh, axes, root)
     return DistributedTensor._fast(block, block, rs, (), (), None)
+
+
+stats = {"owned_updates": 0, "owned_fallbacks": 0}  # (tests read them)
+
+
+def _augmented_signature():
+    """``(BINARY_SUBSCR, COPY 2 COPY 2, CACHE)`` as bytes of this CPython's code (None where it differs: 3.10,
+    3.14)."""
+    op = dis.opmap
+    if sys.version_info < (3, 11) or not {"BINARY_SUBSCR", "COPY", "CACHE"} <= op.keys():
+        return None
+    return op["BINARY_SUBSCR"], bytes((op["COPY"], 2, op["COPY"], 2)), op["CACHE"]
+
+
+_SIGNATURE = _augmented_signature()
+_SITES: dict = {}  # (code, offset) -> whether the instruction there is the read of an augmented assignment
+
+
+def _augmented_read(frame) -> bool:
+    """Whether ``frame`` is reading ``t[k]`` for ``t[k] op= v``: CPython compiles that (alone) to ``COPY 2;
+    COPY 2; BINARY_SUBSCR``, the value's only use ``op`` and its result's ``t[k] = ...`` (same ``t``, same
+    ``k``).  One lookup per call; the code is read once per site."""
+    code, at = frame.f_code, frame.f_lasti
+    r = _SITES.get((code, at))
+    if r is None:
+        b, i = code.co_code, at
+        if _SIGNATURE is not None:
+            while i > 0 and b[i] == _SIGNATURE[2]:  # (an instruction's inline caches: the frame may point into them)
+                i -= 2
+        r = _SIGNATURE is not None and i >= 4 and b[i] == _SIGNATURE[0] and b[i - 4:i] == _SIGNATURE[1]
+        if len(_SITES) > _LIMIT:
+            _SITES.clear()
+        _SITES[(code, at)] = r
+    return r
+
+
+_CAST_OK: set = set()
+
+
+class OwnedElement:
+    """The read of ``t[i, j] op= v`` on a split tensor: the value goes only through ``op`` and back to
+    ``t[i, j]``, so the element's owners compute and write it and no process broadcasts it (a loop's
+    ``A[i, j] -= A[i, :j] @ A[j, :j]``, ``A[i, j] /= A[j, j]``).
+
+    Python reads ``t[i, j]`` (`read_element` returns this), evaluates ``v``, calls ``op`` here and stores
+    its result back (`DistributedTensor.__setitem__` calls `store`).  ``v`` a Python or numpy scalar or a
+    0-d tensor replicated on the mesh, ``op`` one of ``+ - * /``: on the owners, numpy's in-place ``op`` on
+    the element (``casting="same_kind"``, as a 0-d tensor's); elsewhere the same call on a stand-in, for
+    its casting errors alone (raised alike on every process).  Anything else (a vector, ``//=``, a lazy
+    value) broadcasts the element first, as a plain read does, and runs the tensor's operator: the same
+    decision on every process, from the operands' types.  (Taken only where no floating-point error
+    raises, `_errstate_ok`: an owner-only raise would split the processes.)
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> a = DistributedTensor.from_global(np.arange(4.0), Sharding(Mesh((-1,)), [[0]]))
+    >>> a[3] -= 1.0
+    >>> a.gather()
+    array([0., 1., 2., 2.])
+    """
+
+    __slots__ = ("t", "key", "entry", "value")
+
+    def __init__(self, t, key, entry):
+        self.t, self.key, self.entry, self.value = t, key, entry, None
+
+    def _materialize(self) -> DistributedTensor:
+        """The element as a plain read gives it: one broadcast from its owner."""
+        stats["owned_fallbacks"] += 1
+        idx, axes, root, rs = self.entry
+        t = self.t
+        x = t._interior[idx].copy() if idx is not None else np.empty((), t._local.dtype)
+        block = collectives.broadcast(x, t._sharding._mesh, axes, root)
+        return DistributedTensor._fast(block, block, rs, (), (), None)
+
+    def _update(self, ufunc, v, fallback):
+        tv = type(v)
+        if tv is DistributedTensor:
+            if v._global_shape or v._sharding != self.entry[3]:
+                return fallback(self._materialize(), v)
+            val = v._local
+        elif tv in _SCALARS or isinstance(v, np.generic):
+            val = v
+        else:
+            return fallback(self._materialize(), v)
+        if ABOVE.lazy is not None:
+            ABOVE.lazy.touch()  # (as a 0-d tensor's in-place operator)
+        dt = self.t._local.dtype
+        idx = self.entry[0]
+        if idx is not None:
+            x = self.t._interior[idx].copy()
+            ufunc(x, val, out=x, casting="same_kind")
+            self.value = x
+        else:
+            ck = (ufunc, dt, tv, v if tv is int else getattr(v, "dtype", None))
+            if ck not in _CAST_OK:
+                with np.errstate(all="ignore"):
+                    ufunc(np.ones((), dt), val, out=np.ones((), dt), casting="same_kind")
+                if len(_CAST_OK) > _LIMIT:
+                    _CAST_OK.clear()
+                _CAST_OK.add(ck)
+        stats["owned_updates"] += 1
+        return self
+
+    def __iadd__(self, v):
+        return self._update(np.add, v, operator.iadd)
+
+    def __isub__(self, v):
+        return self._update(np.subtract, v, operator.isub)
+
+    def __imul__(self, v):
+        return self._update(np.multiply, v, operator.imul)
+
+    def __itruediv__(self, v):
+        return self._update(np.true_divide, v, operator.itruediv)
+
+    def store(self, t, key) -> None:
+        """``t[key] = self``: the owners write the updated element (another target: broadcast, then write)."""
+        if t is self.t and key is self.key and (self.value is not None or self.entry[0] is None):
+            if self.value is not None:
+                t._interior[self.entry[0]] = self.value
+            return
+        t[key] = self._materialize()
+
+
+def _fallback(name):
+    def inplace(self, v):
+        return getattr(operator, name)(self._materialize(), v)
+
+    inplace.__name__ = f"__{name}__"
+    return inplace
+
+
+for _name in ("ifloordiv", "imod", "ipow", "imatmul", "iand", "ior", "ixor", "ilshift", "irshift"):
+    setattr(OwnedElement, f"__{_name}__", _fallback(_name))
+del _name
 
 
 def _element_layout(t: DistributedTensor):

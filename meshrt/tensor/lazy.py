@@ -54,7 +54,7 @@ from ..halo import HaloExchange, _OnceExchange, plan_halo
 from .._keys import key_id as _key_id
 from .dispatch import _HANDLED_FUNCTIONS
 from .layout import _layout, _zero_halos
-from .ufunc import _fast_ufunc
+from .ufunc import _errstate_ok, _fast_ufunc
 from .distributed_tensor import DistributedTensor
 
 __all__ = ["LazyTensor", "explain_fused", "ENABLED", "MAX_NODES"]
@@ -313,24 +313,6 @@ def _node_of(x):
     return None
 
 
-try:  # numpy 2 keeps np.errstate in a context variable: its value changes only with the settings
-    from numpy._core._ufunc_config import _extobj_contextvar as _ERRSTATE
-except ImportError:  # pragma: no cover
-    _ERRSTATE = None
-_errstate_seen = [None, False]
-
-
-def _errstate_ok() -> bool:
-    """No floating-point error of the current ``np.errstate`` raises, calls or logs (warnings are lost)."""
-    if _ERRSTATE is not None:
-        cur = _ERRSTATE.get()
-        if cur is _errstate_seen[0]:
-            return _errstate_seen[1]
-    e = np.geterr()
-    ok = all(e[k] in ("ignore", "warn") for k in ("divide", "over", "under", "invalid"))
-    if _ERRSTATE is not None:
-        _errstate_seen[:] = [cur, ok]
-    return ok
 
 
 # -- building ---------------------------------------------------------------------------------------------

@@ -213,3 +213,24 @@ def _result_dtypes(ufunc, args, kwargs):
     except Exception:
         return None
     return res[ufunc.nin:]
+
+
+try:  # numpy 2 keeps np.errstate in a context variable: its value changes only with the settings
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERRSTATE
+except ImportError:  # pragma: no cover
+    _ERRSTATE = None
+_errstate_seen = [None, False]
+
+
+def _errstate_ok() -> bool:
+    """No floating-point error of the current ``np.errstate`` raises, calls or logs: a computation that runs on
+    some processes only, or fused (no warnings), may be taken (`meshrt.tensor.lazy`, `meshrt.tensor.fastpath`)."""
+    if _ERRSTATE is not None:
+        cur = _ERRSTATE.get()
+        if cur is _errstate_seen[0]:
+            return _errstate_seen[1]
+    e = np.geterr()
+    ok = all(e[k] in ("ignore", "warn") for k in ("divide", "over", "under", "invalid"))
+    if _ERRSTATE is not None:
+        _errstate_seen[:] = [cur, ok]
+    return ok
