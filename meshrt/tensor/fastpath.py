@@ -258,76 +258,91 @@ def element_owner(t: DistributedTensor, key: tuple):
     return (tuple(idx) + (Ellipsis,) if owned else None, axes, tuple(root[a] for a in axes), rs)
 
 
-_PIECES: dict = {}  # (sharding, shape, which dims are ints) -> the result's sharding, or False
+_PIECES: dict = {}  # (sharding, shape, which dims are ints) -> `_piece_recipe`, or False
+_WHOLE = [(slice(None),) * n for n in range(33)]
+
+
+def _piece_recipe(t, ints):
+    """For keys with ints at ``ints`` (and slices elsewhere): ``(int dims, sliced dims, the result's
+    sharding, the mesh axes that split the int dims, in order)``, each int dim ``(d, block offsets or None,
+    its axes, their sizes)``; False: not a case of `read_piece`."""
+    s, shape = t._sharding, t._global_shape
+    if not (not s._partial_axes and all(shape) and any(ints) and not all(ints)
+            and all(i or not s.dim_axes(d) for d, i in enumerate(ints))):
+        return False
+    plan = _index_plan(t, tuple(0 if i else slice(None) for i in ints))[0]
+    lay = _element_layout(t)
+    if plan.flip_dims or plan.new_dims or lay is False:
+        return False
+    dims = lay[0]
+    int_dims = tuple((d,) + (dims[d] if dims[d] is not None else (None, (), ())) for d, i in enumerate(ints) if i)
+    axes = tuple(sorted(a for _, _, ax, _ in int_dims for a in ax))
+    return int_dims, tuple(d for d, i in enumerate(ints) if not i), plan.result_sharding, axes
 
 
 def read_piece(t: DistributedTensor, key: tuple):
     """``t[key]`` for a key of ints and positive-step slices (one per dim; missing trailing dims whole)
-    where no mesh axis splits a sliced dim: a row ``A[i, :j]``, ``A[i]``.  The owner's piece, one
+    where no mesh axis splits a sliced dim: a row ``A[i, :j]``, ``A[i]``.  The owner's piece (a copy), one
     broadcast over the axes that split the int dims; the owner found by arithmetic, no index plan.
     None: not this case (the general path runs)."""
     shape = t._global_shape
     nd = len(shape)
     if len(key) < nd:
-        key = key + (slice(None),) * (nd - len(key))
+        key = key + _WHOLE[nd - len(key)]
     elif len(key) > nd:
         return None
     s = t._sharding
-    ints = tuple(type(k) is int for k in key)
+    ints = (type(key[0]) is int, type(key[1]) is int) if nd == 2 else tuple(type(k) is int for k in key)
     ck = (s, shape, ints)
-    rs = _PIECES.get(ck)
-    if rs is None:
-        rs = False
-        if (not s._partial_axes and all(shape) and any(ints) and not all(ints)
-                and all(i or not s.dim_axes(d) for d, i in enumerate(ints))):
-            plan = _index_plan(t, tuple(0 if i else slice(None) for i in ints))[0]
-            if not (plan.flip_dims or plan.new_dims):
-                rs = plan.result_sharding
+    r = _PIECES.get(ck)
+    if r is None:
+        r = _piece_recipe(t, ints)
         if len(_PIECES) > _LIMIT:
             _PIECES.clear()
-        _PIECES[ck] = rs
-    if rs is False:
+        _PIECES[ck] = r
+    if r is False:
         return None
-    lay = _element_layout(t)
-    if lay is False:
-        return None
-    dims = lay[0]
-    coords = s._mesh.coords
+    int_dims, sliced, rs, axes = r
+    idx = list(key)
     slices = t._slices
-    idx, out_shape, root = [], [], {}
+    coords = s._mesh.coords
+    root = {}
     owned = True
-    for d, k in enumerate(key):
+    for d, offs, dax, sizes in int_dims:
+        k = key[d]
         n = shape[d]
-        if type(k) is int:
-            if k < 0:
-                k += n
-            if not 0 <= k < n:
-                return None
-            info = dims[d]
-            if info is not None:
-                offs, axes, sizes = info
-                j = bisect.bisect_right(offs, k) - 1
-                for a, size in zip(reversed(axes), reversed(sizes)):
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            return None
+        if offs is not None:
+            j = bisect.bisect_right(offs, k) - 1
+            if len(dax) == 1:
+                root[dax[0]] = j
+                owned = owned and coords[dax[0]] == j
+            else:
+                for a, size in zip(reversed(dax), reversed(sizes)):
                     j, c = divmod(j, size)
                     root[a] = c
                     owned = owned and coords[a] == c
-            idx.append(k - slices[d].start)
-        else:
-            if not (_plain(k.start) and _plain(k.stop) and _plain(k.step)):
-                return None
-            a, b, step = k.indices(n)
-            if step <= 0:
-                return None
-            out_shape.append(len(range(a, b, step)))
-            idx.append(slice(a, b, step))
+        idx[d] = k - slices[d].start
+    out_shape = []
+    for d in sliced:
+        k = key[d]
+        if not (_plain(k.start) and _plain(k.stop) and _plain(k.step)):
+            return None
+        a, b, step = k.indices(shape[d])
+        if step <= 0:
+            return None
+        out_shape.append(len(range(a, b, step)) if step != 1 else (b - a if b > a else 0))
     out_shape = tuple(out_shape)
-    if not root:
+    if not axes:
         block = t._interior[tuple(idx)]
     else:
-        axes = tuple(sorted(root))
-        x = np.ascontiguousarray(t._interior[tuple(idx)]) if owned else np.empty(out_shape, t._local.dtype)
-        block = collectives.broadcast(x, s._mesh, axes, tuple(root[a] for a in axes))
-    return DistributedTensor._fast(block, block, rs, out_shape, tuple(slice(0, n) for n in out_shape), None)
+        # (a copy on the owners too: a value, the same on every process whatever is written to t later)
+        x = np.array(t._interior[tuple(idx)], order="C") if owned else np.empty(out_shape, t._local.dtype)
+        block = collectives.broadcast(x, s._mesh, axes, tuple([root[a] for a in axes]))
+    return DistributedTensor._fast(block, block, rs, out_shape, tuple([slice(0, n) for n in out_shape]), None)
 
 
 def _plain(v) -> bool:

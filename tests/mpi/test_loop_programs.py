@@ -273,3 +273,17 @@ def test_augmented_update_site_detection():
     if fastpath._SIGNATURE is None:  # another CPython: never taken
         expected = [False] * len(expected)
     assert seen == expected
+
+
+def test_row_read_is_a_value_on_every_process(meshes):
+    """``r = A[i, :j]`` of a row-split tensor is the same value on every process, the owner's too: a write
+    to ``A`` afterwards changes none of them (the owner's was a view of its block)."""
+    s = Sharding(meshes["1d"], [[0]])
+    A = DT.from_global(np.arange(comm.size * 8.0).reshape(-1, 4), s)
+    for i in range(A.shape[0]):
+        r, row = A[i, :2], A[i]
+        A[i, 0] = -1.0
+        everyone = comm.allgather((r.local.copy(), row.local.copy()))
+        for got_r, got_row in everyone:
+            np.testing.assert_array_equal(got_r, [4 * i, 4 * i + 1])
+            np.testing.assert_array_equal(got_row, 4 * i + np.arange(4.0))
