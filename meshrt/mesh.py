@@ -800,6 +800,10 @@ class Mesh(AbstractMesh):
         >>> mesh.group(["y"]).Get_size(), mesh.group(()).Get_rank()
         (1, 0)
         """
+        if type(mesh_axes) is tuple:  # (the groups are keyed by their axes as `axes` gives them: a tuple of ints)
+            comm = self._groups.get(mesh_axes)
+            if comm is not None:
+                return comm
         axes = self.axes(mesh_axes)
         comm = self._groups.get(axes)
         if comm is None:

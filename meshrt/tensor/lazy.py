@@ -1262,6 +1262,7 @@ def _hot_setting(env) -> int:
 HOT = _hot_setting(os.environ)
 _SEEN: dict = {}  # plan key -> (times seen, the shardings its ids name)
 _ONCE: dict = {}  # plan key -> (the shardings its ids name, the plan that ran it once: its geometry, ghosts shed)
+_LOCAL_SHAPES: dict = {}  # (padded sharding, global shape) -> this process's padded local shape
 _PADDED: dict = {}  # (sharding, ghost halo sizes) -> the padded buffer's sharding
 _FIRST: dict = {}  # sharding -> the first sharding seen equal to it (kept alive: its id stays its own)
 _CANON: dict = {}  # id(sharding) -> (id of its first equal sharding, the sharding)
@@ -1510,7 +1511,12 @@ class _FusedPlan:
             if len(_PADDED) > 1024:
                 _PADDED.clear()
             ps = _PADDED[ck] = s.replace(halo_sizes=halos)
-        local_shape = ps.local_shape(g)
+        lk = (ps, g)
+        local_shape = _LOCAL_SHAPES.get(lk)
+        if local_shape is None:  # (validated the first time: O(shards); a rerun or an upgrade looks it up)
+            if len(_LOCAL_SHAPES) > 4096:
+                _LOCAL_SHAPES.clear()
+            local_shape = _LOCAL_SHAPES[lk] = ps.local_shape(g)
         if self.once:  # one run: a plain buffer (only its edges are written) and plain messages
             padded = np.empty(local_shape, arr._local.dtype)
             ex = _OnceExchange(padded, ps, g, tuple(per))
