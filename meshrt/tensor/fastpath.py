@@ -74,7 +74,8 @@ def _augmented_signature():
 
 
 _SIGNATURE = _augmented_signature()
-_SITES: dict = {}  # (code, offset) -> whether the instruction there is the read of an augmented assignment
+_SITES: dict = {}  # (id of a code object, offset) -> whether the instruction there is an augmented assignment's read
+_CODES: dict = {}  # id -> the code object of `_SITES` keys
 
 
 def _augmented_read(frame) -> bool:
@@ -82,7 +83,7 @@ def _augmented_read(frame) -> bool:
     COPY 2; BINARY_SUBSCR``, the value's only use ``op`` and its result's ``t[k] = ...`` (same ``t``, same
     ``k``).  One lookup per call; the code is read once per site."""
     code, at = frame.f_code, frame.f_lasti
-    r = _SITES.get((code, at))
+    r = _SITES.get((id(code), at))  # (a code object's own hash reads all of it: its id, the object kept below)
     if r is None:
         b, i = code.co_code, at
         if _SIGNATURE is not None:
@@ -91,7 +92,9 @@ def _augmented_read(frame) -> bool:
         r = _SIGNATURE is not None and i >= 4 and b[i] == _SIGNATURE[0] and b[i - 4:i] == _SIGNATURE[1]
         if len(_SITES) > _LIMIT:
             _SITES.clear()
-        _SITES[(code, at)] = r
+            _CODES.clear()
+        _SITES[(id(code), at)] = r
+        _CODES[id(code)] = code  # (alive while its id is a key: no other code object takes the id)
     return r
 
 
