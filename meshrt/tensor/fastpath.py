@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import dis
+import itertools
 import operator
 import sys
 
@@ -29,30 +30,38 @@ from .distributed_tensor import DistributedTensor
 from .index_exec import _index_plan
 from .ufunc import _SCALARS, _errstate_ok
 
-_READS: dict = {}  # (sharding, shape, key) -> (local index or None, bcast axes, bcast root, result sharding)
 _DOTS: dict = {}  # (sharding, shape, dtype a, dtype b) -> (split axes, result sharding, result dtype)
-_LAYOUTS: dict = {}  # (sharding, shape) -> per dim (offsets, axes, sizes) or None, 0-d result sharding; or False
+_LAYOUTS: dict = {}  # (sharding, shape) -> (per dim (offsets, axes, sizes) or None, the 0-d result's sharding,
+# a number for `_READS`); or False
+_READS: dict = {}  # (layout's number, key) -> (local index or None, bcast axes, bcast root): ints alone, which the
+# garbage collector stops tracking (a loop over new indices adds no work to its collections)
+_NUMBERS = itertools.count()
 _LIMIT = 4096
 
 
 def read_element(t: DistributedTensor, key, frame=None):
     """``t[key]`` for a key of ints naming one element (None: not this case, the general path runs).
     ``frame``: the caller's, where the read may be that of ``t[key] op= v`` (an `OwnedElement`)."""
-    s = t._sharding
-    ck = (s, t._global_shape, key)
+    lay = _element_layout(t)
+    if lay is False:
+        return None
+    ck = (lay[2], key)
     e = _READS.get(ck)
     if e is None:
-        if s._partial_axes or len(key if type(key) is tuple else (key,)) != len(t._global_shape):
+        k = key if type(key) is tuple else (key,)
+        if len(k) != len(t._global_shape):
             return None
-        e = element_owner(t, key if type(key) is tuple else (key,))
+        e = element_owner(t, k)
         if e is None:
             return None
         if len(_READS) > _LIMIT:
             _READS.clear()
-        _READS[ck] = e
-    idx, axes, root, rs = e
+        e = _READS[ck] = e[:3]
+    idx, axes, root = e
+    rs = lay[1]
+    s = t._sharding
     if axes and frame is not None and _augmented_read(frame) and _errstate_ok():
-        return OwnedElement(t, key, e)
+        return OwnedElement(t, key, (idx, axes, root, rs))
     if not axes:
         block = t._interior[idx].copy()  # a value, as numpy's t[i, j]: ``x = t[i, j]; x += 1`` leaves t alone
     else:
@@ -211,7 +220,7 @@ def _element_layout(t: DistributedTensor):
             offs, sizes = s.dim_offsets(shape), s.mesh.shape
             dims = tuple((tuple(offs[d]), axes, tuple(sizes[a] for a in axes)) if (axes := s.dim_axes(d)) else None
                          for d in range(len(shape)))
-            e = (dims, Sharding(s.mesh, []))  # (the general path's 0-d result: replicated, halos or not)
+            e = (dims, Sharding(s.mesh, []), next(_NUMBERS))  # (the 0-d result: replicated, halos or not)
         if len(_LAYOUTS) > _LIMIT:
             _LAYOUTS.clear()
         _LAYOUTS[ck] = e
@@ -225,7 +234,7 @@ def element_owner(t: DistributedTensor, key: tuple):
     lay = _element_layout(t)
     if lay is False:
         return None
-    dims, rs = lay
+    dims, rs, _ = lay
     shape, slices = t._global_shape, t._slices
     coords = t._sharding._mesh.coords
     idx, root = [], None
