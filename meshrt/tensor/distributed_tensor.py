@@ -694,8 +694,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         """
         tk = type(key)
         if (tk is int or tk is tuple and _int_key(key)) and type(self) is DistributedTensor and ABOVE.fast is not None:
-            one = ABOVE.fast.read_element(self, key, sys._getframe(1))  # one broadcast from its owner (none
-            # for ``t[i, j] -= v``: fastpath.OwnedElement), plan kept
+            one = ABOVE.fast.read_element(self, key, 2)  # one broadcast from its owner (none for ``t[i, j] -= v``:
+            # fastpath.OwnedElement), plan kept
             if one is not None:
                 return one
             if len(self._global_shape) > 1:  # ``A[i]``: a row from its owner

@@ -39,10 +39,13 @@ _NUMBERS = itertools.count()
 _LIMIT = 4096
 
 
-def read_element(t: DistributedTensor, key, frame=None):
+def read_element(t: DistributedTensor, key, depth=None):
     """``t[key]`` for a key of ints naming one element (None: not this case, the general path runs).
-    ``frame``: the caller's, where the read may be that of ``t[key] op= v`` (an `OwnedElement`)."""
-    lay = _element_layout(t)
+    ``depth``: where the reading code's frame is on the stack (`DistributedTensor.__getitem__` passes 2): the
+    read may be that of ``t[key] op= v`` (an `OwnedElement`)."""
+    lay = _LAYOUTS.get((t._sharding, t._global_shape))
+    if lay is None:
+        lay = _element_layout(t)
     if lay is False:
         return None
     ck = (lay[2], key)
@@ -58,16 +61,19 @@ def read_element(t: DistributedTensor, key, frame=None):
             _READS.clear()
         e = _READS[ck] = e[:3]
     idx, axes, root = e
-    rs = lay[1]
-    s = t._sharding
-    if axes and frame is not None and _augmented_read(frame) and _errstate_ok():
-        return OwnedElement(t, key, (idx, axes, root, rs))
     if not axes:
         block = t._interior[idx].copy()  # a value, as numpy's t[i, j]: ``x = t[i, j]; x += 1`` leaves t alone
     else:
+        if depth is not None and _SIGNATURE is not None:
+            f = sys._getframe(depth)
+            aug = _SITES.get((id(f.f_code), f.f_lasti))
+            if aug is None:
+                aug = _augmented_read(f)
+            if aug and _errstate_ok():
+                return OwnedElement(t, key, (idx, axes, root, lay[1]))
         x = t._interior[idx].copy() if idx is not None else np.empty((), t._local.dtype)
-        block = collectives.broadcast(x, s.mesh, axes, root)
-    return DistributedTensor._fast(block, block, rs, (), (), None)
+        block = collectives.broadcast(x, t._sharding._mesh, axes, root)
+    return DistributedTensor._fast(block, block, lay[1], (), (), None)
 
 
 stats = {"owned_updates": 0, "owned_fallbacks": 0}  # (tests read them)
