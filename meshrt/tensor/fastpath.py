@@ -381,10 +381,11 @@ def _offsets(s, shape, d=0):
     return o
 
 
-def _vector(v):
+def _vector(v, offsets=True):
     """``(local part, its start in the vector, split axes, offsets of every block in the vector, length,
     mesh)`` of a 1-D tensor or of a deferred step-1 slice of one (read in place: its block's part in the
-    slice); None: not a vector this handles."""
+    slice); None: not a vector this handles.  ``offsets=False``: a slice's offsets are left None (O(blocks):
+    `matmul_1d` needs them only where both vectors are split)."""
     if type(v) is DistributedTensor:
         s = v._sharding
         if len(v._global_shape) != 1 or s._partial_axes:
@@ -410,7 +411,7 @@ def _vector(v):
     lo, hi = max(own.start, a), min(own.stop, a + n)
     hi = max(lo, hi)
     axes = s._split_axes[d] if len(s._split_axes) > d else ()
-    offs = tuple(min(max(o - a, 0), n) for o in _offsets(s, t._global_shape, d)) if axes else None
+    offs = tuple([min(max(o - a, 0), n) for o in _offsets(s, t._global_shape, d)]) if axes and offsets else None
     if drop:
         sl = t._slices
         idx = tuple(slice(lo - own.start, hi - own.start) if x == d else starts[x] - sl[x].start
@@ -456,18 +457,18 @@ def matmul_1d(a, b):
     their blocks at the same places: one local dot (a replicated one sliced to the other's block) and one
     allreduce over the split axes, no plan.  Decided from global facts (the blocks' offsets), alike on every
     process.  None: not this case (the general path runs)."""
-    va = _vector(a)
+    va = _vector(a, False)
     if va is None:
         return None
-    vb = _vector(b)
+    vb = _vector(b, False)
     if vb is None or va[4] != vb[4] or va[5] is not vb[5]:
         return None
-    (xa, oa, axa, fa, _, mesh), (xb, ob, axb, fb, _, _) = va, vb
+    (xa, oa, axa, _, _, mesh), (xb, ob, axb, _, _, _) = va, vb
     if not axa:
         x, y, axes = xa[ob:ob + len(xb)], xb, axb
     elif not axb:
         x, y, axes = xa, xb[oa:oa + len(xa)], axa
-    elif axa == axb and fa == fb:
+    elif axa == axb and _vector(a)[3] == _vector(b)[3]:
         x, y, axes = xa, xb, axa
     else:
         return None

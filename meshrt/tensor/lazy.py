@@ -492,9 +492,11 @@ def _region(shape, key):
         r = _slice_region(key, shape[0])
         if r is not None:
             return (r[0],) + (0,) * (len(shape) - 1), (r[1],) + shape[1:]
-    elif type(key) is tuple and 0 < len(key) <= len(shape) and type(key[0]) is slice:
+    elif type(key) is tuple and 0 < len(key) <= len(shape):
         starts, sizes = [], []
         for k, n in zip(key, shape):
+            if type(k) is int:
+                return None  # (`_int_region`'s: a loop's ``A[:i, j]`` is a new key each turn, not one to cache)
             r = _slice_region(k, n) if type(k) is slice else None
             if r is None:
                 break
@@ -542,6 +544,10 @@ def _int_region(shape, key):
     """(starts, sizes, dropped dims, kept sizes) of a key of ints and step-1 slices (at least one int, in
     range; at most one Ellipsis): each int a length-1 slice whose dim is dropped, as numpy's basic indexing
     drops it.  None for any other key."""
+    if type(key) is tuple and len(key) == len(shape):  # one int or slice a dim, worked out (a loop's keys are new)
+        r = _direct_int_region(shape, key)
+        if r is not _GENERAL:
+            return r
     kid = _key_id(key)
     if kid is None:
         return None
@@ -580,6 +586,35 @@ def _int_region(shape, key):
         _IREGIONS.clear()
     _IREGIONS[ck] = r
     return r
+
+
+_GENERAL = object()
+
+
+def _direct_int_region(shape, key):
+    """`_int_region` of a key of one int or slice per dim, without its cache (`_GENERAL`: another key)."""
+    starts, sizes, drop, kept = [], [], [], []
+    for d in range(len(shape)):
+        k, n = key[d], shape[d]
+        if type(k) is int:
+            i = k + n if k < 0 else k
+            if not 0 <= i < n:
+                return None  # (out of range: the eager path raises numpy's IndexError)
+            starts.append(i)
+            sizes.append(1)
+            drop.append(d)
+        elif type(k) is slice:
+            r = _slice_region(k, n)
+            if r is None:
+                return None
+            starts.append(r[0])
+            sizes.append(r[1])
+            kept.append(r[1])
+        else:
+            return _GENERAL
+    if not drop:
+        return None
+    return tuple(starts), tuple(sizes), tuple(drop), tuple(kept)
 
 
 def _slice_region(k, n):
