@@ -381,18 +381,17 @@ def _offsets(s, shape, d=0):
     return o
 
 
-def _vector(v, offsets=True):
-    """``(local part, its start in the vector, split axes, offsets of every block in the vector, length,
-    mesh)`` of a 1-D tensor or of a deferred step-1 slice of one (read in place: its block's part in the
-    slice); None: not a vector this handles.  ``offsets=False``: a slice's offsets are left None (O(blocks):
-    `matmul_1d` needs them only where both vectors are split)."""
+def _vector(v):
+    """``(local part, its start in the vector, split axes, where its blocks are, length, mesh)`` of a 1-D
+    tensor or of a deferred step-1 slice of one (read in place: its block's part in the slice); None: not a
+    vector this handles.  Where the blocks are: ``(sharding, global shape, dim, start)`` of the slice, which
+    `_block_offsets` turns into every block's offsets in the vector (O(blocks), where needed only)."""
     if type(v) is DistributedTensor:
         s = v._sharding
         if len(v._global_shape) != 1 or s._partial_axes:
             return None
         axes = s._split_axes[0] if s._split_axes else ()
-        return (v._interior, v._slices[0].start, axes, _offsets(s, v._global_shape) if axes else None,
-                v._global_shape[0], s._mesh)
+        return v._interior, v._slices[0].start, axes, (s, v._global_shape, 0, 0), v._global_shape[0], s._mesh
     r = ABOVE.lazy.slice_leaf(v) if ABOVE.lazy is not None else None
     if r is None:
         return None
@@ -411,13 +410,20 @@ def _vector(v, offsets=True):
     lo, hi = max(own.start, a), min(own.stop, a + n)
     hi = max(lo, hi)
     axes = s._split_axes[d] if len(s._split_axes) > d else ()
-    offs = tuple([min(max(o - a, 0), n) for o in _offsets(s, t._global_shape, d)]) if axes and offsets else None
+    where = (s, t._global_shape, d, a)
     if drop:
         sl = t._slices
         idx = tuple(slice(lo - own.start, hi - own.start) if x == d else starts[x] - sl[x].start
                     for x in range(len(starts)))
-        return t._interior[idx], lo - a, axes, offs, n, s._mesh
-    return t._interior[lo - own.start:hi - own.start], lo - a, axes, offs, n, s._mesh
+        return t._interior[idx], lo - a, axes, where, n, s._mesh
+    return t._interior[lo - own.start:hi - own.start], lo - a, axes, where, n, s._mesh
+
+
+def _block_offsets(where, n):
+    """Every block's offsets in a vector of length ``n`` that starts at ``start`` on dim ``d`` of a tensor
+    (``where``: `_vector`'s), clipped to it."""
+    s, shape, d, a = where
+    return tuple([min(max(o - a, 0), n) for o in _offsets(s, shape, d)])
 
 
 SMALL_VECTOR = 1 << 14  # a vector of at most this many elements is replicated where that spares a plan
@@ -437,9 +443,10 @@ def replicated_vector(v, limit=SMALL_VECTOR):
     r = _vector(v)
     if r is None or r[4] > limit:
         return None
-    x, _, axes, offs, n, mesh = r
+    x, _, axes, where, n, mesh = r
     if not axes:
         return x, mesh
+    offs = _block_offsets(where, n)
     sizes = [offs[i + 1] - offs[i] for i in range(len(offs) - 1)]
     return collectives.all_gather(np.ascontiguousarray(x), mesh, tuple(axes), 0, sizes=sizes), mesh
 
@@ -457,19 +464,19 @@ def matmul_1d(a, b):
     their blocks at the same places: one local dot (a replicated one sliced to the other's block) and one
     allreduce over the split axes, no plan.  Decided from global facts (the blocks' offsets), alike on every
     process.  None: not this case (the general path runs)."""
-    va = _vector(a, False)
+    va = _vector(a)
     if va is None:
         return None
-    vb = _vector(b, False)
+    vb = _vector(b)
     if vb is None or va[4] != vb[4] or va[5] is not vb[5]:
         return None
-    (xa, oa, axa, _, _, mesh), (xb, ob, axb, _, _, _) = va, vb
+    (xa, oa, axa, wa, n, mesh), (xb, ob, axb, wb, _, _) = va, vb
     if not axa:
         x, y, axes = xa[ob:ob + len(xb)], xb, axb
     elif not axb:
         x, y, axes = xa, xb[oa:oa + len(xa)], axa
-    elif axa == axb and _vector(a)[3] == _vector(b)[3]:
-        x, y, axes = xa, xb, axa
+    elif axa == axb and (wa == wb or _block_offsets(wa, n) == _block_offsets(wb, n)):  # (``Q[:, k] @ A[:, j]``:
+        x, y, axes = xa, xb, axa  # the same rows of tensors split alike, no offsets to compare)
     else:
         return None
     rs = _REPLICATED.get(mesh)
