@@ -22,8 +22,10 @@ import operator
 import sys
 
 import numpy as np
+from mpi4py import MPI
 
 from .. import collectives
+from ..runtime import mpi as _mpi
 from ..sharding.spec import Sharding
 from .dispatch import ABOVE
 from .distributed_tensor import DistributedTensor
@@ -447,8 +449,15 @@ def replicated_vector(v, limit=SMALL_VECTOR):
     if not axes:
         return x, mesh
     offs = _block_offsets(where, n)
-    sizes = [offs[i + 1] - offs[i] for i in range(len(offs) - 1)]
-    return collectives.all_gather(np.ascontiguousarray(x), mesh, tuple(axes), 0, sizes=sizes), mesh
+    b = x.itemsize
+    counts = [(offs[i + 1] - offs[i]) * b for i in range(len(offs) - 1)]
+    whole = np.empty(n, x.dtype)
+    comm = mesh.group(tuple(axes))
+    # (one MPI call: the collectives' own checks and per-shape cache cost more than it, on a new shape each turn)
+    with _mpi.internal("replicated_vector", "the blocks' allgather", comm):
+        comm.Allgatherv([np.ascontiguousarray(x).view(np.uint8), MPI.BYTE],
+                        [whole.view(np.uint8), (counts, [o * b for o in offs[:-1]]), MPI.BYTE])
+    return whole, mesh
 
 
 def replicated_tensor(whole, mesh) -> DistributedTensor:
