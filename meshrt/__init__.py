@@ -18,6 +18,9 @@ if _util.find_spec(__name__ + "._blockcopy") is None:  # like numpy: say what to
         "with an installed meshrt, run Python from outside the source tree so the installed package is imported.")
 
 from .runtime import malloc as _malloc  # noqa: F401  (glibc: keep large buffers in the heap; MESHRT_MALLOC=0 opts out)
+from .runtime import mpich as _mpich
+
+_mpich.configure()  # before MPI starts: MPICH's generic collectives (MESHRT_DEVICE_COLLECTIVES=keep opts out)
 from .runtime import threads as _threads
 
 _threads.limit_blas_threads()  # under mpiexec: the node's cores shared out among its processes' BLAS pools
