@@ -30,9 +30,9 @@ import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
-from mpi4py import MPI  # noqa: E402
 
-from meshrt import DistributedTensor, Mesh, Sharding  # noqa: E402
+from meshrt import DistributedTensor, Mesh, Sharding  # noqa: E402  (before mpi4py: meshrt.runtime.mpich)
+from mpi4py import MPI  # noqa: E402, I001
 from _timing import compare  # noqa: E402  (bench/_timing.py, beside this script)
 
 comm = MPI.COMM_WORLD

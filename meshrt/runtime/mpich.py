@@ -24,7 +24,10 @@ meshrt sets ``MPIR_CVAR_DEVICE_COLLECTIVES=none`` when it is imported, unless:
 * ``mpi4py.MPI`` is imported already (MPI has started and read its settings: nothing is changed);
 * ``MESHRT_DEVICE_COLLECTIVES=keep``.
 
-Other MPIs ignore the variable.  ``applied`` says what was done.
+A program launched by ``meshrt run`` (or by meshrt's test launcher) inherits the setting from the
+launching process; one started by ``mpiexec`` gets it where it imports meshrt before ``mpi4py.MPI``
+(``from mpi4py import MPI`` first: MPI's defaults).  Other MPIs ignore the variable.  ``applied`` says
+what was done.
 
 >>> device_collectives({}, mpi_started=False)
 'none'
