@@ -139,10 +139,10 @@ class OwnedElement:
     array([0., 1., 2., 2.])
     """
 
-    __slots__ = ("t", "key", "entry", "value")
+    __slots__ = ("t", "key", "entry", "value", "done")
 
     def __init__(self, t, key, entry):
-        self.t, self.key, self.entry, self.value = t, key, entry, None
+        self.t, self.key, self.entry, self.value, self.done = t, key, entry, None, False
 
     def _materialize(self) -> DistributedTensor:
         """The element as a plain read gives it: one broadcast from its owner."""
@@ -170,7 +170,7 @@ class OwnedElement:
         if idx is not None:
             x = self.t._interior[idx].copy()
             ufunc(x, val, out=x, casting="same_kind")
-            self.value = x
+            self.value = x  # (the owners' element; ``done`` below on every process)
         else:
             ck = (ufunc, dt, tv, v if tv is int else getattr(v, "dtype", None))
             if ck not in _CAST_OK:
@@ -179,6 +179,7 @@ class OwnedElement:
                 if len(_CAST_OK) > _LIMIT:
                     _CAST_OK.clear()
                 _CAST_OK.add(ck)
+        self.done = True
         stats["owned_updates"] += 1
         return self
 
@@ -195,8 +196,9 @@ class OwnedElement:
         return self._update(np.true_divide, v, operator.itruediv)
 
     def store(self, t, key) -> None:
-        """``t[key] = self``: the owners write the updated element (another target: broadcast, then write)."""
-        if t is self.t and key is self.key and (self.value is not None or self.entry[0] is None):
+        """``t[key] = self``: the owners write the updated element (not updated, or another target: the plain
+        read's value, broadcast, then written; decided alike on every process)."""
+        if self.done and t is self.t and key == self.key:
             if self.value is not None:
                 t._interior[self.entry[0]] = self.value
             return

@@ -303,3 +303,23 @@ def test_element_reads_leave_nothing_for_the_garbage_collector(meshes):
     gc.collect()
     gc.collect()  # (a tuple is left once what it holds is: nested ones go a collection at a time)
     assert fastpath._READS and not any(gc.is_tracked(k) or gc.is_tracked(v) for k, v in fastpath._READS.items())
+
+
+def test_owned_element_stored_elsewhere_is_a_plain_read(meshes):
+    """An `OwnedElement` not updated, or stored to another element, is the plain read's value there (one
+    broadcast, on every process alike): never a write on some processes only."""
+    from meshrt.tensor import fastpath
+
+    n = comm.size * 3
+    t = DT.from_global(np.arange(float(n)), Sharding(meshes["1d"], [[0]]))
+    last = n - 1
+    entry = fastpath.element_owner(t, (last,))
+    t[0] = fastpath.OwnedElement(t, (last,), entry)  # another key: the element's value, read
+    e = fastpath.OwnedElement(t, (1,), fastpath.element_owner(t, (1,)))
+    t[(1,)] = e  # not updated: the element's own value
+    e2 = fastpath.OwnedElement(t, tuple([2]), fastpath.element_owner(t, (2,)))
+    e2 -= 0.5
+    t[(2,)] = e2  # updated: the owners write it (an equal key stands for the read's own)
+    want = np.arange(float(n))
+    want[0], want[2] = last, 1.5
+    np.testing.assert_array_equal(t.gather(), want)
