@@ -313,8 +313,6 @@ def _node_of(x):
     return None
 
 
-
-
 # -- building ---------------------------------------------------------------------------------------------
 _LOOPS: dict = {}
 
@@ -1548,7 +1546,7 @@ class _FusedPlan:
             ps = _PADDED[ck] = s.replace(halo_sizes=halos)
         lk = (ps, g)
         local_shape = _LOCAL_SHAPES.get(lk)
-        if local_shape is None:  # (validated the first time: O(shards); a rerun or an upgrade looks it up)
+        if local_shape is None:  # (validated by the first run: O(shards); its upgrade looks it up)
             if len(_LOCAL_SHAPES) > 4096:
                 _LOCAL_SHAPES.clear()
             local_shape = _LOCAL_SHAPES[lk] = ps.local_shape(g)

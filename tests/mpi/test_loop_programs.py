@@ -211,7 +211,7 @@ def test_augmented_element_updates_equal_numpy(meshes):
         s2, s1 = Sharding(mesh, split), Sharding(mesh, split[:1])
         before = dict(fastpath.stats)
         got = _numpy_updates(DT.from_global(g, s2), DT.from_global(gb, s1), DT.from_global(gc, s2))
-        # (a's dot products sum in another order where its rows are split: equal to rounding)
+        # (a's row dot products sum in another order where its columns are split: equal to rounding)
         np.testing.assert_allclose(got[0].gather(), want[0], rtol=1e-13, err_msg=str(split))
         np.testing.assert_array_equal(got[1].gather(), want[1], err_msg=str(split))
         np.testing.assert_array_equal(got[2].gather(), want[2], err_msg=str(split))
