@@ -18,24 +18,31 @@ call                            device (default)  ``MPIR_CVAR_DEVICE_COLLECTIVES
 
 An element read (``float(a[i])``, one broadcast from its owner, any rank) went from 3.9 to 2.3 us,
 and the loop programs of ``bench/bench_loops.py`` from 9.3x to 8.5x numpy (geometric mean).  So
-meshrt sets ``MPIR_CVAR_DEVICE_COLLECTIVES=none`` when it is imported, unless:
+meshrt sets ``MPIR_CVAR_DEVICE_COLLECTIVES=none`` when it is imported in a process of a job whose
+processes are all on this node (Hydra's ``MPI_LOCALNRANKS`` equal to ``PMI_SIZE``), unless:
 
 * the variable is set already (the user's choice stands);
 * ``mpi4py.MPI`` is imported already (MPI has started and read its settings: nothing is changed);
 * ``MESHRT_DEVICE_COLLECTIVES=keep``.
 
-A program launched by ``meshrt run`` (or by meshrt's test launcher) inherits the setting from the
-launching process; one started by ``mpiexec`` gets it where it imports meshrt before ``mpi4py.MPI``
-(``from mpi4py import MPI`` first: MPI's defaults).  Other MPIs ignore the variable.  ``applied`` says
-what was done.
+Across nodes MPICH's defaults stay: there the generic collectives left a job hung after a network link
+dropped everything for a few seconds (``tests/test_heartbeat_hosts.py``), where the device ones
+recover.  Each process decides for itself, so a program started by ``mpiexec`` gets it where it
+imports meshrt before ``mpi4py.MPI`` (``python -m meshrt.launch``, ``meshrt run`` do).  Other MPIs
+ignore the variable.  ``applied`` says what was done.
 
->>> device_collectives({}, mpi_started=False)
+>>> one_node = {"PMI_SIZE": "4", "MPI_LOCALNRANKS": "4"}
+>>> device_collectives(one_node, mpi_started=False)
 'none'
->>> device_collectives({"MPIR_CVAR_DEVICE_COLLECTIVES": "all"}, mpi_started=False) is None
+>>> device_collectives({"PMI_SIZE": "4", "MPI_LOCALNRANKS": "2"}, mpi_started=False) is None   # two nodes
 True
->>> device_collectives({}, mpi_started=True) is None
+>>> device_collectives({}, mpi_started=False) is None   # not under a launcher
 True
->>> device_collectives({"MESHRT_DEVICE_COLLECTIVES": "keep"}, mpi_started=False) is None
+>>> device_collectives({**one_node, "MPIR_CVAR_DEVICE_COLLECTIVES": "all"}, mpi_started=False) is None
+True
+>>> device_collectives(one_node, mpi_started=True) is None
+True
+>>> device_collectives({**one_node, "MESHRT_DEVICE_COLLECTIVES": "keep"}, mpi_started=False) is None
 True
 """
 
@@ -59,6 +66,9 @@ def device_collectives(env, mpi_started: bool) -> str | None:
     if given not in ("", "keep"):
         raise ValueError(f"MESHRT_DEVICE_COLLECTIVES={given!r}: expected 'keep' (leave MPICH's default) or unset")
     if given == "keep" or VARIABLE in env or mpi_started:
+        return None
+    size, local = env.get("PMI_SIZE", "").strip(), env.get("MPI_LOCALNRANKS", "").strip()
+    if not size or size != local:  # (not under Hydra, or a job across nodes)
         return None
     return "none"
 

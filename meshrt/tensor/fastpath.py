@@ -304,7 +304,7 @@ def _piece_recipe(t, ints):
 
 def read_piece(t: DistributedTensor, key: tuple):
     """``t[key]`` for a key of ints and positive-step slices (one per dim; missing trailing dims whole)
-    where no mesh axis splits a sliced dim: a row ``A[i, :j]``, ``A[i]``.  The owner's piece (a copy), one
+    where no mesh axis splits a sliced dim: a row ``A[i, :j]``, ``A[i]``.  The owner's piece, one
     broadcast over the axes that split the int dims; the owner found by arithmetic, no index plan.
     None: not this case (the general path runs)."""
     shape = t._global_shape
@@ -361,8 +361,8 @@ def read_piece(t: DistributedTensor, key: tuple):
     if not axes:
         block = t._interior[tuple(idx)]
     else:
-        # (a copy on the owners too: a value, the same on every process whatever is written to t later)
-        x = np.array(t._interior[tuple(idx)], order="C") if owned else np.empty(out_shape, t._local.dtype)
+        # (the owners' piece is a view of their block, as numpy's ``A[i]``: ``A[i][j] = x`` writes through)
+        x = np.ascontiguousarray(t._interior[tuple(idx)]) if owned else np.empty(out_shape, t._local.dtype)
         block = collectives.broadcast(x, s._mesh, axes, tuple([root[a] for a in axes]))
     return DistributedTensor._fast(block, block, rs, out_shape, tuple([slice(0, n) for n in out_shape]), None)
 

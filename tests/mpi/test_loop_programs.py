@@ -275,18 +275,25 @@ def test_augmented_update_site_detection():
     assert seen == expected
 
 
-def test_row_read_is_a_value_on_every_process(meshes):
-    """``r = A[i, :j]`` of a row-split tensor is the same value on every process, the owner's too: a write
-    to ``A`` afterwards changes none of them (the owner's was a view of its block)."""
+def test_writes_through_a_row_reach_the_tensor(meshes):
+    """``A[i][j] = x``, ``A[i][j] += x`` and a function filling ``A[k, :, :]``'s diagonal (scikit-learn's
+    ``_add_to_diagonal``) write into ``A``, as through numpy's views: the owner's row is a view of its block."""
     s = Sharding(meshes["1d"], [[0]])
-    A = DT.from_global(np.arange(comm.size * 8.0).reshape(-1, 4), s)
-    for i in range(A.shape[0]):
-        r, row = A[i, :2], A[i]
-        A[i, 0] = -1.0
-        everyone = comm.allgather((r.local.copy(), row.local.copy()))
-        for got_r, got_row in everyone:
-            np.testing.assert_array_equal(got_r, [4 * i, 4 * i + 1])
-            np.testing.assert_array_equal(got_row, 4 * i + np.arange(4.0))
+    n = comm.size * 2 + 1
+    A = DT.from_global(np.zeros((n, 4)), s)
+    C = DT.from_global(np.zeros((n, 3, 3)), s)
+    want, cw = np.zeros((n, 4)), np.zeros((n, 3, 3))
+    for i in range(n):
+        A[i][i % 4] = i + 1.0
+        A[i][0] += 0.5
+        want[i][i % 4] = i + 1.0
+        want[i][0] += 0.5
+        piece = C[i, :, :]
+        for d in range(3):
+            piece[d, d] = float(d + i)
+            cw[i, d, d] = d + i
+    np.testing.assert_array_equal(A.gather(), want)
+    np.testing.assert_array_equal(C.gather(), cw)
 
 
 def test_element_reads_leave_nothing_for_the_garbage_collector(meshes):
