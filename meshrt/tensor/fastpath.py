@@ -78,7 +78,7 @@ def read_element(t: DistributedTensor, key, depth=None):
     return DistributedTensor._fast(block, block, lay[1], (), (), None)
 
 
-stats = {"owned_updates": 0, "owned_fallbacks": 0}  # (tests read them)
+stats = {"owned_updates": 0, "owned_fallbacks": 0, "vector_dots": 0}  # (tests read them)
 
 
 def _augmented_signature():
@@ -497,6 +497,7 @@ def matmul_1d(a, b):
     local[()] = np.dot(x, y)
     if axes:
         local = collectives.all_reduce(local, mesh, tuple(axes), reduction="sum")
+    stats["vector_dots"] += 1
     return DistributedTensor._fast(local, local, rs, (), (), None)
 
 
@@ -523,4 +524,5 @@ def dot_1d(a, b, general):
     local[()] = np.dot(a._interior, b._interior)
     if axes:
         local = collectives.all_reduce(local, s._mesh, axes, reduction="sum")
+    stats["vector_dots"] += 1
     return DistributedTensor._fast(local, local, rs, (), (), None)

@@ -560,26 +560,8 @@ def _int_region(shape, key):
         if Ellipsis in items:
             i = items.index(Ellipsis)
             items = items[:i] + (slice(None),) * (len(shape) - len(items) + 1) + items[i + 1:]
-        if len(items) <= len(shape):
-            items = items + (slice(None),) * (len(shape) - len(items))
-            starts, sizes, drop, kept = [], [], [], []
-            for d, (k, n) in enumerate(zip(items, shape)):
-                if type(k) is int:
-                    i = k + n if k < 0 else k
-                    if not 0 <= i < n:
-                        break  # (out of range: the eager path raises numpy's IndexError)
-                    starts.append(i)
-                    sizes.append(1)
-                    drop.append(d)
-                    continue
-                sr = _slice_region(k, n)
-                if sr is None:
-                    break
-                starts.append(sr[0])
-                sizes.append(sr[1])
-                kept.append(sr[1])
-            else:
-                r = (tuple(starts), tuple(sizes), tuple(drop), tuple(kept))
+        if len(items) <= len(shape):  # (one int or slice a dim now)
+            r = _direct_int_region(shape, items + (slice(None),) * (len(shape) - len(items)))
     if len(_IREGIONS) > 4096:
         _IREGIONS.clear()
     _IREGIONS[ck] = r

@@ -392,6 +392,7 @@ def test_element_reads_and_1d_dots_by_their_fast_paths():
 
     m2 = Mesh((-1, -1))
     g = rng.random((7, 5))
+    dots = fastpath.stats["vector_dots"]
     try:
         for s in (Sharding(m2, [[0]]), Sharding(m2, [[1], [0]]), Sharding(m2, [[0, 1]]), Sharding(m2, []),
                   Sharding(m2, [[0]], halo_sizes=[1, 1])):
@@ -407,7 +408,9 @@ def test_element_reads_and_1d_dots_by_their_fast_paths():
             gv = t.gather().ravel()
             for _ in range(3):
                 assert np.isclose(float(np.dot(v, w)), np.dot(gv, g.ravel()[::-1]))
-        assert fastpath._OFFSETS or fastpath._DOTS, "1-D dots went the general way"  # (matmul_1d: no plan)
+        # (matmul_1d, dot_1d: no plan; counted, as their caches need not fill: vectors split alike compare
+        # where their blocks are)
+        assert fastpath.stats["vector_dots"] >= dots + 15, "1-D dots went the general way"
         assert fastpath._READS, "element reads went the general way"
     finally:
         m2.free()
