@@ -65,17 +65,23 @@ def read_element(t: DistributedTensor, key, depth=None):
     idx, axes, root = e
     if not axes:
         block = t._interior[idx].copy()  # a value, as numpy's t[i, j]: ``x = t[i, j]; x += 1`` leaves t alone
-    else:
-        if depth is not None and _SIGNATURE is not None:
-            f = sys._getframe(depth)
-            aug = _SITES.get((id(f.f_code), f.f_lasti))
-            if aug is None:
-                aug = _augmented_read(f)
-            if aug and _errstate_ok():
-                return OwnedElement(t, key, (idx, axes, root, lay[1]))
-        x = t._interior[idx].copy() if idx is not None else np.empty((), t._local.dtype)
-        block = collectives.broadcast(x, t._sharding._mesh, axes, root)
-    return DistributedTensor._fast(block, block, lay[1], (), (), None)
+        return DistributedTensor._fast(block, block, lay[1], (), (), None)
+    if depth is not None and _SIGNATURE is not None:
+        f = sys._getframe(depth)
+        aug = _SITES.get((id(f.f_code), f.f_lasti))
+        if aug is None:
+            aug = _augmented_read(f)
+        if aug and _errstate_ok():
+            return OwnedElement(t, key, (idx, axes, root, lay[1]))
+    return _broadcast_element(t, idx, axes, root, lay[1])
+
+
+def _broadcast_element(t, idx, axes, root, rs) -> DistributedTensor:
+    """The element at local index ``idx`` (None: not held here) as a 0-d tensor of sharding ``rs``, on every
+    process of the group over ``axes``: one broadcast from ``root``."""
+    x = t._interior[idx].copy() if idx is not None else np.empty((), t._local.dtype)
+    block = collectives.broadcast(x, t._sharding._mesh, axes, root)
+    return DistributedTensor._fast(block, block, rs, (), (), None)
 
 
 stats = {"owned_updates": 0, "owned_fallbacks": 0, "vector_dots": 0}  # (tests read them)
@@ -147,11 +153,7 @@ class OwnedElement:
     def _materialize(self) -> DistributedTensor:
         """The element as a plain read gives it: one broadcast from its owner."""
         stats["owned_fallbacks"] += 1
-        idx, axes, root, rs = self.entry
-        t = self.t
-        x = t._interior[idx].copy() if idx is not None else np.empty((), t._local.dtype)
-        block = collectives.broadcast(x, t._sharding._mesh, axes, root)
-        return DistributedTensor._fast(block, block, rs, (), (), None)
+        return _broadcast_element(self.t, *self.entry)
 
     def _update(self, ufunc, v, fallback):
         tv = type(v)
@@ -165,13 +167,13 @@ class OwnedElement:
             return fallback(self._materialize(), v)
         if ABOVE.lazy is not None:
             ABOVE.lazy.touch()  # (as a 0-d tensor's in-place operator)
-        dt = self.t._local.dtype
         idx = self.entry[0]
         if idx is not None:
             x = self.t._interior[idx].copy()
             ufunc(x, val, out=x, casting="same_kind")
             self.value = x  # (the owners' element; ``done`` below on every process)
         else:
+            dt = self.t._local.dtype
             ck = (ufunc, dt, tv, v if tv is int else getattr(v, "dtype", None))
             if ck not in _CAST_OK:
                 with np.errstate(all="ignore"):
@@ -257,19 +259,9 @@ def element_owner(t: DistributedTensor, key: tuple):
             return None
         info = dims[d]
         if info is not None:
-            offs, axes, sizes = info
-            k = bisect.bisect_right(offs, i) - 1
             if root is None:
                 root = {}
-            if len(axes) == 1:  # (the common case: one mesh axis splits the dim)
-                a = axes[0]
-                root[a] = k
-                owned = owned and coords[a] == k
-            else:
-                for a, size in zip(reversed(axes), reversed(sizes)):  # k over the dim's axes, last fastest
-                    k, c = divmod(k, size)
-                    root[a] = c
-                    owned = owned and coords[a] == c
+            owned = _place(i, *info, coords, root) and owned
         idx.append(i - slices[d].start)
     if root is None:
         return tuple(idx) + (Ellipsis,), (), (), rs
@@ -278,6 +270,21 @@ def element_owner(t: DistributedTensor, key: tuple):
         return (tuple(idx) + (Ellipsis,) if owned else None, (a,), (c,), rs)
     axes = tuple(sorted(root))
     return (tuple(idx) + (Ellipsis,) if owned else None, axes, tuple(root[a] for a in axes), rs)
+
+
+def _place(i, offs, axes, sizes, coords, root) -> bool:
+    """Index ``i`` of a dim split over mesh ``axes`` (of ``sizes``) in blocks at ``offs``: its owners'
+    coordinates on those axes go into ``root``; whether this process (``coords``) is one of them."""
+    k = bisect.bisect_right(offs, i) - 1
+    if len(axes) == 1:  # (the common case: one mesh axis splits the dim)
+        root[axes[0]] = k
+        return coords[axes[0]] == k
+    owned = True
+    for a, size in zip(reversed(axes), reversed(sizes)):  # k over the dim's axes, last fastest
+        k, c = divmod(k, size)
+        root[a] = c
+        owned = owned and coords[a] == c
+    return owned
 
 
 _PIECES: dict = {}  # (sharding, shape, which dims are ints) -> `_piece_recipe`, or False
@@ -338,15 +345,7 @@ def read_piece(t: DistributedTensor, key: tuple):
         if not 0 <= k < n:
             return None
         if offs is not None:
-            j = bisect.bisect_right(offs, k) - 1
-            if len(dax) == 1:
-                root[dax[0]] = j
-                owned = owned and coords[dax[0]] == j
-            else:
-                for a, size in zip(reversed(dax), reversed(sizes)):
-                    j, c = divmod(j, size)
-                    root[a] = c
-                    owned = owned and coords[a] == c
+            owned = _place(k, offs, dax, sizes, coords, root) and owned
         idx[d] = k - slices[d].start
     out_shape = []
     for d in sliced:
