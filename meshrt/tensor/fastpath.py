@@ -25,7 +25,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .. import collectives
-from ..runtime import mpi as _mpi
+from ..runtime import check as _check, mpi as _mpi
 from ..sharding.spec import Sharding
 from .dispatch import ABOVE
 from .distributed_tensor import DistributedTensor
@@ -450,6 +450,9 @@ def replicated_vector(v, limit=SMALL_VECTOR):
     if not axes:
         return x, mesh
     offs = _block_offsets(where, n)
+    if _check.CHECK:  # (the collectives' agreement on the pieces, as every other collective gets it)
+        sizes = [offs[i + 1] - offs[i] for i in range(len(offs) - 1)]
+        return collectives.all_gather(np.ascontiguousarray(x), mesh, tuple(axes), 0, sizes=sizes), mesh
     b = x.itemsize
     counts = [(offs[i + 1] - offs[i]) * b for i in range(len(offs) - 1)]
     whole = np.empty(n, x.dtype)

@@ -330,3 +330,23 @@ def test_owned_element_stored_elsewhere_is_a_plain_read(meshes):
     want = np.arange(float(n))
     want[0], want[2] = last, 1.5
     np.testing.assert_array_equal(t.gather(), want)
+
+
+def test_small_vector_flip_agrees_under_check(meshes, monkeypatch):
+    """``np.flip(y[:k])`` of a small vector is one allgather of the blocks: plain MPI normally, the collectives'
+    own (their agreement on the pieces) under ``MESHRT_CHECK``, equal to numpy either way."""
+    from meshrt import collectives
+    from meshrt.runtime import check
+    from meshrt.tensor import fastpath
+
+    y = DT.from_global(np.arange(comm.size * 3 + 2.0), Sharding(meshes["1d"], [[0]]))
+    calls = []
+    gather = collectives.all_gather
+    monkeypatch.setattr(collectives, "all_gather", lambda *a, **k: calls.append(1) or gather(*a, **k))
+    for checked in (False, True):
+        monkeypatch.setattr(check, "CHECK", checked)
+        for k in range(1, y.shape[0] + 1):
+            whole, _ = fastpath.replicated_vector(y[:k])
+            np.testing.assert_array_equal(whole, np.arange(float(k)))
+            np.testing.assert_array_equal(np.flip(y[:k]).gather(), np.arange(float(k))[::-1])
+        assert (len(calls) > 0) == checked, (checked, len(calls))
