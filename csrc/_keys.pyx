@@ -14,7 +14,7 @@ let a float or bool key hit an int key's cache entry, so only ints, ``None``,
 ``u[0, :] = 1`` pays this on every call, so it is compiled.
 """
 
-__all__ = ["key_id", "ScalarWrites", "setitem", "install_setitem"]
+__all__ = ["key_id", "ScalarWrites", "setitem", "install_setitem", "install_stored"]
 
 
 cdef inline bint _plain(object v):
@@ -120,6 +120,7 @@ cdef class ScalarWrites:
 
 
 cdef object _slow_setitem = None
+cdef object _stored_type = None
 
 
 def install_setitem(slow):
@@ -129,11 +130,22 @@ def install_setitem(slow):
     return setitem
 
 
+def install_stored(cls):
+    """Values of type ``cls`` (`meshrt.tensor.fastpath.OwnedElement`) store themselves: `setitem` calls
+    ``value.store(t, key)``."""
+    global _stored_type
+    _stored_type = cls
+
+
 def setitem(t, key, value):
     """``t[key] = value``: a scalar write through a key seen before goes straight to the local
-    block (``t._writes``, a `ScalarWrites`); everything else takes the slow path."""
+    block (``t._writes``, a `ScalarWrites`), the write of ``t[i, j] op= v`` to the value's `store`;
+    everything else takes the slow path."""
     cdef object writes = t._writes
     cdef type tv = type(value)
+    if tv is _stored_type:
+        value.store(t, key)
+        return
     if type(writes) is ScalarWrites and (tv is float or tv is int or tv is bool or tv is complex):
         if (<ScalarWrites>writes).assign(key, value):
             return

@@ -58,3 +58,35 @@ def test_the_node_declarations_match_the_slots():
     assert set(declared) == {"_Node", "_Leaf", "_Op"}
     for name, fields in declared.items():
         assert fields == set(getattr(lazy, name).__slots__), name
+
+
+def test_the_fast_paths_run_compiled_and_as_source(monkeypatch):
+    """fastpath.py (the small reads, `t[i, j] op= v`, the vector dots) is compiled too, its `getitem` in the place
+    of `DistributedTensor.__getitem__`; run as source (a stale build) it finds the reading code's frame at the
+    other depth: ``t[i] -= v`` is the owners' update either way, a plain read a value."""
+    import importlib.util
+
+    import numpy as np
+
+    from meshrt import DistributedTensor, Mesh, Sharding
+    from meshrt.tensor import fastpath
+    from meshrt.tensor.dispatch import ABOVE
+
+    assert not fastpath.__file__.endswith(".py"), f"{fastpath.__file__}: not the compiled build (pip install .)"
+    assert fastpath._OWN_FRAME == 0 and DistributedTensor.__getitem__ is fastpath.getitem
+    src_path = fastpath.__file__.rsplit("/", 1)[0] + "/fastpath.py"
+    spec = importlib.util.spec_from_file_location("meshrt.tensor._fastpath_source", src_path)
+    source = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(source)
+    assert source._OWN_FRAME == 1 and source._READ_DEPTH == 2
+    for mod in (fastpath, source):
+        monkeypatch.setattr(ABOVE, "fast", mod)
+        monkeypatch.setattr(DistributedTensor, "__getitem__", mod.getitem)
+        t = DistributedTensor.from_global(np.arange(4.0), Sharding(Mesh((-1,)), [[0]]))
+        before = mod.stats["owned_updates"]
+        t[3] -= 1.0
+        t[1] *= 3
+        x = t[2]
+        x += 1  # a value: t unchanged
+        assert mod.stats["owned_updates"] - before == 2, mod.__name__
+        assert t.gather().tolist() == [0.0, 3.0, 2.0, 2.0] and float(x) == 3.0

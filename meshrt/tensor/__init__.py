@@ -20,19 +20,25 @@ import numpy as np  # noqa: F401  (the example uses it)
 
 from .dispatch import ABOVE as _ABOVE, implements
 from .distributed_tensor import DistributedTensor
+from .._compiled import fresh as _fresh
+from .._keys import install_stored as _install_stored
+
+# (compiled by setup.py, each; its source where the build is stale; fastpath before numpy_shifts imports it)
+_fast = _fresh("meshrt.tensor.fastpath")
 # registering np.where, np.var, np.roll, ... for DistributedTensor happens at their import
-from . import advanced_index as _advidx, fastpath as _fast, mixed as _mixed, numpy_functions, numpy_reductions, numpy_shifts, numpy_stats, numpy_misc  # noqa: F401
+from . import advanced_index as _advidx, mixed as _mixed, numpy_functions, numpy_reductions, numpy_shifts, numpy_stats, numpy_misc  # noqa: F401
 from . import fft as _fft  # noqa: F401  (np.fft.* on DistributedTensor)
 from .elementwise import explain_op
 
-from .._compiled import fresh as _fresh
-
-_lazy = _fresh("meshrt.tensor.lazy")  # (compiled by setup.py; its source where the build is stale)
+_lazy = _fresh("meshrt.tensor.lazy")
 explain_fused = _lazy.explain_fused
 
 # the DistributedTensor methods whose work lives in the modules above the class (see dispatch.ABOVE)
 _ABOVE.npreduce, _ABOVE.mixed, _ABOVE.lazy, _ABOVE.advidx = numpy_reductions, _mixed, _lazy, _advidx
 _ABOVE.fast = _fast
+_fast.getitem.__doc__ = DistributedTensor.__getitem__.__doc__
+DistributedTensor.__getitem__ = _fast.getitem  # (compiled: a small read's Python frame spared)
+_install_stored(_fast.OwnedElement)  # (``t[i, j] -= v`` stores itself from the compiled __setitem__)
 _lazy._calibrate()
 
 # (matmul, dot, tensordot, einsum, explain_matmul, explain_einsum: meshrt/__init__.py binds them here too,

@@ -706,6 +706,11 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
             one = ABOVE.fast.read_piece(self, key)  # ``A[i, :j]``: the owner's piece, one broadcast, no plan
             if one is not None:
                 return one
+        return self._getitem_general(key)
+
+    def _getitem_general(self, key) -> "DistributedTensor":
+        # ``t[key]`` past the fast paths of one element or one owner's piece (`meshrt.tensor.fastpath.getitem`,
+        # compiled, takes the place of `__getitem__` and calls this for the rest)
         if type(self) is DistributedTensor and ABOVE.lazy is not None:
             lazy = ABOVE.lazy.getitem(self, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
             if lazy is not None:
@@ -738,7 +743,7 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         """
         if ABOVE.lazy is not None and ABOVE.lazy.setitem(self, key, value):
             return  # a deferred expression written fused (pending expressions evaluated first, meshrt.tensor.lazy)
-        if ABOVE.fast is not None and type(value) is ABOVE.fast.OwnedElement:
+        if ABOVE.fast is not None and type(value) is ABOVE.fast.OwnedElement:  # (`_keys.setitem` calls it first)
             return value.store(self, key)  # ``t[i, j] -= v``'s write: its owners', no message
         if self._sharding.is_partial:
             raise ShardingError(
@@ -751,10 +756,7 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         if type(value) in _NP_SCALARS:
             value = value.item()
         if type(value) in _SCALARS and (tk is int or tk is tuple and _int_key(key)) and ABOVE.fast is not None:
-            e = ABOVE.fast.element_owner(self, key if tk is tuple else (key,)) if len(
-                key if tk is tuple else (key,)) == len(self._global_shape) else None
-            if e is not None:  # one element at a new index: its owner writes it, no plan (fastpath.py)
-                self._interior[e[0] if e[0] is not None else _NOTHING[len(self._global_shape)]] = value
+            if ABOVE.fast.write_element(self, key, value):  # one element: its owner writes it, no plan
                 return
         if _key_id(key) is None and ABOVE.advidx is not None:  # index arrays, masks, 0-d tensors as ints
             key = ABOVE.advidx.scalar_key(key)
@@ -1285,9 +1287,6 @@ def _piece_key(key) -> bool:
         elif tk is not slice:
             return False
     return n > 0
-
-
-_NOTHING = [(slice(0, 0),) * n for n in range(33)]  # an empty selection: numpy still checks the value's cast
 
 
 def _int_key(key) -> bool:

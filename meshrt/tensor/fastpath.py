@@ -20,6 +20,7 @@ import dis
 import itertools
 import operator
 import sys
+import types
 
 import numpy as np
 from mpi4py import MPI
@@ -30,7 +31,7 @@ from ..sharding.spec import Sharding
 from .dispatch import ABOVE
 from .distributed_tensor import DistributedTensor
 from .index_exec import _index_plan
-from .ufunc import _SCALARS, _errstate_ok
+from .ufunc import _SCALAR_OPS, _SCALARS, _errstate_ok
 
 _DOTS: dict = {}  # (sharding, shape, dtype a, dtype b) -> (split axes, result sharding, result dtype)
 _LAYOUTS: dict = {}  # (sharding, shape) -> (per dim (offsets, axes, sizes) or None, the 0-d result's sharding,
@@ -43,31 +44,24 @@ _LIMIT = 4096
 
 def read_element(t: DistributedTensor, key, depth=None):
     """``t[key]`` for a key of ints naming one element (None: not this case, the general path runs).
-    ``depth``: where the reading code's frame is on the stack (`DistributedTensor.__getitem__` passes 2): the
-    read may be that of ``t[key] op= v`` (an `OwnedElement`)."""
+    ``depth``: the reading code's frame is ``sys._getframe(depth)`` seen from this function as Python source
+    (compiled, neither it nor `getitem` has a frame: `getitem` passes `_READ_DEPTH`); the read may be that of
+    ``t[key] op= v`` (an `OwnedElement`)."""
     lay = _LAYOUTS.get((t._sharding, t._global_shape))
     if lay is None:
         lay = _element_layout(t)
     if lay is False:
         return None
-    ck = (lay[2], key)
-    e = _READS.get(ck)
+    e = _READS.get((lay[2], key))
     if e is None:
-        k = key if type(key) is tuple else (key,)
-        if len(k) != len(t._global_shape):
-            return None
-        e = element_owner(t, k)
+        e = _entry(t, key, lay)
         if e is None:
             return None
-        if len(_READS) > _LIMIT:
-            _READS.clear()
-        e = _READS[ck] = e[:3]
     idx, axes, root = e
-    if not axes:
-        block = t._interior[idx].copy()  # a value, as numpy's t[i, j]: ``x = t[i, j]; x += 1`` leaves t alone
-        return DistributedTensor._fast(block, block, lay[1], (), (), None)
+    if not axes:  # a value, as numpy's t[i, j]: ``x = t[i, j]; x += 1`` leaves t alone
+        return _value(t._interior[idx].copy(), lay[1], ())
     if depth is not None and _SIGNATURE is not None:
-        f = sys._getframe(depth)
+        f = _getframe(depth - 1 + _OWN_FRAME)
         aug = _SITES.get((id(f.f_code), f.f_lasti))
         if aug is None:
             aug = _augmented_read(f)
@@ -76,12 +70,102 @@ def read_element(t: DistributedTensor, key, depth=None):
     return _broadcast_element(t, idx, axes, root, lay[1])
 
 
+def _entry(t, key, lay):
+    """`element_owner`'s ``(local index or None, broadcast axes, root)`` for ``key`` (an int or a tuple of
+    them), kept in `_READS`; None: not one element in range."""
+    k = key if type(key) is tuple else (key,)
+    if len(k) != len(t._global_shape):
+        return None
+    e = element_owner(t, k)
+    if e is None:
+        return None
+    if len(_READS) > _LIMIT:
+        _READS.clear()
+    e = _READS[(lay[2], key)] = e[:3]
+    return e
+
+
+_NOTHING = [(slice(0, 0),) * n for n in range(33)]  # an empty selection: numpy still checks the value's cast
+
+
+def write_element(t, key, value) -> bool:
+    """``t[key] = value`` for ``key`` an int or a tuple of ints naming one element and ``value`` a Python
+    scalar: its owners write it, no plan, no message (elsewhere numpy checks the cast on an empty selection,
+    so a refused value raises alike everywhere).  False: not this case."""
+    lay = _LAYOUTS.get((t._sharding, t._global_shape))
+    if lay is None:
+        lay = _element_layout(t)
+    if lay is False:
+        return False
+    e = _READS.get((lay[2], key))
+    if e is None:
+        e = _entry(t, key, lay)
+        if e is None:
+            return False
+    idx = e[0]
+    t._interior[idx if idx is not None else _NOTHING[len(t._global_shape)]] = value
+    return True
+
+
+def getitem(t, key):
+    """`DistributedTensor.__getitem__` (installed in its place by ``meshrt.tensor``; compiled, a read pays no
+    Python frame of its own): one element or one owner's piece here, the rest by
+    `DistributedTensor._getitem_general`."""
+    tk = type(key)
+    if type(t) is DistributedTensor:
+        if tk is int or tk is tuple and _int_key(key):
+            one = read_element(t, key, _READ_DEPTH)
+            if one is not None:
+                return one
+            if len(t._global_shape) > 1:  # ``A[i]``: a row from its owner
+                one = read_piece(t, key if tk is tuple else (key,))
+                if one is not None:
+                    return one
+        elif tk is tuple and _piece_key(key):
+            one = read_piece(t, key)  # ``A[i, :j]``: the owner's piece, one broadcast, no plan
+            if one is not None:
+                return one
+    return t._getitem_general(key)
+
+
+def _int_key(key) -> bool:
+    for k in key:
+        if type(k) is not int:
+            return False
+    return True
+
+
+def _piece_key(key) -> bool:
+    """``key`` (a tuple) holds ints and slices only, at least one int."""
+    n = 0
+    for k in key:
+        tk = type(k)
+        if tk is int:
+            n += 1
+        elif tk is not slice:
+            return False
+    return n > 0
+
+
 def _broadcast_element(t, idx, axes, root, rs) -> DistributedTensor:
     """The element at local index ``idx`` (None: not held here) as a 0-d tensor of sharding ``rs``, on every
     process of the group over ``axes``: one broadcast from ``root``."""
     x = t._interior[idx].copy() if idx is not None else np.empty((), t._local.dtype)
-    block = collectives.broadcast(x, t._sharding._mesh, axes, root)
-    return DistributedTensor._fast(block, block, rs, (), (), None)
+    return _value(collectives.broadcast(x, t._sharding._mesh, axes, root), rs, ())
+
+
+_NEW = object.__new__
+_getframe = sys._getframe
+
+
+def _value(block, sharding, shape, slices=()) -> DistributedTensor:
+    """A new tensor of ``block`` (no halos, not periodic): `DistributedTensor._fast` without its call (compiled,
+    this is a fifth of a small read's cost)."""
+    t = _NEW(DistributedTensor)
+    t._local = t._interior = block
+    t._sharding, t._global_shape, t._slices = sharding, shape, slices
+    t._periodic = t._halo = t._writes = None
+    return t
 
 
 stats = {"owned_updates": 0, "owned_fallbacks": 0, "vector_dots": 0}  # (tests read them)
@@ -97,6 +181,8 @@ def _augmented_signature():
 
 
 _SIGNATURE = _augmented_signature()
+_OWN_FRAME = int(type(_augmented_signature) is types.FunctionType)  # 1 as Python source; 0 compiled (no frame of its own)
+_READ_DEPTH = 1 + _OWN_FRAME  # `getitem`'s frames between `read_element` and the reading code
 _SITES: dict = {}  # (id of a code object, offset) -> whether the instruction there is an augmented assignment's read
 _CODES: dict = {}  # id -> the code object of `_SITES` keys
 
@@ -169,7 +255,15 @@ class OwnedElement:
             ABOVE.lazy.touch()  # (as a 0-d tensor's in-place operator)
         idx = self.entry[0]
         if idx is not None:
-            x = self.t._interior[idx].copy()
+            x = self.t._interior[idx]
+            if x.dtype.kind == "f":  # numpy's scalar arithmetic (as `ufunc._scalar_ufunc`'s), where it keeps the dtype
+                r = _SCALAR_OPS[ufunc](x[()], val[()] if tv is DistributedTensor else val)
+                if getattr(r, "dtype", None) == x.dtype:
+                    self.value = r
+                    self.done = True
+                    stats["owned_updates"] += 1
+                    return self
+            x = x.copy()
             ufunc(x, val, out=x, casting="same_kind")
             self.value = x  # (the owners' element; ``done`` below on every process)
         else:
@@ -363,7 +457,7 @@ def read_piece(t: DistributedTensor, key: tuple):
         # (the owners' piece is a view of their block, as numpy's ``A[i]``: ``A[i][j] = x`` writes through)
         x = np.ascontiguousarray(t._interior[tuple(idx)]) if owned else np.empty(out_shape, t._local.dtype)
         block = collectives.broadcast(x, s._mesh, axes, tuple([root[a] for a in axes]))
-    return DistributedTensor._fast(block, block, rs, out_shape, tuple([slice(0, n) for n in out_shape]), None)
+    return _value(block, rs, out_shape, tuple([slice(0, n) for n in out_shape]))
 
 
 def _plain(v) -> bool:
@@ -408,7 +502,8 @@ def _vector(v):
         for x in drop:
             if x < len(split) and split[x]:
                 return None
-        d = next(x for x in range(len(starts)) if x not in drop)
+        while d in drop:  # (the one dim kept)
+            d += 1
     a, n, own = starts[d], shape[0], t._slices[d]
     lo, hi = max(own.start, a), min(own.stop, a + n)
     hi = max(lo, hi)
@@ -416,9 +511,9 @@ def _vector(v):
     where = (s, t._global_shape, d, a)
     if drop:
         sl = t._slices
-        idx = tuple(slice(lo - own.start, hi - own.start) if x == d else starts[x] - sl[x].start
-                    for x in range(len(starts)))
-        return t._interior[idx], lo - a, axes, where, n, s._mesh
+        idx = [starts[x] - sl[x].start for x in range(len(starts))]
+        idx[d] = slice(lo - own.start, hi - own.start)
+        return t._interior[tuple(idx)], lo - a, axes, where, n, s._mesh
     return t._interior[lo - own.start:hi - own.start], lo - a, axes, where, n, s._mesh
 
 
@@ -469,7 +564,7 @@ def replicated_tensor(whole, mesh) -> DistributedTensor:
     rs = _REPLICATED.get(mesh)
     if rs is None:
         rs = _REPLICATED[mesh] = Sharding(mesh, [])
-    return DistributedTensor._fast(whole, whole, rs, whole.shape, tuple(slice(0, n) for n in whole.shape), None)
+    return _value(whole, rs, whole.shape, tuple([slice(0, n) for n in whole.shape]))
 
 
 def matmul_1d(a, b):
@@ -495,12 +590,16 @@ def matmul_1d(a, b):
     rs = _REPLICATED.get(mesh)
     if rs is None:
         rs = _REPLICATED[mesh] = Sharding(mesh, [])
-    local = np.empty((), np.result_type(x.dtype, y.dtype))
-    local[()] = np.dot(x, y)
+    r = np.dot(x, y)
+    if isinstance(r, np.generic):  # (a numpy scalar of the result's dtype)
+        local = np.asarray(r)
+    else:
+        local = np.empty((), np.result_type(x.dtype, y.dtype))
+        local[()] = r
     if axes:
-        local = collectives.all_reduce(local, mesh, tuple(axes), reduction="sum")
+        local = collectives.all_reduce(local, mesh, axes if type(axes) is tuple else tuple(axes), reduction="sum")
     stats["vector_dots"] += 1
-    return DistributedTensor._fast(local, local, rs, (), (), None)
+    return _value(local, rs, ())
 
 
 def dot_1d(a, b, general):
@@ -527,4 +626,4 @@ def dot_1d(a, b, general):
     if axes:
         local = collectives.all_reduce(local, s._mesh, axes, reduction="sum")
     stats["vector_dots"] += 1
-    return DistributedTensor._fast(local, local, rs, (), (), None)
+    return _value(local, rs, ())

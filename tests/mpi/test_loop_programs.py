@@ -89,6 +89,80 @@ def test_element_values_and_their_arithmetic(meshes):
     assert float(a + 1.0) == 2.0 and float(b * 2) == 4.0
 
 
+def _same_value(got, want):
+    """``got`` a 0-d tensor holding ``want`` (a numpy value) bit for bit, with its dtype."""
+    assert isinstance(got, DT) and got.shape == (), type(got)
+    v = np.asarray(got.gather())
+    assert v.dtype == np.asarray(want).dtype, (v.dtype, np.asarray(want).dtype)
+    assert v.tobytes() == np.asarray(want).tobytes(), (v, want)
+
+
+def test_element_arithmetic_is_numpys_bit_for_bit(meshes):
+    """The 0-d route computes real floating values on numpy's scalars (its scalar arithmetic for the
+    operators, `ufunc._SCALAR_OPS`), complex ones by the ufunc: the same bits and dtypes as numpy's ufuncs on
+    0-d arrays, with Python and numpy operands of other kinds on either side, in place too (a result of
+    another dtype cast as ``out=`` casts, same_kind; a refused cast raises numpy's error)."""
+    s = Sharding(meshes["1d"], [[0]])
+    rng = np.random.default_rng(5)
+    binary = (np.add, np.subtract, np.multiply, np.true_divide, np.less, np.less_equal, np.greater,
+              np.greater_equal, np.equal, np.not_equal, np.power)
+    unary = (np.negative, np.positive, np.absolute, np.tanh, np.sqrt)
+    others = (2, 0.1, 1.5j, True, np.float32(0.3), np.float64(0.7), np.int16(3), np.complex64(1 - 2j))
+    n = comm.size * 2 + 1
+    for dtype in (np.float32, np.float64, np.float16, np.complex64, np.complex128):
+        g = (rng.random(n) * 3 + 0.5).astype(dtype)
+        if np.iscomplexobj(g):
+            g = g + (1j * rng.random(n)).astype(dtype)
+        t = DT.from_global(g, s)
+        for i in (0, n - 1):
+            x, want, j = t[i], np.asarray(g[i]), (i + 1) % n
+            for u in unary:
+                _same_value(u(x), u(want))
+            for op in binary:
+                for o in others + (t[j],):
+                    w = np.asarray(g[j]) if isinstance(o, DT) else o
+                    _same_value(op(x, o), op(want, w))
+                    _same_value(op(o, x), op(w, want))
+            for o in others:
+                y, w = t[i], np.asarray(g[i]).copy()
+                try:
+                    np.subtract(w, o, out=w, casting="same_kind")
+                except TypeError as e:
+                    with pytest.raises(TypeError, match=str(e)[:30]):
+                        y -= o
+                else:
+                    y -= o
+                    _same_value(y, w)
+        np.testing.assert_array_equal(t.gather(), g)  # values: t unchanged
+
+
+def test_augmented_element_updates_of_other_dtypes(meshes):
+    """``t[i, j] op= v`` on float32, float16 and complex tensors, with values of other kinds: the owners' update
+    (numpy's scalar arithmetic where it keeps the dtype, else the ufunc casting same_kind) equals numpy's
+    in-place ufunc on the element, bit for bit."""
+    from meshrt.tensor import fastpath
+
+    n = comm.size * 2 + 1
+    rng = np.random.default_rng(8)
+    for dtype in (np.float32, np.float16, np.complex64, np.complex128):
+        g = (rng.random((n, 3)) + 1).astype(dtype)
+        t = DT.from_global(g, Sharding(meshes["2d"], [[0], [1]]))
+        before = fastpath.stats["owned_updates"]
+        for i in range(n):
+            for v in (0.1, np.float64(0.3), np.float32(1.7), 3, t[(i + 2) % n, 1]):
+                w = np.asarray(g[(i + 2) % n, 1]) if isinstance(v, DT) else v
+                e = g[i:i + 1, i % 3]
+                for uf in (np.add, np.subtract, np.multiply, np.true_divide):
+                    uf(e, w, out=e, casting="same_kind")
+                t[i, i % 3] += v
+                t[i, i % 3] -= v
+                t[i, i % 3] *= v
+                t[i, i % 3] /= v
+        got = t.gather()
+        assert got.dtype == g.dtype and got.tobytes() == g.tobytes(), dtype
+        assert fastpath.stats["owned_updates"] - before == n * 5 * 4
+
+
 def test_in_place_statements_on_views_and_small_regions(meshes):
     """``A[:, j] -= Q[:, k] * r``, ``v = A[2:5, 1]; v *= 2`` and ``t += e`` write the base tensor's region (a view
     stays a view of it, as numpy's), numpy on the blocks where every operand is read where it is written
