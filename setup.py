@@ -35,7 +35,7 @@ def _mirror_pxd():
 # SHA-256 (`_SOURCE_SHA256`), with the module's .pxd beside it where it has one (Cython's augmenting
 # declarations: its classes as extension types); `meshrt._compiled.fresh` imports the source instead where
 # the .py beside the build is not that source (a development tree edited since its last build).
-COMPILED_PY = ("meshrt/tensor/lazy.py", "meshrt/tensor/fastpath.py")
+COMPILED_PY = ("meshrt/tensor/lazy.py", "meshrt/tensor/fastpath.py", "meshrt/tensor/ufunc.py")
 COMPILED_DIR = os.path.join("build", "compiled_py")
 
 

@@ -61,8 +61,9 @@ def test_the_node_declarations_match_the_slots():
 
 
 def test_the_fast_paths_run_compiled_and_as_source(monkeypatch):
-    """fastpath.py (the small reads, `t[i, j] op= v`, the vector dots) is compiled too, its `getitem` in the place
-    of `DistributedTensor.__getitem__`; run as source (a stale build) it finds the reading code's frame at the
+    """fastpath.py (the small reads, `t[i, j] op= v`, the vector dots) and ufunc.py (a 0-d value's arithmetic) are
+    compiled too, fastpath's `getitem`, `array_ufunc` and operator fronts in the place of the tensor's own; run as
+    source (a stale build) it finds the reading code's frame at the
     other depth: ``t[i] -= v`` is the owners' update either way, a plain read a value."""
     import importlib.util
 
@@ -72,8 +73,14 @@ def test_the_fast_paths_run_compiled_and_as_source(monkeypatch):
     from meshrt.tensor import fastpath
     from meshrt.tensor.dispatch import ABOVE
 
-    assert not fastpath.__file__.endswith(".py"), f"{fastpath.__file__}: not the compiled build (pip install .)"
+    from meshrt.tensor import ufunc
+
+    for mod in (fastpath, ufunc):
+        assert not mod.__file__.endswith(".py"), f"{mod.__file__}: not the compiled build (pip install .)"
     assert fastpath._OWN_FRAME == 0 and DistributedTensor.__getitem__ is fastpath.getitem
+    assert DistributedTensor.__array_ufunc__ is fastpath.array_ufunc
+    assert DistributedTensor.__iadd__.__name__ == "__iadd__" and type(DistributedTensor.__iadd__) is type(
+        fastpath.getitem)  # (the compiled fronts of the operators)
     src_path = fastpath.__file__.rsplit("/", 1)[0] + "/fastpath.py"
     spec = importlib.util.spec_from_file_location("meshrt.tensor._fastpath_source", src_path)
     source = importlib.util.module_from_spec(spec)

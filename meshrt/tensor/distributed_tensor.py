@@ -55,8 +55,11 @@ from .array_object import _ArrayAPIObject
 from .files import _TensorFiles
 from .index_exec import _drop_ints, _flip, _index_plan, _to_view_layout
 from .reductions import _TensorReductions, _accumulate
-from .ufunc import (_SCALARS, _check_partial_ufunc, _check_same, _fast_ufunc, _mixed_operands, _result_dtypes,
-                    _scalar_ufunc)
+from .._compiled import fresh
+
+fresh("meshrt.tensor.ufunc")  # (compiled by setup.py: a 0-d value's arithmetic; its source where the build is stale)
+from .ufunc import (  # noqa: E402
+    _SCALARS, _check_partial_ufunc, _check_same, _fast_ufunc, _mixed_operands, _result_dtypes, _scalar_ufunc)
 from .dispatch import implements  # noqa: F401  (re-exported: tests register handlers through it)
 
 __all__ = ["DistributedTensor"]

@@ -31,7 +31,7 @@ from ..sharding.spec import Sharding
 from .dispatch import ABOVE
 from .distributed_tensor import DistributedTensor
 from .index_exec import _index_plan
-from .ufunc import _SCALAR_OPS, _SCALARS, _errstate_ok
+from .ufunc import _SCALAR_OPS, _SCALARS, _errstate_ok, _scalar_ufunc
 
 _DOTS: dict = {}  # (sharding, shape, dtype a, dtype b) -> (split axes, result sharding, result dtype)
 _LAYOUTS: dict = {}  # (sharding, shape) -> (per dim (offsets, axes, sizes) or None, the 0-d result's sharding,
@@ -47,9 +47,7 @@ def read_element(t: DistributedTensor, key, depth=None):
     ``depth``: the reading code's frame is ``sys._getframe(depth)`` seen from this function as Python source
     (compiled, neither it nor `getitem` has a frame: `getitem` passes `_READ_DEPTH`); the read may be that of
     ``t[key] op= v`` (an `OwnedElement`)."""
-    lay = _LAYOUTS.get((t._sharding, t._global_shape))
-    if lay is None:
-        lay = _element_layout(t)
+    lay = _layout_of(t)
     if lay is False:
         return None
     e = _READS.get((lay[2], key))
@@ -62,9 +60,15 @@ def read_element(t: DistributedTensor, key, depth=None):
         return _value(t._interior[idx].copy(), lay[1], ())
     if depth is not None and _SIGNATURE is not None:
         f = _getframe(depth - 1 + _OWN_FRAME)
-        aug = _SITES.get((id(f.f_code), f.f_lasti))
-        if aug is None:
-            aug = _augmented_read(f)
+        code, at = f.f_code, f.f_lasti
+        last = _LAST_SITE
+        if code is last[0] and at == last[1]:  # (a loop's read: the same site as the last one)
+            aug = last[2]
+        else:
+            aug = _SITES.get((id(code), at))
+            if aug is None:
+                aug = _augmented_read(f)
+            last[0], last[1], last[2] = code, at, aug
         if aug and _errstate_ok():
             return OwnedElement(t, key, (idx, axes, root, lay[1]))
     return _broadcast_element(t, idx, axes, root, lay[1])
@@ -92,9 +96,7 @@ def write_element(t, key, value) -> bool:
     """``t[key] = value`` for ``key`` an int or a tuple of ints naming one element and ``value`` a Python
     scalar: its owners write it, no plan, no message (elsewhere numpy checks the cast on an empty selection,
     so a refused value raises alike everywhere).  False: not this case."""
-    lay = _LAYOUTS.get((t._sharding, t._global_shape))
-    if lay is None:
-        lay = _element_layout(t)
+    lay = _layout_of(t)
     if lay is False:
         return False
     e = _READS.get((lay[2], key))
@@ -126,6 +128,44 @@ def getitem(t, key):
             if one is not None:
                 return one
     return t._getitem_general(key)
+
+
+def array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
+    """`DistributedTensor.__array_ufunc__` (installed in its place by ``meshrt.tensor``; compiled): a 0-d
+    value's ``np.tanh(x)``, ``np.add(x, 1.0)`` by numpy on the values (`ufunc._scalar_ufunc`), the rest by
+    the tensor's own ``__array_ufunc__``."""
+    if type(self) is DistributedTensor and not self._global_shape and method == "__call__" and not kwargs:
+        if out is not None and ABOVE.lazy is not None:
+            ABOVE.lazy.touch()
+        r = _scalar_ufunc(ufunc, inputs, out, DistributedTensor)
+        if r is not None:
+            return r
+    return _GENERAL_UFUNC(self, ufunc, method, *inputs, out=out, **kwargs)
+
+
+_GENERAL_UFUNC = DistributedTensor.__array_ufunc__
+
+
+def operator_front(general, ufunc, kind):
+    """The operator ``general`` (a `DistributedTensor` method: ``__add__``, ``__radd__`` or ``__iadd__`` by
+    ``kind`` "plain", "reflected", "inplace") with a compiled front for 0-d values: ``tr += x``, ``x * y``
+    by numpy on the values; anything else runs ``general``."""
+    inplace = kind == "inplace"
+    reflected = kind == "reflected"
+
+    def op(self, other):
+        if type(self) is DistributedTensor and not self._global_shape:
+            if inplace and ABOVE.lazy is not None:
+                ABOVE.lazy.touch()
+            r = _scalar_ufunc(ufunc, (other, self) if reflected else (self, other), (self,) if inplace else None,
+                              DistributedTensor)
+            if r is not None:
+                return r
+        return general(self, other)
+
+    op.__name__ = op.__qualname__ = general.__name__
+    op.__doc__ = general.__doc__
+    return op
 
 
 def _int_key(key) -> bool:
@@ -312,6 +352,25 @@ def _fallback(name):
 for _name in ("ifloordiv", "imod", "ipow", "imatmul", "iand", "ior", "ixor", "ilshift", "irshift"):
     setattr(OwnedElement, f"__{_name}__", _fallback(_name))
 del _name
+
+
+_BY_ID: dict = {}  # (id of a sharding, shape) -> (the sharding, `_element_layout`): no Python-level hash call
+_LAST_SITE = [None, -1, False]  # the last read's code object, offset, and whether it was an augmented one
+
+
+def _layout_of(t):
+    """`_element_layout` of ``t``, found by its sharding's id (the entry keeps the sharding: the id is not
+    reused while the entry lasts)."""
+    s = t._sharding
+    ck = (id(s), t._global_shape)
+    e = _BY_ID.get(ck)
+    if e is not None and e[0] is s:
+        return e[1]
+    lay = _element_layout(t)
+    if len(_BY_ID) > _LIMIT:
+        _BY_ID.clear()
+    _BY_ID[ck] = (s, lay)
+    return lay
 
 
 def _element_layout(t: DistributedTensor):

@@ -18,6 +18,7 @@ from .layout import _layout
 
 
 _SCALARS = (float, int, complex, bool)
+_NEW = object.__new__
 _UFUNC_DTYPES: dict = {}
 
 
@@ -149,7 +150,11 @@ def _scalar_ufunc(ufunc, inputs, out, tensor_type):
         ufunc(*vals, out=o._local, casting="same_kind")
         return o
     r = np.asarray(op(*vals) if op is not None else ufunc(*vals))
-    return tensor_type._fast(r, r, t._sharding, (), (), t._periodic)
+    new = _NEW(tensor_type)  # (`DistributedTensor._fast` without its call)
+    new._local = new._interior = r
+    new._sharding, new._global_shape, new._slices, new._periodic = t._sharding, (), (), t._periodic
+    new._halo = new._writes = None
+    return new
 
 
 def _describe(role, i):
