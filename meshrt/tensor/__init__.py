@@ -21,7 +21,6 @@ import numpy as np  # noqa: F401  (the example uses it)
 from .dispatch import ABOVE as _ABOVE, implements
 from .distributed_tensor import DistributedTensor
 from .._compiled import fresh as _fresh
-from .._keys import install_stored as _install_stored
 
 # (compiled by setup.py, each; its source where the build is stale; fastpath before numpy_shifts imports it)
 _fast = _fresh("meshrt.tensor.fastpath")
@@ -36,18 +35,7 @@ explain_fused = _lazy.explain_fused
 # the DistributedTensor methods whose work lives in the modules above the class (see dispatch.ABOVE)
 _ABOVE.npreduce, _ABOVE.mixed, _ABOVE.lazy, _ABOVE.advidx = numpy_reductions, _mixed, _lazy, _advidx
 _ABOVE.fast = _fast
-_fast.getitem.__doc__ = DistributedTensor.__getitem__.__doc__
-DistributedTensor.__getitem__ = _fast.getitem  # (compiled: a small read's Python frame spared)
-_install_stored(_fast.OwnedElement)  # (``t[i, j] -= v`` stores itself from the compiled __setitem__)
-_fast.array_ufunc.__doc__ = DistributedTensor.__array_ufunc__.__doc__
-DistributedTensor.__array_ufunc__ = _fast.array_ufunc  # (compiled fronts for 0-d values' arithmetic)
-for _name, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("truediv", np.true_divide)):
-    for _kind, _method in (("plain", f"__{_name}__"), ("reflected", f"__r{_name}__"), ("inplace", f"__i{_name}__")):
-        setattr(DistributedTensor, _method, _fast.operator_front(getattr(DistributedTensor, _method), _ufunc, _kind))
-for _name, _ufunc in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)):
-    setattr(DistributedTensor, f"__{_name}__", _fast.operator_front(getattr(DistributedTensor, f"__{_name}__"), _ufunc,
-                                                                  "plain"))
-del _name, _ufunc
+_fast.install()  # (its compiled fronts for t[key], a 0-d value's arithmetic, the operators)
 _lazy._calibrate()
 
 # (matmul, dot, tensordot, einsum, explain_matmul, explain_einsum: meshrt/__init__.py binds them here too,

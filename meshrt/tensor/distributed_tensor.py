@@ -59,7 +59,7 @@ from .._compiled import fresh
 
 fresh("meshrt.tensor.ufunc")  # (compiled by setup.py: a 0-d value's arithmetic; its source where the build is stale)
 from .ufunc import (  # noqa: E402
-    _SCALARS, _check_partial_ufunc, _check_same, _fast_ufunc, _mixed_operands, _result_dtypes, _scalar_ufunc)
+    _SCALARS, _check_partial_ufunc, _check_same, _fast_ufunc, _mixed_operands, _result_dtypes)
 from .dispatch import implements  # noqa: F401  (re-exported: tests register handlers through it)
 
 __all__ = ["DistributedTensor"]
@@ -1168,13 +1168,7 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
 
     # -- numpy: elementwise ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
-        if type(self) is DistributedTensor and not self._global_shape and method == "__call__" and not kwargs:
-            # 0-d: numpy on the values (a deferred LazyTensor is never 0-d; its slots would evaluate it)
-            if out is not None and ABOVE.lazy is not None:
-                ABOVE.lazy.touch()
-            result = _scalar_ufunc(ufunc, inputs, out, DistributedTensor)
-            if result is not None:
-                return result
+        # (a 0-d value's call is `meshrt.tensor.fastpath.array_ufunc`'s, the front installed in this one's place)
         if ABOVE.lazy is not None:  # deferred or fused (meshrt.tensor.lazy); a write evaluates pending expressions
             if method == "__call__" and not kwargs:
                 lazy = ABOVE.lazy.ufunc_call(ufunc, inputs, out)
@@ -1478,45 +1472,6 @@ def _abstract_sharding(s: Sharding) -> Sharding:
 
 
 
-def _operator(name, ufunc, symbol, kind="plain"):
-    """``t + x`` (``kind`` "plain"), ``x + t`` ("reflected") and ``t += x`` ("inplace") straight to the
-    deferred or fused form (`meshrt.tensor.lazy.ufunc_call` / `inplace_call`: what ``__array_ufunc__`` would
-    reach through numpy's dispatch; in place, into ``t`` or into the region of a view ``A[:, j]``); a 0-d
-    tensor's by numpy on the values; anything else takes numpy's operator (``NDArrayOperatorsMixin``), so
-    results are those of ``ufunc(t, x)`` (``ufunc(t, x, out=(t,))`` in place)."""
-    mixin = getattr(numpy.lib.mixins.NDArrayOperatorsMixin, name)
-    inplace = kind == "inplace"
-
-    def op(self, other):
-        args = (other, self) if kind == "reflected" else (self, other)
-        if type(self) is DistributedTensor and not self._global_shape:  # 0-d: numpy on the values
-            if inplace and ABOVE.lazy is not None:
-                ABOVE.lazy.touch()
-            r = _scalar_ufunc(ufunc, args, (self,) if inplace else None, DistributedTensor)
-            if r is not None:
-                return r
-        lazy = ABOVE.lazy
-        if lazy is not None:
-            r = lazy.inplace_call(ufunc, self, other) if inplace else lazy.ufunc_call(ufunc, args, None)
-            if r is not None:
-                return r
-        return mixin(self, other)
-
-    op.__name__ = op.__qualname__ = name
-    written = {"plain": f"t {symbol} x", "reflected": f"x {symbol} t", "inplace": f"t {symbol}= x"}[kind]
-    op.__doc__ = f"``{written}``: ``np.{ufunc.__name__}``" + (" into ``t``." if inplace else ".")
-    return op
-
-
-for _name, _ufunc, _sym in (("add", np.add, "+"), ("sub", np.subtract, "-"), ("mul", np.multiply, "*"),
-                           ("truediv", np.true_divide, "/")):
-    setattr(DistributedTensor, f"__{_name}__", _operator(f"__{_name}__", _ufunc, _sym))
-    setattr(DistributedTensor, f"__r{_name}__", _operator(f"__r{_name}__", _ufunc, _sym, "reflected"))
-    setattr(DistributedTensor, f"__i{_name}__", _operator(f"__i{_name}__", _ufunc, _sym, "inplace"))
-for _name, _ufunc, _sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),
-                            ("ge", np.greater_equal, ">=")):  # (no reflected forms: Python swaps them)
-    setattr(DistributedTensor, f"__{_name}__", _operator(f"__{_name}__", _ufunc, _sym))
-del _name, _ufunc, _sym
 
 
 _IMPLICIT_VALUES = ("", "warn", "error")

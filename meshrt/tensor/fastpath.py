@@ -23,6 +23,7 @@ import sys
 import types
 
 import numpy as np
+import numpy.lib.mixins  # noqa: F401  (operator_method: numpy's operators)
 from mpi4py import MPI
 
 from .. import collectives
@@ -110,8 +111,8 @@ def write_element(t, key, value) -> bool:
 
 
 def getitem(t, key):
-    """`DistributedTensor.__getitem__` (installed in its place by ``meshrt.tensor``; compiled, a read pays no
-    Python frame of its own): one element or one owner's piece here, the rest by
+    """`DistributedTensor.__getitem__` (`install` puts it in the class's own's place; compiled, a read pays no
+    Python frame of its own): one element, one owner's piece or a deferred view here, the rest by
     `DistributedTensor._getitem_general`."""
     tk = type(key)
     if type(t) is DistributedTensor:
@@ -127,45 +128,82 @@ def getitem(t, key):
             one = read_piece(t, key)  # ``A[i, :j]``: the owner's piece, one broadcast, no plan
             if one is not None:
                 return one
+        lazy = ABOVE.lazy
+        if lazy is not None:
+            one = lazy.getitem(t, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
+            if one is not None:
+                return one
     return t._getitem_general(key)
 
 
 def array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
-    """`DistributedTensor.__array_ufunc__` (installed in its place by ``meshrt.tensor``; compiled): a 0-d
-    value's ``np.tanh(x)``, ``np.add(x, 1.0)`` by numpy on the values (`ufunc._scalar_ufunc`), the rest by
-    the tensor's own ``__array_ufunc__``."""
+    """`DistributedTensor.__array_ufunc__` (`install` puts it in the class's own's place; compiled): a 0-d
+    value's ``np.tanh(x)``, ``np.add(x, 1.0)`` by numpy on the values (`ufunc._scalar_ufunc`; a deferred
+    `LazyTensor` is never 0-d), the rest by the class's own ``__array_ufunc__``."""
     if type(self) is DistributedTensor and not self._global_shape and method == "__call__" and not kwargs:
         if out is not None and ABOVE.lazy is not None:
             ABOVE.lazy.touch()
         r = _scalar_ufunc(ufunc, inputs, out, DistributedTensor)
         if r is not None:
             return r
-    return _GENERAL_UFUNC(self, ufunc, method, *inputs, out=out, **kwargs)
+    return _GENERAL["__array_ufunc__"](self, ufunc, method, *inputs, out=out, **kwargs)
 
 
-_GENERAL_UFUNC = DistributedTensor.__array_ufunc__
-
-
-def operator_front(general, ufunc, kind):
-    """The operator ``general`` (a `DistributedTensor` method: ``__add__``, ``__radd__`` or ``__iadd__`` by
-    ``kind`` "plain", "reflected", "inplace") with a compiled front for 0-d values: ``tr += x``, ``x * y``
-    by numpy on the values; anything else runs ``general``."""
+def operator_method(name, ufunc, symbol, kind="plain"):
+    """The tensor's operator ``name``: ``t + x`` (``kind`` "plain"), ``x + t`` ("reflected") and ``t += x``
+    ("inplace").  A 0-d tensor's by numpy on the values (`ufunc._scalar_ufunc`); else straight to the deferred
+    or fused form (`meshrt.tensor.lazy.ufunc_call` / `inplace_call`: what ``__array_ufunc__`` would reach
+    through numpy's dispatch; in place, into ``t`` or into the region of a view ``A[:, j]``); anything else
+    takes numpy's operator (``NDArrayOperatorsMixin``), so results are those of ``ufunc(t, x)``
+    (``ufunc(t, x, out=(t,))`` in place).  Compiled, a statement's operators pay no Python frame."""
+    mixin = getattr(np.lib.mixins.NDArrayOperatorsMixin, name)
     inplace = kind == "inplace"
     reflected = kind == "reflected"
 
     def op(self, other):
-        if type(self) is DistributedTensor and not self._global_shape:
+        args = (other, self) if reflected else (self, other)
+        if type(self) is DistributedTensor and not self._global_shape:  # 0-d: numpy on the values
             if inplace and ABOVE.lazy is not None:
                 ABOVE.lazy.touch()
-            r = _scalar_ufunc(ufunc, (other, self) if reflected else (self, other), (self,) if inplace else None,
-                              DistributedTensor)
+            r = _scalar_ufunc(ufunc, args, (self,) if inplace else None, DistributedTensor)
             if r is not None:
                 return r
-        return general(self, other)
+        lazy = ABOVE.lazy
+        if lazy is not None:
+            r = lazy.inplace_call(ufunc, self, other) if inplace else lazy.ufunc_call(ufunc, args, None)
+            if r is not None:
+                return r
+        return mixin(self, other)
 
-    op.__name__ = op.__qualname__ = general.__name__
-    op.__doc__ = general.__doc__
+    op.__name__ = op.__qualname__ = name
+    written = {"plain": f"t {symbol} x", "reflected": f"x {symbol} t", "inplace": f"t {symbol}= x"}[kind]
+    op.__doc__ = f"``{written}``: ``np.{ufunc.__name__}``" + (" into ``t``." if inplace else ".")
     return op
+
+
+_GENERAL: dict = {}  # the class's own methods the fronts fall back on, as `install` found them
+
+
+def install() -> None:
+    """Put this module's fronts in `DistributedTensor` (``meshrt.tensor`` calls it once): `getitem` for
+    ``__getitem__``, `array_ufunc` for ``__array_ufunc__``, `operator_method` s for the arithmetic and
+    comparison operators, and `OwnedElement` as the value the compiled ``__setitem__`` lets store itself."""
+    from .._keys import install_stored
+
+    for name in ("__getitem__", "__array_ufunc__"):
+        _GENERAL.setdefault(name, DistributedTensor.__dict__[name])
+    getitem.__doc__ = _GENERAL["__getitem__"].__doc__
+    DistributedTensor.__getitem__ = getitem
+    DistributedTensor.__array_ufunc__ = array_ufunc
+    for name, ufunc, sym in (("add", np.add, "+"), ("sub", np.subtract, "-"), ("mul", np.multiply, "*"),
+                             ("truediv", np.true_divide, "/")):
+        setattr(DistributedTensor, f"__{name}__", operator_method(f"__{name}__", ufunc, sym))
+        setattr(DistributedTensor, f"__r{name}__", operator_method(f"__r{name}__", ufunc, sym, "reflected"))
+        setattr(DistributedTensor, f"__i{name}__", operator_method(f"__i{name}__", ufunc, sym, "inplace"))
+    for name, ufunc, sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),
+                             ("ge", np.greater_equal, ">=")):  # (no reflected forms: Python swaps them)
+        setattr(DistributedTensor, f"__{name}__", operator_method(f"__{name}__", ufunc, sym))
+    install_stored(OwnedElement)
 
 
 def _int_key(key) -> bool:
