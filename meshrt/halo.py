@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import functools
 import itertools
 import math
 import weakref
@@ -110,17 +111,17 @@ class HaloPlan:
     periodic: tuple
     messages: tuple
 
-    @property
+    @functools.cached_property
     def sends(self) -> tuple:
         """Messages this device sends over MPI."""
         return tuple(m for m in self.messages if m.sends and not m.local)
 
-    @property
+    @functools.cached_property
     def recvs(self) -> tuple:
         """Messages this device receives over MPI."""
         return tuple(m for m in self.messages if m.receives and not m.local)
 
-    @property
+    @functools.cached_property
     def local_copies(self) -> tuple:
         """``(recv_box, send_box)`` pairs copied within the buffer (periodic, one shard)."""
         by_dir = {m.direction: m for m in self.messages}
@@ -566,6 +567,17 @@ class HaloExchange:
             except ShardingError as e:
                 error = str(e)
             _agree_errors(mesh.group(tuple(range(mesh.ndim))), error, "HaloExchange", mesh)
+        self._setup(x, plan, method, mesh)
+
+    @classmethod
+    def _of_plan(cls, x, plan: HaloPlan, mesh) -> "HaloExchange":
+        """The exchange of a plan its caller checked against ``x`` (a fused expression's lasting plan,
+        `meshrt.tensor.lazy`: its once-plan ran the same plan), without the constructor's checks."""
+        ex = object.__new__(cls)
+        ex._setup(x, plan, "pack", mesh)
+        return ex
+
+    def _setup(self, x, plan, method, mesh):
         self.plan = plan
         self.array = x
         self.method = method

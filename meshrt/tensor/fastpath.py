@@ -259,7 +259,8 @@ def _augmented_signature():
 
 
 _SIGNATURE = _augmented_signature()
-_OWN_FRAME = int(type(_augmented_signature) is types.FunctionType)  # 1 as Python source; 0 compiled (no frame of its own)
+# 1 as Python source; 0 compiled (a compiled function has no frame of its own)
+_OWN_FRAME = int(type(_augmented_signature) is types.FunctionType)
 _READ_DEPTH = 1 + _OWN_FRAME  # `getitem`'s frames between `read_element` and the reading code
 _SITES: dict = {}  # (id of a code object, offset) -> whether the instruction there is an augmented assignment's read
 _CODES: dict = {}  # id -> the code object of `_SITES` keys

@@ -50,7 +50,7 @@ import numpy as np
 from . import fuse as _fuse
 from ..runtime import check as _check, mpi as _mpi
 from ..errors import ShardingError
-from ..halo import HaloExchange, _OnceExchange, plan_halo
+from ..halo import HaloExchange, _OnceExchange, _plan_global, plan_halo
 from .._keys import key_id as _key_id
 from .dispatch import _HANDLED_FUNCTIONS
 from .layout import _layout, _zero_halos
@@ -1545,7 +1545,9 @@ class _FusedPlan:
                 mm = mmap.mmap(-1, max(1, count * arr._local.dtype.itemsize))  # pages never touched (the middle of
                 self._mm.append(mm)  # the block) are never made resident
                 padded = np.frombuffer(mm, arr._local.dtype, count).reshape(local_shape)
-            ex = HaloExchange(padded, ps, g, periodic=tuple(per))
+            per = tuple(per)
+            # (its plan is the once-plan's, cached: a shape's second run builds no plan and repeats no check)
+            ex = HaloExchange._of_plan(padded, _plan_global(ps, g, per, ps.mesh.rank, local_shape), ps.mesh)
         slabs = []
         a_lo = [s.halo_widths(d)[0] if s.dim_axes(d) else 0 for d in range(nd)]
         full_p = [slice(w[d][0], w[d][0] + owned[d][1] - owned[d][0]) for d in range(nd)]
