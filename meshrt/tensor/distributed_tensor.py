@@ -1470,10 +1470,6 @@ def _abstract_sharding(s: Sharding) -> Sharding:
     return s.replace(mesh=s.mesh.abstract()) if type(s.mesh) is not AbstractMesh else s
 
 
-
-
-
-
 _IMPLICIT_VALUES = ("", "warn", "error")
 _OWN_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
              os.path.dirname(os.path.abspath(np.__file__)) + os.sep)

@@ -237,8 +237,8 @@ _getframe = sys._getframe
 
 
 def _value(block, sharding, shape, slices=()) -> DistributedTensor:
-    """A new tensor of ``block`` (no halos, not periodic): `DistributedTensor._fast` without its call (compiled,
-    this is a fifth of a small read's cost)."""
+    """A new tensor of ``block`` (no halos, not periodic): `DistributedTensor._fast`'s work without a call to a
+    Python classmethod (a read or a dot makes one per call)."""
     t = _NEW(DistributedTensor)
     t._local = t._interior = block
     t._sharding, t._global_shape, t._slices = sharding, shape, slices
