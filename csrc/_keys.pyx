@@ -14,7 +14,7 @@ let a float or bool key hit an int key's cache entry, so only ints, ``None``,
 ``u[0, :] = 1`` pays this on every call, so it is compiled.
 """
 
-__all__ = ["key_id", "ScalarWrites", "setitem", "install_setitem", "install_stored"]
+__all__ = ["key_id", "int_key", "piece_key", "ScalarWrites", "setitem", "install_setitem", "install_stored"]
 
 
 cdef inline bint _plain(object v):
@@ -40,6 +40,37 @@ def key_id(key):
         else:
             return None
     return tuple(out), is_tuple
+
+
+def int_key(key):
+    """``key`` is a Python int or a tuple of them (not bools: one element's key).
+
+    >>> int_key((1, 2)), int_key(3), int_key((1, slice(None))), int_key(True)
+    (True, True, False, False)
+    """
+    if type(key) is int:
+        return True
+    if type(key) is not tuple:
+        return False
+    for k in <tuple>key:
+        if type(k) is not int:
+            return False
+    return True
+
+
+def piece_key(key):
+    """``key`` (a tuple) holds ints and slices only, at least one int (a row or piece ``A[i, :j]``).
+
+    >>> piece_key((1, slice(None, 3))), piece_key((slice(None),)), piece_key((1, None))
+    (True, False, False)
+    """
+    cdef Py_ssize_t n = 0
+    for k in <tuple>key:
+        if type(k) is int:
+            n += 1
+        elif type(k) is not slice:
+            return False
+    return n > 0
 
 
 cdef inline bint _same_bound(object x, object y):

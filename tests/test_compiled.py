@@ -86,14 +86,20 @@ def test_the_fast_paths_run_compiled_and_as_source(monkeypatch):
     source = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(source)
     assert source._OWN_FRAME == 1 and source._READ_DEPTH == 2
-    for mod in (fastpath, source):
-        monkeypatch.setattr(ABOVE, "fast", mod)
-        monkeypatch.setattr(DistributedTensor, "__getitem__", mod.getitem)
-        t = DistributedTensor.from_global(np.arange(4.0), Sharding(Mesh((-1,)), [[0]]))
-        before = mod.stats["owned_updates"]
-        t[3] -= 1.0
-        t[1] *= 3
-        x = t[2]
-        x += 1  # a value: t unchanged
-        assert mod.stats["owned_updates"] - before == 2, mod.__name__
-        assert t.gather().tolist() == [0.0, 3.0, 2.0, 2.0] and float(x) == 3.0
+    from meshrt._keys import install_stored
+
+    try:
+        for mod in (fastpath, source):
+            monkeypatch.setattr(ABOVE, "fast", mod)
+            monkeypatch.setattr(DistributedTensor, "__getitem__", mod.getitem)
+            install_stored(mod.OwnedElement)  # (as `install` does; the compiled module's again below)
+            t = DistributedTensor.from_global(np.arange(4.0), Sharding(Mesh((-1,)), [[0]]))
+            before = mod.stats["owned_updates"]
+            t[3] -= 1.0
+            t[1] *= 3
+            x = t[2]
+            x += 1  # a value: t unchanged
+            assert mod.stats["owned_updates"] - before == 2, mod.__name__
+            assert t.gather().tolist() == [0.0, 3.0, 2.0, 2.0] and float(x) == 3.0
+    finally:
+        install_stored(fastpath.OwnedElement)

@@ -41,7 +41,7 @@ from .. import collectives
 from ..halo import HaloExchange
 from .._blockcopy import copy_block, extract, insert
 from ..collectives.common import _DIRECT_DTYPES
-from .._keys import ScalarWrites, install_setitem, key_id as _key_id
+from .._keys import ScalarWrites, install_setitem, int_key, key_id as _key_id
 from ..errors import PerformanceWarning, ShardingError
 from ..reshard import execute_reshard, plan_reshard, same_devices
 from ..sharding.spec import Sharding
@@ -695,29 +695,16 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         >>> u[1:-1, ::2].sharding.sharded_dims_offsets      # doctest: +SKIP
         >>> u[:, n // 2].gather()                            # doctest: +SKIP
         """
-        tk = type(key)
-        if (tk is int or tk is tuple and _int_key(key)) and type(self) is DistributedTensor and ABOVE.fast is not None:
-            one = ABOVE.fast.read_element(self, key, 2)  # one broadcast from its owner (none for ``t[i, j] -= v``:
-            # fastpath.OwnedElement), plan kept
-            if one is not None:
-                return one
-            if len(self._global_shape) > 1:  # ``A[i]``: a row from its owner
-                one = ABOVE.fast.read_piece(self, key if tk is tuple else (key,))
-                if one is not None:
-                    return one
-        elif tk is tuple and type(self) is DistributedTensor and ABOVE.fast is not None and _piece_key(key):
-            one = ABOVE.fast.read_piece(self, key)  # ``A[i, :j]``: the owner's piece, one broadcast, no plan
-            if one is not None:
-                return one
-        return self._getitem_general(key)
-
-    def _getitem_general(self, key) -> "DistributedTensor":
-        # ``t[key]`` past the fast paths of one element or one owner's piece (`meshrt.tensor.fastpath.getitem`,
-        # compiled, takes the place of `__getitem__` and calls this for the rest)
+        # (`meshrt.tensor.fastpath.getitem`, compiled, takes this method's place: one element, one owner's piece
+        # or a deferred view there, the rest by `_getitem_eager`)
         if type(self) is DistributedTensor and ABOVE.lazy is not None:
             lazy = ABOVE.lazy.getitem(self, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
             if lazy is not None:
                 return lazy
+        return self._getitem_eager(key)
+
+    def _getitem_eager(self, key) -> "DistributedTensor":
+        # ``t[key]`` evaluated now: index arrays and masks, or the index plan's view
         if _key_id(key) is None and ABOVE.advidx is not None:  # index arrays, masks, 0-d tensors as ints
             key = ABOVE.advidx.scalar_key(key)
             if ABOVE.advidx.is_advanced(key):
@@ -746,8 +733,6 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         """
         if ABOVE.lazy is not None and ABOVE.lazy.setitem(self, key, value):
             return  # a deferred expression written fused (pending expressions evaluated first, meshrt.tensor.lazy)
-        if ABOVE.fast is not None and type(value) is ABOVE.fast.OwnedElement:  # (`_keys.setitem` calls it first)
-            return value.store(self, key)  # ``t[i, j] -= v``'s write: its owners', no message
         if self._sharding.is_partial:
             raise ShardingError(
                 f"__setitem__: this tensor is partial ({self._sharding.partial_type} over mesh axes "
@@ -758,7 +743,7 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
             value = value._interior[()]  # a 0-d value (a read, a dot): its element, the same on every process
         if type(value) in _NP_SCALARS:
             value = value.item()
-        if type(value) in _SCALARS and (tk is int or tk is tuple and _int_key(key)) and ABOVE.fast is not None:
+        if type(value) in _SCALARS and int_key(key) and ABOVE.fast is not None:
             if ABOVE.fast.write_element(self, key, value):  # one element: its owner writes it, no plan
                 return
         if _key_id(key) is None and ABOVE.advidx is not None:  # index arrays, masks, 0-d tensors as ints
@@ -1272,30 +1257,6 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
 
 
 _NP_SCALARS = (np.float64, np.float32, np.complex128)  # exact as Python scalars
-
-
-def _piece_key(key) -> bool:
-    """``key`` (a tuple) holds ints and slices only, at least one int."""
-    n = 0
-    for k in key:
-        tk = type(k)
-        if tk is int:
-            n += 1
-        elif tk is not slice:
-            return False
-    return n > 0
-
-
-def _int_key(key) -> bool:
-    """``key`` is a Python int or a tuple of them (not bools)."""
-    if type(key) is int:
-        return True
-    if type(key) is not tuple:
-        return False
-    for k in key:
-        if type(k) is not int:
-            return False
-    return True
 
 
 def _touch(t: "DistributedTensor") -> "DistributedTensor":

@@ -31,6 +31,7 @@ from ..runtime import check as _check, mpi as _mpi
 from ..sharding.spec import Sharding
 from .dispatch import ABOVE
 from .distributed_tensor import DistributedTensor
+from .._keys import int_key, piece_key
 from .index_exec import _index_plan
 from .ufunc import _SCALAR_OPS, _SCALARS, _errstate_ok, _scalar_ufunc
 
@@ -51,11 +52,9 @@ def read_element(t: DistributedTensor, key, depth=None):
     lay = _layout_of(t)
     if lay is False:
         return None
-    e = _READS.get((lay[2], key))
+    e = _entry(t, key, lay)
     if e is None:
-        e = _entry(t, key, lay)
-        if e is None:
-            return None
+        return None
     idx, axes, root = e
     if not axes:  # a value, as numpy's t[i, j]: ``x = t[i, j]; x += 1`` leaves t alone
         return _value(t._interior[idx].copy(), lay[1], ())
@@ -77,7 +76,10 @@ def read_element(t: DistributedTensor, key, depth=None):
 
 def _entry(t, key, lay):
     """`element_owner`'s ``(local index or None, broadcast axes, root)`` for ``key`` (an int or a tuple of
-    them), kept in `_READS`; None: not one element in range."""
+    them) on ``t`` of `_layout_of` ``lay``, from `_READS` or kept there; None: not one element in range."""
+    e = _READS.get((lay[2], key))
+    if e is not None:
+        return e
     k = key if type(key) is tuple else (key,)
     if len(k) != len(t._global_shape):
         return None
@@ -98,13 +100,9 @@ def write_element(t, key, value) -> bool:
     scalar: its owners write it, no plan, no message (elsewhere numpy checks the cast on an empty selection,
     so a refused value raises alike everywhere).  False: not this case."""
     lay = _layout_of(t)
-    if lay is False:
-        return False
-    e = _READS.get((lay[2], key))
+    e = _entry(t, key, lay) if lay is not False else None
     if e is None:
-        e = _entry(t, key, lay)
-        if e is None:
-            return False
+        return False
     idx = e[0]
     t._interior[idx if idx is not None else _NOTHING[len(t._global_shape)]] = value
     return True
@@ -113,10 +111,10 @@ def write_element(t, key, value) -> bool:
 def getitem(t, key):
     """`DistributedTensor.__getitem__` (`install` puts it in the class's own's place; compiled, a read pays no
     Python frame of its own): one element, one owner's piece or a deferred view here, the rest by
-    `DistributedTensor._getitem_general`."""
+    `DistributedTensor._getitem_eager`."""
     tk = type(key)
     if type(t) is DistributedTensor:
-        if tk is int or tk is tuple and _int_key(key):
+        if int_key(key):
             one = read_element(t, key, _READ_DEPTH)
             if one is not None:
                 return one
@@ -124,7 +122,7 @@ def getitem(t, key):
                 one = read_piece(t, key if tk is tuple else (key,))
                 if one is not None:
                     return one
-        elif tk is tuple and _piece_key(key):
+        elif tk is tuple and piece_key(key):
             one = read_piece(t, key)  # ``A[i, :j]``: the owner's piece, one broadcast, no plan
             if one is not None:
                 return one
@@ -133,7 +131,7 @@ def getitem(t, key):
             one = lazy.getitem(t, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
             if one is not None:
                 return one
-    return t._getitem_general(key)
+    return t._getitem_eager(key)
 
 
 def array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
@@ -204,25 +202,6 @@ def install() -> None:
                              ("ge", np.greater_equal, ">=")):  # (no reflected forms: Python swaps them)
         setattr(DistributedTensor, f"__{name}__", operator_method(f"__{name}__", ufunc, sym))
     install_stored(OwnedElement)
-
-
-def _int_key(key) -> bool:
-    for k in key:
-        if type(k) is not int:
-            return False
-    return True
-
-
-def _piece_key(key) -> bool:
-    """``key`` (a tuple) holds ints and slices only, at least one int."""
-    n = 0
-    for k in key:
-        tk = type(k)
-        if tk is int:
-            n += 1
-        elif tk is not slice:
-            return False
-    return n > 0
 
 
 def _broadcast_element(t, idx, axes, root, rs) -> DistributedTensor:
