@@ -17,6 +17,8 @@ True
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
 from ..mesh import Mesh
@@ -26,7 +28,33 @@ from ..sharding.spec import Sharding
 from ..tensor.distributed_tensor import DistributedTensor
 from .blockcyclic import BlockCyclic, local_index
 
-__all__ = ["ProcessGrid", "CyclicMatrix", "to_cyclic", "process_grid"]
+__all__ = ["ProcessGrid", "CyclicMatrix", "to_cyclic", "process_grid", "lazy_zeros"]
+
+#: triangles an exchange can be limited to (`_exchange`)
+TRIANGLES = (None, "lower", "upper")
+
+#: below this many bytes `lazy_zeros` is `np.zeros`: a mapping of its own costs more than it saves
+_LAZY_BYTES = 1 << 20
+
+
+def lazy_zeros(shape, dtype, order="C") -> np.ndarray:
+    """Zeros whose memory the kernel provides only where they are written, a 4 KiB page at a time.
+
+    Large ones live on a private anonymous mapping without transparent huge pages (numpy asks for
+    those, and then a write anywhere in 2 MiB costs the whole 2 MiB, and on a fragmented machine a
+    compaction first): a triangle written into a matrix costs the pages it covers, about half, in
+    resident memory and in first-touch time. The mapping goes when the array and its views do.
+
+    >>> z = lazy_zeros((512, 1024), np.float64, order="F")
+    >>> z.shape, z.flags.f_contiguous, z.flags.writeable, float(z.sum())
+    ((512, 1024), True, True, 0.0)
+    """
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < _LAZY_BYTES:
+        return np.zeros(shape, dtype, order=order)
+    pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+    return np.frombuffer(pages, dtype).reshape(shape, order=order)
 
 _GRIDS: dict = {}
 
@@ -99,12 +127,19 @@ class CyclicMatrix:
         return CyclicMatrix(self.layout, self.grid, self.local.copy(order="F") if local is None else local,
                             self.mesh)
 
-    def to_tensor(self, sharding: Sharding, shape=None) -> DistributedTensor:
+    def to_tensor(self, sharding: Sharding, shape=None, *, triangle=None) -> DistributedTensor:
         """The matrix (or its leading ``shape`` part) as a `DistributedTensor` of ``sharding`` (no halos, not
-        partial; on ``self.mesh``)."""
+        partial; on ``self.mesh``). ``triangle="lower"`` (``"upper"``): the matrix is that triangle, the rest
+        zero: only the triangle moves (`_exchange`), into a `lazy_zeros` tensor whose other pages are
+        never touched; values above (below) the diagonal in the layout are not read."""
+        if triangle not in TRIANGLES:
+            raise ValueError(f"triangle: expected one of {TRIANGLES}, got {triangle!r}")
         lay = self.layout
         shape = lay.shape if shape is None else tuple(shape)
-        out = DistributedTensor.empty(shape, sharding, self.dtype)
+        if triangle is None:
+            out = DistributedTensor.empty(shape, sharding, self.dtype)
+        else:
+            out = DistributedTensor.from_local(lazy_zeros(sharding.local_shape(shape), self.dtype), sharding, shape)
         mesh = sharding.mesh
         comm = self.grid.comm
         my_rows, my_cols = self.rows(), self.cols()
@@ -116,13 +151,13 @@ class CyclicMatrix:
             rpos = np.flatnonzero((my_rows >= rs.start) & (my_rows < rs.stop))
             cpos = np.flatnonzero((my_cols >= cs.start) & (my_cols < cs.stop))
             if rpos.size and cpos.size and d != me:
-                sends.append((d, rpos, cpos, my_cols[cpos]))
+                sends.append((d, rpos, cpos, my_cols[cpos], my_rows[rpos]))
             elif rpos.size and cpos.size:
                 mine = (rpos, cpos)
         # what each grid process sends me: its rows and cols inside my block
         rs, cs = out.shard_slices
         block = out._interior
-        recvs = []
+        recvs, own = [], None
         for q in range(lay.nprocs):
             pr, pc = lay.coords(q)
             grow = lay.global_rows(pr)
@@ -130,10 +165,12 @@ class CyclicMatrix:
             grow = grow[(grow >= rs.start) & (grow < rs.stop)]  # my block lies inside ``shape``
             gcol = gcol[(gcol >= cs.start) & (gcol < cs.stop)]
             if grow.size and gcol.size and q != me:
-                recvs.append((q, grow - rs.start, gcol - cs.start, gcol))
+                recvs.append((q, grow - rs.start, gcol - cs.start, gcol, grow))
             elif grow.size and gcol.size and mine is not None:  # my own part: copied, not sent
-                _copy(block, grow - rs.start, gcol - cs.start, self.local, *mine)
-        _exchange(comm, self.local, sends, block, recvs, shape, "CyclicMatrix.to_tensor")
+                own = (grow - rs.start, gcol - cs.start, *mine, gcol, grow)
+        _exchange(comm, self.local, sends, block, recvs, shape, "CyclicMatrix.to_tensor", own, triangle)
+        if triangle is not None:
+            _zero_beyond(block, rs.start, cs.start, shape, triangle)
         return out
 
 
@@ -216,17 +253,40 @@ def exchange_rounds(shape, itemsize: int) -> int:
     return max(1, -(-n // width)) if n else 1
 
 
-def _exchange(comm, src, sends, dst, recvs, shape, what) -> None:
+def round_bounds(shape, itemsize: int) -> list:
+    """The global columns where each round of `_exchange` starts, and ``n``.
+
+    >>> round_bounds((4, 10), 8), len(round_bounds((8192, 8192), 8))
+    ([0, 10], 33)
+    """
+    rounds = exchange_rounds(shape, itemsize)
+    return [round(shape[1] * i / rounds) for i in range(rounds + 1)]
+
+
+def _rows_in_round(grows: np.ndarray, bounds, k: int, triangle) -> slice:
+    """Which of a part's rows (ascending global rows ``grows``) move in round ``k``: all, or for a
+    ``triangle`` those that meet it in the round's columns (a lower triangle's rows from the round's
+    first column on; an upper one's before its last)."""
+    if triangle == "lower":
+        return slice(int(np.searchsorted(grows, bounds[k])), grows.size)
+    if triangle == "upper":
+        return slice(0, int(np.searchsorted(grows, bounds[k + 1])))
+    return slice(0, grows.size)
+
+
+def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None) -> None:
     """Move the parts of an exchange between processes, round by round over global column ranges.
 
-    ``sends``: ``(dest, rpos, cpos, gcols)``, ``src[np.ix_(rpos, cpos)]`` goes to ``dest`` (``gcols``: the
-    global columns of ``cpos``, ascending); ``recvs``: ``(source, rpos, cpos, gcols)``, what ``source``
-    sends lands in ``dst[np.ix_(rpos, cpos)]``. Each round is one ``Alltoallv`` of the parts' columns in
-    its range, through two buffers reused by every round (`_ROUND_BYTES` each at most, or one column)."""
+    ``sends``: ``(dest, rpos, cpos, gcols, grows)``, ``src[np.ix_(rpos, cpos)]`` goes to ``dest`` (``gcols``,
+    ``grows``: the global columns of ``cpos`` and rows of ``rpos``, ascending); ``recvs``: ``(source, rpos,
+    cpos, gcols, grows)``, what ``source`` sends lands in ``dst[np.ix_(rpos, cpos)]``; ``own``: ``(drpos,
+    dcpos, srpos, scpos, gcols, grows)``, the part that stays here, copied. Each round is one ``Alltoallv``
+    of the parts' columns in its range, through two buffers reused by every round (`_ROUND_BYTES` each at
+    most, or one column). ``triangle`` (``"lower"``/``"upper"``): of a round's columns only the rows that
+    meet that triangle move (`_rows_in_round`): about half the matrix, plus the rounds' diagonal squares."""
     dtype = dst.dtype
-    rounds = exchange_rounds(shape, dtype.itemsize)
-    n = shape[1]
-    bounds = [round(n * i / rounds) for i in range(rounds + 1)]
+    bounds = round_bounds(shape, dtype.itemsize)
+    rounds = len(bounds) - 1
     size = comm.Get_size()
 
     def cuts(parts):  # per part, where each round's columns start in its gcols
@@ -236,24 +296,49 @@ def _exchange(comm, src, sends, dst, recvs, shape, what) -> None:
     sbuf = np.empty(max(1, _round_total(sends, scuts, rounds)), dtype)
     rbuf = np.empty(max(1, _round_total(recvs, rcuts, rounds)), dtype)
     scount, rcount = np.zeros(size, np.int64), np.zeros(size, np.int64)
+    ocut = None if own is None else np.searchsorted(own[4], bounds)
     for k in range(rounds):
         scount[:] = 0
         rcount[:] = 0
-        for (d, rpos, _, _), c in zip(sends, scuts):
-            scount[d] = rpos.size * int(c[k + 1] - c[k])
-        for (q, rpos, _, _), c in zip(recvs, rcuts):
-            rcount[q] = rpos.size * int(c[k + 1] - c[k])
+        srows = [_rows_in_round(p[4], bounds, k, triangle) for p in sends]
+        rrows = [_rows_in_round(p[4], bounds, k, triangle) for p in recvs]
+        for (d, *_), c, r in zip(sends, scuts, srows):
+            scount[d] = (r.stop - r.start) * int(c[k + 1] - c[k])
+        for (q, *_), c, r in zip(recvs, rcuts, rrows):
+            rcount[q] = (r.stop - r.start) * int(c[k + 1] - c[k])
         soff = np.concatenate([[0], np.cumsum(scount)])
         roff = np.concatenate([[0], np.cumsum(rcount)])
-        for (d, rpos, cpos, _), c in zip(sends, scuts):
+        for (d, rpos, cpos, *_), c, r in zip(sends, scuts, srows):
             if scount[d]:
-                _pack(src, rpos, cpos[c[k]:c[k + 1]], sbuf[soff[d]:soff[d + 1]])
+                _pack(src, rpos[r], cpos[c[k]:c[k + 1]], sbuf[soff[d]:soff[d + 1]])
         with _mpi.internal(what, "the block-cyclic exchange", comm):
             comm.Alltoallv([sbuf, (scount, soff[:-1])], [rbuf, (rcount, roff[:-1])])
-        for (q, rpos, cpos, _), c in zip(recvs, rcuts):
+        if own is not None and ocut[k + 1] > ocut[k]:
+            drpos, dcpos, srpos, scpos, _, grows = own
+            r = _rows_in_round(grows, bounds, k, triangle)
+            cols = slice(ocut[k], ocut[k + 1])
+            _copy(dst, drpos[r], dcpos[cols], src, srpos[r], scpos[cols])
+        for (q, rpos, cpos, *_), c, r in zip(recvs, rcuts, rrows):
             if rcount[q]:
-                part = rbuf[roff[q]:roff[q + 1]].reshape((rpos.size, int(c[k + 1] - c[k])), order="F")
-                _unpack(dst, rpos, cpos[c[k]:c[k + 1]], part)
+                part = rbuf[roff[q]:roff[q + 1]].reshape((r.stop - r.start, int(c[k + 1] - c[k])), order="F")
+                _unpack(dst, rpos[r], cpos[c[k]:c[k + 1]], part)
+
+
+def _zero_beyond(block: np.ndarray, row0: int, col0: int, shape, triangle) -> None:
+    """Zero what a ``triangle`` exchange brought beside the triangle into ``block`` (global rows and columns
+    from ``row0``, ``col0``): the elements across the diagonal in each round's square."""
+    bounds = round_bounds(shape, block.dtype.itemsize)
+    rows = np.arange(row0, row0 + block.shape[0])
+    cols = np.arange(col0, col0 + block.shape[1])
+    for c0, c1 in zip(bounds[:-1], bounds[1:]):
+        r0, r1 = max(c0, row0), min(c1, row0 + block.shape[0])
+        k0, k1 = max(c0, col0), min(c1, col0 + block.shape[1])
+        if r0 >= r1 or k0 >= k1:
+            continue
+        beyond = rows[r0 - row0:r1 - row0, None] < cols[None, k0 - col0:k1 - col0]
+        if triangle == "upper":
+            beyond = rows[r0 - row0:r1 - row0, None] > cols[None, k0 - col0:k1 - col0]
+        block[r0 - row0:r1 - row0, k0 - col0:k1 - col0][beyond] = 0
 
 
 def _round_total(parts, cuts, rounds) -> int:
@@ -271,12 +356,17 @@ def _plain(t: DistributedTensor) -> DistributedTensor:
     return t
 
 
-def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None) -> CyclicMatrix:
+def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None, triangle=None) -> CyclicMatrix:
     """The 2-D tensor ``t`` as a `CyclicMatrix` over all processes of its mesh (`BlockCyclic.default`
-    layout unless ``block``/``grid`` are given; ``dtype``: convert on the way)."""
+    layout unless ``block``/``grid`` are given; ``dtype``: convert on the way). ``triangle="lower"``
+    (``"upper"``): only that triangle is read (Cholesky's and ``eigh``'s input), and moved (`_exchange`),
+    into a `lazy_zeros` local matrix: what lies beyond the rounds' diagonal squares is zero and costs
+    no memory until written."""
     if not isinstance(t, DistributedTensor) or t.ndim != 2:
         raise ValueError(f"to_cyclic: a 2-D DistributedTensor expected, got "
                          f"{getattr(t, 'shape', type(t).__name__)}")
+    if triangle not in TRIANGLES:
+        raise ValueError(f"triangle: expected one of {TRIANGLES}, got {triangle!r}")
     t = _plain(t)
     mesh = t.mesh
     layout = BlockCyclic.default(t.shape, mesh.size, block, grid)
@@ -303,12 +393,13 @@ def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None) -> Cyc
             pr, pc = layout.coords(q)
             rpos, cpos = np.flatnonzero(rown == pr), np.flatnonzero(coln == pc)
             if rpos.size and cpos.size and q != me:
-                sends.append((q, rpos, cpos, cols[cpos]))
+                sends.append((q, rpos, cpos, cols[cpos], rows[rpos]))
             elif rpos.size and cpos.size:
                 mine = (rpos, cpos)
-    local = np.empty(layout.local_shape(me_coords), dtype, order="F")
+    local_shape = layout.local_shape(me_coords)
+    local = np.empty(local_shape, dtype, order="F") if triangle is None else lazy_zeros(local_shape, dtype, "F")
     # I receive from each writing device the part of its block I hold
-    recvs = []
+    recvs, own = [], None
     for d in range(mesh.size):
         if not writer_of_block(s, d):
             continue
@@ -318,8 +409,8 @@ def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None) -> Cyc
         lrow = local_index(grow, layout.block[0], layout.grid[0])
         lcol = local_index(gcol, layout.block[1], layout.grid[1])
         if grow.size and gcol.size and d != me:
-            recvs.append((d, lrow, lcol, gcol))
+            recvs.append((d, lrow, lcol, gcol, grow))
         elif grow.size and gcol.size and mine is not None:  # my own part: copied, not sent
-            _copy(local, lrow, lcol, t._interior, *mine)
-    _exchange(comm, np.asarray(t._interior), sends, local, recvs, shape, "to_cyclic")
+            own = (lrow, lcol, *mine, gcol, grow)
+    _exchange(comm, np.asarray(t._interior), sends, local, recvs, shape, "to_cyclic", own, triangle)
     return CyclicMatrix(layout, pgrid, local, mesh)

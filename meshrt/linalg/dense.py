@@ -79,9 +79,9 @@ def _plain(s: Sharding) -> Sharding:
     return s.replace(partial_axes=(), halo_sizes=None) if s.is_partial or s.halo_sizes else s
 
 
-def _cyclic(a: DistributedTensor, name, block, grid) -> CyclicMatrix:
+def _cyclic(a: DistributedTensor, name, block, grid, triangle=None) -> CyclicMatrix:
     return to_cyclic(a, block=block if block is not None else _env_block(), grid=grid,
-                     dtype=_work_dtype(name, a.dtype))
+                     dtype=_work_dtype(name, a.dtype), triangle=triangle)
 
 
 def _replicated_result(values, mesh) -> DistributedTensor:
@@ -92,14 +92,19 @@ def _replicated_result(values, mesh) -> DistributedTensor:
 
 def cholesky(a: DistributedTensor, *, upper: bool = False, block=None, grid=None) -> DistributedTensor:
     """The Cholesky factor of Hermitian positive definite ``a`` (lower, or upper with ``upper=True``), in
-    ``a``'s sharding. ``LinAlgError`` on every process if ``a`` is not positive definite."""
+    ``a``'s sharding, read from the lower (``upper``: upper) triangle of ``a`` as numpy reads it.
+    ``LinAlgError`` on every process if ``a`` is not positive definite."""
     _square("cholesky", a)
     if not is_distributable(a):
         return _replicated_result(np.linalg.cholesky(a.gather(), upper=upper), a.mesh)
-    c = _cyclic(a, "cholesky", block, grid)
-    if factor.cholesky(c):
+    # numpy reads one triangle (the upper one for ``upper``: the lower one of ``a^H``, as eigh's "U"), and
+    # the factor is triangular: only triangles move
+    c = _cyclic(a.T if upper else a, "cholesky", block, grid, triangle="lower")
+    if upper and c.dtype.kind == "c":
+        np.conjugate(c.local, out=c.local)
+    if factor.cholesky(c, zero_upper=False):
         raise LinAlgError("Matrix is not positive definite")
-    out = c.to_tensor(_plain(a.sharding))
+    out = c.to_tensor(_plain(a.sharding), triangle="lower")
     return out.T.conj().reshard(_plain(a.sharding)) if upper else out
 
 
@@ -295,14 +300,9 @@ def _householder(a: DistributedTensor, name, dtype=None):
 
 
 def _r_factor(c: CyclicMatrix, sharding: Sharding, shape) -> DistributedTensor:
-    """The upper trapezoid of ``c``'s leading ``shape`` part (``R``; the reflectors below stay in ``c``)."""
-    r = c.to_tensor(sharding, shape=shape)
-    (rs, cs), block = r.shard_slices, r._interior
-    cols = np.arange(block.shape[1])
-    for i in range(0, block.shape[0], 256):  # in place, a few rows at a time (np.triu would copy it all)
-        first = np.arange(rs.start + i, rs.start + min(block.shape[0], i + 256)) - cs.start  # the diagonal's column
-        block[i:i + first.size][cols[None, :] < first[:, None]] = 0
-    return r
+    """The upper trapezoid of ``c``'s leading ``shape`` part (``R``; the reflectors below stay in ``c``):
+    only it moves, into zeros whose pages below the diagonal are never touched."""
+    return c.to_tensor(sharding, shape=shape, triangle="upper")
 
 
 def _q_factor(c: CyclicMatrix, ts, p: int) -> CyclicMatrix:
@@ -393,7 +393,7 @@ def _eigh_prepare(name, a: DistributedTensor, UPLO, block, grid):
         raise ValueError("UPLO argument must be 'L' or 'U'")
     dt = _work_dtype(name, a.dtype)
     c = to_cyclic(a if UPLO == "L" else a.T, block=block if block is not None else _env_block(), grid=grid,
-                  dtype=dt)
+                  dtype=dt, triangle="lower")
     if UPLO == "U" and c.dtype.kind == "c":
         np.conjugate(c.local, out=c.local)
     eigen.hermitian_from_lower(c)

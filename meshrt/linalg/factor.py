@@ -48,9 +48,11 @@ def _check_square_blocks(a: CyclicMatrix, name: str):
         raise ValueError(f"{name}: square blocks expected, got block {a.layout.block}")
 
 
-def cholesky(a: CyclicMatrix) -> int:
+def cholesky(a: CyclicMatrix, *, zero_upper: bool = True) -> int:
     """The lower Cholesky factor of Hermitian positive definite ``a``, in place (the strict upper triangle
-    zeroed). Returns 0, or the order of the first leading minor that is not positive definite (LAPACK's
+    zeroed, unless ``zero_upper`` is false: then it is left as it was, or partly updated, for a caller
+    that reads only the lower triangle, as ``to_tensor(triangle="lower")``). Only the lower triangle of
+    ``a`` is read. Returns 0, or the order of the first leading minor that is not positive definite (LAPACK's
     ``info``; ``a`` is then partly overwritten), the same on every process.
 
     Look-ahead of one panel: at step ``k`` the process column that holds block column ``k + 1`` updates
@@ -84,7 +86,8 @@ def cholesky(a: CyclicMatrix) -> int:
             _cholesky_update(a, prow, pcol, g1, lr1, lc1, nxt, loc.shape[1], conj)
         else:
             _cholesky_update(a, prow, pcol, g1, lr1, lc1, lc1, loc.shape[1], conj)
-    zero_triangle(a, upper=True)
+    if zero_upper:
+        zero_triangle(a, upper=True)
     return 0
 
 

@@ -306,6 +306,60 @@ def test_cyclic_round_trip_in_rounds(mesh, mesh2, monkeypatch, round_bytes):
     assert cyclic.exchange_rounds(a.shape, 8) == -(-11 // max(1, round_bytes // (8 * 13)))
 
 
+@pytest.mark.parametrize("round_bytes", [1, 8 * 13 * 3, 1 << 24])
+@pytest.mark.parametrize("shape", [(13, 11), (11, 13), (13, 13)])
+def test_cyclic_triangles_move_only_their_triangle(mesh, mesh2, monkeypatch, round_bytes, shape):
+    """``triangle=`` exchanges: the layout holds the triangle (and, beside it, at most what lies in the
+    rounds' diagonal squares: never more); leaving it gives exactly ``tril``/``triu``, whatever the layout
+    held beyond; a triangle's rows in a round are cut right at every round boundary."""
+    from meshrt.linalg import cyclic
+
+    monkeypatch.setattr(cyclic, "_ROUND_BYTES", round_bytes)
+    a = rand(shape, np.float64, 4) + 3
+    bounds = cyclic.round_bounds(shape, 8)
+    rows, cols = np.indices(shape)
+    round_start = np.searchsorted(bounds, cols, side="right") - 1  # each column's round
+    near = {"lower": rows >= np.take(bounds, round_start), "upper": rows < np.take(bounds, round_start + 1)}
+    exact = {"lower": np.tril, "upper": np.triu}
+    for s in layouts(mesh, mesh2):
+        for tri in ("lower", "upper"):
+            for block, grid in (((2, 3), None), ((4, 1), (P, 1)), ((3, 3), (1, P))):
+                c = to_cyclic(split(a, s), block=block, grid=grid, triangle=tri)
+                held = c.to_tensor(s).gather()
+                assert np.array_equal(held, np.where(near[tri], a, 0))
+                assert np.array_equal(exact[tri](held), exact[tri](a))
+                c.local[...] = 7.0  # beyond the triangle too: leaving with triangle= does not carry it
+                out = c.to_tensor(s, triangle=tri)
+                assert out.sharding == s
+                assert np.array_equal(out.gather(), exact[tri](np.full(shape, 7.0)))
+    with pytest.raises(ValueError, match="triangle: expected one of"):
+        to_cyclic(split(a, layouts(mesh, mesh2)[0]), triangle="diagonal")
+
+
+def test_cholesky_and_eigh_never_read_the_other_triangle(mesh, mesh2, monkeypatch):
+    """numpy's ``cholesky`` and ``eigh`` read one triangle: NaN in the other changes nothing, at every
+    layout, with the exchanges in many rounds."""
+    from meshrt.linalg import cyclic
+
+    n = 21
+    a = spd(n, np.float64, 8)
+    poisoned = np.where(np.tri(n, dtype=bool), a, np.nan)
+    w_ref = np.linalg.eigvalsh(a)
+    for round_bytes in (8 * n * 2, 1 << 24):
+        monkeypatch.setattr(cyclic, "_ROUND_BYTES", round_bytes)
+        for s in layouts(mesh, mesh2):
+            for block in (2, 5):
+                lo = dense.cholesky(split(poisoned, s), block=block).gather()
+                assert np.array_equal(np.triu(lo, 1), np.zeros((n, n)))
+                assert np.linalg.norm(lo @ lo.T - a, 1) / (np.linalg.norm(a, 1) * eps(a.dtype) * n) < THRESH
+                up = dense.cholesky(split(poisoned.T.copy(), s), upper=True, block=block).gather()
+                assert np.allclose(up, lo.T, rtol=1e-12, atol=1e-12)
+                w, v = dense.eigh(split(poisoned, s), block=block)
+                assert np.allclose(w.gather(), w_ref, rtol=1e-12, atol=1e-12 * n)
+                v = v.gather()
+                assert np.linalg.norm(a @ v - v * w.gather()) < 1e-12 * n * np.linalg.norm(a)
+
+
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(n=st.integers(1, 30), block=st.integers(1, 9), seed=st.integers(0, 2**16))
 def test_randomized_solve_and_cholesky(n, block, seed):
