@@ -28,7 +28,7 @@ from ..sharding.spec import Sharding
 from ..tensor.distributed_tensor import DistributedTensor
 from .blockcyclic import BlockCyclic, local_index
 
-__all__ = ["ProcessGrid", "CyclicMatrix", "to_cyclic", "process_grid", "lazy_zeros"]
+__all__ = ["ProcessGrid", "CyclicMatrix", "to_cyclic", "process_grid", "lazy_zeros", "give_back"]
 
 #: triangles an exchange can be limited to (`_exchange`)
 TRIANGLES = (None, "lower", "upper")
@@ -55,6 +55,29 @@ def lazy_zeros(shape, dtype, order="C") -> np.ndarray:
         return np.zeros(shape, dtype, order=order)
     pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
     return np.frombuffer(pages, dtype).reshape(shape, order=order)
+
+
+def give_back(x: np.ndarray, lo: int, hi: int) -> bool:
+    """Return the memory pages wholly inside bytes ``lo:hi`` of ``x`` (a `lazy_zeros` array or a view of
+    one) to the kernel now; they read as zeros afterwards. False, and nothing done, for any other array.
+
+    >>> z = lazy_zeros((1024, 1024), np.float64, order="F")
+    >>> z[:] = 1.0
+    >>> give_back(z, 0, z.nbytes), float(z[:, :512].sum()), give_back(np.ones(4), 0, 32)
+    (True, 0.0, False)
+    """
+    root = x
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    pages = root.base.obj if isinstance(root.base, memoryview) else root.base  # (np.frombuffer's view)
+    if not isinstance(pages, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return False
+    offset = x.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    first = -(-(offset + lo) // mmap.PAGESIZE) * mmap.PAGESIZE
+    end = min(len(pages), (offset + hi) // mmap.PAGESIZE * mmap.PAGESIZE)
+    if end > first:
+        pages.madvise(mmap.MADV_DONTNEED, first, end - first)
+    return True
 
 _GRIDS: dict = {}
 
@@ -97,7 +120,7 @@ class CyclicMatrix:
 
     @classmethod
     def zeros(cls, layout: BlockCyclic, grid: ProcessGrid, dtype, mesh) -> "CyclicMatrix":
-        return cls(layout, grid, np.zeros(layout.local_shape(grid.coords), dtype, order="F"), mesh)
+        return cls(layout, grid, lazy_zeros(layout.local_shape(grid.coords), dtype, order="F"), mesh)
 
     @classmethod
     def identity(cls, layout: BlockCyclic, grid: ProcessGrid, dtype, mesh) -> "CyclicMatrix":
@@ -127,11 +150,13 @@ class CyclicMatrix:
         return CyclicMatrix(self.layout, self.grid, self.local.copy(order="F") if local is None else local,
                             self.mesh)
 
-    def to_tensor(self, sharding: Sharding, shape=None, *, triangle=None) -> DistributedTensor:
+    def to_tensor(self, sharding: Sharding, shape=None, *, triangle=None, consume=False) -> DistributedTensor:
         """The matrix (or its leading ``shape`` part) as a `DistributedTensor` of ``sharding`` (no halos, not
         partial; on ``self.mesh``). ``triangle="lower"`` (``"upper"``): the matrix is that triangle, the rest
         zero: only the triangle moves (`_exchange`), into a `lazy_zeros` tensor whose other pages are
-        never touched; values above (below) the diagonal in the layout are not read."""
+        never touched; values above (below) the diagonal in the layout are not read. ``consume``: the
+        matrix is not used again, and its memory goes back to the system round by round as it leaves
+        (`give_back`; it reads as zeros after), so leaving the layout needs little more than the result."""
         if triangle not in TRIANGLES:
             raise ValueError(f"triangle: expected one of {TRIANGLES}, got {triangle!r}")
         lay = self.layout
@@ -168,7 +193,8 @@ class CyclicMatrix:
                 recvs.append((q, grow - rs.start, gcol - cs.start, gcol, grow))
             elif grow.size and gcol.size and mine is not None:  # my own part: copied, not sent
                 own = (grow - rs.start, gcol - cs.start, *mine, gcol, grow)
-        _exchange(comm, self.local, sends, block, recvs, shape, "CyclicMatrix.to_tensor", own, triangle)
+        _exchange(comm, self.local, sends, block, recvs, shape, "CyclicMatrix.to_tensor", own, triangle,
+                  my_cols if consume else None)
         if triangle is not None:
             _zero_beyond(block, rs.start, cs.start, shape, triangle)
         return out
@@ -274,7 +300,7 @@ def _rows_in_round(grows: np.ndarray, bounds, k: int, triangle) -> slice:
     return slice(0, grows.size)
 
 
-def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None) -> None:
+def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None, release=None) -> None:
     """Move the parts of an exchange between processes, round by round over global column ranges.
 
     ``sends``: ``(dest, rpos, cpos, gcols, grows)``, ``src[np.ix_(rpos, cpos)]`` goes to ``dest`` (``gcols``,
@@ -283,7 +309,9 @@ def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None
     dcpos, srpos, scpos, gcols, grows)``, the part that stays here, copied. Each round is one ``Alltoallv``
     of the parts' columns in its range, through two buffers reused by every round (`_ROUND_BYTES` each at
     most, or one column). ``triangle`` (``"lower"``/``"upper"``): of a round's columns only the rows that
-    meet that triangle move (`_rows_in_round`): about half the matrix, plus the rounds' diagonal squares."""
+    meet that triangle move (`_rows_in_round`): about half the matrix, plus the rounds' diagonal squares.
+    ``release``: the global columns of column-major ``src``'s columns; each round's are given back to the
+    system once sent (`give_back`)."""
     dtype = dst.dtype
     bounds = round_bounds(shape, dtype.itemsize)
     rounds = len(bounds) - 1
@@ -318,6 +346,10 @@ def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None
             r = _rows_in_round(grows, bounds, k, triangle)
             cols = slice(ocut[k], ocut[k + 1])
             _copy(dst, drpos[r], dcpos[cols], src, srpos[r], scpos[cols])
+        if release is not None and src.flags.f_contiguous:
+            col_bytes = src.shape[0] * src.itemsize
+            c0, c1 = np.searchsorted(release, bounds[k:k + 2])
+            give_back(src, int(c0) * col_bytes, int(c1) * col_bytes)
         for (q, rpos, cpos, *_), c, r in zip(recvs, rcuts, rrows):
             if rcount[q]:
                 part = rbuf[roff[q]:roff[q + 1]].reshape((r.stop - r.start, int(c[k + 1] - c[k])), order="F")
@@ -359,8 +391,8 @@ def _plain(t: DistributedTensor) -> DistributedTensor:
 def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None, triangle=None) -> CyclicMatrix:
     """The 2-D tensor ``t`` as a `CyclicMatrix` over all processes of its mesh (`BlockCyclic.default`
     layout unless ``block``/``grid`` are given; ``dtype``: convert on the way). ``triangle="lower"``
-    (``"upper"``): only that triangle is read (Cholesky's and ``eigh``'s input), and moved (`_exchange`),
-    into a `lazy_zeros` local matrix: what lies beyond the rounds' diagonal squares is zero and costs
+    (``"upper"``): only that triangle is read (Cholesky's and ``eigh``'s input), and moved (`_exchange`):
+    the local matrix is `lazy_zeros`, so what lies beyond the rounds' diagonal squares is zero and costs
     no memory until written."""
     if not isinstance(t, DistributedTensor) or t.ndim != 2:
         raise ValueError(f"to_cyclic: a 2-D DistributedTensor expected, got "
@@ -397,7 +429,7 @@ def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None, triang
             elif rpos.size and cpos.size:
                 mine = (rpos, cpos)
     local_shape = layout.local_shape(me_coords)
-    local = np.empty(local_shape, dtype, order="F") if triangle is None else lazy_zeros(local_shape, dtype, "F")
+    local = lazy_zeros(local_shape, dtype, "F")  # (its pages can go back as it leaves: to_tensor's consume)
     # I receive from each writing device the part of its block I hold
     recvs, own = [], None
     for d in range(mesh.size):

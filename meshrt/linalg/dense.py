@@ -104,7 +104,7 @@ def cholesky(a: DistributedTensor, *, upper: bool = False, block=None, grid=None
         np.conjugate(c.local, out=c.local)
     if factor.cholesky(c, zero_upper=False):
         raise LinAlgError("Matrix is not positive definite")
-    out = c.to_tensor(_plain(a.sharding), triangle="lower")
+    out = c.to_tensor(_plain(a.sharding), triangle="lower", consume=True)
     return out.T.conj().reshard(_plain(a.sharding)) if upper else out
 
 
@@ -134,7 +134,7 @@ def lu(a: DistributedTensor, *, permute_l: bool = False, block=None, grid=None):
     k = min(m, n)
     rows = _row_sharding(a)
     c, perm, _ = _lu(a, "lu", block, grid)
-    whole = c.to_tensor(rows)  # L below the diagonal, U on and above it (m x n)
+    whole = c.to_tensor(rows, consume=True)  # L below the diagonal, U on and above it (m x n)
     packed = whole._interior
     start = whole.shard_slices[0].start
     grow = np.arange(start, start + packed.shape[0])
@@ -162,7 +162,7 @@ def _permute_tensor_rows(t: DistributedTensor, perm) -> DistributedTensor:
     inverse = np.empty_like(perm)
     inverse[perm] = np.arange(perm.size)
     factor.permute_rows(c, inverse)
-    return c.to_tensor(t.sharding)
+    return c.to_tensor(t.sharding, consume=True)
 
 
 def _rhs(name, a: DistributedTensor, b):
@@ -199,7 +199,7 @@ def solve(a: DistributedTensor, b) -> DistributedTensor:
     factor.permute_rows(rhs, perm)
     factor.triangular_solve(c, rhs, lower=True, unit=True)
     factor.triangular_solve(c, rhs, lower=False)
-    return back(rhs.to_tensor(target))
+    return back(rhs.to_tensor(target, consume=True))
 
 
 def inv(a: DistributedTensor) -> DistributedTensor:
@@ -215,7 +215,7 @@ def inv(a: DistributedTensor) -> DistributedTensor:
     factor.permute_rows(eye, perm)
     factor.triangular_solve(c, eye, lower=True, unit=True)
     factor.triangular_solve(c, eye, lower=False)
-    return eye.to_tensor(_plain(a.sharding))
+    return eye.to_tensor(_plain(a.sharding), consume=True)
 
 
 def _slogdet_parts(a: DistributedTensor):
@@ -290,7 +290,7 @@ def matrix_power(a: DistributedTensor, power: int) -> DistributedTensor:
         base = sq
     if result is None:
         result = CyclicMatrix.identity(c.layout, c.grid, c.dtype, c.mesh)
-    return result.to_tensor(_plain(a.sharding))
+    return result.to_tensor(_plain(a.sharding), consume=True)
 
 
 def _householder(a: DistributedTensor, name, dtype=None):
@@ -299,10 +299,10 @@ def _householder(a: DistributedTensor, name, dtype=None):
     return c, ts
 
 
-def _r_factor(c: CyclicMatrix, sharding: Sharding, shape) -> DistributedTensor:
-    """The upper trapezoid of ``c``'s leading ``shape`` part (``R``; the reflectors below stay in ``c``):
-    only it moves, into zeros whose pages below the diagonal are never touched."""
-    return c.to_tensor(sharding, shape=shape, triangle="upper")
+def _r_factor(c: CyclicMatrix, sharding: Sharding, shape, consume=False) -> DistributedTensor:
+    """The upper trapezoid of ``c``'s leading ``shape`` part (``R``; the reflectors below stay in ``c``
+    unless ``consume``): only it moves, into zeros whose pages below the diagonal are never touched."""
+    return c.to_tensor(sharding, shape=shape, triangle="upper", consume=consume)
 
 
 def _q_factor(c: CyclicMatrix, ts, p: int) -> CyclicMatrix:
@@ -333,10 +333,10 @@ def qr(a: DistributedTensor, mode: str = "reduced"):
     rows = _row_sharding(a)
     c, ts = _householder(a, "qr")
     rk = m if mode == "complete" else k
-    r = _r_factor(c, Sharding(a.mesh, [list(rows.dim_axes(0))]), (rk, n))
+    r = _r_factor(c, Sharding(a.mesh, [list(rows.dim_axes(0))]), (rk, n), consume=mode == "r")
     if mode == "r":
         return r
-    return _q_factor(c, ts, rk).to_tensor(rows), r
+    return _q_factor(c, ts, rk).to_tensor(rows, consume=True), r
 
 
 def lstsq(a: DistributedTensor, b, rcond=None):
@@ -373,7 +373,7 @@ def lstsq(a: DistributedTensor, b, rcond=None):
     c, ts = _householder(ah, "lstsq", dt)
     r_small = _r_factor(c, Sharding(a.mesh, []), (m, m))._interior
     z, _, rank, s = np.linalg.lstsq(r_small.conj().T, bt.gather(), rcond=rcond)
-    q = _q_factor(c, ts, m).to_tensor(Sharding(a.mesh, [list(rows.dim_axes(0))]))
+    q = _q_factor(c, ts, m).to_tensor(Sharding(a.mesh, [list(rows.dim_axes(0))]), consume=True)
     x = DistributedTensor.empty((n, z.shape[1]), q.sharding, np.result_type(q.dtype, z.dtype))
     x._interior[...] = q._interior @ z
     return back(x), _residuals(np.zeros(0, np.abs(z[:0]).dtype), b), rank, s
@@ -415,7 +415,7 @@ def eigh(a: DistributedTensor, UPLO: str = "L", *, block=None, grid=None):
     c, d, e, refl, wdt = _eigh_prepare("eigh", a, UPLO, block, grid)
     z, w = eigen.eigenvectors(c, d, e, refl)
     del c  # the reflectors: not needed while the vectors leave the layout
-    return _replicated_result(w.astype(wdt), a.mesh), z.to_tensor(_plain(a.sharding))
+    return _replicated_result(w.astype(wdt), a.mesh), z.to_tensor(_plain(a.sharding), consume=True)
 
 
 def eigvalsh(a: DistributedTensor, UPLO: str = "L", *, block=None, grid=None) -> DistributedTensor:

@@ -380,7 +380,7 @@ def pinv(a: DistributedTensor, rtol=None) -> DistributedTensor:
     rc = to_cyclic(right_h, block=layout.block[0], grid=layout.grid)
     out = CyclicMatrix.zeros(layout, lc.grid, dtype, mesh)
     factor.summa(lc, rc, out)
-    return out.to_tensor(Sharding(mesh, [axes, []]))
+    return out.to_tensor(Sharding(mesh, [axes, []]), consume=True)
 
 
 def matrix_rank(a: DistributedTensor, tol=None, rtol=None) -> int:

@@ -336,6 +336,32 @@ def test_cyclic_triangles_move_only_their_triangle(mesh, mesh2, monkeypatch, rou
         to_cyclic(split(a, layouts(mesh, mesh2)[0]), triangle="diagonal")
 
 
+@pytest.mark.parametrize("triangle", [None, "lower", "upper"])
+def test_leaving_the_layout_gives_its_memory_back(mesh, mesh2, monkeypatch, triangle):
+    """``to_tensor(consume=True)``: the result is the matrix, and the layout's pages went back to the
+    system round by round (they read as zeros after); a small matrix (not on its own mapping) is left."""
+    import mmap
+
+    from meshrt.linalg import cyclic
+
+    monkeypatch.setattr(cyclic, "_ROUND_BYTES", 1 << 18)  # several rounds
+    n = 1200
+    a = np.arange(1.0, n * n + 1).reshape(n, n)
+    want = {None: a, "lower": np.tril(a), "upper": np.triu(a)}[triangle]
+    for s in layouts(mesh, mesh2):
+        c = to_cyclic(split(a, s), triangle=triangle)
+        assert np.count_nonzero(c.local) > 0.3 * c.local.size
+        out = c.to_tensor(s, triangle=triangle, consume=True)
+        assert np.array_equal(out.gather(), want)
+        # every page but those that straddle a round's boundary (one page each)
+        straddling = (cyclic.exchange_rounds((n, n), 8) + 1) * (mmap.PAGESIZE // 8)
+        assert np.count_nonzero(c.local) <= straddling < 0.25 * c.local.size
+    small = to_cyclic(split(a[:10, :10], layouts(mesh, mesh2)[0]))
+    kept = small.local.copy()
+    small.to_tensor(layouts(mesh, mesh2)[0], consume=True)
+    assert np.array_equal(small.local, kept)
+
+
 def test_cholesky_and_eigh_never_read_the_other_triangle(mesh, mesh2, monkeypatch):
     """numpy's ``cholesky`` and ``eigh`` read one triangle: NaN in the other changes nothing, at every
     layout, with the exchanges in many rounds."""
@@ -445,6 +471,27 @@ def test_eigh_on_every_grid_shape(mesh, block, grid, dt):
         check_eigh(a, w.gather(), v.gather(), dt)
         w2 = dense.eigvalsh(split(a, rows), block=block, grid=g)
         assert np.abs(w2.gather() - w.gather()).max(initial=0) <= THRESH * eps(dt) * n * np.linalg.norm(a, 1)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.complex128])
+def test_eigh_wide_clusters_by_mrrr_per_process_column(mesh, monkeypatch, dt):
+    """A process column whose range holds a cluster wider than `STEIN_CLUSTER` computes it by MRRR (one
+    ``dstemr`` call for the range), not by inverse iteration: LAPACK's ratios still, and the path taken
+    wherever the grid has two process columns or more."""
+    from meshrt.linalg import eigen
+
+    monkeypatch.setattr(eigen, "STEIN_CLUSTER", 3)
+    n = 40
+    q, _ = np.linalg.qr(rand((n, n), np.complex128 if np.dtype(dt).kind == "c" else np.float64, 11))
+    w = np.where(np.arange(n) < n // 2, 1.0, 4.0) + 1e-9 * np.arange(n)  # two clusters of 20
+    a = ((q * w) @ q.conj().T).astype(dt)
+    rows = Sharding(mesh, [[0]])
+    for grid in ((1, P), default_grid(P), (P, 1)):
+        before = eigen.stats["mrrr_range"]
+        vals, vecs = dense.eigh(split(a, rows), block=3, grid=grid)
+        check_eigh(a, vals.gather(), vecs.gather(), dt)
+        took = comm.allreduce(eigen.stats["mrrr_range"] - before)  # (a process column may have no range)
+        assert (took > 0) == (grid[1] >= 2), (grid, took)
 
 
 @pytest.mark.parametrize("mode", ["check", "refuse", "accept"])
