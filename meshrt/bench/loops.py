@@ -199,16 +199,16 @@ def cg(b, x, r, P, iters):
 
 
 PROGRAMS = {
-    "trisolv": Program(_trisolv_make, trisolv, 12, 2000, ("L", "b", "x"),
+    "trisolv": Program(_trisolv_make, trisolv, 12, 5000, ("L", "b", "x"),
                        "x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]; 8 solves"),
-    "cholesky_rows": Program(_chol_make, cholesky_rows, 10, 180, ("A",), "A[i, j] -= A[i, :j] @ A[j, :j]"),
-    "cholesky_slices": Program(_chol_make, cholesky_slices, 10, 420, ("A",), "A[k+1:, k+1:] -= outer"),
-    "lu_rows": Program(_lu_make, lu_rows, 10, 135, ("A",), "A[i, j] -= A[i, :i] @ A[:i, j]"),
-    "lu_slices": Program(_lu_make, lu_slices, 10, 400, ("A",), "A[k+1:, k+1:] -= outer"),
-    "gram_schmidt": Program(_gs_make, gram_schmidt, 8, 130, ("A", "Q", "R"), "column slices"),
-    "durbin": Program(_durbin_make, durbin, 12, 4000, ("r", "y"), "y[:k] += alpha * np.flip(y[:k])"),
-    "crc16": Program(_crc_make, crc16, 16, 50000, ("data",), "crc ^= int(data[i]); 8 shifts"),
-    "trace_tanh": Program(_trace_make, trace_tanh, 12, 1000, ("a",), "tr += np.tanh(a[i, i]); 60 sweeps"),
-    "row_recurrence": Program(_rec_make, row_recurrence, 8, 900, ("x", "y"), "y[:, j] = ... y[:, j-1]"),
+    "cholesky_rows": Program(_chol_make, cholesky_rows, 10, 360, ("A",), "A[i, j] -= A[i, :j] @ A[j, :j]"),
+    "cholesky_slices": Program(_chol_make, cholesky_slices, 10, 600, ("A",), "A[k+1:, k+1:] -= outer"),
+    "lu_rows": Program(_lu_make, lu_rows, 10, 270, ("A",), "A[i, j] -= A[i, :i] @ A[:i, j]"),
+    "lu_slices": Program(_lu_make, lu_slices, 10, 660, ("A",), "A[k+1:, k+1:] -= outer"),
+    "gram_schmidt": Program(_gs_make, gram_schmidt, 8, 240, ("A", "Q", "R"), "column slices"),
+    "durbin": Program(_durbin_make, durbin, 12, 12000, ("r", "y"), "y[:k] += alpha * np.flip(y[:k])"),
+    "crc16": Program(_crc_make, crc16, 16, 190000, ("data",), "crc ^= int(data[i]); 8 shifts"),
+    "trace_tanh": Program(_trace_make, trace_tanh, 12, 3300, ("a",), "tr += np.tanh(a[i, i]); 60 sweeps"),
+    "row_recurrence": Program(_rec_make, row_recurrence, 8, 1400, ("x", "y"), "y[:, j] = ... y[:, j-1]"),
     "cg_96": Program(_cg_make, cg, 10, 96, ("b", "x", "r", "P"), "200 iterations, 96 x 96"),
 }
