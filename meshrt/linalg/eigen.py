@@ -355,17 +355,17 @@ def subset_ranges(w: np.ndarray, pc: int, nbz: int) -> list:
 
 
 def _mrrr_subset(grid, d, e, ranges):
-    """This process column's eigenvectors of its index range by MRRR (``dstemr`` on an index subset,
-    ``n x`` the range's size: never all of them), or None on every process when the vectors on the two sides
-    of some boundary between process columns are not orthogonal to within `BOUNDARY_TOL` ``eps sqrt(n)``
-    (two ``dstemr`` calls choose their own representations, which LAPACK does not promise to agree; the
-    check reads the `BOUNDARY_VECTORS` nearest each boundary, where the gaps are smallest)."""
+    """This process column's eigenvectors of its index range by MRRR from the root representation every
+    process builds alike (`lapack.stemr_shared`, ``n x`` the range's size: never all of them), or None on
+    every process when the vectors on the two sides of some boundary between process columns are not
+    orthogonal to within `BOUNDARY_TOL` ``eps sqrt(n)`` (a guard: from one root they are, as in ScaLAPACK's
+    ``PDSYEVR``; the check reads the `BOUNDARY_VECTORS` nearest each boundary, where the gaps are smallest)."""
     from mpi4py import MPI
 
     n = d.size
     c, pc_n = grid.coords[1], len(ranges)
     lo, hi = ranges[c]
-    zt = lapack.stemr(d, e, lo, hi)[1] if hi > lo else np.zeros((n, 0), np.float64, order="F")
+    zt = lapack.stemr_shared(d, e, lo, hi)
     k = BOUNDARY_VECTORS
     head = np.ascontiguousarray(zt[:, :k].T)  # my first vectors, for the process column on my left
     right = np.zeros((min(k, ranges[c + 1][1] - ranges[c + 1][0]) if c + 1 < pc_n else 0, n))
@@ -412,7 +412,7 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
     ranges = clusters = vector_ranges(w, pc_n, nbz, _onenorm(d, e))
     even = [(min(n, q * nbz), min(n, (q + 1) * nbz)) for q in range(pc_n)]
     zt = None
-    if max(hi - lo for lo, hi in clusters) > 2 * nbz:  # a cluster too wide for one process column's memory
+    if max(hi - lo for lo, hi in clusters) > nbz:  # a cluster wider than one process column's share
         ranges = subset_ranges(w, pc_n, nbz)
         zt = _mrrr_subset(grid, d, e, ranges)
         if zt is None:  # (not orthogonal enough across the process columns: alike on every process)

@@ -18,7 +18,7 @@ import ctypes
 
 import numpy as np
 
-__all__ = ["gemm", "gemv", "trsm", "herk", "potrf", "getrf", "laswp", "geqrf", "larft", "larfb", "stemr", "PREFIX"]
+__all__ = ["gemm", "gemv", "trsm", "herk", "potrf", "getrf", "laswp", "geqrf", "larft", "larfb", "stemr", "stemr_shared", "PREFIX"]
 
 PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
           np.dtype(np.complex128): "z"}
@@ -229,3 +229,59 @@ def stemr(d, e, il=None, iu=None, vectors=True):
     if info.value:
         raise np.linalg.LinAlgError(f"Eigenvalues did not converge (dstemr info {info.value})")
     return w[:m.value], z[:, :m.value] if vectors else z[:, :0]
+
+
+def stemr_shared(d, e, il: int, iu: int) -> np.ndarray:
+    """The eigenvectors of 0-based indices ``il .. iu - 1`` (ascending eigenvalues) of the real symmetric
+    tridiagonal matrix ``(d, e)``, ``n x (iu - il)``, by MRRR from the root representation of the whole
+    spectrum (``dlarre`` over all eigenvalues, then ``dlarrv`` for the wanted ones), as ScaLAPACK's
+    ``PDSYEVR`` does: every caller builds the same representation tree from the same ``(d, e)``, so vectors
+    computed by different callers for different ranges are orthogonal as if one call computed them all.
+    (``dstemr`` on an index subset chooses its root for the subset: two subsets need not agree.)
+
+    >>> d, e = np.full(6, 2.0), np.full(5, -1.0)
+    >>> z = np.hstack([stemr_shared(d, e, 0, 2), stemr_shared(d, e, 2, 6)])
+    >>> bool(np.allclose(np.abs(z), np.abs(stemr(d, e)[1])))
+    True
+    """
+    n = d.size
+    il, iu = int(il), int(iu)
+    if iu <= il or n == 1:  # (dlarre's n = 1 case writes past its arrays)
+        return np.ones((n, iu - il), np.float64, order="F")
+    eps = np.finfo(np.float64).eps
+    dd = np.array(d, np.float64)
+    ee = np.zeros(n, np.float64)
+    ee[:n - 1] = e
+    e2 = ee * ee
+    info = ctypes.c_int(0)
+    _routine("dlarrr")(_i(n), _p(dd), _p(ee), ctypes.byref(info))  # does T warrant relative accuracy?
+    thresh = ctypes.c_double(eps if info.value == 0 else -eps)  # dstemr's splitting criterion
+    rtol1, rtol2 = ctypes.c_double(np.sqrt(eps)), ctypes.c_double(max(np.sqrt(eps) * 5e-3, 4 * eps))
+    vl, vu = ctypes.c_double(0.0), ctypes.c_double(0.0)
+    nsplit, m, pivmin = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_double(0.0)
+    isplit, iblock, indexw = (np.zeros(n, np.intc) for _ in range(3))
+    w, werr, wgap = (np.zeros(n, np.float64) for _ in range(3))
+    gers = np.zeros(2 * n, np.float64)
+    work, iwork = np.zeros(12 * n, np.float64), np.zeros(7 * n, np.intc)  # (kept alive across the calls)
+    _routine("dlarre")(_c("A"), _i(n), ctypes.byref(vl), ctypes.byref(vu), _i(1), _i(n), _p(dd), _p(ee), _p(e2),
+                       ctypes.byref(rtol1), ctypes.byref(rtol2), ctypes.byref(thresh), ctypes.byref(nsplit),
+                       _p(isplit), ctypes.byref(m), _p(w), _p(werr), _p(wgap), _p(iblock), _p(indexw), _p(gers),
+                       ctypes.byref(pivmin), _p(work), _p(iwork), ctypes.byref(info))
+    if info.value or m.value != n:
+        raise np.linalg.LinAlgError(f"Eigenvalues did not converge (dlarre info {info.value})")
+    # dlarre's order is block by block; the wanted indices are those of the ascending spectrum
+    shifted = w + ee[isplit[iblock - 1] - 1]  # each block's eigenvalues plus its root's shift
+    want = np.argsort(shifted, kind="stable")[il:iu]
+    dol, dou = int(want.min()) + 1, int(want.max()) + 1  # 1-based, dlarre's order
+    first = max(1, dol - 1)  # dlarrv writes (and zeroes) columns dol - 1 .. dou + 1 of its n x n Z
+    cols = min(n, dou + 1) - first + 1
+    z = np.zeros((n, cols), np.float64, order="F")
+    zbase = ctypes.c_void_p(z.ctypes.data - (first - 1) * n * 8)  # Z(1, first) is z[0, 0]
+    isuppz = np.zeros(2 * n, np.intc)
+    _routine("dlarrv")(_i(n), ctypes.byref(vl), ctypes.byref(vu), _p(dd), _p(ee), ctypes.byref(pivmin),
+                       _p(isplit), _i(n), _i(dol), _i(dou), ctypes.byref(ctypes.c_double(1e-3)),
+                       ctypes.byref(rtol1), ctypes.byref(rtol2), _p(w), _p(werr), _p(wgap), _p(iblock),
+                       _p(indexw), _p(gers), zbase, _i(n), _p(isuppz), _p(work), _p(iwork), ctypes.byref(info))
+    if info.value:
+        raise np.linalg.LinAlgError(f"Eigenvectors did not converge (dlarrv info {info.value})")
+    return np.asfortranarray(z[:, want - (first - 1)])
