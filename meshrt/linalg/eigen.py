@@ -326,6 +326,7 @@ def widest_cluster(w: np.ndarray, gmin: float) -> int:
     edges = np.concatenate([[-1], breaks, [w.size - 1]])
     return int(np.diff(edges).max())
 
+
 #: vectors on each side of a boundary between two process columns' MRRR subsets whose inner products are
 #: checked (`_mrrr_subset`), and the largest one accepted, in units of ``eps sqrt(n)``
 BOUNDARY_VECTORS = 32
