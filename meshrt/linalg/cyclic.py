@@ -37,13 +37,16 @@ TRIANGLES = (None, "lower", "upper")
 _LAZY_BYTES = 1 << 20
 
 
-def lazy_zeros(shape, dtype, order="C") -> np.ndarray:
-    """Zeros whose memory the kernel provides only where they are written, a 4 KiB page at a time.
+def lazy_zeros(shape, dtype, order="C", *, huge=False) -> np.ndarray:
+    """Zeros whose memory the kernel provides only where they are written, a page at a time, on a
+    private anonymous mapping of their own (whose pages `give_back` can return early).
 
-    Large ones live on a private anonymous mapping without transparent huge pages (numpy asks for
-    those, and then a write anywhere in 2 MiB costs the whole 2 MiB, and on a fragmented machine a
-    compaction first): a triangle written into a matrix costs the pages it covers, about half, in
-    resident memory and in first-touch time. The mapping goes when the array and its views do.
+    Small pages by default (4 KiB): a triangle written into a matrix costs the pages it covers, about
+    half, in resident memory and first-touch time (numpy asks for transparent huge pages, and then a write
+    anywhere in 2 MiB costs the whole 2 MiB). ``huge``: ask for huge pages, as numpy does, for a matrix
+    that will be written whole (first touch 0.10 s a 256 MiB share here, against 0.18 s in small pages;
+    on a fragmented machine the first huge pages wait for the kernel to compact memory). The mapping
+    goes when the array and its views do.
 
     >>> z = lazy_zeros((512, 1024), np.float64, order="F")
     >>> z.shape, z.flags.f_contiguous, z.flags.writeable, float(z.sum())
@@ -54,6 +57,8 @@ def lazy_zeros(shape, dtype, order="C") -> np.ndarray:
     if nbytes < _LAZY_BYTES:
         return np.zeros(shape, dtype, order=order)
     pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+    if huge and hasattr(mmap, "MADV_HUGEPAGE"):
+        pages.madvise(mmap.MADV_HUGEPAGE)
     return np.frombuffer(pages, dtype).reshape(shape, order=order)
 
 
@@ -120,7 +125,7 @@ class CyclicMatrix:
 
     @classmethod
     def zeros(cls, layout: BlockCyclic, grid: ProcessGrid, dtype, mesh) -> "CyclicMatrix":
-        return cls(layout, grid, lazy_zeros(layout.local_shape(grid.coords), dtype, order="F"), mesh)
+        return cls(layout, grid, lazy_zeros(layout.local_shape(grid.coords), dtype, order="F", huge=True), mesh)
 
     @classmethod
     def identity(cls, layout: BlockCyclic, grid: ProcessGrid, dtype, mesh) -> "CyclicMatrix":
@@ -429,7 +434,8 @@ def to_cyclic(t: DistributedTensor, *, block=None, grid=None, dtype=None, triang
             elif rpos.size and cpos.size:
                 mine = (rpos, cpos)
     local_shape = layout.local_shape(me_coords)
-    local = lazy_zeros(local_shape, dtype, "F")  # (its pages can go back as it leaves: to_tensor's consume)
+    # on a mapping of its own, whose pages can go back as it leaves (to_tensor's consume)
+    local = lazy_zeros(local_shape, dtype, "F", huge=triangle is None)
     # I receive from each writing device the part of its block I hold
     recvs, own = [], None
     for d in range(mesh.size):
