@@ -54,7 +54,7 @@ def lazy_zeros(shape, dtype, order="C", *, huge=False) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if nbytes < _LAZY_BYTES:
+    if nbytes < _LAZY_BYTES or not hasattr(mmap, "MAP_PRIVATE"):  # (small, or not a POSIX system)
         return np.zeros(shape, dtype, order=order)
     pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
     if huge and hasattr(mmap, "MADV_HUGEPAGE"):
