@@ -248,10 +248,20 @@ def stemr_shared(d, e, il: int, iu: int) -> np.ndarray:
     il, iu = int(il), int(iu)
     if iu <= il or n == 1:  # (dlarre's n = 1 case writes past its arrays)
         return np.ones((n, iu - il), np.float64, order="F")
-    eps = np.finfo(np.float64).eps
+    fi = np.finfo(np.float64)
+    eps = fi.eps
     dd = np.array(d, np.float64)
     ee = np.zeros(n, np.float64)
     ee[:n - 1] = e
+    # dstemr's scaling into the range where its squares neither overflow nor underflow (the vectors are
+    # those of the scaled matrix)
+    rmin = np.sqrt(fi.tiny / eps)
+    rmax = min(np.sqrt(eps / fi.tiny), 1 / np.sqrt(np.sqrt(fi.tiny)))
+    tnrm = max(float(np.abs(dd).max()), float(np.abs(ee).max()))
+    if 0 < tnrm < rmin or tnrm > rmax:
+        scale = (rmin if tnrm < rmin else rmax) / tnrm
+        dd *= scale
+        ee *= scale
     e2 = ee * ee
     info = ctypes.c_int(0)
     _routine("dlarrr")(_i(n), _p(dd), _p(ee), ctypes.byref(info))  # does T warrant relative accuracy?

@@ -520,6 +520,26 @@ def test_eigh_one_cluster_spectrum_on_every_grid(mesh, monkeypatch, dt, mode):
             assert moved == {"mrrr_subsets": int(not refused), "mrrr_refused": int(refused)}, moved
 
 
+@pytest.mark.parametrize("scale", [0.0, 1e-200, 1.0, 1e200])
+def test_shared_root_vectors_of_any_scale(scale):
+    """`lapack.stemr_shared`: the vectors of index ranges computed by separate calls form one orthonormal
+    set of eigenvectors, for a one-cluster spectrum and a split matrix, scaled as ``dstemr`` scales (a
+    tridiagonal near the under- or overflow threshold; all zeros)."""
+    from meshrt.linalg import lapack
+
+    n = 40
+    rng = np.random.default_rng(3)
+    for d, e in ((n + 1e-3 * rng.standard_normal(n), 1e-3 * rng.random(n - 1)),  # one dstein cluster
+                 (rng.standard_normal(n), np.where(np.arange(n - 1) % 9 == 8, 0.0, rng.random(n - 1)))):  # splits
+        d, e = d * scale, e * scale
+        z = np.hstack([lapack.stemr_shared(d, e, lo, hi) for lo, hi in ((0, 1), (1, 13), (13, 13), (13, n))])
+        w = lapack.stemr(d, e, vectors=False)[0]
+        t = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+        assert z.shape == (n, n)
+        assert np.abs(z.T @ z - np.eye(n)).max() < 30 * n * eps(np.float64)
+        assert np.abs(t @ z - z * w).max() <= 30 * n * eps(np.float64) * np.abs(t).max()
+
+
 @pytest.mark.parametrize("block", [None, 3])
 def test_eigh_reads_one_triangle_as_numpy(mesh, mesh2, monkeypatch, block):
     """Only the ``UPLO`` triangle is read, on every layout, with diagonal blocks on every process (block 3):
