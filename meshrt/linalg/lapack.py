@@ -246,7 +246,7 @@ def stemr_shared(d, e, il: int, iu: int) -> np.ndarray:
     """
     n = d.size
     il, iu = int(il), int(iu)
-    if iu <= il or n == 1:  # (dlarre's n = 1 case writes past its arrays)
+    if iu <= il or n == 1:  # (a 1 x 1 matrix's vector is 1; LAPACK's n = 1 path crashed here)
         return np.ones((n, iu - il), np.float64, order="F")
     fi = np.finfo(np.float64)
     eps = fi.eps
