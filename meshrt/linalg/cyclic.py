@@ -330,6 +330,10 @@ def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None
     rbuf = np.empty(max(1, _round_total(recvs, rcuts, rounds)), dtype)
     scount, rcount = np.zeros(size, np.int64), np.zeros(size, np.int64)
     ocut = None if own is None else np.searchsorted(own[4], bounds)
+    if release is not None and src.flags.f_contiguous:  # each round's columns are one byte range of src
+        released = np.searchsorted(release, bounds) * (src.shape[0] * src.itemsize)
+    else:
+        released = None
     for k in range(rounds):
         scount[:] = 0
         rcount[:] = 0
@@ -351,10 +355,8 @@ def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None
             r = _rows_in_round(grows, bounds, k, triangle)
             cols = slice(ocut[k], ocut[k + 1])
             _copy(dst, drpos[r], dcpos[cols], src, srpos[r], scpos[cols])
-        if release is not None and src.flags.f_contiguous:
-            col_bytes = src.shape[0] * src.itemsize
-            c0, c1 = np.searchsorted(release, bounds[k:k + 2])
-            give_back(src, int(c0) * col_bytes, int(c1) * col_bytes)
+        if released is not None:
+            give_back(src, int(released[k]), int(released[k + 1]))
         for (q, rpos, cpos, *_), c, r in zip(recvs, rcuts, rrows):
             if rcount[q]:
                 part = rbuf[roff[q]:roff[q + 1]].reshape((r.stop - r.start, int(c[k + 1] - c[k])), order="F")
@@ -372,10 +374,8 @@ def _zero_beyond(block: np.ndarray, row0: int, col0: int, shape, triangle) -> No
         k0, k1 = max(c0, col0), min(c1, col0 + block.shape[1])
         if r0 >= r1 or k0 >= k1:
             continue
-        beyond = rows[r0 - row0:r1 - row0, None] < cols[None, k0 - col0:k1 - col0]
-        if triangle == "upper":
-            beyond = rows[r0 - row0:r1 - row0, None] > cols[None, k0 - col0:k1 - col0]
-        block[r0 - row0:r1 - row0, k0 - col0:k1 - col0][beyond] = 0
+        r, c = rows[r0 - row0:r1 - row0, None], cols[None, k0 - col0:k1 - col0]
+        block[r0 - row0:r1 - row0, k0 - col0:k1 - col0][r < c if triangle == "lower" else r > c] = 0
 
 
 def _round_total(parts, cuts, rounds) -> int:

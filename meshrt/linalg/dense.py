@@ -84,6 +84,16 @@ def _cyclic(a: DistributedTensor, name, block, grid, triangle=None) -> CyclicMat
                      dtype=_work_dtype(name, a.dtype), triangle=triangle)
 
 
+def _lower_triangle(a: DistributedTensor, name, block, grid, upper: bool) -> CyclicMatrix:
+    """The Hermitian matrix numpy reads from ``a``'s lower triangle (``upper``: from its upper one, the
+    lower one of ``a^H``: the transposed view enters, conjugated there), in the layout; only the triangle
+    moves (`to_cyclic`'s ``triangle``)."""
+    c = _cyclic(a.T if upper else a, name, block, grid, triangle="lower")
+    if upper and c.dtype.kind == "c":
+        np.conjugate(c.local, out=c.local)
+    return c
+
+
 def _replicated_result(values, mesh) -> DistributedTensor:
     values = np.ascontiguousarray(values)
     return DistributedTensor._fast(values, values, Sharding(mesh, []), values.shape,
@@ -97,11 +107,7 @@ def cholesky(a: DistributedTensor, *, upper: bool = False, block=None, grid=None
     _square("cholesky", a)
     if not is_distributable(a):
         return _replicated_result(np.linalg.cholesky(a.gather(), upper=upper), a.mesh)
-    # numpy reads one triangle (the upper one for ``upper``: the lower one of ``a^H``, as eigh's "U"), and
-    # the factor is triangular: only triangles move
-    c = _cyclic(a.T if upper else a, "cholesky", block, grid, triangle="lower")
-    if upper and c.dtype.kind == "c":
-        np.conjugate(c.local, out=c.local)
+    c = _lower_triangle(a, "cholesky", block, grid, upper)  # (the factor leaves as a triangle too)
     if factor.cholesky(c, zero_upper=False):
         raise LinAlgError("Matrix is not positive definite")
     out = c.to_tensor(_plain(a.sharding), triangle="lower", consume=True)
@@ -392,10 +398,7 @@ def _eigh_prepare(name, a: DistributedTensor, UPLO, block, grid):
     if UPLO not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
     dt = _work_dtype(name, a.dtype)
-    c = to_cyclic(a if UPLO == "L" else a.T, block=block if block is not None else _env_block(), grid=grid,
-                  dtype=dt, triangle="lower")
-    if UPLO == "U" and c.dtype.kind == "c":
-        np.conjugate(c.local, out=c.local)
+    c = _lower_triangle(a, name, block, grid, UPLO == "U")
     eigen.hermitian_from_lower(c)
     d, e, refl = eigen.tridiagonalize(c)
     return c, d, e, refl, np.dtype(dt).type(0).real.dtype

@@ -410,7 +410,8 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
     the computed columns into their places (both are column ranges of column-major matrices)."""
     n = w.size
     pc_n, c = zlay.grid[1], grid.coords[1]
-    ranges = clusters = vector_ranges(w, pc_n, nbz, _onenorm(d, e))
+    onenorm = _onenorm(d, e)
+    ranges = clusters = vector_ranges(w, pc_n, nbz, onenorm)
     even = [(min(n, q * nbz), min(n, (q + 1) * nbz)) for q in range(pc_n)]
     zt = None
     if max(hi - lo for lo, hi in clusters) > nbz:  # a cluster wider than one process column's share
@@ -426,7 +427,7 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
         if (lo, hi) == (0, n):  # all of them: MRRR
             zt = lapack.stemr(d, e)[1]
             stats["one_column"] += 1
-        elif widest_cluster(w[lo:hi], ORFAC * _onenorm(d, e)) > STEIN_CLUSTER:
+        elif widest_cluster(w[lo:hi], ORFAC * onenorm) > STEIN_CLUSTER:
             # inverse iteration reorthogonalizes a cluster's k vectors at n k^2 a sweep: MRRR, one call for
             # the range (its boundaries lie in gaps of ORFAC ||T||: the other ranges' vectors are far off)
             zt = lapack.stemr(d, e, lo, hi)[1]
