@@ -336,6 +336,18 @@ from meshrt._blockcopy cimport copy_strided
 cdef int _mpi_state = -1  # -1: not looked up; 1: this module's MPI table is filled; 0: mpi4py's calls
 
 
+def mpi_calls():
+    """Whether this module calls MPI's C functions itself (`SmallRun`'s starts and plain messages): the
+    same answer on every process of a job (one MPI library); False: mpi4py's calls instead."""
+    global _mpi_state
+    if _mpi_state < 0:
+        try:
+            _mpi_state = _mpicall_init()
+        except Exception:
+            _mpi_state = 0
+    return _mpi_state == 1
+
+
 cdef class SmallRun:
     """A small block's whole fused write, as one call: the operands' slabs copied into their
     ghost-padded buffers, the ghost exchanges started (MPI's ``Startall`` on their persistent
@@ -349,7 +361,11 @@ cdef class SmallRun:
     the padded buffer's view is written from the array's same-shaped view ``offset view`` (a view
     of the array as built: its byte offset and strides are kept). ``copy``: the
     target is read with a shift: a copy of it is read. ``target``: the array number of the target, or -1
-    (an operand other than the target may not overlap it).
+    (an operand other than the target may not overlap it). ``messages``: ``(is_recv, view, peer, tag,
+    comm)`` of plain messages posted by ``MPI_Irecv``/``MPI_Isend`` each run, receives first (a plan's
+    ghost exchange without persistent requests: nothing to create for a shape, nothing to free), each
+    ``view`` a C-contiguous view of a padded buffer; given, MPI's C calls must be reachable
+    (`ValueError` otherwise).
     """
 
     cdef Program prog
@@ -366,6 +382,9 @@ cdef class SmallRun:
     cdef Py_ssize_t* slab  # nslab rows of 4 + 3 * MAXD: array, dst address, src offset, ndim, shape, strides
     cdef char* reqs
     cdef object req_list, py_exchanges
+    cdef Py_ssize_t nmsg
+    cdef Py_ssize_t* msg  # nmsg rows: is_recv, address, nbytes, peer, tag, comm handle
+    cdef size_t byte_handle
     cdef char* copy_buf
     cdef const int64_t* bx
     cdef const cnp.int8_t* sl
@@ -377,10 +396,10 @@ cdef class SmallRun:
         self.meta = NULL
         self.slab = NULL
         self.reqs = NULL
+        self.msg = NULL
 
     def __init__(self, Program prog, boxes, sel, offs, oo, out, list arrays, list padded, list slabs,
-                 list exchanges, Py_ssize_t target, bint copy):
-        global _mpi_state
+                 list exchanges, Py_ssize_t target, bint copy, list messages=None):
         cdef Py_ssize_t narr = len(arrays), nd = prog.ndim, i, d, k, nl = prog.nleaf
         cdef Py_ssize_t* row
         cdef cnp.ndarray x, p
@@ -448,11 +467,7 @@ cdef class SmallRun:
                 row[4 + 2 * MAXD + d] = cnp.PyArray_STRIDE(<cnp.ndarray>src, d)
             keep.append(dst)
         # exchanges: with no pack/unpack/local copies, their persistent requests started here
-        if _mpi_state < 0:
-            try:
-                _mpi_state = _mpicall_init()
-            except Exception:
-                _mpi_state = 0
+        mpi_calls()
         reqs, py = [], []
         for ex in exchanges:
             if _mpi_state == 1 and ex._pack is None and ex._unpack is None and ex._local is None:
@@ -460,7 +475,31 @@ cdef class SmallRun:
             else:
                 py.append(ex)
         self.req_list, self.py_exchanges = reqs, tuple(py)
-        self.nreq = len(reqs)
+        messages = messages or []
+        self.nmsg = len(messages)
+        if self.nmsg:
+            if _mpi_state != 1:
+                raise ValueError("SmallRun: plain messages need MPI's C calls, which this MPI does not give")
+            from mpi4py import MPI
+            self.byte_handle = <size_t>MPI._handleof(MPI.BYTE)
+            self.msg = <Py_ssize_t*>malloc(self.nmsg * 6 * sizeof(Py_ssize_t))
+            if not self.msg:
+                raise MemoryError()
+            for k, (is_recv, view, peer, tag, comm) in enumerate(messages):
+                if not cnp.PyArray_Check(view) or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>view):
+                    raise ValueError(f"SmallRun: message {k}'s buffer is not a C-contiguous array")
+                if cnp.PyArray_NBYTES(<cnp.ndarray>view) > 0x7fffffff:
+                    raise ValueError(f"SmallRun: message {k} is over 2 GiB")
+                row = self.msg + 6 * k
+                row[0] = 1 if is_recv else 0
+                row[1] = <Py_ssize_t>cnp.PyArray_DATA(<cnp.ndarray>view)
+                row[2] = cnp.PyArray_NBYTES(<cnp.ndarray>view)
+                row[3] = peer
+                row[4] = tag
+                row[5] = <Py_ssize_t><size_t>MPI._handleof(comm)
+                keep.append(view)
+                keep.append(comm)
+        self.nreq = len(reqs) + self.nmsg
         if self.nreq:
             from mpi4py import MPI
             self.reqs = <char*>malloc(self.nreq * (8 + MESHRT_STATUS_BYTES))
@@ -484,6 +523,7 @@ cdef class SmallRun:
         free(self.meta)
         free(self.slab)
         free(self.reqs)
+        free(self.msg)
 
     cdef bint _fits(self, cnp.ndarray x, Py_ssize_t i, bint writable):
         cdef Py_ssize_t d
@@ -527,8 +567,19 @@ cdef class SmallRun:
                          row + 4 + 2 * MAXD, self.prog.size)
         for ex in self.py_exchanges:
             ex.start()
-        if self.nreq:
-            err = meshrt_startall(<int>self.nreq, <void*>self.reqs)
+        if self.nreq > self.nmsg:
+            err = meshrt_startall(<int>(self.nreq - self.nmsg), <void*>self.reqs)
+            if err:
+                from mpi4py import MPI
+                raise MPI.Exception(err)
+        for k in range(self.nmsg):  # (their requests after the persistent ones; Waitall frees them)
+            row = self.msg + 6 * k
+            if row[0]:
+                err = meshrt_irecv(<void*>row[1], <int>row[2], self.byte_handle, <int>row[3], <int>row[4],
+                                   <size_t>row[5], <void*>(self.reqs + (self.nreq - self.nmsg + k) * meshrt_hs))
+            else:
+                err = meshrt_isend(<const void*>row[1], <int>row[2], self.byte_handle, <int>row[3], <int>row[4],
+                                   <size_t>row[5], <void*>(self.reqs + (self.nreq - self.nmsg + k) * meshrt_hs))
             if err:
                 from mpi4py import MPI
                 raise MPI.Exception(err)

@@ -14,7 +14,8 @@ let a float or bool key hit an int key's cache entry, so only ints, ``None``,
 ``u[0, :] = 1`` pays this on every call, so it is compiled.
 """
 
-__all__ = ["key_id", "int_key", "piece_key", "ScalarWrites", "setitem", "install_setitem", "install_stored"]
+__all__ = ["key_id", "int_key", "piece_key", "ScalarWrites", "setitem", "install_setitem", "install_stored",
+           "install_deferred"]
 
 
 cdef inline bint _plain(object v):
@@ -152,6 +153,9 @@ cdef class ScalarWrites:
 
 cdef object _slow_setitem = None
 cdef object _stored_type = None
+cdef object _deferred_write = None
+cdef type _deferred_a = None
+cdef type _deferred_b = None
 
 
 def install_setitem(slow):
@@ -168,14 +172,27 @@ def install_stored(cls):
     _stored_type = cls
 
 
+def install_deferred(types, write):
+    """Values of the two ``types`` (`meshrt.tensor.lazy`'s deferred tensors) go to ``write(t, key, value)``
+    first (`meshrt.tensor.lazy.setitem`: True when it wrote them, fused); where it did not, the slow path
+    runs with its own deferred attempt skipped (``slow(t, key, value, True)``)."""
+    global _deferred_write, _deferred_a, _deferred_b
+    _deferred_a, _deferred_b = types
+    _deferred_write = write
+
+
 def setitem(t, key, value):
     """``t[key] = value``: a scalar write through a key seen before goes straight to the local
-    block (``t._writes``, a `ScalarWrites`), the write of ``t[i, j] op= v`` to the value's `store`;
-    everything else takes the slow path."""
+    block (``t._writes``, a `ScalarWrites`), the write of ``t[i, j] op= v`` to the value's `store`,
+    a deferred expression to its fused write; everything else takes the slow path."""
     cdef object writes = t._writes
     cdef type tv = type(value)
     if tv is _stored_type:
         value.store(t, key)
+        return
+    if tv is _deferred_a or tv is _deferred_b:  # (a stencil's ``u[1:-1] = ...``: no Python frame before it)
+        if not _deferred_write(t, key, value):
+            _slow_setitem(t, key, value, True)
         return
     if type(writes) is ScalarWrites and (tv is float or tv is int or tv is bool or tv is complex):
         if (<ScalarWrites>writes).assign(key, value):

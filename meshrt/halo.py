@@ -253,10 +253,12 @@ def _plan_global(sharding, shape, per, device, local=None) -> HaloPlan:
     key = (sharding, shape, per, device)
     plan = _plan_cache.get(key)
     if plan is None:
-        offsets = sharding.dim_offsets(shape)
+        offsets = None  # (a new shape's offsets cost more than its plan: looked at for a wrapped halo only)
         for d in sharding.sharded_dims:
             if not per[d]:
                 continue
+            if offsets is None:
+                offsets = sharding.dim_offsets(shape)
             lo, hi = sharding.halo_widths(d)
             widths = [b - a for a, b in zip(offsets[d], offsets[d][1:])]
             # A wrapped halo comes from the other end of the dim: check that shard too.

@@ -21,6 +21,7 @@ import numpy as np  # noqa: F401  (the example uses it)
 from .dispatch import ABOVE as _ABOVE, implements
 from .distributed_tensor import DistributedTensor
 from .._compiled import fresh as _fresh
+from .._keys import install_deferred as _install_deferred
 
 # (compiled by setup.py, each; its source where the build is stale; fastpath before numpy_shifts imports it)
 _fast = _fresh("meshrt.tensor.fastpath")
@@ -36,6 +37,7 @@ explain_fused = _lazy.explain_fused
 _ABOVE.npreduce, _ABOVE.mixed, _ABOVE.lazy, _ABOVE.advidx = numpy_reductions, _mixed, _lazy, _advidx
 _ABOVE.fast = _fast
 _fast.install()  # (its compiled fronts for t[key], a 0-d value's arithmetic, the operators)
+_install_deferred((_lazy.LazyTensor, _lazy._Pending), _lazy.setitem)  # (before the calibration: its path)
 _lazy._calibrate()
 
 # (matmul, dot, tensordot, einsum, explain_matmul, explain_einsum: meshrt/__init__.py binds them here too,

@@ -719,7 +719,7 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
             block = np.expand_dims(block, plan.new_dims)
         return DistributedTensor(block, plan.result_sharding, plan.result_shape)
 
-    def _setitem(self, key, value) -> None:
+    def _setitem(self, key, value, deferred_tried=False) -> None:
         """``t[key] = value``: a scalar, a numpy array (the global value, the same on every process:
         each takes its part), or a DistributedTensor of the selection's shape (resharded first).
 
@@ -731,7 +731,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
 
         >>> u[0, :] = 1.0                                    # doctest: +SKIP
         """
-        if ABOVE.lazy is not None and ABOVE.lazy.setitem(self, key, value):
+        # (``deferred_tried``: the compiled front tried the fused write of a deferred value already)
+        if not deferred_tried and ABOVE.lazy is not None and ABOVE.lazy.setitem(self, key, value):
             return  # a deferred expression written fused (pending expressions evaluated first, meshrt.tensor.lazy)
         if self._sharding.is_partial:
             raise ShardingError(

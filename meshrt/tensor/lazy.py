@@ -602,7 +602,9 @@ def _slice_region(k, n):
     a, b, step = k.start, k.stop, k.step
     if (step is None or type(step) is int and step == 1) and (a is None or type(a) is int) and (
             b is None or type(b) is int):
-        a, b, _ = k.indices(n)
+        # (``k.indices(n)``'s clipping, without its call and tuple: three of these a stencil statement)
+        a = 0 if a is None else (max(a + n, 0) if a < 0 else min(a, n))
+        b = n if b is None else (max(b + n, 0) if b < 0 else min(b, n))
         return a, (b - a if b > a else 0)
     return None
 
@@ -1130,17 +1132,21 @@ def _fused_write(t, origin, node, shape=None, drop=(), local_only=False) -> bool
         return False
     if shape is None:
         shape = node.shape
-    if _local_write(t, origin, node, shape, drop):
-        return True
-    if local_only:
-        return False
-    try:
-        sig, arrays, leaves, scalars, c = _collect_fast(node, origin, drop)
-    except _NotFusable:
-        return False
-    _trim_plans()
-    plan = None if c is None else _memo_plan(c, t, arrays, shape)
+    plan = None
+    if not local_only:
+        try:
+            sig, arrays, leaves, scalars, c = _collect_fast(node, origin, drop)
+        except _NotFusable:
+            c = arrays = None
+        _trim_plans()
+        # The plan this expression used last time with these tensors: `_local_write` then declined it, and
+        # what it decides by (shapes, shardings, the leaves' kinds and starts) is what the memo compares.
+        plan = None if c is None else _memo_plan(c, t, arrays, shape)
     if plan is None:
+        if _local_write(t, origin, node, shape, drop):
+            return True
+        if local_only or arrays is None:
+            return False
         # (an int's write fuses from its key's second run: a loop over the int, ``y[:, j] = ... y[:, j - 1]``,
         # makes a new key each time, whose plan would be built for one run)
         plan = _get_plan(t, origin, shape, sig, arrays, leaves, hot=2 if drop else 1)
@@ -1277,7 +1283,6 @@ def _hot_setting(env) -> int:
 HOT = _hot_setting(os.environ)
 _SEEN: dict = {}  # plan key -> (times seen, the shardings its ids name)
 _ONCE: dict = {}  # plan key -> (the shardings its ids name, the plan that ran it once: its geometry, ghosts shed)
-_LOCAL_SHAPES: dict = {}  # (padded sharding, global shape) -> this process's padded local shape
 _PADDED: dict = {}  # (sharding, ghost halo sizes) -> the padded buffer's sharding
 _FIRST: dict = {}  # sharding -> the first sharding seen equal to it (kept alive: its id stays its own)
 _CANON: dict = {}  # id(sharding) -> (id of its first equal sharding, the sharding)
@@ -1334,14 +1339,19 @@ def _get_plan(t, origin, shape, sig, arrays, leaves, force=False, hot=1):
                 if len(_ONCE) > 4096:
                     _ONCE.clear()
                 once = _FusedPlan.build(t, origin, shape, sig, arrays, leaves, once=True)
-                _ONCE[key] = (keep, once)
-                if once is not None:
-                    stats["once"] += 1
-                    return once
-                prev = (keep, None)
+                if once is None or once.once:
+                    _ONCE[key] = (keep, once)
+                    if once is not None:
+                        stats["once"] += 1
+                        return once
+                    prev = (keep, None)
+                else:  # a small block's plan, lasting from its first run: its messages cost nothing to keep
+                    prev = (keep, once)
         else:
             prev = None
-        entry = prev[1].upgrade(t, arrays) if prev is not None and prev[1] is not None else None
+        entry = None
+        if prev is not None and prev[1] is not None:
+            entry = prev[1] if not prev[1].once else prev[1].upgrade(t, arrays)
         if entry is None:
             entry = _FusedPlan.build(t, origin, shape, sig, arrays, leaves)
         stats["plans"] += 1
@@ -1466,7 +1476,28 @@ class _FusedPlan:
                                                                               for a in arrays))
         self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays], pre, post)
         self._out = None
+        if self.once and self._lasts_plain(g):
+            self.once = False
         self.fast = self._small_run(t, arrays) if self.small and not self.once else None
+
+    def _lasts_plain(self, g) -> bool:
+        """Whether this once-plan may last as it is: a small tensor (``g`` at most `_SMALL` elements, so every
+        block is small) whose ghosts travel as plain messages of whole rows (ghosts in dim 0 alone, no local
+        copies), which the compiled run posts itself (`meshrt._fusevm.SmallRun`).  Its plain buffers and
+        messages are then all a lasting plan needs: nothing to create when the shape repeats, so its second
+        run is a steady one.  Global facts only: every process keeps it alike (where a buffer of this one's
+        is not C-contiguous, its runs take the Python path, with the same messages)."""
+        size = 1
+        for n in g:
+            size *= n
+        if size > _SMALL or getattr(self.kernel, "program", None) is None:
+            return False
+        for gh in self.ghosts:
+            if gh is not None and (any(lo or hi for lo, hi in gh.widths[1:]) or gh.exchange.plan.local_copies):
+                return False
+        from .. import _fusevm
+
+        return _fusevm.mpi_calls()
 
     def _pack(self, lst):
         nd, na, nl = self._shape
@@ -1509,10 +1540,34 @@ class _FusedPlan:
         target = next((i for i, a in enumerate(arrays) if a is t), -1)
         slabs = [(i, gh.padded[ip], bufs[i][ia]) for i, gh in enumerate(ghosts) if gh is not None
                  for ip, ia in gh.slabs]
-        return _fusevm.SmallRun(prog, self.all, self.sel_all, self.offs_all, self.oo, t._local, bufs,
-                                [None if gh is None else gh.padded for gh in ghosts], slabs,
-                                [gh.exchange for gh in ghosts if gh is not None], target,
-                                self.self_shift and target >= 0)
+        exchanges, recvs, sends = [], [], []
+        for gh in ghosts:
+            if gh is None:
+                continue
+            ex = gh.exchange
+            if type(ex) is not _OnceExchange:
+                exchanges.append(ex)
+                continue
+            # plain messages, posted by the compiled run: each box one contiguous view of the padded buffer
+            if ex.plan.local_copies:
+                return None
+            x = ex.array
+            for m in ex.plan.recvs:
+                v = x[m.recv_box]
+                if not v.flags.c_contiguous:
+                    return None
+                recvs.append((True, v, m.peer, m.recv_tag, ex.comm))
+            for m in ex.plan.sends:
+                v = x[m.send_box]
+                if not v.flags.c_contiguous:
+                    return None
+                sends.append((False, v, m.peer, m.send_tag, ex.comm))
+        try:
+            return _fusevm.SmallRun(prog, self.all, self.sel_all, self.offs_all, self.oo, t._local, bufs,
+                                    [None if gh is None else gh.padded for gh in ghosts], slabs, exchanges, target,
+                                    self.self_shift and target >= 0, recvs + sends)
+        except ValueError:  # (a buffer it cannot take: the plan's Python path, with the same messages)
+            return None
 
     def _ghost(self, arr, w, per, owned):
         s, g = arr._sharding, arr._global_shape
@@ -1526,12 +1581,9 @@ class _FusedPlan:
             if len(_PADDED) > 1024:
                 _PADDED.clear()
             ps = _PADDED[ck] = s.replace(halo_sizes=halos)
-        lk = (ps, g)
-        local_shape = _LOCAL_SHAPES.get(lk)
-        if local_shape is None:  # (validated by the first run: O(shards); its upgrade looks it up)
-            if len(_LOCAL_SHAPES) > 4096:
-                _LOCAL_SHAPES.clear()
-            local_shape = _LOCAL_SHAPES[lk] = ps.local_shape(g)
+        # the padded buffer: this block (the operand is laid out as the target) and its ghosts (`ps.local_shape(g)`
+        # without planning the shape's blocks again)
+        local_shape = tuple([sl.stop - sl.start + lo + hi for sl, (lo, hi) in zip(arr._slices, w)])
         if self.once:  # one run: a plain buffer (only its edges are written) and plain messages
             padded = np.empty(local_shape, arr._local.dtype)
             ex = _OnceExchange(padded, ps, g, tuple(per))

@@ -255,7 +255,9 @@ def test_small_block_one_compiled_call(mesh2):
             for _ in range(3):
                 for x, y in ((a, b), (u, v)):
                     x[1:-1, 1:-1] = 0.5 * (x[:-2, 1:-1] + y[2:, 1:-1]) - x[1:-1, :-2] * c + y[1:-1, 1:-1] / 3.0
-            assert _lazy.stats["one_call"] == before + 2, (name, dt)  # (a shape's first run: no persistent state)
+            # (a shape's first run is one call where its plan lasts from it: a small tensor split on rows alone;
+            # elsewhere it is planned for once, with no persistent state)
+            assert _lazy.stats["one_call"] == before + (3 if name.startswith("rows") else 2), (name, dt)
             same(u, a, f"one call {name} {dt}")
     s = layouts(mesh2, 2)[0][1]
     a = data((comm.size * 2 + 5, 6), "float64", 9)
@@ -388,25 +390,35 @@ def test_random_trees_bitwise(mesh2, spec, mode, lay, dtype):
 
 
 def test_first_run_of_a_shape_is_planned_once(mesh2):
-    """A shape's first fused run (a loop over k: ``y[1:k] = ...`` is a new shape each time) builds no ghost
-    buffer or persistent request and agrees on nothing (`_OnceExchange`, no allreduce); the second run
-    keeps the plan, upgraded; every run gives numpy's bits, at every layout, with periodic rolls too."""
+    """A shape's first fused run (a loop over k: ``y[1:k] = ...`` is a new shape each time) builds no
+    persistent request and agrees on nothing (no allreduce).  A small tensor whose ghosts are whole rows
+    (split on dim 0 alone) keeps its plan from that first run: its plain ghost messages are posted by the
+    compiled run, so a repeat makes nothing and runs as the steady state does.  Any other is planned for
+    once (`_OnceExchange`) and kept, upgraded, from its second run.  Every run gives numpy's bits, at every
+    layout, with periodic rolls too."""
     import meshrt.halo as _halo
 
     for name, s in layouts(mesh2, 2):
+        lasting = name.startswith("rows")  # (dim 1 is read with a shift too: split, it has ghosts of its own)
         g = data((comm.size * 3 + 6, 8), "float64", 11)
         a, u = g.copy(), DT.from_global(g, s)
         for k in range(3, g.shape[0]):
             once, plans, live = _lazy.stats["once"], _lazy.stats["plans"], len(_halo._LIVE)
             for x in (a, u):
                 x[1:k, 1:-1] = 0.5 * (x[:k - 1, 1:-1] + x[2:k + 1, 1:-1]) + x[1:k, 2:] * 0.25
-            assert _lazy.stats["once"] == once + 1 and _lazy.stats["plans"] == plans, (name, k)
+            if lasting:
+                assert _lazy.stats["once"] == once and _lazy.stats["plans"] == plans + 1, (name, k)
+            else:
+                assert _lazy.stats["once"] == once + 1 and _lazy.stats["plans"] == plans, (name, k)
             assert len(_halo._LIVE) == live, (name, k)  # no persistent exchange made for it
             same(u, a, f"once {name} k={k}")
-        for run in range(3):  # the last shape again: the plan kept, its exchange made from the once-plan's
+        for run in range(3):  # the last shape again: the plan kept (made from the once-plan's)
+            one_call = _lazy.stats["one_call"]
             for x in (a, u):
                 x[1:k, 1:-1] = 0.5 * (x[:k - 1, 1:-1] + x[2:k + 1, 1:-1]) + x[1:k, 2:] * 0.25
             assert _lazy.stats["plans"] == plans + 1
+            if lasting:  # the one compiled call from the second run, and never a persistent request
+                assert _lazy.stats["one_call"] == one_call + 1 and len(_halo._LIVE) == live, (name, run)
             same(u, a, f"kept {name} run {run}")
         r = DT.from_global(g, s, periodic=True)
         for k in range(2):
