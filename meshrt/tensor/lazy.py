@@ -489,6 +489,8 @@ def _region(shape, key):
     if type(key) is slice and shape:  # ``t[a:b]``, the commonest: no key to build, no lookup
         r = _slice_region(key, shape[0])
         if r is not None:
+            if len(shape) == 1:
+                return (r[0],), (r[1],)
             return (r[0],) + (0,) * (len(shape) - 1), (r[1],) + shape[1:]
     elif type(key) is tuple and 0 < len(key) <= len(shape):
         starts, sizes = [], []
@@ -770,6 +772,8 @@ def setitem(t, key, value) -> bool:
                 if r[1] == node.shape and node.dtype == t._local.dtype and not node.consumed:
                     if _fused_write(t, r[0], node):
                         _EXPR.__set__(value, None)
+                        if type(value) is _Pending:  # (written: no longer pending, so no __del__ to call)
+                            value.__class__ = LazyTensor
                         return True
             else:  # ``p[1:-1, -1] = ...``: the ints' dims length-1 slices of the write, dropped from the value
                 r = _int_region(t._global_shape, key)
