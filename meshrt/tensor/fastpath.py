@@ -70,7 +70,9 @@ def read_element(t: DistributedTensor, key, depth=None):
                 aug = _augmented_read(f)
             last[0], last[1], last[2] = code, at, aug
         if aug and _errstate_ok():
-            return OwnedElement(t, key, (idx, axes, root, lay[1]))
+            e = _OWNED_LAST[0] = OwnedElement(t, key, (idx, axes, root, lay[1]))
+            _OWNED_LAST[1] = code
+            return e
     return _broadcast_element(t, idx, axes, root, lay[1])
 
 
@@ -123,7 +125,7 @@ def getitem(t, key):
                 if one is not None:
                     return one
         elif tk is tuple and piece_key(key):
-            one = read_piece(t, key)  # ``A[i, :j]``: the owner's piece, one broadcast, no plan
+            one = read_piece(t, key, _READ_DEPTH)  # ``A[i, :j]``: the owner's piece, one broadcast, no plan
             if one is not None:
                 return one
         lazy = ABOVE.lazy
@@ -225,7 +227,7 @@ def _value(block, sharding, shape, slices=()) -> DistributedTensor:
     return t
 
 
-stats = {"owned_updates": 0, "owned_fallbacks": 0, "vector_dots": 0}  # (tests read them)
+stats = {"owned_updates": 0, "owned_fallbacks": 0, "vector_dots": 0, "targeted_dots": 0}  # (tests read them)
 
 
 def _augmented_signature():
@@ -301,6 +303,11 @@ class OwnedElement:
 
     def _update(self, ufunc, v, fallback):
         tv = type(v)
+        if tv is OwnerValue:  # (``A[i, j] -= A[i, :j] @ A[:j, j]``: the dot's value is on this element's owners)
+            if (v.value is None) != (self.entry[0] is None):
+                raise RuntimeError(f"{type(self).__name__}: a dot's value held by other processes than the element's")
+            v = v.value if v.value is not None else v.dtype.type(0)  # (elsewhere: its dtype, for the cast check)
+            tv = type(v)
         if tv is DistributedTensor:
             if v._global_shape or v._sharding != self.entry[3]:
                 return fallback(self._materialize(), v)
@@ -352,6 +359,8 @@ class OwnedElement:
     def store(self, t, key) -> None:
         """``t[key] = self``: the owners write the updated element (not updated, or another target: the plain
         read's value, broadcast, then written; decided alike on every process)."""
+        if _OWNED_LAST[0] is self:
+            _OWNED_LAST[0] = _OWNED_LAST[1] = None
         if self.done and t is self.t and key == self.key:
             if self.value is not None:
                 t._interior[self.entry[0]] = self.value
@@ -370,6 +379,268 @@ def _fallback(name):
 for _name in ("ifloordiv", "imod", "ipow", "imatmul", "iand", "ior", "ixor", "ilshift", "irshift"):
     setattr(OwnedElement, f"__{_name}__", _fallback(_name))
 del _name
+
+
+# -- ``A[i, j] -= A[i, :j] @ A[:j, j]``: the dot where the element is ---------------------------------------
+_OWNED_LAST = [None, None]  # the last `OwnedElement` read, and the code object reading it
+_LAST_DEFERRED = [None, -1, None]  # the last left `DeferredRow`: the code object, the offset of its ``@``, it
+_TAG_DOT = 30211  # (the p2p messages of a targeted dot, on the group of the rows' mesh axis)
+
+
+def _bytecode_tables():
+    """``(matmul, in-place ops, {opname: pops})`` for `_matmul_role` (None where this CPython's bytecode is
+    not 3.11's or 3.12's form)."""
+    ops = getattr(dis, "_nb_ops", None)
+    if ops is None or sys.version_info >= (3, 13) or _SIGNATURE is None:
+        return None
+    names = [n for n, _ in ops]
+    if "NB_MATRIX_MULTIPLY" not in names:
+        return None
+    inplace = frozenset(i for i, n in enumerate(names) if n.startswith("NB_INPLACE_"))
+    # what may come between a row's read and the right operand's subscript: loads, an index's arithmetic
+    pops = {"LOAD_FAST": 0, "LOAD_NAME": 0, "LOAD_GLOBAL": 0, "LOAD_CONST": 0, "LOAD_DEREF": 0, "NOP": 0,
+            "EXTENDED_ARG": 0, "UNARY_NEGATIVE": 1, "BINARY_OP": 2}
+    return names.index("NB_MATRIX_MULTIPLY"), inplace, pops
+
+
+_DIS = _bytecode_tables()
+_ROLES: dict = {}  # (id of a code object, offset) -> `_matmul_role`'s answer
+_INSTRUCTIONS: dict = {}  # id of a code object -> (the code, its instructions, their offsets)
+
+
+def _matmul_role(code, at):
+    """What the value a ``BINARY_SUBSCR`` at offset ``at`` of ``code`` reads is for: ``(1, offset of the @)``
+    the left operand of an ``@`` whose right one is a subscript of loads and index arithmetic alone, and whose
+    value goes into an in-place operator (``A[i, j] -= A[i, :j] @ A[:j, j]``); ``(2, offset of the @)`` the
+    right operand of an ``@`` next; ``(0, -1)`` anything else.  The code is read once per site."""
+    ck = (id(code), at)
+    r = _ROLES.get(ck)
+    if r is not None:
+        return r
+    e = _INSTRUCTIONS.get(id(code))
+    if e is None or e[0] is not code:
+        ins = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+        if len(_INSTRUCTIONS) > _LIMIT:
+            _INSTRUCTIONS.clear()
+            _ROLES.clear()
+        e = _INSTRUCTIONS[id(code)] = (code, ins, [i.offset for i in ins])
+    _, ins, offsets = e
+    r = (0, -1)
+    k = bisect.bisect_right(offsets, at) - 1
+    mm, inplace, pops = _DIS
+    if 0 <= k < len(ins) - 1 and ins[k].opname == "BINARY_SUBSCR":
+        nxt = ins[k + 1]
+        if nxt.opname == "BINARY_OP" and nxt.arg == mm:
+            r = (2, nxt.offset)
+        else:
+            depth = 0  # values pushed above ours; an instruction taking more would take ours
+            for m in range(k + 1, len(ins)):
+                x = ins[m]
+                if x.opname == "BINARY_SUBSCR":
+                    if depth == 2 and m + 2 < len(ins) and ins[m + 1].opname == "BINARY_OP" and ins[m + 1].arg == mm \
+                            and ins[m + 2].opname == "BINARY_OP" and ins[m + 2].arg in inplace:
+                        r = (1, ins[m + 1].offset)
+                    break
+                n = x.arg if x.opname in ("BUILD_SLICE", "BUILD_TUPLE") else pops.get(x.opname)
+                if n is None or n > depth or x.opname == "BINARY_OP" and (x.arg == mm or x.arg in inplace):
+                    break
+                depth += dis.stack_effect(x.opcode, x.arg)
+    if len(_ROLES) > _LIMIT:
+        _ROLES.clear()
+    _ROLES[ck] = r
+    return r
+
+
+def _deferred_row(t, key, idx, owned, axes, root, rs, out_shape, depth):
+    """`read_piece`'s row ``t[i, a:b]`` as a `DeferredRow` where the reading code only multiplies it by ``@``
+    into the element ``t[i, j] op= ...`` being updated (`_matmul_role`); None otherwise (it is broadcast)."""
+    if len(t._global_shape) != 2 or type(key[0]) is not int or type(key[1]) is not slice or key[1].step not in (None, 1):
+        return None
+    f = _getframe(depth - 1 + 2 * _OWN_FRAME)
+    code = f.f_code
+    role, at = _matmul_role(code, f.f_lasti)
+    if role == 1:
+        pass
+    elif role == 2:
+        last = _LAST_DEFERRED
+        if last[0] is not code or last[1] != at or last[2] is None or last[2].used:
+            return None
+    else:
+        return None
+    d = DeferredRow(t, t._interior[tuple(idx)] if owned else None, axes, root, rs, out_shape, code)
+    if role == 1:
+        _LAST_DEFERRED[0], _LAST_DEFERRED[1], _LAST_DEFERRED[2] = code, at, d
+    return d
+
+
+class DeferredRow:
+    """A row ``A[i, a:b]`` of a tensor split on rows, read only to be an operand of the ``@`` in
+    ``A[i, j] op= A[i, :j] @ A[:j, j]`` (or ``@ A[j, :j]``): not broadcast.  Its ``@`` sends the other
+    operand's parts to the row's owners, who compute the dot, and returns it as an `OwnerValue` for the
+    element's `OwnedElement` (one message from each other owner of the column's blocks, none back; a
+    broadcast and an allreduce before).  Where what follows is not that (another element, a value used
+    otherwise), the row is broadcast first as a plain read does and ``@`` runs as usual: decided alike on
+    every process, from the code's instructions and the operands' layouts."""
+
+    __slots__ = ("t", "block", "axes", "root", "rs", "shape", "code", "used")
+    __array_ufunc__ = None  # (numpy defers to this class's operators)
+
+    def __init__(self, t, block, axes, root, rs, shape, code):
+        self.t, self.block, self.axes, self.root, self.rs, self.shape = t, block, axes, root, rs, shape
+        self.code, self.used = code, False
+
+    def _materialize(self) -> DistributedTensor:
+        """The row as `read_piece` reads it: one broadcast from its owners."""
+        x = np.ascontiguousarray(self.block) if self.block is not None else np.empty(self.shape, self.t._local.dtype)
+        block = collectives.broadcast(x, self.t._sharding._mesh, self.axes, (self.root,))
+        return _value(block, self.rs, self.shape, tuple([slice(0, n) for n in self.shape]))
+
+    def __matmul__(self, other):
+        self.used = True
+        if _LAST_DEFERRED[2] is self:
+            _LAST_DEFERRED[0], _LAST_DEFERRED[1], _LAST_DEFERRED[2] = None, -1, None
+        r = _targeted_dot(self, other)
+        if r is not None:
+            return r
+        a = self._materialize()
+        return a @ (other._materialize() if type(other) is DeferredRow else other)
+
+    def __rmatmul__(self, other):
+        self.used = True
+        return other @ self._materialize()
+
+
+class OwnerValue:
+    """The value of a `DeferredRow`'s dot, held by the row's owners (``value``; None elsewhere, with the
+    ``dtype`` it has there): the next operation is the in-place operator of the element's `OwnedElement`,
+    which takes it where it is.  (Anything else broadcasts it from the owners first.)"""
+
+    __slots__ = ("value", "dtype", "mesh", "axes", "root")
+    __array_ufunc__ = None
+
+    def __init__(self, value, dtype, mesh, axes, root):
+        self.value, self.dtype, self.mesh, self.axes, self.root = value, dtype, mesh, axes, root
+
+    def _materialize(self) -> DistributedTensor:
+        x = np.asarray(self.value, self.dtype).copy() if self.value is not None else np.empty((), self.dtype)
+        rs = _REPLICATED.get(self.mesh)
+        if rs is None:
+            rs = _REPLICATED[self.mesh] = Sharding(self.mesh, [])
+        return _value(collectives.broadcast(x, self.mesh, self.axes, (self.root,)), rs, ())
+
+
+def _owner_operator(name):
+    def op(self, other):
+        return getattr(operator, name)(self._materialize(), other)
+
+    def rop(self, other):
+        return getattr(operator, name)(other, self._materialize())
+
+    op.__name__, rop.__name__ = f"__{name}__", f"__r{name}__"
+    return op, rop
+
+
+for _name in ("add", "sub", "mul", "truediv"):
+    _op, _rop = _owner_operator(_name)
+    setattr(OwnerValue, f"__{_name}__", _op)
+    setattr(OwnerValue, f"__r{_name}__", _rop)
+OwnerValue.__float__ = lambda self: float(self._materialize())
+del _name, _op, _rop
+
+
+_RESULT_TYPES: dict = {}
+
+
+def _result_type(a, b):
+    r = _RESULT_TYPES.get((a, b))
+    if r is None:
+        r = _RESULT_TYPES[(a, b)] = np.result_type(a, b)
+    return r
+
+
+def _p2p(comm, recvs, sends):
+    """Receive each ``(array, source)`` of ``recvs`` and send each ``(array, destination)`` of ``sends`` (C-contiguous
+    arrays) on ``comm``, and wait: from C where it can (`meshrt._collfront.exchange`), else by mpi4py."""
+    if _EXCHANGE is not None and _EXCHANGE(comm, recvs, sends, _TAG_DOT):
+        return
+    reqs = [comm.Irecv(x, p, _TAG_DOT) for x, p in recvs] + [comm.Isend(x, p, _TAG_DOT) for x, p in sends]
+    MPI.Request.Waitall(reqs)
+
+
+try:
+    from .._collfront import exchange as _EXCHANGE
+except ImportError:  # (not built: mpi4py's calls)
+    _EXCHANGE = None
+
+
+def _targeted_dot(row, other):
+    """`DeferredRow.__matmul__`'s dot at the row's owners, as an `OwnerValue`; None: not this case (the
+    pending `OwnedElement`, read by the same code, is not held where the row is, or ``other`` is not a row
+    or a vector split on the same mesh axis), decided alike on every process."""
+    e, code = _OWNED_LAST
+    t = row.t
+    # (the element's owners are the row's: the same mesh axis splits both, at the same coordinate)
+    if e is None or e.done or code is not row.code or not _errstate_ok() or e.entry[1] != row.axes \
+            or e.entry[2] != (row.root,) or e.t._sharding._mesh is not t._sharding._mesh:
+        return None
+    s = t._sharding
+    mesh = s._mesh
+    axis = row.axes[0]
+    n = row.shape[0]
+    comm = mesh.group((axis,))
+    me = mesh.coords[axis]
+    holder = row.root
+    if type(other) is DeferredRow:
+        if other.t._sharding._mesh is not mesh or other.axes != row.axes or other.shape != row.shape:
+            return None
+        dt = _result_type(t._local.dtype, other.t._local.dtype)
+        src = other.root
+        r = None
+        with _mpi.internal("A[i, j] -= A[i, :j] @ A[j, :j]", "the other row to the element's owners", comm):
+            if me == holder:
+                if src == holder:
+                    y = other.block
+                else:
+                    y = np.empty(n, other.t._local.dtype)
+                    _p2p(comm, [(y, src)], [])
+                r = np.dot(row.block, y)
+            elif me == src:
+                _p2p(comm, [], [(np.ascontiguousarray(other.block), holder)])
+    else:
+        v = _vector(other)
+        if v is None:
+            return None
+        x, _, axes, where, vn, vmesh = v
+        if vn != n or vmesh is not mesh or tuple(axes) != row.axes:
+            return None
+        dt = _result_type(t._local.dtype, x.dtype)
+        offs = _offsets(where[0], where[1], where[2])  # (the column's blocks on the mesh axis, in its tensor)
+        a = where[3]
+        r = None
+        with _mpi.internal("A[i, j] -= A[i, :j] @ A[:j, j]", "the column's parts to the element's owners", comm):
+            if me == holder:
+                y = np.empty(n, x.dtype)
+                recvs = []
+                first = max(bisect.bisect_right(offs, a) - 1, 0)
+                for b in range(first, len(offs) - 1):
+                    lo, hi = min(max(offs[b] - a, 0), n), min(max(offs[b + 1] - a, 0), n)
+                    if offs[b] >= a + n:
+                        break
+                    if hi <= lo:
+                        continue
+                    if b == holder:
+                        y[lo:hi] = x
+                    else:
+                        recvs.append((y[lo:hi], b))
+                if recvs:
+                    _p2p(comm, recvs, [])
+                r = np.dot(row.block, y)
+            elif min(max(offs[me + 1] - a, 0), n) > min(max(offs[me] - a, 0), n):
+                _p2p(comm, [], [(np.ascontiguousarray(x), holder)])
+    stats["targeted_dots"] += 1
+    if r is not None and not isinstance(r, np.generic):
+        r = dt.type(r)
+    return OwnerValue(r, dt, mesh, row.axes, (holder,))
 
 
 _BY_ID: dict = {}  # (id of a sharding, shape) -> (the sharding, `_element_layout`): no Python-level hash call
@@ -480,11 +751,13 @@ def _piece_recipe(t, ints):
     return int_dims, tuple(d for d, i in enumerate(ints) if not i), plan.result_sharding, axes
 
 
-def read_piece(t: DistributedTensor, key: tuple):
+def read_piece(t: DistributedTensor, key: tuple, depth=None):
     """``t[key]`` for a key of ints and positive-step slices (one per dim; missing trailing dims whole)
     where no mesh axis splits a sliced dim: a row ``A[i, :j]``, ``A[i]``.  The owner's piece, one
     broadcast over the axes that split the int dims; the owner found by arithmetic, no index plan.
-    None: not this case (the general path runs)."""
+    ``depth``: as `read_element`'s; a row read only to be an operand of ``@`` into ``A[i, j] op= ...`` is
+    a `DeferredRow` (no broadcast: `DeferredRow.__matmul__`).  None: not this case (the general path
+    runs)."""
     shape = t._global_shape
     nd = len(shape)
     if len(key) < nd:
@@ -531,6 +804,10 @@ def read_piece(t: DistributedTensor, key: tuple):
     if not axes:
         block = t._interior[tuple(idx)]
     else:
+        if depth is not None and len(int_dims) == 1 and len(axes) == 1 and len(out_shape) == 1 and _DIS is not None:
+            d = _deferred_row(t, key, idx, owned, axes, root[axes[0]], rs, out_shape, depth)
+            if d is not None:
+                return d
         # (the owners' piece is a view of their block, as numpy's ``A[i]``: ``A[i][j] = x`` writes through)
         x = np.ascontiguousarray(t._interior[tuple(idx)]) if owned else np.empty(out_shape, t._local.dtype)
         block = collectives.broadcast(x, s._mesh, axes, tuple([root[a] for a in axes]))

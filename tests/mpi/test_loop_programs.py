@@ -424,3 +424,139 @@ def test_small_vector_flip_agrees_under_check(meshes, monkeypatch):
             np.testing.assert_array_equal(whole, np.arange(float(k)))
             np.testing.assert_array_equal(np.flip(y[:k]).gather(), np.arange(float(k))[::-1])
         assert (len(calls) > 0) == checked, (checked, len(calls))
+
+
+def _lu_rows(A):
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i):
+            A[i, j] -= A[i, :j] @ A[:j, j]
+            A[i, j] /= A[j, j]
+        for j in range(i, n):
+            A[i, j] -= A[i, :i] @ A[:i, j]
+    return A
+
+
+def _cholesky_rows(A):
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i):
+            A[i, j] -= A[i, :j] @ A[j, :j]
+            A[i, j] /= A[j, j]
+        A[i, i] -= A[i, :i] @ A[i, :i]
+        A[i, i] = A[i, i] ** 0.5
+    return A
+
+
+def _forward_solve(L, x):
+    for i in range(len(x)):
+        x[i] -= L[i, :i] @ x[:i]
+        x[i] /= L[i, i]
+    return x
+
+
+def test_row_dot_into_an_element_at_its_owners(meshes):
+    """``A[i, j] -= A[i, :j] @ A[:j, j]`` (LU by rows), ``... @ A[j, :j]`` (Cholesky by rows) and
+    ``x[i] -= L[i, :i] @ x[:i]`` (a triangular solve): the row is not broadcast; the other operand's parts go
+    to the row's owners, who compute the dot and update the element (`fastpath.DeferredRow`): on even and
+    uneven blocks (one of a single row), on a 2-d mesh whose other axis replicates, in three dtypes, equal
+    numpy to rounding and the same on every process."""
+    from meshrt.tensor import fastpath
+
+    rng = np.random.default_rng(5)
+    n = comm.size * 3 + 4
+    g = rng.random((n, n)) + np.eye(n) * n
+    spd = g @ g.T + np.eye(n) * n
+    b = rng.random(n)
+    offs = [0] + [min(n, 1 + 3 * k) for k in range(comm.size - 1)] + [n]
+    layouts = [(meshes["1d"], [[0]], None), (meshes["1d"], [[0]], offs), (meshes["2d"], [[0]], None),
+               (meshes["2d"], [[1]], None)]
+    for mesh, split, o in layouts:
+        for dt in (np.float64, np.complex128, np.float32):
+            s = Sharding(mesh, split, sharded_dims_offsets=o)
+            s1 = Sharding(mesh, split, sharded_dims_offsets=o)
+            a, c, v = (g * (1 + 0.5j) if dt is np.complex128 else g).astype(dt), spd.astype(dt), b.astype(dt)
+            before = fastpath.stats["targeted_dots"]
+            got = [_lu_rows(DT.from_global(a, s)), _cholesky_rows(DT.from_global(c, s)),
+                   _forward_solve(DT.from_global(np.tril(a), s), DT.from_global(v, s1))]
+            # every statement's dot was taken at the element's owners: n * n, n * (n + 1) / 2 and n of them
+            assert fastpath.stats["targeted_dots"] - before == n * n + n * (n + 1) // 2 + n, (split, o, dt)
+            want = [_lu_rows(a.copy()), _cholesky_rows(c.copy()), _forward_solve(np.tril(a), v.copy())]
+            tol = 2e-5 if dt is np.float32 else 1e-12
+            for x, w, what in zip(got, want, ("lu", "cholesky", "solve")):
+                x = x.gather()
+                assert x.dtype == w.dtype, (what, x.dtype, w.dtype)
+                np.testing.assert_allclose(x, w, rtol=tol, err_msg=f"{what} {split} {o} {dt}")
+                everyone = comm.allgather(x)
+                assert all(np.array_equal(y, everyone[0]) for y in everyone), what
+
+
+def test_row_dot_used_otherwise_is_the_broadcast_rows(meshes):
+    """The dot of a row and a column not going straight into an element held where the row is (a plain
+    assignment, a scaled dot) is the broadcast row's, no targeted dot; into another row's element or another
+    tensor's, it is targeted only where their owners are the row's.  numpy's values in every case."""
+    from meshrt.tensor import fastpath
+
+    rng = np.random.default_rng(6)
+    n = comm.size * 3 + 2
+    g = rng.random((n, n))
+    for s in (Sharding(meshes["1d"], [[0]]), Sharding(meshes["2d"], [[0]])):
+        A, B = DT.from_global(g, s), DT.from_global(g, s)
+        a, bb = g.copy(), g.copy()
+        sums, want_sums = [], []
+        for X, Y, out in ((A, B, sums), (a, bb, want_sums)):
+            for i in range(n):
+                j = (i * 3) % n
+                before = fastpath.stats["targeted_dots"]
+                out.append(complex(X[i, :j] @ X[:j, j]))
+                X[i, j] -= 2.0 * (X[i, :j] @ X[:j, j])
+                X[i, j] -= X[i, :j] @ X[:j, j] * 0.5
+                assert fastpath.stats["targeted_dots"] == before
+                X[(i + 1) % n, j] -= X[i, :j] @ X[:j, j]
+                Y[i, j] -= X[i, :j] @ X[:j, j]
+        np.testing.assert_allclose(sums, want_sums, rtol=1e-13)
+        np.testing.assert_allclose(A.gather(), a, rtol=1e-13)
+        np.testing.assert_allclose(B.gather(), bb, rtol=1e-13)
+
+
+def test_row_dot_site_detection():
+    """Which reads are operands of a dot into an in-place operator (`fastpath._matmul_role`): the left one
+    where the right is a subscript of loads and index arithmetic and an in-place operator takes the product,
+    the right one where ``@`` comes next; no other read."""
+    import sys
+
+    from meshrt.tensor import fastpath
+
+    seen = []
+
+    class Probe:
+        def __getitem__(self, key):
+            f = sys._getframe(1)
+            seen.append(fastpath._matmul_role(f.f_code, f.f_lasti)[0] if fastpath._DIS is not None else 0)
+            return self
+
+        def __matmul__(self, other):
+            return 1.0
+
+        def __isub__(self, other):
+            return self
+
+        __iadd__ = __isub__
+
+        def __setitem__(self, key, value):
+            pass
+
+        def __index__(self):
+            return 0
+
+    p, j = Probe(), 3
+    p[0, 1] -= p[0, :j] @ p[:j, 1]  # the element (0), the row (1), the column (2)
+    p[0, 1] -= p[0, :j + 1] @ p[-j:, j - 1]
+    x = p[0, :j] @ p[:j, 1]  # a plain assignment: only the right operand is next to its @
+    p[0, 1] -= p[0, :j] @ p[:j, 1] * 2.0  # the product scaled
+    p[0, 1] -= p[0, :j] @ p[:abs(j), 1]  # a call in the right operand's key
+    p[0, 1] += p[p[0, 0], :j] @ p[:j, 1]  # a read in the row's key: not an operand
+    expected = [0, 1, 2, 0, 1, 2, 0, 2, 0, 0, 2, 0, 0, 2, 0, 0, 1, 2]
+    if fastpath._DIS is None:
+        expected = [0] * len(expected)
+    assert seen == expected, seen
