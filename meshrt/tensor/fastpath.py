@@ -558,13 +558,15 @@ def _result_type(a, b):
     return r
 
 
-def _p2p(comm, recvs, sends):
+def _p2p(comm, recvs, sends, step):
     """Receive each ``(array, source)`` of ``recvs`` and send each ``(array, destination)`` of ``sends`` (C-contiguous
-    arrays) on ``comm``, and wait: from C where it can (`meshrt._collfront.exchange`), else by mpi4py."""
-    if _EXCHANGE is not None and _EXCHANGE(comm, recvs, sends, _TAG_DOT):
-        return
-    reqs = [comm.Irecv(x, p, _TAG_DOT) for x, p in recvs] + [comm.Isend(x, p, _TAG_DOT) for x, p in sends]
-    MPI.Request.Waitall(reqs)
+    arrays) on ``comm``, and wait: from C where it can (`meshrt._collfront.exchange`), else by mpi4py.  ``step``:
+    what moves, for the watchdog."""
+    with _mpi.internal("A[i, j] -= A[i, :j] @ A[:j, j]", step, comm):
+        if _EXCHANGE is not None and _EXCHANGE(comm, recvs, sends, _TAG_DOT):
+            return
+        reqs = [comm.Irecv(x, p, _TAG_DOT) for x, p in recvs] + [comm.Isend(x, p, _TAG_DOT) for x, p in sends]
+        MPI.Request.Waitall(reqs)
 
 
 try:
@@ -596,16 +598,15 @@ def _targeted_dot(row, other):
         dt = _result_type(t._local.dtype, other.t._local.dtype)
         src = other.root
         r = None
-        with _mpi.internal("A[i, j] -= A[i, :j] @ A[j, :j]", "the other row to the element's owners", comm):
-            if me == holder:
-                if src == holder:
-                    y = other.block
-                else:
-                    y = np.empty(n, other.t._local.dtype)
-                    _p2p(comm, [(y, src)], [])
-                r = np.dot(row.block, y)
-            elif me == src:
-                _p2p(comm, [], [(np.ascontiguousarray(other.block), holder)])
+        if me == holder:
+            if src == holder:
+                y = other.block
+            else:
+                y = np.empty(n, other.t._local.dtype)
+                _p2p(comm, [(y, src)], [], "the other row to the element's owners")
+            r = np.dot(row.block, y)
+        elif me == src:
+            _p2p(comm, [], [(np.ascontiguousarray(other.block), holder)], "the other row to the element's owners")
     else:
         v = _vector(other)
         if v is None:
@@ -617,26 +618,25 @@ def _targeted_dot(row, other):
         offs = _offsets(where[0], where[1], where[2])  # (the column's blocks on the mesh axis, in its tensor)
         a = where[3]
         r = None
-        with _mpi.internal("A[i, j] -= A[i, :j] @ A[:j, j]", "the column's parts to the element's owners", comm):
-            if me == holder:
-                y = np.empty(n, x.dtype)
-                recvs = []
-                first = max(bisect.bisect_right(offs, a) - 1, 0)
-                for b in range(first, len(offs) - 1):
-                    lo, hi = min(max(offs[b] - a, 0), n), min(max(offs[b + 1] - a, 0), n)
-                    if offs[b] >= a + n:
-                        break
-                    if hi <= lo:
-                        continue
-                    if b == holder:
-                        y[lo:hi] = x
-                    else:
-                        recvs.append((y[lo:hi], b))
-                if recvs:
-                    _p2p(comm, recvs, [])
-                r = np.dot(row.block, y)
-            elif min(max(offs[me + 1] - a, 0), n) > min(max(offs[me] - a, 0), n):
-                _p2p(comm, [], [(np.ascontiguousarray(x), holder)])
+        if me == holder:
+            y = np.empty(n, x.dtype)
+            recvs = []
+            first = max(bisect.bisect_right(offs, a) - 1, 0)
+            for b in range(first, len(offs) - 1):
+                lo, hi = min(max(offs[b] - a, 0), n), min(max(offs[b + 1] - a, 0), n)
+                if offs[b] >= a + n:
+                    break
+                if hi <= lo:
+                    continue
+                if b == holder:
+                    y[lo:hi] = x
+                else:
+                    recvs.append((y[lo:hi], b))
+            if recvs:
+                _p2p(comm, recvs, [], "the column's parts to the element's owners")
+            r = np.dot(row.block, y)
+        elif min(max(offs[me + 1] - a, 0), n) > min(max(offs[me] - a, 0), n):
+            _p2p(comm, [], [(np.ascontiguousarray(x), holder)], "the column's parts to the element's owners")
     stats["targeted_dots"] += 1
     if r is not None and not isinstance(r, np.generic):
         r = dt.type(r)
