@@ -453,19 +453,15 @@ def _matmul_role(code, at):
 
 def _deferred_row(t, key, idx, owned, axes, root, rs, out_shape, depth):
     """`read_piece`'s row ``t[i, a:b]`` as a `DeferredRow` where the reading code only multiplies it by ``@``
-    into the element ``t[i, j] op= ...`` being updated (`_matmul_role`); None otherwise (it is broadcast)."""
+    into an in-place operator (`_matmul_role`: the left operand; or the right one of a left `DeferredRow`'s
+    ``@``); None otherwise (it is broadcast)."""
     if len(t._global_shape) != 2 or type(key[0]) is not int or type(key[1]) is not slice or key[1].step not in (None, 1):
         return None
     f = _getframe(depth - 1 + 2 * _OWN_FRAME)
     code = f.f_code
     role, at = _matmul_role(code, f.f_lasti)
-    if role == 1:
-        pass
-    elif role == 2:
-        last = _LAST_DEFERRED
-        if last[0] is not code or last[1] != at or last[2] is None or last[2].used:
-            return None
-    else:
+    last = _LAST_DEFERRED
+    if role == 0 or role == 2 and (last[0] is not code or last[1] != at or last[2] is None or last[2].used):
         return None
     d = DeferredRow(t, t._interior[tuple(idx)] if owned else None, axes, root, rs, out_shape, code)
     if role == 1:
@@ -475,12 +471,21 @@ def _deferred_row(t, key, idx, owned, axes, root, rs, out_shape, depth):
 
 class DeferredRow:
     """A row ``A[i, a:b]`` of a tensor split on rows, read only to be an operand of the ``@`` in
-    ``A[i, j] op= A[i, :j] @ A[:j, j]`` (or ``@ A[j, :j]``): not broadcast.  Its ``@`` sends the other
-    operand's parts to the row's owners, who compute the dot, and returns it as an `OwnerValue` for the
-    element's `OwnedElement` (one message from each other owner of the column's blocks, none back; a
-    broadcast and an allreduce before).  Where what follows is not that (another element, a value used
-    otherwise), the row is broadcast first as a plain read does and ``@`` runs as usual: decided alike on
-    every process, from the code's instructions and the operands' layouts."""
+    ``A[i, j] op= A[i, :j] @ A[:j, j]`` (or ``@ A[j, :j]``, or into ``x[i] op=`` of a vector split as the
+    rows): not broadcast.  Its ``@`` sends the other operand's parts to the row's owners, who compute the
+    dot, and returns it as an `OwnerValue` for the element's `OwnedElement`, which those owners hold (one
+    message from each other owner of the column's blocks, none back; a broadcast and an allreduce before).
+    Where what follows is not that (an element held elsewhere, a value used otherwise), the row is
+    broadcast first as a plain read does and ``@`` runs as usual: decided alike on every process, from the
+    code's instructions and the operands' layouts.
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> A = DistributedTensor.from_global(np.arange(9.0).reshape(3, 3), Sharding(Mesh((-1,)), [[0]]))
+    >>> before = stats["targeted_dots"]
+    >>> A[2, 2] -= A[2, :2] @ A[:2, 2]  # 8 - (6 * 2 + 7 * 5), at row 2's owners
+    >>> float(A[2, 2]), stats["targeted_dots"] - before
+    (-39.0, 1)
+    """
 
     __slots__ = ("t", "block", "axes", "root", "rs", "shape", "code", "used")
     __array_ufunc__ = None  # (numpy defers to this class's operators)
