@@ -623,7 +623,9 @@ def _targeted_dot(row, other):
         offs = _offsets(where[0], where[1], where[2])  # (the column's blocks on the mesh axis, in its tensor)
         a = where[3]
         r = None
-        if me == holder:
+        if me == holder and len(x) == n:  # (the whole column is here: read in place, as numpy reads it)
+            r = np.dot(row.block, x)
+        elif me == holder:
             y = np.empty(n, x.dtype)
             recvs = []
             first = max(bisect.bisect_right(offs, a) - 1, 0)
@@ -637,8 +639,7 @@ def _targeted_dot(row, other):
                     y[lo:hi] = x
                 else:
                     recvs.append((y[lo:hi], b))
-            if recvs:
-                _p2p(comm, recvs, [], "the column's parts to the element's owners")
+            _p2p(comm, recvs, [], "the column's parts to the element's owners")
             r = np.dot(row.block, y)
         elif min(max(offs[me + 1] - a, 0), n) > min(max(offs[me] - a, 0), n):
             _p2p(comm, [], [(np.ascontiguousarray(x), holder)], "the column's parts to the element's owners")
