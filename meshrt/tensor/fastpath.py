@@ -528,10 +528,7 @@ class OwnerValue:
 
     def _materialize(self) -> DistributedTensor:
         x = np.asarray(self.value, self.dtype).copy() if self.value is not None else np.empty((), self.dtype)
-        rs = _REPLICATED.get(self.mesh)
-        if rs is None:
-            rs = _REPLICATED[self.mesh] = Sharding(self.mesh, [])
-        return _value(collectives.broadcast(x, self.mesh, self.axes, (self.root,)), rs, ())
+        return _value(collectives.broadcast(x, self.mesh, self.axes, (self.root,)), _replicated(self.mesh), ())
 
 
 def _owner_operator(name):
@@ -828,6 +825,14 @@ _OFFSETS: dict = {}  # (sharding, shape, dim) -> the dim's block offsets
 _REPLICATED: dict = {}  # mesh -> a replicated sharding on it (of a 0-d value, a small vector)
 
 
+def _replicated(mesh) -> Sharding:
+    """The replicated sharding on ``mesh`` (one object per mesh, kept)."""
+    rs = _REPLICATED.get(mesh)
+    if rs is None:
+        rs = _REPLICATED[mesh] = Sharding(mesh, [])
+    return rs
+
+
 def _offsets(s, shape, d=0):
     ck = (s, shape, d)
     o = _OFFSETS.get(ck)
@@ -921,9 +926,7 @@ def replicated_vector(v, limit=SMALL_VECTOR):
 
 def replicated_tensor(whole, mesh) -> DistributedTensor:
     """``whole`` (the same array on every process of ``mesh``) as a replicated tensor, without checks."""
-    rs = _REPLICATED.get(mesh)
-    if rs is None:
-        rs = _REPLICATED[mesh] = Sharding(mesh, [])
+    rs = _replicated(mesh)
     return _value(whole, rs, whole.shape, tuple([slice(0, n) for n in whole.shape]))
 
 
@@ -947,9 +950,7 @@ def matmul_1d(a, b):
         x, y, axes = xa, xb, axa  # the same rows of tensors split alike, no offsets to compare)
     else:
         return None
-    rs = _REPLICATED.get(mesh)
-    if rs is None:
-        rs = _REPLICATED[mesh] = Sharding(mesh, [])
+    rs = _replicated(mesh)
     r = np.dot(x, y)
     if isinstance(r, np.generic):  # (a numpy scalar of the result's dtype)
         local = np.asarray(r)

@@ -9,7 +9,7 @@ import pytest
 from mpi4py import MPI
 
 from meshrt import DistributedTensor as DT, Sharding
-from meshrt.bench.loops import PROGRAMS
+from meshrt.bench.loops import PROGRAMS, cholesky_rows, lu_rows
 
 MPI_NPROCS = (1, 2, 3, 4)
 comm = MPI.COMM_WORLD
@@ -426,28 +426,6 @@ def test_small_vector_flip_agrees_under_check(meshes, monkeypatch):
         assert (len(calls) > 0) == checked, (checked, len(calls))
 
 
-def _lu_rows(A):
-    n = A.shape[0]
-    for i in range(n):
-        for j in range(i):
-            A[i, j] -= A[i, :j] @ A[:j, j]
-            A[i, j] /= A[j, j]
-        for j in range(i, n):
-            A[i, j] -= A[i, :i] @ A[:i, j]
-    return A
-
-
-def _cholesky_rows(A):
-    n = A.shape[0]
-    for i in range(n):
-        for j in range(i):
-            A[i, j] -= A[i, :j] @ A[j, :j]
-            A[i, j] /= A[j, j]
-        A[i, i] -= A[i, :i] @ A[i, :i]
-        A[i, i] = A[i, i] ** 0.5
-    return A
-
-
 def _forward_solve(L, x):
     for i in range(len(x)):
         x[i] -= L[i, :i] @ x[:i]
@@ -477,11 +455,11 @@ def test_row_dot_into_an_element_at_its_owners(meshes):
             s1 = Sharding(mesh, split, sharded_dims_offsets=o)
             a, c, v = (g * (1 + 0.5j) if dt is np.complex128 else g).astype(dt), spd.astype(dt), b.astype(dt)
             before = fastpath.stats["targeted_dots"]
-            got = [_lu_rows(DT.from_global(a, s)), _cholesky_rows(DT.from_global(c, s)),
+            got = [lu_rows(DT.from_global(a, s)), cholesky_rows(DT.from_global(c, s)),
                    _forward_solve(DT.from_global(np.tril(a), s), DT.from_global(v, s1))]
             # every statement's dot was taken at the element's owners: n * n, n * (n + 1) / 2 and n of them
             assert fastpath.stats["targeted_dots"] - before == n * n + n * (n + 1) // 2 + n, (split, o, dt)
-            want = [_lu_rows(a.copy()), _cholesky_rows(c.copy()), _forward_solve(np.tril(a), v.copy())]
+            want = [lu_rows(a.copy()), cholesky_rows(c.copy()), _forward_solve(np.tril(a), v.copy())]
             tol = 2e-5 if dt is np.float32 else 1e-12
             for x, w, what in zip(got, want, ("lu", "cholesky", "solve")):
                 x = x.gather()
