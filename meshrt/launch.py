@@ -68,9 +68,9 @@ def run_script(path, args=()):
         if e.code not in (None, 0):
             from mpi4py import MPI
 
-            heartbeat.leaving()
             sys.stdout.flush()
             sys.stderr.flush()
+            _before_abort()
             MPI.COMM_WORLD.Abort(e.code if isinstance(e.code, int) else 1)
         _watchdog.report_finished()
         raise
@@ -86,14 +86,28 @@ def run_script(path, args=()):
         from mpi4py import MPI
 
         rank = MPI.COMM_WORLD.Get_rank()
-        heartbeat.leaving()
         text = traceback.format_exc()
         sys.stdout.flush()
         sys.stderr.write("".join(f"[rank {rank}] {line}\n" for line in text.splitlines()))
         sys.stderr.flush()
+        _before_abort()
         MPI.COMM_WORLD.Abort(1)
     else:
         _watchdog.report_finished()
+
+
+def _before_abort(drain: float = 0.1) -> None:
+    """What a rank does between printing why it fails and ``MPI_Abort``: tell the heartbeat's helper
+    (`heartbeat.leaving`), then give mpiexec's proxy a moment to pass the printed lines on. The abort
+    makes mpiexec kill every proxy, and a proxy killed before it read its rank's stderr pipe loses
+    the traceback (seen about once in a hundred runs on a loaded machine)."""
+    from .runtime import heartbeat
+
+    start = time.monotonic()
+    heartbeat.leaving()
+    left = drain - (time.monotonic() - start)
+    if left > 0:
+        time.sleep(left)
 
 
 # -- meshrt run: the job's supervisor ----------------------------------------------------------
