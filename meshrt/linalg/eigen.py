@@ -258,15 +258,22 @@ def eigenvectors(a: CyclicMatrix, d: np.ndarray, e: np.ndarray, refl, w: np.ndar
     # the tridiagonal's vectors are real; Q's reflectors make them complex (or float32) on the way back
     z = CyclicMatrix(zlay, grid, local.astype(dt, order="F", copy=False), a.mesh)
     del local
+    # one buffer for every block column's reflectors (each a column-major prefix of it): blocks of
+    # growing sizes, each allocated anew, left the heap fragmented by a third of a share
+    room = np.empty(loc.shape[0] * max((nref for _, nref, _ in refl), default=0), dt)
     for s0, nref, t in reversed(refl):
         ck = (s0 // nb) % pc_n
         lr = lay.row_start(s0 + 1, r)
-        vbuf = np.empty((loc.shape[0] - lr, nref), dt, order="F")
+        vbuf = room[:(loc.shape[0] - lr) * nref].reshape((loc.shape[0] - lr, nref), order="F")
         if c == ck:
             lc = local_index(s0, nb, pc_n)
-            g = rows[lr:, None] - (s0 + 1 + np.arange(nref))[None, :]  # row minus the reflector's unit row
-            vbuf[...] = np.where(g > 0, loc[lr:, lc:lc + nref], 0)
-            vbuf[g == 0] = 1
+            vbuf[...] = loc[lr:, lc:lc + nref]
+            mine = rows[lr:]
+            units = s0 + 1 + np.arange(nref)  # each reflector's unit row; zeros above it
+            for i, u in enumerate(np.searchsorted(mine, units)):  # (column by column: no temporaries of V's size)
+                vbuf[:u, i] = 0
+                if u < mine.size and mine[u] == units[i]:
+                    vbuf[u, i] = 1
         _bcast(grid.row, vbuf, ck, "eigh")
         _apply_block_reflector(grid, vbuf, t, z.local[lr:], conj, adjoint=False)
     return z, w
@@ -355,9 +362,10 @@ def subset_ranges(w: np.ndarray, pc: int, nbz: int) -> list:
     return [(bounds[c], bounds[c + 1]) for c in range(pc)]
 
 
-def _mrrr_subset(grid, d, e, ranges):
+def _mrrr_subset(grid, d, e, ranges, out=None):
     """This process column's eigenvectors of its index range by MRRR from the root representation every
-    process builds alike (`lapack.stemr_shared`, ``n x`` the range's size: never all of them), or None on
+    process builds alike (`lapack.stemr_shared`, ``n x`` the range's size: never all of them; into the
+    `lapack.window` ``out`` if given), or None on
     every process when the vectors on the two sides of some boundary between process columns are not
     orthogonal to within `BOUNDARY_TOL` ``eps sqrt(n)`` (a guard: from one root they are, as in ScaLAPACK's
     ``PDSYEVR``; the check reads the `BOUNDARY_VECTORS` nearest each boundary, where the gaps are smallest)."""
@@ -366,7 +374,7 @@ def _mrrr_subset(grid, d, e, ranges):
     n = d.size
     c, pc_n = grid.coords[1], len(ranges)
     lo, hi = ranges[c]
-    zt = lapack.stemr_shared(d, e, lo, hi)
+    zt = lapack.stemr_shared(d, e, lo, hi, out=out)
     k = BOUNDARY_VECTORS
     head = np.ascontiguousarray(zt[:, :k].T)  # my first vectors, for the process column on my left
     right = np.zeros((min(k, ranges[c + 1][1] - ranges[c + 1][0]) if c + 1 < pc_n else 0, n))
@@ -406,57 +414,110 @@ def _flat(x: np.ndarray) -> np.ndarray:
 def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndarray:
     """My rows of the tridiagonal's eigenvectors of my columns (``zlay``'s local matrix): this process
     column's `vector_ranges` computed by one ``dstein`` (``dstemr`` for all of them), then moved to the
-    even column blocks by one ``Alltoallv`` along the process row where a boundary moved, straight from
-    the computed columns into their places (both are column ranges of column-major matrices)."""
+    even column blocks by one ``Alltoallv`` along the process row where a boundary moved.
+
+    On one process row (every process keeps all rows of its vectors) the vectors are computed into a
+    `lapack.window` spanning both my range and my even block (a few columns more than either), and the
+    ``Alltoallv`` moves only the columns on the wrong side of a boundary, within that window: one matrix
+    of my vectors in all, never a second one. On several process rows each keeps its rows of the
+    vectors computed whole, then they move as above."""
     n = w.size
     pc_n, c = zlay.grid[1], grid.coords[1]
     onenorm = _onenorm(d, e)
     ranges = clusters = vector_ranges(w, pc_n, nbz, onenorm)
     even = [(min(n, q * nbz), min(n, (q + 1) * nbz)) for q in range(pc_n)]
-    zt = None
+    elo, ehi = even[c]
+    whole_rows = rows.size == n
+
+    def window(lo, hi):  # (None: several process rows)
+        return lapack.window(n, max(0, min(lo, elo) - 1), min(n, max(hi, ehi) + 1)) if whole_rows else None
+
+    zt = win = None
     if max(hi - lo for lo, hi in clusters) > nbz:  # a cluster wider than one process column's share
         ranges = subset_ranges(w, pc_n, nbz)
-        zt = _mrrr_subset(grid, d, e, ranges)
+        win = window(*ranges[c])
+        zt = _mrrr_subset(grid, d, e, ranges, win)
         if zt is None:  # (not orthogonal enough across the process columns: alike on every process)
             ranges = clusters
     lo, hi = ranges[c]
-    if zt is not None:
-        mine = _my_rows(zt, rows)
-        del zt
-    elif hi > lo:
+    if zt is None and hi > lo:
+        win = window(lo, hi)  # (no memory yet: a mapping whose pages come as they are written)
         if (lo, hi) == (0, n):  # all of them: MRRR
-            zt = lapack.stemr(d, e)[1]
+            zt = lapack.stemr(d, e, out=win)[1]
             stats["one_column"] += 1
         elif widest_cluster(w[lo:hi], ORFAC * onenorm) > STEIN_CLUSTER:
             # inverse iteration reorthogonalizes a cluster's k vectors at n k^2 a sweep: MRRR, one call for
             # the range (its boundaries lie in gaps of ORFAC ||T||: the other ranges' vectors are far off)
-            zt = lapack.stemr(d, e, lo, hi)[1]
+            zt = lapack.stemr(d, e, lo, hi, out=win)[1]
             stats["mrrr_range"] += 1
         else:  # bisection and inverse iteration for the range (more accurate than dstemr's subsets)
             import scipy.linalg
 
+            if ranges == even:
+                win = None  # (SciPy's matrix is the result: no window)
+
             zt = scipy.linalg.eigh_tridiagonal(d, e, select="i", select_range=(lo, hi - 1),
                                                lapack_driver="stebz")[1]
             stats["stein"] += 1
+    if win is not None:
+        buf, first = win
+        if hi > lo and zt.ctypes.data != buf.ctypes.data + (lo - first) * n * 8:
+            mine = buf[:, lo - first:hi - first]
+            for j in range(0, hi - lo, 256):  # (SciPy's vectors: into the window, a few columns at a time)
+                mine[:, j:j + 256] = zt[:, j:j + 256]
+            del mine
+        del zt
+        if ranges != even:
+            _to_even_blocks(grid, buf, first, n, ranges, even)
+        return buf[:, elo - first:ehi - first]
+    if zt is not None:
         mine = _my_rows(zt, rows)
         del zt
     else:
         mine = np.zeros((rows.size, 0), np.float64, order="F")
     if ranges == even:
         return mine
-    elo, ehi = even[c]
     local = np.empty((rows.size, ehi - elo), np.float64, order="F")
-    # column k of the range I computed goes to the process column whose even block holds k; in both
-    # matrices each peer's columns are one contiguous range, in the order of the peers
+    _to_even_blocks(grid, (mine, lo, local, elo), None, rows.size, ranges, even)
+    return local
+
+
+def _to_even_blocks(grid, buf, first, nrows: int, ranges, even) -> None:
+    """One ``Alltoallv`` along the process row: each column ``k`` computed by the process column whose
+    range holds it goes to the one whose even block holds it. ``buf``: the `lapack.window` holding both
+    (its column 0 is vector ``first``: the moves stay inside it), or ``(computed, lo, local, elo)``: two
+    matrices, the computed range from vector ``lo`` and the even block from ``elo``. In both, each peer's
+    columns are one contiguous range, in the order of the peers."""
+    pc_n, c = len(ranges), grid.coords[1]
+    if first is not None:
+        send, sfirst, recv, rfirst = buf, first, buf, first
+    else:
+        send, sfirst, recv, rfirst = buf
+    lo, hi = ranges[c]
+    elo, ehi = even[c]
     scount, sdisp = np.zeros(pc_n, np.int64), np.zeros(pc_n, np.int64)
     rcount, rdisp = np.zeros(pc_n, np.int64), np.zeros(pc_n, np.int64)
     for q in range(pc_n):
+        if q == c and first is not None:
+            continue  # (my own columns of my even block are in place already)
         a0, a1 = max(lo, even[q][0]), min(hi, even[q][1])
         if a1 > a0:
-            scount[q], sdisp[q] = rows.size * (a1 - a0), rows.size * (a0 - lo)
+            scount[q], sdisp[q] = nrows * (a1 - a0), nrows * (a0 - sfirst)
         a0, a1 = max(elo, ranges[q][0]), min(ehi, ranges[q][1])
         if a1 > a0:
-            rcount[q], rdisp[q] = rows.size * (a1 - a0), rows.size * (a0 - elo)
+            rcount[q], rdisp[q] = nrows * (a1 - a0), nrows * (a0 - rfirst)
+    send, sdisp = _from_first(_flat(send), scount, sdisp)
+    recv, rdisp = _from_first(_flat(recv), rcount, rdisp)
     with _mpi.internal("eigh", "the eigenvectors to their column blocks", grid.row):
-        grid.row.Alltoallv([_flat(mine), (scount, sdisp)], [_flat(local), (rcount, rdisp)])
-    return local
+        grid.row.Alltoallv([send, (scount, sdisp)], [recv, (rcount, rdisp)])
+
+
+def _from_first(flat: np.ndarray, counts, disps):
+    """``flat`` from the first element a message of ``counts``/``disps`` reads, and the displacements from
+    there (an empty array where none does): a window's sent and received columns are then two buffers at
+    different addresses (MPI refuses one buffer passed as both, though the parts used never overlap)."""
+    used = counts > 0
+    if not used.any():
+        return np.empty(0, flat.dtype), disps
+    low = int(disps[used].min())
+    return flat[low:], disps - low

@@ -198,11 +198,12 @@ def larfb(side, trans, v, t, c) -> None:
                                           _i(_ld(v)), _p(t), _i(_ld(t)), _p(c), _i(_ld(c)), _p(work), _i(ldwork))
 
 
-def stemr(d, e, il=None, iu=None, vectors=True):
+def stemr(d, e, il=None, iu=None, vectors=True, out=None):
     """Eigenvalues (ascending) and, with ``vectors``, eigenvectors of the real symmetric tridiagonal matrix
     with diagonal ``d`` and off-diagonal ``e`` (float64), by MRRR (``dstemr``): all of them, or those of
     0-based indices ``il .. iu - 1``. The eigenvectors come back ``n x (iu - il)`` only (SciPy's wrapper
-    allocates ``n x n`` whatever the range). Raises ``LinAlgError`` if LAPACK's ``info`` is not 0."""
+    allocates ``n x n`` whatever the range). ``out``: a `window` to write them in (they come back as its
+    view). Raises ``LinAlgError`` if LAPACK's ``info`` is not 0."""
     n = d.size
     d = np.array(d, np.float64)
     ework = np.zeros(max(1, n), np.float64)
@@ -211,7 +212,10 @@ def stemr(d, e, il=None, iu=None, vectors=True):
     il, iu = (0, n) if whole else (int(il), int(iu))
     m_want = iu - il
     w = np.zeros(max(1, n), np.float64)
-    z = np.zeros((n, max(1, m_want)) if vectors else (1, 1), np.float64, order="F")
+    if vectors and out is not None and m_want > 0:
+        z = _window_columns(out, n, il, iu)
+    else:
+        z = np.zeros((n, max(1, m_want)) if vectors else (1, 1), np.float64, order="F")
     if n == 0 or m_want <= 0:
         return w[:0], z[:, :0]
     isuppz = np.zeros(2 * max(1, m_want), np.intc)
@@ -231,13 +235,35 @@ def stemr(d, e, il=None, iu=None, vectors=True):
     return w[:m.value], z[:, :m.value] if vectors else z[:, :0]
 
 
-def stemr_shared(d, e, il: int, iu: int) -> np.ndarray:
+def window(n: int, first: int, stop: int):
+    """``(buffer, first)``: room for the eigenvectors ``first .. stop - 1`` (0-based, ascending eigenvalues)
+    of an ``n x n`` tridiagonal, one column each, column-major, on a mapping of its own (`lazy_zeros`: its
+    pages can go back early). `stemr` and `stemr_shared` write a range of them in place (``out=``), so a
+    caller that keeps other columns of the window (its neighbours' vectors) needs no second matrix."""
+    from .cyclic import lazy_zeros
+
+    return lazy_zeros((n, max(0, stop - first)), np.float64, "F", huge=True), first
+
+
+def _window_columns(out, n: int, il: int, iu: int) -> np.ndarray:
+    """The columns of eigenvectors ``il .. iu - 1`` in `window` ``out``, checked."""
+    buf, first = out
+    if buf.dtype != np.float64 or not buf.flags.f_contiguous or buf.shape[0] != n \
+            or il < first or iu - first > buf.shape[1]:
+        raise ValueError(f"out: a window of vectors {il} .. {iu - 1} of {n} expected, got columns "
+                         f"{first} .. {first + buf.shape[1] - 1} of a {buf.shape} {buf.dtype} array")
+    return buf[:, il - first:iu - first]
+
+
+def stemr_shared(d, e, il: int, iu: int, out=None) -> np.ndarray:
     """The eigenvectors of 0-based indices ``il .. iu - 1`` (ascending eigenvalues) of the real symmetric
     tridiagonal matrix ``(d, e)``, ``n x (iu - il)``, by MRRR from the root representation of the whole
     spectrum (``dlarre`` over all eigenvalues, then ``dlarrv`` for the wanted ones), as ScaLAPACK's
     ``PDSYEVR`` does: every caller builds the same representation tree from the same ``(d, e)``, so vectors
     computed by different callers for different ranges are orthogonal as if one call computed them all.
     (``dstemr`` on an index subset chooses its root for the subset: two subsets need not agree.)
+    ``out``: a `window` to write them in (they come back as its view; ``dlarrv`` also writes the window's
+    columns ``il - 1`` and ``iu`` where it has them, as scratch).
 
     >>> d, e = np.full(6, 2.0), np.full(5, -1.0)
     >>> z = np.hstack([stemr_shared(d, e, 0, 2), stemr_shared(d, e, 2, 6)])
@@ -285,8 +311,22 @@ def stemr_shared(d, e, il: int, iu: int) -> np.ndarray:
     dol, dou = int(want.min()) + 1, int(want.max()) + 1  # 1-based, dlarre's order
     first = max(1, dol - 1)  # dlarrv writes (and zeroes) columns dol - 1 .. dou + 1 of its n x n Z
     cols = min(n, dou + 1) - first + 1
-    z = np.zeros((n, cols), np.float64, order="F")
-    zbase = ctypes.c_void_p(z.ctypes.data - (first - 1) * n * 8)  # Z(1, first) is z[0, 0]
+    m_want = iu - il
+    in_place = None
+    if out is not None:
+        target = _window_columns(out, n, il, iu)
+        buf, wfirst = out
+        k = il - wfirst  # the window's column of vector il
+        # in place where dlarre's order is the ascending one on the range and its scratch columns fit
+        if dou - dol + 1 == m_want and (want == np.arange(dol - 1, dou)).all() \
+                and (dol == 1 or k >= 1) and (dou == n or k + m_want < buf.shape[1]):
+            in_place = target
+    if in_place is not None:
+        z = None
+        zbase = ctypes.c_void_p(buf.ctypes.data + (k - (dol - 1)) * n * 8)  # Z(1, dol) is vector il's column
+    else:
+        z = np.zeros((n, cols), np.float64, order="F")
+        zbase = ctypes.c_void_p(z.ctypes.data - (first - 1) * n * 8)  # Z(1, first) is z[0, 0]
     isuppz = np.zeros(2 * n, np.intc)
     _routine("dlarrv")(_i(n), ctypes.byref(vl), ctypes.byref(vu), _p(dd), _p(ee), ctypes.byref(pivmin),
                        _p(isplit), _i(n), _i(dol), _i(dou), ctypes.byref(ctypes.c_double(1e-3)),
@@ -294,4 +334,11 @@ def stemr_shared(d, e, il: int, iu: int) -> np.ndarray:
                        _p(indexw), _p(gers), zbase, _i(n), _p(isuppz), _p(work), _p(iwork), ctypes.byref(info))
     if info.value:
         raise np.linalg.LinAlgError(f"Eigenvectors did not converge (dlarrv info {info.value})")
-    return np.asfortranarray(z[:, want - (first - 1)])
+    if in_place is not None:
+        return in_place
+    picked = want - (first - 1)
+    if out is None:
+        return np.asfortranarray(z[:, picked])
+    for j in range(0, m_want, 256):  # (a few columns at a time: no second copy of the range)
+        target[:, j:j + 256] = z[:, picked[j:j + 256]]
+    return target

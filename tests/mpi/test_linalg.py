@@ -540,6 +540,47 @@ def test_shared_root_vectors_of_any_scale(scale):
         assert np.abs(t @ z - z * w).max() <= 30 * n * eps(np.float64) * np.abs(t).max()
 
 
+def test_tridiagonal_vectors_written_into_a_window():
+    """`lapack.window`: ``stemr_shared`` and ``stemr`` write a range's vectors straight into the caller's
+    window (no matrix of their own; the split matrix, whose ``dlarre`` order is not ascending, by a copy
+    into it), equal to the calls without one; the window's other columns keep what they held except
+    ``dlarrv``'s scratch columns beside the range."""
+    from meshrt.linalg import lapack
+
+    n = 40
+    rng = np.random.default_rng(5)
+    for d, e in ((n + 1e-3 * rng.standard_normal(n), 1e-3 * rng.random(n - 1)),
+                 (rng.standard_normal(n), np.where(np.arange(n - 1) % 9 == 8, 0.0, rng.random(n - 1)))):
+        for lo, hi in ((0, 13), (13, 27), (27, n), (0, n)):
+            first, stop = max(0, lo - 3), min(n, hi + 2)
+            for call in (lambda out: lapack.stemr_shared(d, e, lo, hi, out=out),
+                         lambda out: lapack.stemr(d, e, lo, hi, out=out)[1]):
+                buf, wfirst = win = lapack.window(n, first, stop)
+                buf[:] = 7.0
+                z = call(win)
+                alone = call(None)
+                assert z.shape == (n, hi - lo) and np.shares_memory(z, buf)
+                assert z.ctypes.data == buf.ctypes.data + (lo - first) * n * 8 and np.array_equal(z, alone)
+                kept = np.ones(stop - first, bool)
+                kept[lo - first - 1 if lo > first else 0:hi - first + 1] = False  # (the range and its scratch)
+                assert (buf[:, kept] == 7.0).all()
+    import tracemalloc
+
+    n = 400  # in place: the call allocates its workspace only, not the range's n x 200 matrix
+    d, e = n + 1e-3 * rng.standard_normal(n), 1e-3 * rng.random(n - 1)
+    win = lapack.window(n, 99, 301)
+    tracemalloc.start()
+    try:
+        lapack.stemr_shared(d, e, 100, 300, out=win)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < n * 200 * 8 / 4, peak
+    buf, wfirst = lapack.window(n, 10, 20)
+    with pytest.raises(ValueError, match="out: a window of vectors 5 .. 14"):
+        lapack.stemr_shared(np.ones(n), np.ones(n - 1), 5, 15, out=(buf, wfirst))
+
+
 @pytest.mark.parametrize("block", [None, 3])
 def test_eigh_reads_one_triangle_as_numpy(mesh, mesh2, monkeypatch, block):
     """Only the ``UPLO`` triangle is read, on every layout, with diagonal blocks on every process (block 3):
