@@ -29,7 +29,7 @@ from ..sharding.spec import Sharding
 from ..tensor.distributed_tensor import DistributedTensor
 from . import eigen, factor
 from .blockcyclic import BlockCyclic
-from .cyclic import CyclicMatrix, to_cyclic
+from .cyclic import CyclicMatrix, lazy_zeros, to_cyclic
 from .tall import is_tall_row_split, tsqr
 
 __all__ = ["cholesky", "lu", "solve", "inv", "det", "slogdet", "matrix_power", "qr", "lstsq", "eigh", "eigvalsh",
@@ -108,10 +108,42 @@ def cholesky(a: DistributedTensor, *, upper: bool = False, block=None, grid=None
     if not is_distributable(a):
         return _replicated_result(np.linalg.cholesky(a.gather(), upper=upper), a.mesh)
     c = _lower_triangle(a, "cholesky", block, grid, upper)  # (the factor leaves as a triangle too)
-    if factor.cholesky(c, zero_upper=False):
+    sharding = _plain(a.sharding)
+    if c.layout.grid[0] == 1:  # every panel reaches every process: each writes its part as it comes
+        out = DistributedTensor.from_local(lazy_zeros(sharding.local_shape(a.shape), c.dtype), sharding, a.shape)
+        info = factor.cholesky(c, zero_upper=False, emit=_lower_panel_writer(out))
+    else:
+        out, info = None, factor.cholesky(c, zero_upper=False)
+    if info:
         raise LinAlgError("Matrix is not positive definite")
-    out = c.to_tensor(_plain(a.sharding), triangle="lower", consume=True)
-    return out.T.conj().reshard(_plain(a.sharding)) if upper else out
+    if out is None:
+        out = c.to_tensor(sharding, triangle="lower", consume=True)
+    del c
+    return out.T.conj().reshard(sharding) if upper else out
+
+
+def _lower_panel_writer(out: DistributedTensor):
+    """`factor.cholesky`'s ``emit`` writing a lower triangular factor into ``out`` (zeros, no halos): each
+    finished block column's rows that ``out``'s block holds, the strict upper part of the diagonal block
+    left zero."""
+    rs, cs = out.shard_slices
+    block = out._interior
+
+    def emit(g0, g1, panel):
+        c0, c1 = max(g0, cs.start), min(g1, cs.stop)
+        r0 = max(g0, rs.start)
+        if c1 <= c0 or r0 >= rs.stop:
+            return
+        below = max(r0, min(g1, rs.stop))  # (rows from here on are below the diagonal block: whole)
+        for i in range(r0, below):  # the diagonal block's rows: up to the diagonal
+            j1 = min(c1, i + 1)
+            if j1 > c0:
+                block[i - rs.start, c0 - cs.start:j1 - cs.start] = panel[i - g0, c0 - g0:j1 - g0]
+        if below < rs.stop:
+            block[below - rs.start:rs.stop - rs.start, c0 - cs.start:c1 - cs.start] = \
+                panel[below - g0:rs.stop - g0, c0 - g0:c1 - g0]
+
+    return emit
 
 
 def _lu(a: DistributedTensor, name, block, grid):

@@ -26,7 +26,7 @@ import numpy as np
 from ..runtime import mpi as _mpi
 from . import lapack
 from .blockcyclic import local_index
-from .cyclic import CyclicMatrix
+from .cyclic import CyclicMatrix, give_back
 
 __all__ = ["cholesky", "lu", "qr", "form_q", "apply_qh", "triangular_solve", "permute_rows", "summa",
            "lu_diagonal", "zero_triangle"]
@@ -48,7 +48,7 @@ def _check_square_blocks(a: CyclicMatrix, name: str):
         raise ValueError(f"{name}: square blocks expected, got block {a.layout.block}")
 
 
-def cholesky(a: CyclicMatrix, *, zero_upper: bool = True) -> int:
+def cholesky(a: CyclicMatrix, *, zero_upper: bool = True, emit=None) -> int:
     """The lower Cholesky factor of Hermitian positive definite ``a``, in place (the strict upper triangle
     zeroed, unless ``zero_upper`` is false: then it is left as it was, or partly updated, for a caller
     that reads only the lower triangle, as ``to_tensor(triangle="lower")``). Only the lower triangle of
@@ -57,44 +57,61 @@ def cholesky(a: CyclicMatrix, *, zero_upper: bool = True) -> int:
 
     Look-ahead of one panel: at step ``k`` the process column that holds block column ``k + 1`` updates
     that block column first, factors it and has it ready to send before it updates the rest of its
-    trailing matrix, so the other process columns are not kept waiting for the panel's ``potrf``/``trsm``."""
+    trailing matrix, so the other process columns are not kept waiting for the panel's ``potrf``/``trsm``.
+
+    ``emit`` (one process row only): ``emit(g0, g1, panel)`` on every process once block column ``g0:g1``
+    is final, ``panel`` its rows ``g0 ..`` (the diagonal block's strict upper part junk). On one process
+    row the panel's broadcast brings every row of it to every process, so a caller can write the factor
+    where it goes without moving it again; the block column's pages in ``a`` then go back to the system
+    (`cyclic.give_back`: ``a`` holds no factor afterwards)."""
     _check_square_blocks(a, "cholesky")
     lay, grid, loc = a.layout, a.grid, a.local
     n, nb = lay.shape[0], lay.block[0]
     pc_n, (r, c) = lay.grid[1], grid.coords
+    if emit is not None and lay.grid[0] != 1:
+        raise ValueError(f"cholesky: emit needs one process row, got a {lay.grid[0]} x {pc_n} grid")
+    whole = emit is not None
     conj = "C" if loc.dtype.kind == "c" else "T"
     steps = -(-n // nb)
-    ready = _cholesky_panel(a, 0, conj) if steps and c == 0 else None
+    ready = _cholesky_panel(a, 0, conj, whole) if steps and c == 0 else None
     for k in range(steps):
         g0, g1 = k * nb, min(n, (k + 1) * nb)
         w = g1 - g0
         ck = k % pc_n
         lr1 = lay.row_start(g1, r)
         lc1 = lay.col_start(g1, c)
-        pbuf = ready if c == ck else np.empty((loc.shape[0] - lr1) * w + 1, loc.dtype)
+        first = g0 if whole else lr1  # (the panel's first row: the diagonal block's with emit, one process row)
+        pbuf = ready if c == ck else np.empty((loc.shape[0] - first) * w + 1, loc.dtype)
         _bcast(grid.row, pbuf, ck, "cholesky")
         info = int(pbuf[-1].real)
         if info:
             return g0 + info
-        prow = pbuf[:-1].reshape((loc.shape[0] - lr1, w), order="F")  # L[my rows >= g1, block k]
+        panel = pbuf[:-1].reshape((loc.shape[0] - first, w), order="F")
+        prow = panel[lr1 - first:]  # L[my rows >= g1, block k]
         pcol = _transposed_panel(a, prow, g1, w)  # L[my cols >= g1, block k]
         ready = None
         if k + 1 < steps and c == (k + 1) % pc_n:  # block column k + 1 is mine: it first, then factor it
             nxt = lc1 + min(n, g1 + nb) - g1
             _cholesky_update(a, prow, pcol, g1, lr1, lc1, lc1, nxt, conj)
-            ready = _cholesky_panel(a, k + 1, conj)
+            ready = _cholesky_panel(a, k + 1, conj, whole)
             _cholesky_update(a, prow, pcol, g1, lr1, lc1, nxt, loc.shape[1], conj)
         else:
             _cholesky_update(a, prow, pcol, g1, lr1, lc1, lc1, loc.shape[1], conj)
+        if whole:
+            emit(g0, g1, panel)
+            if c == ck:
+                lc0 = lc1 - w
+                give_back(loc, lc0 * loc.shape[0] * loc.itemsize, lc1 * loc.shape[0] * loc.itemsize)
     if zero_upper:
         zero_triangle(a, upper=True)
     return 0
 
 
-def _cholesky_panel(a: CyclicMatrix, k: int, conj: str) -> np.ndarray:
+def _cholesky_panel(a: CyclicMatrix, k: int, conj: str, diagonal: bool = False) -> np.ndarray:
     """Panel ``k`` factored by its process column (``potrf`` of the diagonal block on its owner, sent down
-    the column, ``trsm`` of the blocks below it): my rows of it below the diagonal block, column-major,
-    followed by ``info`` (the send buffer of the row broadcast)."""
+    the column, ``trsm`` of the blocks below it): my rows of it below the diagonal block (``diagonal``:
+    from the diagonal block's first, on one process row), column-major, followed by ``info`` (the send
+    buffer of the row broadcast)."""
     lay, grid, loc = a.layout, a.grid, a.local
     n, nb = lay.shape[0], lay.block[0]
     r, c = grid.coords
@@ -103,7 +120,8 @@ def _cholesky_panel(a: CyclicMatrix, k: int, conj: str) -> np.ndarray:
     rk = k % lay.grid[0]
     lr0, lr1 = lay.row_start(g0, r), lay.row_start(g1, r)
     lc0, lc1 = lay.col_start(g0, c), lay.col_start(g1, c)
-    pbuf = np.empty((loc.shape[0] - lr1) * w + 1, loc.dtype)
+    first = lr0 if diagonal else lr1
+    pbuf = np.empty((loc.shape[0] - first) * w + 1, loc.dtype)
     dbuf = np.empty(w * w + 1, loc.dtype)
     if r == rk:
         d = loc[lr0:lr1, lc0:lc1]
@@ -114,7 +132,7 @@ def _cholesky_panel(a: CyclicMatrix, k: int, conj: str) -> np.ndarray:
     panel = loc[lr1:, lc0:lc1]
     if info == 0:
         lapack.trsm("R", "L", conj, "N", 1.0, dbuf[:-1].reshape((w, w), order="F"), panel)
-    pbuf[:-1] = panel.ravel(order="F")
+    pbuf[:-1].reshape((loc.shape[0] - first, w), order="F")[...] = loc[first:, lc0:lc1]
     pbuf[-1] = info
     return pbuf
 

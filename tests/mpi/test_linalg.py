@@ -144,6 +144,41 @@ def test_cholesky_lower_and_upper(mesh, mesh2, dt):
         assert np.linalg.norm(lo @ lo.conj().T - a, 1) / (np.linalg.norm(a, 1) * eps(dt) * n) < THRESH
 
 
+@pytest.mark.parametrize("block", [3, 5, 40])
+@pytest.mark.parametrize("dt", [np.float64, np.complex128])
+def test_cholesky_written_as_its_panels_come_on_one_process_row(mesh, mesh2, monkeypatch, block, dt):
+    """On a grid of one process row each finished block column is written into the output where it
+    goes (`factor.cholesky`'s ``emit``, no exchange leaving the layout), on several the factor leaves by
+    the exchange: both numpy's factor, zeros above the diagonal, into every layout; ``emit`` refuses a
+    grid of several process rows, on every process."""
+    from meshrt.linalg import factor
+
+    n = 23
+    a = spd(n, dt, 9)
+    ref = np.linalg.cholesky(a)
+    emitted = []
+    real = factor.cholesky
+
+    def counting(c, **kw):
+        emitted.append(kw.get("emit") is not None)
+        return real(c, **kw)
+
+    monkeypatch.setattr(factor, "cholesky", counting)
+    grids = [(1, P), (P, 1)] + ([default_grid(P)] if default_grid(P) not in ((1, P), (P, 1)) else [])
+    for g in grids:
+        for s in layouts(mesh, mesh2):
+            emitted.clear()
+            low = dense.cholesky(split(a, s), block=block, grid=g)
+            assert emitted == [g[0] == 1] and low.sharding == s
+            got = low.gather()
+            assert np.allclose(got, ref, rtol=50 * eps(dt), atol=50 * eps(dt) * n)
+            assert not np.triu(got, 1).any()
+    if P > 1:
+        c = to_cyclic(split(a, Sharding(mesh, [[0]])), block=block, grid=(P, 1))
+        with pytest.raises(ValueError, match=f"emit needs one process row, got a {P} x 1 grid"):
+            real(c, emit=lambda *x: None)
+
+
 @pytest.mark.parametrize("shape", [(12, 12), (17, 9), (9, 17)])
 @pytest.mark.parametrize("dt", DTYPES)
 def test_lu_as_scipy_returns_it(mesh, shape, dt):
