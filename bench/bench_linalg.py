@@ -15,6 +15,8 @@ Run it with the Python of meshrt's environment, not under mpiexec: it launches t
   on the same grid and processes, one BLAS thread each. Skipped, saying why, where the library or a
   compiler is missing. ``--blas-dir`` puts a directory first on its ``LD_LIBRARY_PATH`` (e.g. Debian's
   OpenBLAS ``libblas.so.3``/``liblapack.so.3``): ScaLAPACK on Debian's reference BLAS is not the anchor.
+  The kernels that OpenBLAS picks are printed beside it: a CPU newer than the library gets generic ones
+  (set ``OPENBLAS_CORETYPE``, e.g. ``SkylakeX``, for the run).
 - numpy: the same routines (``qr(mode="r")``) on the whole matrix in one process with 2 BLAS threads.
 - ``--ops eigh``: ``np.linalg.eigh(t)`` (values and vectors) against ``pdsyevd``.
 - "in layout": meshrt's routine alone on a matrix already in the block-cyclic layout, overwriting it
@@ -319,7 +321,22 @@ def build_scalapack(args, tmp):
     ldd = subprocess.run(["ldd", exe], capture_output=True, text=True, env=env).stdout
     blas = re.search(r"libblas\.so\.3 => (\S+)", ldd)
     blas = os.path.realpath(blas.group(1)) if blas else "?"
-    return (exe, launcher, env, blas), None
+    core = _openblas_core(blas, env)
+    return (exe, launcher, env, blas + (f" (OpenBLAS core {core})" if core else "")), None
+
+
+def _openblas_core(path, env):
+    """The kernels an OpenBLAS library picks on this CPU, as the driver's processes will (their environment:
+    ``OPENBLAS_CORETYPE`` overrides), or None for another BLAS. An OpenBLAS older than the CPU falls back to
+    generic kernels: Debian's 0.3.21 on a Sapphire Rapids host took "Prescott", 5x slower ``pdpotrf``, until
+    ``OPENBLAS_CORETYPE=SkylakeX``."""
+    code = ("import ctypes, sys; f = getattr(ctypes.CDLL(sys.argv[1]), 'openblas_get_corename', None); "
+            "f and setattr(f, 'restype', ctypes.c_char_p); print(f().decode() if f else '')")
+    try:
+        out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, env=env, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
 
 
 def run_scalapack(args, built, op, block):
