@@ -52,7 +52,7 @@ import numpy as np
 from ..runtime import mpi as _mpi
 from . import lapack
 from .blockcyclic import BlockCyclic, local_index
-from .cyclic import CyclicMatrix
+from .cyclic import CyclicMatrix, lazy_zeros
 from .factor import _apply_block_reflector, _bcast, _column_chunks, _mpi_in_place
 
 __all__ = ["hermitian_from_lower", "tridiagonalize", "eigenvalues", "eigenvectors", "vector_ranges", "subset_ranges",
@@ -365,7 +365,7 @@ def subset_ranges(w: np.ndarray, pc: int, nbz: int) -> list:
 def _mrrr_subset(grid, d, e, ranges, out=None):
     """This process column's eigenvectors of its index range by MRRR from the root representation every
     process builds alike (`lapack.stemr_shared`, ``n x`` the range's size: never all of them; into the
-    `lapack.window` ``out`` if given), or None on
+    `window` ``out`` if given), or None on
     every process when the vectors on the two sides of some boundary between process columns are not
     orthogonal to within `BOUNDARY_TOL` ``eps sqrt(n)`` (a guard: from one root they are, as in ScaLAPACK's
     ``PDSYEVR``; the check reads the `BOUNDARY_VECTORS` nearest each boundary, where the gaps are smallest)."""
@@ -411,13 +411,21 @@ def _flat(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1, order="F")
 
 
+def window(n: int, first: int, stop: int):
+    """``(buffer, first)``: room for the eigenvectors ``first .. stop - 1`` (0-based, ascending eigenvalues)
+    of an ``n x n`` tridiagonal, one column each, column-major, on a mapping of its own (`lazy_zeros`: its
+    pages can go back early). `lapack.stemr` and `lapack.stemr_shared` write a range of them in place (``out=``), so a
+    caller that keeps other columns of the window (its neighbours' vectors) needs no second matrix."""
+    return lazy_zeros((n, max(0, stop - first)), np.float64, "F", huge=True), first
+
+
 def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndarray:
     """My rows of the tridiagonal's eigenvectors of my columns (``zlay``'s local matrix): this process
     column's `vector_ranges` computed by one ``dstein`` (``dstemr`` for all of them), then moved to the
     even column blocks by one ``Alltoallv`` along the process row where a boundary moved.
 
     On one process row (every process keeps all rows of its vectors) the vectors are computed into a
-    `lapack.window` spanning both my range and my even block (a few columns more than either), and the
+    `window` spanning both my range and my even block (a few columns more than either), and the
     ``Alltoallv`` moves only the columns on the wrong side of a boundary, within that window: one matrix
     of my vectors in all, never a second one. On several process rows each keeps its rows of the
     vectors computed whole, then they move as above."""
@@ -429,19 +437,19 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
     elo, ehi = even[c]
     whole_rows = rows.size == n
 
-    def window(lo, hi):  # (None: several process rows)
-        return lapack.window(n, max(0, min(lo, elo) - 1), min(n, max(hi, ehi) + 1)) if whole_rows else None
+    def room(lo, hi):  # (None: several process rows)
+        return window(n, max(0, min(lo, elo) - 1), min(n, max(hi, ehi) + 1)) if whole_rows else None
 
     zt = win = None
     if max(hi - lo for lo, hi in clusters) > nbz:  # a cluster wider than one process column's share
         ranges = subset_ranges(w, pc_n, nbz)
-        win = window(*ranges[c])
+        win = room(*ranges[c])
         zt = _mrrr_subset(grid, d, e, ranges, win)
         if zt is None:  # (not orthogonal enough across the process columns: alike on every process)
             ranges = clusters
     lo, hi = ranges[c]
     if zt is None and hi > lo:
-        win = window(lo, hi)  # (no memory yet: a mapping whose pages come as they are written)
+        win = room(lo, hi)  # (no memory yet: a mapping whose pages come as they are written)
         if (lo, hi) == (0, n):  # all of them: MRRR
             zt = lapack.stemr(d, e, out=win)[1]
             stats["one_column"] += 1
@@ -484,7 +492,7 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
 
 def _to_even_blocks(grid, buf, first, nrows: int, ranges, even) -> None:
     """One ``Alltoallv`` along the process row: each column ``k`` computed by the process column whose
-    range holds it goes to the one whose even block holds it. ``buf``: the `lapack.window` holding both
+    range holds it goes to the one whose even block holds it. ``buf``: the `window` holding both
     (its column 0 is vector ``first``: the moves stay inside it), or ``(computed, lo, local, elo)``: two
     matrices, the computed range from vector ``lo`` and the even block from ``elo``. In both, each peer's
     columns are one contiguous range, in the order of the peers."""

@@ -202,8 +202,8 @@ def stemr(d, e, il=None, iu=None, vectors=True, out=None):
     """Eigenvalues (ascending) and, with ``vectors``, eigenvectors of the real symmetric tridiagonal matrix
     with diagonal ``d`` and off-diagonal ``e`` (float64), by MRRR (``dstemr``): all of them, or those of
     0-based indices ``il .. iu - 1``. The eigenvectors come back ``n x (iu - il)`` only (SciPy's wrapper
-    allocates ``n x n`` whatever the range). ``out``: a `window` to write them in (they come back as its
-    view). Raises ``LinAlgError`` if LAPACK's ``info`` is not 0."""
+    allocates ``n x n`` whatever the range). ``out``: a window to write them in (`eigen.window`; they come
+    back as its view). Raises ``LinAlgError`` if LAPACK's ``info`` is not 0."""
     n = d.size
     d = np.array(d, np.float64)
     ework = np.zeros(max(1, n), np.float64)
@@ -235,18 +235,8 @@ def stemr(d, e, il=None, iu=None, vectors=True, out=None):
     return w[:m.value], z[:, :m.value] if vectors else z[:, :0]
 
 
-def window(n: int, first: int, stop: int):
-    """``(buffer, first)``: room for the eigenvectors ``first .. stop - 1`` (0-based, ascending eigenvalues)
-    of an ``n x n`` tridiagonal, one column each, column-major, on a mapping of its own (`lazy_zeros`: its
-    pages can go back early). `stemr` and `stemr_shared` write a range of them in place (``out=``), so a
-    caller that keeps other columns of the window (its neighbours' vectors) needs no second matrix."""
-    from .cyclic import lazy_zeros
-
-    return lazy_zeros((n, max(0, stop - first)), np.float64, "F", huge=True), first
-
-
 def _window_columns(out, n: int, il: int, iu: int) -> np.ndarray:
-    """The columns of eigenvectors ``il .. iu - 1`` in `window` ``out``, checked."""
+    """The columns of eigenvectors ``il .. iu - 1`` in the window ``out`` (`eigen.window`), checked."""
     buf, first = out
     if buf.dtype != np.float64 or not buf.flags.f_contiguous or buf.shape[0] != n \
             or il < first or iu - first > buf.shape[1]:
@@ -262,8 +252,8 @@ def stemr_shared(d, e, il: int, iu: int, out=None) -> np.ndarray:
     ``PDSYEVR`` does: every caller builds the same representation tree from the same ``(d, e)``, so vectors
     computed by different callers for different ranges are orthogonal as if one call computed them all.
     (``dstemr`` on an index subset chooses its root for the subset: two subsets need not agree.)
-    ``out``: a `window` to write them in (they come back as its view; ``dlarrv`` also writes the window's
-    columns ``il - 1`` and ``iu`` where it has them, as scratch).
+    ``out``: a window to write them in (`eigen.window`; they come back as its view; ``dlarrv`` also
+    writes the window's columns ``il - 1`` and ``iu`` where it has them, as scratch).
 
     >>> d, e = np.full(6, 2.0), np.full(5, -1.0)
     >>> z = np.hstack([stemr_shared(d, e, 0, 2), stemr_shared(d, e, 2, 6)])

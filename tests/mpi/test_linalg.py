@@ -576,11 +576,11 @@ def test_shared_root_vectors_of_any_scale(scale):
 
 
 def test_tridiagonal_vectors_written_into_a_window():
-    """`lapack.window`: ``stemr_shared`` and ``stemr`` write a range's vectors straight into the caller's
+    """`eigen.window`: ``stemr_shared`` and ``stemr`` write a range's vectors straight into the caller's
     window (no matrix of their own; the split matrix, whose ``dlarre`` order is not ascending, by a copy
     into it), equal to the calls without one; the window's other columns keep what they held except
     ``dlarrv``'s scratch columns beside the range."""
-    from meshrt.linalg import lapack
+    from meshrt.linalg import eigen, lapack
 
     n = 40
     rng = np.random.default_rng(5)
@@ -590,7 +590,7 @@ def test_tridiagonal_vectors_written_into_a_window():
             first, stop = max(0, lo - 3), min(n, hi + 2)
             for call in (lambda out: lapack.stemr_shared(d, e, lo, hi, out=out),
                          lambda out: lapack.stemr(d, e, lo, hi, out=out)[1]):
-                buf, wfirst = win = lapack.window(n, first, stop)
+                buf, wfirst = win = eigen.window(n, first, stop)
                 buf[:] = 7.0
                 z = call(win)
                 alone = call(None)
@@ -603,7 +603,7 @@ def test_tridiagonal_vectors_written_into_a_window():
 
     n = 400  # in place: the call allocates its workspace only, not the range's n x 200 matrix
     d, e = n + 1e-3 * rng.standard_normal(n), 1e-3 * rng.random(n - 1)
-    win = lapack.window(n, 99, 301)
+    win = eigen.window(n, 99, 301)
     tracemalloc.start()
     try:
         lapack.stemr_shared(d, e, 100, 300, out=win)
@@ -611,7 +611,7 @@ def test_tridiagonal_vectors_written_into_a_window():
     finally:
         tracemalloc.stop()
     assert peak < n * 200 * 8 / 4, peak
-    buf, wfirst = lapack.window(n, 10, 20)
+    buf, wfirst = eigen.window(n, 10, 20)
     with pytest.raises(ValueError, match="out: a window of vectors 5 .. 14"):
         lapack.stemr_shared(np.ones(n), np.ones(n - 1), 5, 15, out=(buf, wfirst))
 
