@@ -414,8 +414,14 @@ def _flat(x: np.ndarray) -> np.ndarray:
 def window(n: int, first: int, stop: int):
     """``(buffer, first)``: room for the eigenvectors ``first .. stop - 1`` (0-based, ascending eigenvalues)
     of an ``n x n`` tridiagonal, one column each, column-major, on a mapping of its own (`lazy_zeros`: its
-    pages can go back early). `lapack.stemr` and `lapack.stemr_shared` write a range of them in place (``out=``), so a
-    caller that keeps other columns of the window (its neighbours' vectors) needs no second matrix."""
+    pages can go back early). `lapack.stemr` and `lapack.stemr_shared` write a range of them in place
+    (``out=``), so a caller that keeps other columns of the window (its neighbours' vectors) needs no second
+    matrix.
+
+    >>> buf, first = window(6, 2, 5)
+    >>> buf.shape, first, buf.flags.f_contiguous
+    ((6, 3), 2, True)
+    """
     return lazy_zeros((n, max(0, stop - first)), np.float64, "F", huge=True), first
 
 
@@ -463,7 +469,6 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
 
             if ranges == even:
                 win = None  # (SciPy's matrix is the result: no window)
-
             zt = scipy.linalg.eigh_tridiagonal(d, e, select="i", select_range=(lo, hi - 1),
                                                lapack_driver="stebz")[1]
             stats["stein"] += 1
