@@ -452,7 +452,7 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
         win = room(*ranges[c])
         zt = _mrrr_subset(grid, d, e, ranges, win)
         if zt is None:  # (not orthogonal enough across the process columns: alike on every process)
-            ranges = clusters
+            ranges, win = clusters, None
     lo, hi = ranges[c]
     if zt is None and hi > lo:
         win = room(lo, hi)  # (no memory yet: a mapping whose pages come as they are written)
@@ -467,21 +467,20 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
         else:  # bisection and inverse iteration for the range (more accurate than dstemr's subsets)
             import scipy.linalg
 
-            if ranges == even:
-                win = None  # (SciPy's matrix is the result: no window)
             zt = scipy.linalg.eigh_tridiagonal(d, e, select="i", select_range=(lo, hi - 1),
                                                lapack_driver="stebz")[1]
             stats["stein"] += 1
-    if win is not None:
-        buf, first = win
-        if hi > lo and zt.ctypes.data != buf.ctypes.data + (lo - first) * n * 8:
-            mine = buf[:, lo - first:hi - first]
-            for j in range(0, hi - lo, 256):  # (SciPy's vectors: into the window, a few columns at a time)
-                mine[:, j:j + 256] = zt[:, j:j + 256]
-            del mine
+            if win is not None and ranges != even:  # SciPy's own matrix: into the window, a few columns at a time
+                buf, first = win
+                for j in range(0, hi - lo, 256):
+                    buf[:, lo - first + j:lo - first + min(j + 256, hi - lo)] = zt[:, j:j + 256]
+            else:
+                win = None  # (SciPy's matrix is the result)
+    if win is not None:  # (the vectors are in it: moved inside it where a boundary moved)
         del zt
+        buf, first = win
         if ranges != even:
-            _to_even_blocks(grid, buf, first, n, ranges, even)
+            _to_even_blocks(grid, buf, first, buf, first, n, ranges, even)
         return buf[:, elo - first:ehi - first]
     if zt is not None:
         mine = _my_rows(zt, rows)
@@ -491,27 +490,23 @@ def _tridiagonal_vectors(zlay: BlockCyclic, grid, d, e, w, rows, nbz) -> np.ndar
     if ranges == even:
         return mine
     local = np.empty((rows.size, ehi - elo), np.float64, order="F")
-    _to_even_blocks(grid, (mine, lo, local, elo), None, rows.size, ranges, even)
+    _to_even_blocks(grid, mine, lo, local, elo, rows.size, ranges, even)
     return local
 
 
-def _to_even_blocks(grid, buf, first, nrows: int, ranges, even) -> None:
+def _to_even_blocks(grid, send, sfirst: int, recv, rfirst: int, nrows: int, ranges, even) -> None:
     """One ``Alltoallv`` along the process row: each column ``k`` computed by the process column whose
-    range holds it goes to the one whose even block holds it. ``buf``: the `window` holding both
-    (its column 0 is vector ``first``: the moves stay inside it), or ``(computed, lo, local, elo)``: two
-    matrices, the computed range from vector ``lo`` and the even block from ``elo``. In both, each peer's
-    columns are one contiguous range, in the order of the peers."""
+    range holds it goes to the one whose even block holds it. ``send``: my computed columns, its column 0
+    vector ``sfirst``; ``recv``: my even block's, from vector ``rfirst``. Both may be one `window` (the
+    same array and first vector): then my own columns are in place, and the moves stay inside it. Each
+    peer's columns are one contiguous range, in the order of the peers."""
     pc_n, c = len(ranges), grid.coords[1]
-    if first is not None:
-        send, sfirst, recv, rfirst = buf, first, buf, first
-    else:
-        send, sfirst, recv, rfirst = buf
     lo, hi = ranges[c]
     elo, ehi = even[c]
     scount, sdisp = np.zeros(pc_n, np.int64), np.zeros(pc_n, np.int64)
     rcount, rdisp = np.zeros(pc_n, np.int64), np.zeros(pc_n, np.int64)
     for q in range(pc_n):
-        if q == c and first is not None:
+        if q == c and send is recv:
             continue  # (my own columns of my even block are in place already)
         a0, a1 = max(lo, even[q][0]), min(hi, even[q][1])
         if a1 > a0:
