@@ -88,7 +88,7 @@ def cholesky(a: CyclicMatrix, *, zero_upper: bool = True, emit=None) -> int:
             return g0 + info
         panel = pbuf[:-1].reshape((loc.shape[0] - first, w), order="F")
         prow = panel[lr1 - first:]  # L[my rows >= g1, block k]
-        pcol = _transposed_panel(a, prow, g1, w)  # L[my cols >= g1, block k]
+        pcol = _transposed_panel(a, prow, g1, w) if lay.grid[0] > 1 else None  # L[my cols >= g1, block k]
         ready = None
         if k + 1 < steps and c == (k + 1) % pc_n:  # block column k + 1 is mine: it first, then factor it
             nxt = lc1 + min(n, g1 + nb) - g1
@@ -139,21 +139,27 @@ def _cholesky_panel(a: CyclicMatrix, k: int, conj: str, diagonal: bool = False) 
 
 def _cholesky_update(a, prow, pcol, g1, lr1, lc1, lo, hi, conj) -> None:
     """``A[i, j] -= L[i, k] L[j, k]^H`` on and below the diagonal for my local columns ``lo:hi`` (from
-    global column ``g1`` on; ``prow``/``pcol``: the panel on my rows/columns from ``g1``, local ``lr1``/``lc1``)."""
+    global column ``g1`` on; ``prow``/``pcol``: the panel on my rows/columns from ``g1``, local ``lr1``/``lc1``).
+
+    ``pcol`` None (one process row: ``prow`` is the whole panel from row ``g1``): one GEMM per block, whose
+    panel rows are then one slice of ``prow``; joining blocks would need them copied together first."""
     lay, loc, r = a.layout, a.local, a.grid.coords[0]
-    for cs, ce, gstart in _column_chunks(a, g1, lo, hi):
+    whole = pcol is None
+    for cs, ce, gstart in _column_chunks(a, g1, lo, hi, lay.block[1] if whole else _MIN_GEMM_COLS):
         rs = lay.row_start(gstart, r)
-        lapack.gemm(-1.0, prow[rs - lr1:], pcol[cs - lc1:ce - lc1], 1.0, loc[rs:, cs:ce], "N", conj)
+        cols = prow[gstart - g1:gstart - g1 + ce - cs] if whole else pcol[cs - lc1:ce - lc1]
+        lapack.gemm(-1.0, prow[rs - lr1:], cols, 1.0, loc[rs:, cs:ce], "N", conj)
 
 
-def _column_chunks(a: CyclicMatrix, g1: int, start: int | None = None, end: int | None = None):
+def _column_chunks(a: CyclicMatrix, g1: int, start: int | None = None, end: int | None = None,
+                   cols: int = _MIN_GEMM_COLS):
     """(local start, local end, global start of the first block) of my columns from global ``g1`` on
-    (local ``start:end`` of them), in runs of whole blocks at least `_MIN_GEMM_COLS` wide."""
+    (local ``start:end`` of them), in runs of whole blocks at least ``cols`` wide."""
     lay, c = a.layout, a.grid.coords[1]
     nb, pc = lay.block[1], lay.grid[1]
     start = lay.col_start(g1, c) if start is None else start
     end = a.local.shape[1] if end is None else end
-    per = max(1, _MIN_GEMM_COLS // nb) * nb
+    per = max(1, cols // nb) * nb
     out = []
     ls = start
     while ls < end:
