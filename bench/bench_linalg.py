@@ -30,7 +30,9 @@ The matrices are the same on every side (entries from a hash of the global index
 sends more than its share to build them).
 
 Every (side, routine, block size) runs in its own job, median of ``--reps`` calls, each on a fresh
-matrix; the best block size of each side is reported. Peak memory: the largest ``ru_maxrss`` over the
+matrix; the best block size of each side is reported. ``--rounds R`` runs R such jobs a side, the sides
+taking turns, and shows beside the pooled medians the median of the rounds' own ratios (on a shared
+machine a slow minute then slows both sides of a round, not one). Peak memory: the largest ``ru_maxrss`` over the
 processes at the end of the job, over the process's share of the matrix (``8 N^2 / P`` bytes); the
 interpreter's own resident size before the matrix exists is shown beside it ("base"). meshrt's call alone:
 the most its resident size grew during the call over the size before it (Linux's peak count restarted
@@ -363,6 +365,8 @@ def main():
     ap.add_argument("--grid", default=None, help="PRxPC of ScaLAPACK's grid (default: meshrt's default grid)")
     ap.add_argument("--blocks", default="64,128,256")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="jobs per side and block, taking turns with the other side (each --reps calls)")
     ap.add_argument("--ops", default=",".join(OPS), help=f"of {','.join(ALL_OPS)} (eigh: N = 8192 takes minutes)")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--scalapack-lib", default="/usr/lib/x86_64-linux-gnu/libscalapack-mpich.so")
@@ -402,15 +406,18 @@ def main():
             print(f"ScaLAPACK: {args.scalapack_lib}, launched by {built[1]}, BLAS {built[3]}", flush=True)
         for op in ops:
             for block in blocks:
-                r = run_meshrt(args, op, block)
-                if r:
-                    results.append(r)
-                    print(f"  meshrt    {op:8s} block {block:4d}: {_fmt_times(r)}", flush=True)
-                if built is not None:
-                    r = run_scalapack(args, built, op, block)
+                merged = {}
+                for _ in range(args.rounds):  # the sides take turns: a slow phase of the machine hits both
+                    r = run_meshrt(args, op, block)
                     if r:
-                        results.append(r)
-                        print(f"  ScaLAPACK {op:8s} block {block:4d}: {_fmt_times(r)}", flush=True)
+                        merged["meshrt"] = _merge(merged.get("meshrt"), r)
+                        print(f"  meshrt    {op:8s} block {block:4d}: {_fmt_times(r)}", flush=True)
+                    if built is not None:
+                        r = run_scalapack(args, built, op, block)
+                        if r:
+                            merged["scalapack"] = _merge(merged.get("scalapack"), r)
+                            print(f"  ScaLAPACK {op:8s} block {block:4d}: {_fmt_times(r)}", flush=True)
+                results.extend(merged.values())
             if not args.no_numpy:
                 r = run_numpy(args, op)
                 if r:
@@ -420,6 +427,27 @@ def main():
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     table(args, ops, results)
+
+
+def _merge(into, r):
+    """``r``'s calls added to ``into`` (the same side, routine and block); each round's medians kept."""
+    r = dict(r, rounds=[{k: statistics.median(r[k]) for k in ("times", "cpu", "inside") if r.get(k)}])
+    if into is None:
+        return r
+    out = dict(into)
+    for k, v in r.items():
+        if isinstance(v, list) and isinstance(into.get(k), list):
+            out[k] = into[k] + v
+        elif k in ("maxrss_kib", "base_kib"):
+            out[k] = max(into[k], v)
+    return out
+
+
+def _paired(m, s, key="times"):
+    """The median over rounds of meshrt's round median over ScaLAPACK's of the same round."""
+    if not m or not s or len(m["rounds"]) != len(s["rounds"]) or len(m["rounds"]) < 2:
+        return None
+    return statistics.median(a[key] / b["times" if key == "inside" else key] for a, b in zip(m["rounds"], s["rounds"]))
 
 
 def _fmt_times(r):
@@ -457,6 +485,12 @@ def table(args, ops, results):
               f"        {_med(m, 'inside'):.2f}/{_med(m, 'inside_cpu'):.2f} "
               f"({_med(m, 'inside') / _med(s) if m and s else nan:.2f}, "
               f"{_med(m, 'inside_cpu') / _med(s, 'cpu') if m and s else nan:.2f})")
+    for op in ops:
+        m, s = _best(results, "meshrt", op), _best(results, "scalapack", op)
+        pairs = [(k, _paired(m, s, k)) for k in ("times", "cpu", "inside")]
+        if all(v is not None for _, v in pairs):
+            print(f"{op:9s} paired by round ({len(m['rounds'])} rounds, median of each round's ratio): wall "
+                  f"{pairs[0][1]:.2f}, CPU {pairs[1][1]:.2f}, in layout {pairs[2][1]:.2f}")
     print(f"\npeak RSS per process over its share of the matrix ({share:.0f} MiB): meshrt (less the interpreter's "
           f"RSS before the matrix existed) / ScaLAPACK")
     for op in ops:
