@@ -131,7 +131,7 @@ def _cholesky_panel(a: CyclicMatrix, k: int, conj: str, diagonal: bool = False) 
     info = int(dbuf[-1].real)
     panel = loc[lr1:, lc0:lc1]
     if info == 0:
-        lapack.trsm("R", "L", conj, "N", 1.0, dbuf[:-1].reshape((w, w), order="F"), panel)
+        lapack.trsm_by_inverse("R", "L", conj, "N", dbuf[:-1].reshape((w, w), order="F"), panel)
     pbuf[:-1].reshape((loc.shape[0] - first, w), order="F")[...] = loc[first:, lc0:lc1]
     pbuf[-1] = info
     return pbuf
@@ -309,7 +309,7 @@ def lu(a: CyclicMatrix):
         ubuf = np.empty((w, ncol), loc.dtype, order="F")
         if r == rk:
             u12 = loc[lr0:lr1, trail:]
-            lapack.trsm("L", "L", "N", "U", 1.0, lbuf[:w], u12)
+            lapack.trsm_by_inverse("L", "L", "N", "U", lbuf[:w], u12)
             ubuf[...] = u12
         _bcast(grid.col, ubuf, rk, "lu")
         below = lr1 - lr0

