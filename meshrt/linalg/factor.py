@@ -34,6 +34,9 @@ __all__ = ["cholesky", "lu", "qr", "form_q", "apply_qh", "triangular_solve", "pe
 # local GEMMs of the trailing update cover at least this many columns (consecutive block columns
 # joined; only the blocks on or below the diagonal need it, the rest is the price of fewer calls)
 _MIN_GEMM_COLS = 256
+# block columns a process updates at a Cholesky step before it takes the next panel, while that panel's
+# process column updates one block column, factors and solves it (about as long)
+_LEAD_BLOCKS = 2
 
 
 def _bcast(comm, buf, root, what):
@@ -56,8 +59,11 @@ def cholesky(a: CyclicMatrix, *, zero_upper: bool = True, emit=None) -> int:
     ``info``; ``a`` is then partly overwritten), the same on every process.
 
     Look-ahead of one panel: at step ``k`` the process column that holds block column ``k + 1`` updates
-    that block column first, factors it and has it ready to send before it updates the rest of its
-    trailing matrix, so the other process columns are not kept waiting for the panel's ``potrf``/``trsm``.
+    that block column first, factors it and sends it before it updates the rest of its trailing matrix;
+    the other process columns update `_LEAD_BLOCKS` of their block columns meanwhile, take the panel, then
+    update the rest. Step ``k + 1`` then starts with its panel in hand: no process waits for the panel's
+    ``potrf``/``trsm`` (a broadcast at the start of each step would keep the others waiting for exactly
+    that, and for the rest of the owner's update).
 
     ``emit`` (one process row only): ``emit(g0, g1, panel)`` on every process once block column ``g0:g1``
     is final, ``panel`` its rows ``g0 ..`` (the diagonal block's strict upper part junk). On one process
@@ -73,35 +79,46 @@ def cholesky(a: CyclicMatrix, *, zero_upper: bool = True, emit=None) -> int:
     whole = emit is not None
     conj = "C" if loc.dtype.kind == "c" else "T"
     steps = -(-n // nb)
-    ready = _cholesky_panel(a, 0, conj, whole) if steps and c == 0 else None
+    end = loc.shape[1]
+
+    def take(k, ready):  # panel k from its process column (``ready`` there): the row broadcast
+        first = k * nb if whole else lay.row_start(min(n, (k + 1) * nb), r)
+        w = min(n, (k + 1) * nb) - k * nb
+        pbuf = ready if c == k % pc_n else np.empty((loc.shape[0] - first) * w + 1, loc.dtype)
+        return _bcast(grid.row, pbuf, k % pc_n, "cholesky")
+
+    pbuf = take(0, _cholesky_panel(a, 0, conj, whole) if c == 0 else None) if steps else None
     for k in range(steps):
         g0, g1 = k * nb, min(n, (k + 1) * nb)
         w = g1 - g0
-        ck = k % pc_n
         lr1 = lay.row_start(g1, r)
         lc1 = lay.col_start(g1, c)
         first = g0 if whole else lr1  # (the panel's first row: the diagonal block's with emit, one process row)
-        pbuf = ready if c == ck else np.empty((loc.shape[0] - first) * w + 1, loc.dtype)
-        _bcast(grid.row, pbuf, ck, "cholesky")
         info = int(pbuf[-1].real)
         if info:
             return g0 + info
         panel = pbuf[:-1].reshape((loc.shape[0] - first, w), order="F")
         prow = panel[lr1 - first:]  # L[my rows >= g1, block k]
         pcol = _transposed_panel(a, prow, g1, w) if lay.grid[0] > 1 else None  # L[my cols >= g1, block k]
-        ready = None
-        if k + 1 < steps and c == (k + 1) % pc_n:  # block column k + 1 is mine: it first, then factor it
+        taken = None
+        if k + 1 == steps:
+            _cholesky_update(a, prow, pcol, g1, lr1, lc1, lc1, end, conj)
+        elif c == (k + 1) % pc_n:  # block column k + 1 is mine: it first, then factor it and send it
             nxt = lc1 + min(n, g1 + nb) - g1
             _cholesky_update(a, prow, pcol, g1, lr1, lc1, lc1, nxt, conj)
-            ready = _cholesky_panel(a, k + 1, conj, whole)
-            _cholesky_update(a, prow, pcol, g1, lr1, lc1, nxt, loc.shape[1], conj)
-        else:
-            _cholesky_update(a, prow, pcol, g1, lr1, lc1, lc1, loc.shape[1], conj)
+            taken = take(k + 1, _cholesky_panel(a, k + 1, conj, whole))
+            _cholesky_update(a, prow, pcol, g1, lr1, lc1, nxt, end, conj)
+        else:  # a few of my block columns while it does that, then take the panel, then the rest
+            lead = min(end, lc1 + _LEAD_BLOCKS * nb)
+            _cholesky_update(a, prow, pcol, g1, lr1, lc1, lc1, lead, conj)
+            taken = take(k + 1, None)
+            _cholesky_update(a, prow, pcol, g1, lr1, lc1, lead, end, conj)
         if whole:
             emit(g0, g1, panel)
-            if c == ck:
+            if c == k % pc_n:
                 lc0 = lc1 - w
                 give_back(loc, lc0 * loc.shape[0] * loc.itemsize, lc1 * loc.shape[0] * loc.itemsize)
+        pbuf = taken
     if zero_upper:
         zero_triangle(a, upper=True)
     return 0
