@@ -534,36 +534,68 @@ def qr(a: CyclicMatrix) -> list:
     The panel is factored by its process column (gathered over the column where it spans several
     process rows, each member factoring the same rows identically), ``V`` and ``T`` go along the process
     rows, and the trailing columns get ``C -= V T^H (V^H C)``: one local GEMM, one ``Allreduce`` of the
-    ``w x n/Pc`` product over the process column, one more GEMM."""
+    ``w x n/Pc`` product over the process column, one more GEMM. Look-ahead of one panel, as `cholesky`:
+    the process column of panel ``k + 1`` updates that block column first, factors it and sends it, then
+    updates the rest, while the others update `_LEAD_BLOCKS` block columns, take it, then the rest (the
+    panel's ``geqrf`` is not waited for)."""
     _check_square_blocks(a, "qr")
     lay, grid, loc = a.layout, a.grid, a.local
     m, n = lay.shape
     nb = lay.block[0]
     (pr_n, pc_n), (r, c) = lay.grid, grid.coords
     conj = "C" if loc.dtype.kind == "c" else "T"
-    ts = []
-    for k in range(-(-min(m, n) // nb)):
+    steps = -(-min(m, n) // nb)
+    end = loc.shape[1]
+
+    def take(k, ready):  # (V on my rows, T) of panel k from its process column (``ready`` there)
         g0 = k * nb
         w = min(min(m, n), g0 + nb) - g0
-        ck = k % pc_n
-        lr0 = lay.row_start(g0, r)
-        lc0, lc1 = lay.col_start(g0, c), lay.col_start(g0 + w, c)
-        vbuf = np.empty((loc.shape[0] - lr0, w), loc.dtype, order="F")
-        tbuf = np.empty((w, w), loc.dtype, order="F")
-        if c == ck:
-            full = _gathered_panel(a, g0, w, lr0, lc0, lc1)
-            tau = lapack.geqrf(full)
-            mine = lay.global_rows(r, g0) - g0
-            loc[lr0:, lc0:lc1] = full[mine]
-            v = _reflectors(full, w)
-            vbuf[...] = v[mine]
-            tbuf[...] = lapack.larft(v, tau)
-        _bcast(grid.row, vbuf, ck, "qr")
-        _bcast(grid.row, tbuf, ck, "qr")
+        vbuf, tbuf = ready if c == k % pc_n else (np.empty((loc.shape[0] - lay.row_start(g0, r), w), loc.dtype,
+                                                           order="F"), np.empty((w, w), loc.dtype, order="F"))
+        _bcast(grid.row, vbuf, k % pc_n, "qr")
+        _bcast(grid.row, tbuf, k % pc_n, "qr")
+        return vbuf, tbuf
+
+    ts = []
+    taken = take(0, _qr_panel(a, 0) if c == 0 else None) if steps else None
+    for k in range(steps):
+        vbuf, tbuf = taken
         ts.append(tbuf)
-        trail = lay.col_start(g0 + w, c)
-        _apply_block_reflector(grid, vbuf, tbuf, loc[lr0:, trail:], conj, adjoint=True)
+        g1 = min(min(m, n), (k + 1) * nb)
+        lr0 = lay.row_start(k * nb, r)
+        trail = lay.col_start(g1, c)
+        if k + 1 == steps:
+            _apply_block_reflector(grid, vbuf, tbuf, loc[lr0:, trail:], conj, adjoint=True)
+            break
+        if c == (k + 1) % pc_n:  # block column k + 1 is mine: it first, then factor it and send it
+            split = trail + min(n, g1 + nb) - g1
+            _apply_block_reflector(grid, vbuf, tbuf, loc[lr0:, trail:split], conj, adjoint=True)
+            taken = take(k + 1, _qr_panel(a, k + 1))
+        else:  # a few of my block columns while it does that, then take the panel, then the rest
+            split = min(end, trail + _LEAD_BLOCKS * nb)
+            _apply_block_reflector(grid, vbuf, tbuf, loc[lr0:, trail:split], conj, adjoint=True)
+            taken = take(k + 1, None)
+        _apply_block_reflector(grid, vbuf, tbuf, loc[lr0:, split:], conj, adjoint=True)
     return ts
+
+
+def _qr_panel(a: CyclicMatrix, k: int):
+    """Panel ``k`` factored by its process column, in place: (``V`` on my rows from the panel's first row,
+    ``T``), the send buffers of the row broadcast."""
+    lay, loc = a.layout, a.local
+    m, n = lay.shape
+    nb = lay.block[0]
+    r, c = a.grid.coords
+    g0 = k * nb
+    w = min(min(m, n), g0 + nb) - g0
+    lr0 = lay.row_start(g0, r)
+    lc0, lc1 = lay.col_start(g0, c), lay.col_start(g0 + w, c)
+    full = _gathered_panel(a, g0, w, lr0, lc0, lc1)
+    tau = lapack.geqrf(full)
+    mine = lay.global_rows(r, g0) - g0
+    loc[lr0:, lc0:lc1] = full[mine]
+    v = _reflectors(full, w)
+    return np.asfortranarray(v[mine]), lapack.larft(v, tau)
 
 
 def _apply_block_reflector(grid, v, t, c, conj, adjoint):
