@@ -444,7 +444,8 @@ def _merge(into, r):
 
 
 def _paired(m, s, key="times"):
-    """The median over rounds of meshrt's round median over ScaLAPACK's of the same round."""
+    """The median over rounds of meshrt's round median over ScaLAPACK's of the same round (one block size:
+    the two jobs of a round ran one after the other)."""
     if not m or not s or len(m["rounds"]) != len(s["rounds"]) or len(m["rounds"]) < 2:
         return None
     return statistics.median(a[key] / b["times" if key == "inside" else key] for a, b in zip(m["rounds"], s["rounds"]))
@@ -486,11 +487,13 @@ def table(args, ops, results):
               f"({_med(m, 'inside') / _med(s) if m and s else nan:.2f}, "
               f"{_med(m, 'inside_cpu') / _med(s, 'cpu') if m and s else nan:.2f})")
     for op in ops:
-        m, s = _best(results, "meshrt", op), _best(results, "scalapack", op)
-        pairs = [(k, _paired(m, s, k)) for k in ("times", "cpu", "inside")]
-        if all(v is not None for _, v in pairs):
-            print(f"{op:9s} paired by round ({len(m['rounds'])} rounds, median of each round's ratio): wall "
-                  f"{pairs[0][1]:.2f}, CPU {pairs[1][1]:.2f}, in layout {pairs[2][1]:.2f}")
+        for m in sorted((r for r in results if r["side"] == "meshrt" and r["op"] == op), key=lambda r: r["block"]):
+            s = next((r for r in results if r["side"] == "scalapack" and r["op"] == op and r["block"] == m["block"]),
+                     None)
+            pairs = [_paired(m, s, k) for k in ("times", "cpu", "inside")]
+            if all(v is not None for v in pairs):
+                print(f"{op:9s} block {m['block']:4d}, paired by round ({len(m['rounds'])} rounds, median of each "
+                      f"round's ratio): wall {pairs[0]:.2f}, CPU {pairs[1]:.2f}, in layout {pairs[2]:.2f}")
     print(f"\npeak RSS per process over its share of the matrix ({share:.0f} MiB): meshrt (less the interpreter's "
           f"RSS before the matrix existed) / ScaLAPACK")
     for op in ops:
