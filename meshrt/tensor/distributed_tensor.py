@@ -732,6 +732,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         >>> u[0, :] = 1.0                                    # doctest: +SKIP
         """
         # (``deferred_tried``: the compiled front tried the fused write of a deferred value already)
+        if ABOVE.fast is not None and type(value) is ABOVE.fast.OwnerValue:  # (a dot held where its row is)
+            return value.store(self, key)
         if not deferred_tried and ABOVE.lazy is not None and ABOVE.lazy.setitem(self, key, value):
             return  # a deferred expression written fused (pending expressions evaluated first, meshrt.tensor.lazy)
         if self._sharding.is_partial:

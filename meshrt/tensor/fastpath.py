@@ -400,7 +400,8 @@ def _bytecode_tables():
     # what may come between a row's read and the right operand's subscript: loads, an index's arithmetic
     pops = {"LOAD_FAST": 0, "LOAD_NAME": 0, "LOAD_GLOBAL": 0, "LOAD_CONST": 0, "LOAD_DEREF": 0, "NOP": 0,
             "EXTENDED_ARG": 0, "UNARY_NEGATIVE": 1, "BINARY_OP": 2}
-    return names.index("NB_MATRIX_MULTIPLY"), inplace, pops
+    arithmetic = frozenset(names.index(n) for n in ("NB_ADD", "NB_SUBTRACT", "NB_MULTIPLY", "NB_TRUE_DIVIDE"))
+    return names.index("NB_MATRIX_MULTIPLY"), inplace, pops, arithmetic
 
 
 _DIS = _bytecode_tables()
@@ -411,8 +412,10 @@ _INSTRUCTIONS: dict = {}  # id of a code object -> (the code, its instructions, 
 def _matmul_role(code, at):
     """What the value a ``BINARY_SUBSCR`` at offset ``at`` of ``code`` reads is for: ``(1, offset of the @)``
     the left operand of an ``@`` whose right one is a subscript of loads and index arithmetic alone, and whose
-    value goes into an in-place operator (``A[i, j] -= A[i, :j] @ A[:j, j]``); ``(2, offset of the @)`` the
-    right operand of an ``@`` next; ``(0, -1)`` anything else.  The code is read once per site."""
+    value goes into an in-place operator (``A[i, j] -= A[i, :j] @ A[:j, j]``); ``(3, offset of the @)`` the
+    same, whose value goes through ``+ - * /`` only into a subscript's store (``x[i] = (b[i] - L[i, :i] @
+    x[:i]) / L[i, i]``, `_flows_to_store`); ``(2, offset of the @)`` the right operand of an ``@`` next;
+    ``(0, -1)`` anything else.  The code is read once per site."""
     ck = (id(code), at)
     r = _ROLES.get(ck)
     if r is not None:
@@ -427,7 +430,7 @@ def _matmul_role(code, at):
     _, ins, offsets = e
     r = (0, -1)
     k = bisect.bisect_right(offsets, at) - 1
-    mm, inplace, pops = _DIS
+    mm, inplace, pops, _ = _DIS
     if 0 <= k < len(ins) - 1 and ins[k].opname == "BINARY_SUBSCR":
         nxt = ins[k + 1]
         if nxt.opname == "BINARY_OP" and nxt.arg == mm:
@@ -437,9 +440,11 @@ def _matmul_role(code, at):
             for m in range(k + 1, len(ins)):
                 x = ins[m]
                 if x.opname == "BINARY_SUBSCR":
-                    if depth == 2 and m + 2 < len(ins) and ins[m + 1].opname == "BINARY_OP" and ins[m + 1].arg == mm \
-                            and ins[m + 2].opname == "BINARY_OP" and ins[m + 2].arg in inplace:
-                        r = (1, ins[m + 1].offset)
+                    if depth == 2 and m + 2 < len(ins) and ins[m + 1].opname == "BINARY_OP" and ins[m + 1].arg == mm:
+                        if ins[m + 2].opname == "BINARY_OP" and ins[m + 2].arg in inplace:
+                            r = (1, ins[m + 1].offset)
+                        elif _flows_to_store(ins, m + 2):
+                            r = (3, ins[m + 1].offset)
                     break
                 n = x.arg if x.opname in ("BUILD_SLICE", "BUILD_TUPLE") else pops.get(x.opname)
                 if n is None or n > depth or x.opname == "BINARY_OP" and (x.arg == mm or x.arg in inplace):
@@ -449,6 +454,32 @@ def _matmul_role(code, at):
         _ROLES.clear()
     _ROLES[ck] = r
     return r
+
+
+def _flows_to_store(ins, m) -> bool:
+    """Whether the value on top of the stack before instruction ``m`` goes only through ``+ - * /`` (with
+    anything computed above it from loads and subscripts) into the value of a ``STORE_SUBSCR``."""
+    _, _, pops, arithmetic = _DIS
+    depth = 0  # values above ours
+    for x in ins[m:]:
+        op = x.opname
+        if op == "STORE_SUBSCR":
+            return depth == 2  # (key and container above: ours is the value stored)
+        if op == "BINARY_OP":
+            if depth < 2 and x.arg not in arithmetic:  # (it takes ours: only + - * / keep it the owners')
+                return False
+            depth = max(depth - 1, 0)  # (at depth 0 or 1 the result is ours)
+            continue
+        if op == "BINARY_SUBSCR":
+            if depth < 2:
+                return False
+            depth -= 1
+            continue
+        n = x.arg if op in ("BUILD_SLICE", "BUILD_TUPLE") else pops.get(op)
+        if n is None or n > depth:
+            return False
+        depth += dis.stack_effect(x.opcode, x.arg)
+    return False
 
 
 def _deferred_row(t, key, idx, owned, axes, root, rs, out_shape, depth):
@@ -464,8 +495,9 @@ def _deferred_row(t, key, idx, owned, axes, root, rs, out_shape, depth):
     if role == 0 or role == 2 and (last[0] is not code or last[1] != at or last[2] is None or last[2].used):
         return None
     d = DeferredRow(t, t._interior[tuple(idx)] if owned else None, axes, root, rs, out_shape, code)
-    if role == 1:
+    if role != 2:
         _LAST_DEFERRED[0], _LAST_DEFERRED[1], _LAST_DEFERRED[2] = code, at, d
+        d.stored = role == 3
     return d
 
 
@@ -487,12 +519,12 @@ class DeferredRow:
     (-39.0, 1)
     """
 
-    __slots__ = ("t", "block", "axes", "root", "rs", "shape", "code", "used")
+    __slots__ = ("t", "block", "axes", "root", "rs", "shape", "code", "used", "stored")
     __array_ufunc__ = None  # (numpy defers to this class's operators)
 
     def __init__(self, t, block, axes, root, rs, shape, code):
         self.t, self.block, self.axes, self.root, self.rs, self.shape = t, block, axes, root, rs, shape
-        self.code, self.used = code, False
+        self.code, self.used, self.stored = code, False, False
 
     def _materialize(self) -> DistributedTensor:
         """The row as `read_piece` reads it: one broadcast from its owners."""
@@ -518,36 +550,85 @@ class DeferredRow:
 class OwnerValue:
     """The value of a `DeferredRow`'s dot, held by the row's owners (``value``; None elsewhere, with the
     ``dtype`` it has there): the next operation is the in-place operator of the element's `OwnedElement`,
-    which takes it where it is.  (Anything else broadcasts it from the owners first.)"""
+    which takes it where it is, or (``chain``: `_matmul_role`'s 3) ``+ - * /`` with replicated scalars, done
+    by the owners, and then a store (`store`).  (Anything else broadcasts it from the owners first.)
 
-    __slots__ = ("value", "dtype", "mesh", "axes", "root")
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> s = Sharding(Mesh((-1,)), [[0]])
+    >>> L = DistributedTensor.from_global(np.array([[2.0, 0.0], [1.0, 4.0]]), s)
+    >>> x, b = DistributedTensor.zeros((2,), s), DistributedTensor.from_global(np.array([2.0, 9.0]), s)
+    >>> for i in range(2):
+    ...     x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    >>> x.gather().tolist()
+    [1.0, 2.0]
+    """
+
+    __slots__ = ("value", "dtype", "mesh", "axes", "root", "chain")
     __array_ufunc__ = None
 
-    def __init__(self, value, dtype, mesh, axes, root):
+    def __init__(self, value, dtype, mesh, axes, root, chain=False):
         self.value, self.dtype, self.mesh, self.axes, self.root = value, dtype, mesh, axes, root
+        self.chain = chain
 
     def _materialize(self) -> DistributedTensor:
         x = np.asarray(self.value, self.dtype).copy() if self.value is not None else np.empty((), self.dtype)
-        return _value(collectives.broadcast(x, self.mesh, self.axes, (self.root,)), _replicated(self.mesh), ())
+        return _value(collectives.broadcast(x, self.mesh, self.axes, self.root), _replicated(self.mesh), ())
+
+    def _with(self, ufunc, other, reflected):
+        """``self op other`` (``other op self``) at the owners, for a replicated scalar ``other``; None:
+        not that."""
+        if not self.chain:
+            return None
+        to = type(other)
+        if to is DistributedTensor:
+            if other._global_shape or other._sharding._split_axes or other._sharding._partial_axes \
+                    or other._sharding._mesh is not self.mesh:
+                return None
+            other = other._interior[()]
+        elif to not in _SCALARS and not isinstance(other, np.generic):
+            return None
+        dt = np.result_type(self.dtype, other)
+        if dt.kind not in "fc":
+            return None
+        v = None
+        if self.value is not None:
+            v = _SCALAR_OPS[ufunc](other, self.value) if reflected else _SCALAR_OPS[ufunc](self.value, other)
+        return OwnerValue(v, dt, self.mesh, self.axes, self.root, True)
+
+    def store(self, t, key) -> None:
+        """``t[key] = self``: the owners write it where they hold the element (a tensor split as the row,
+        no halos), else it is broadcast and written as a plain value (decided alike on every process)."""
+        k = key if type(key) is tuple else (key,)
+        entry = None
+        if len(k) == len(t._global_shape) and all(type(i) is int or isinstance(i, np.integer) for i in k):
+            entry = element_owner(t, k)
+        if entry is not None and entry[1] == self.axes and entry[2] == self.root \
+                and t._sharding._mesh is self.mesh and (self.dtype.kind != "c" or t.dtype.kind == "c"):
+            if entry[0] is not None:
+                t._interior[entry[0]] = self.value
+            return
+        t[key] = self._materialize()
 
 
-def _owner_operator(name):
+def _owner_operator(name, ufunc):
     def op(self, other):
-        return getattr(operator, name)(self._materialize(), other)
+        r = self._with(ufunc, other, False)
+        return r if r is not None else getattr(operator, name)(self._materialize(), other)
 
     def rop(self, other):
-        return getattr(operator, name)(other, self._materialize())
+        r = self._with(ufunc, other, True)
+        return r if r is not None else getattr(operator, name)(other, self._materialize())
 
     op.__name__, rop.__name__ = f"__{name}__", f"__r{name}__"
     return op, rop
 
 
-for _name in ("add", "sub", "mul", "truediv"):
-    _op, _rop = _owner_operator(_name)
+for _name, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("truediv", np.true_divide)):
+    _op, _rop = _owner_operator(_name, _ufunc)
     setattr(OwnerValue, f"__{_name}__", _op)
     setattr(OwnerValue, f"__r{_name}__", _rop)
 OwnerValue.__float__ = lambda self: float(self._materialize())
-del _name, _op, _rop
+del _name, _ufunc, _op, _rop
 
 
 _RESULT_TYPES: dict = {}
@@ -583,9 +664,12 @@ def _targeted_dot(row, other):
     or a vector split on the same mesh axis), decided alike on every process."""
     e, code = _OWNED_LAST
     t = row.t
-    # (the element's owners are the row's: the same mesh axis splits both, at the same coordinate)
-    if e is None or e.done or code is not row.code or not _errstate_ok() or e.entry[1] != row.axes \
-            or e.entry[2] != (row.root,) or e.t._sharding._mesh is not t._sharding._mesh:
+    if not _errstate_ok():
+        return None
+    # (the element's owners are the row's: the same mesh axis splits both, at the same coordinate; a
+    # stored value's target is known at its store, which broadcasts it where it is held elsewhere)
+    if not row.stored and (e is None or e.done or code is not row.code or e.entry[1] != row.axes
+                           or e.entry[2] != (row.root,) or e.t._sharding._mesh is not t._sharding._mesh):
         return None
     s = t._sharding
     mesh = s._mesh
@@ -643,7 +727,7 @@ def _targeted_dot(row, other):
     stats["targeted_dots"] += 1
     if r is not None and not isinstance(r, np.generic):
         r = dt.type(r)
-    return OwnerValue(r, dt, mesh, row.axes, (holder,))
+    return OwnerValue(r, dt, mesh, row.axes, (holder,), row.stored)
 
 
 _BY_ID: dict = {}  # (id of a sharding, shape) -> (the sharding, `_element_layout`): no Python-level hash call

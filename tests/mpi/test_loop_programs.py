@@ -433,9 +433,23 @@ def _forward_solve(L, x):
     return x
 
 
+def _forward_solve_stored(L, b, x):
+    for i in range(len(x)):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    return x
+
+
+def _shifted_solve_stored(L, b, x, y):
+    n = len(x)
+    for i in range(n):  # (the row's dot stored into an element held elsewhere: broadcast at the store)
+        y[(i + 1) % n] = (b[i] - L[i, :i] @ x[:i]) * 0.5
+    return y
+
+
 def test_row_dot_into_an_element_at_its_owners(meshes):
     """``A[i, j] -= A[i, :j] @ A[:j, j]`` (LU by rows), ``... @ A[j, :j]`` (Cholesky by rows) and
-    ``x[i] -= L[i, :i] @ x[:i]`` (a triangular solve): the row is not broadcast; the other operand's parts go
+    ``x[i] -= L[i, :i] @ x[:i]`` (a triangular solve), and ``x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]``
+    (the dot through scalar arithmetic into a plain store): the row is not broadcast; the other operand's parts go
     to the row's owners, who compute the dot and update the element (`fastpath.DeferredRow`): on even and
     uneven blocks (one of a single row), on a 2-d mesh whose other axis replicates, in three dtypes, equal
     numpy to rounding and the same on every process."""
@@ -456,12 +470,18 @@ def test_row_dot_into_an_element_at_its_owners(meshes):
             a, c, v = (g * (1 + 0.5j) if dt is np.complex128 else g).astype(dt), spd.astype(dt), b.astype(dt)
             before = fastpath.stats["targeted_dots"]
             got = [lu_rows(DT.from_global(a, s)), cholesky_rows(DT.from_global(c, s)),
-                   _forward_solve(DT.from_global(np.tril(a), s), DT.from_global(v, s1))]
-            # every statement's dot was taken at the element's owners: n * n, n * (n + 1) / 2 and n of them
-            assert fastpath.stats["targeted_dots"] - before == n * n + n * (n + 1) // 2 + n, (split, o, dt)
-            want = [lu_rows(a.copy()), cholesky_rows(c.copy()), _forward_solve(np.tril(a), v.copy())]
+                   _forward_solve(DT.from_global(np.tril(a), s), DT.from_global(v, s1)),
+                   _forward_solve_stored(DT.from_global(np.tril(a), s), DT.from_global(v, s1),
+                                         DT.from_global(np.zeros(n, dt), s1)),
+                   _shifted_solve_stored(DT.from_global(np.tril(a), s), DT.from_global(v, s1),
+                                         DT.from_global(v[::-1].copy(), s1), DT.from_global(np.zeros(n, dt), s1))]
+            # every statement's dot was taken at the element's owners: n * n, n * (n + 1) / 2, n, n and n of them
+            assert fastpath.stats["targeted_dots"] - before == n * n + n * (n + 1) // 2 + 3 * n, (split, o, dt)
+            want = [lu_rows(a.copy()), cholesky_rows(c.copy()), _forward_solve(np.tril(a), v.copy()),
+                    _forward_solve_stored(np.tril(a), v.copy(), np.zeros(n, dt)),
+                    _shifted_solve_stored(np.tril(a), v.copy(), v[::-1].copy(), np.zeros(n, dt))]
             tol = 2e-5 if dt is np.float32 else 1e-12
-            for x, w, what in zip(got, want, ("lu", "cholesky", "solve")):
+            for x, w, what in zip(got, want, ("lu", "cholesky", "solve", "stored solve", "shifted store")):
                 x = x.gather()
                 assert x.dtype == w.dtype, (what, x.dtype, w.dtype)
                 np.testing.assert_allclose(x, w, rtol=tol, err_msg=f"{what} {split} {o} {dt}")
@@ -521,6 +541,11 @@ def test_row_dot_site_detection():
 
         __iadd__ = __isub__
 
+        def __sub__(self, other):
+            return self
+
+        __truediv__ = __rsub__ = __mul__ = __sub__
+
         def __setitem__(self, key, value):
             pass
 
@@ -534,7 +559,15 @@ def test_row_dot_site_detection():
     p[0, 1] -= p[0, :j] @ p[:j, 1] * 2.0  # the product scaled
     p[0, 1] -= p[0, :j] @ p[:abs(j), 1]  # a call in the right operand's key
     p[0, 1] += p[p[0, 0], :j] @ p[:j, 1]  # a read in the row's key: not an operand
-    expected = [0, 1, 2, 0, 1, 2, 0, 2, 0, 0, 2, 0, 0, 2, 0, 0, 1, 2]
+    p[0] = (p[1] - p[0, :j] @ p[:j, 1]) / p[1, 1]  # through scalar arithmetic into a store
+    p[0] = p[0, :j] @ p[:j, 1]
+    x = p[1] - p[0, :j] @ p[:j, 1]  # into a name
+    p[0] = abs(p[0, :j] @ p[:j, 1])  # into a call
+    p[0] = -(p[0, :j] @ p[:j, 1])  # negated
+    p[p[0, :j] @ p[:j, 1]] = 1.0  # a key
+    p[j % 2 - 1] = p[0, :j] @ p[:j, 1] * 2.0  # index arithmetic in the store's key
+    expected = [0, 1, 2, 0, 1, 2, 0, 2, 0, 0, 2, 0, 0, 2, 0, 0, 1, 2,
+                0, 3, 2, 0, 3, 2, 0, 0, 2, 0, 2, 0, 2, 0, 2, 3, 2]
     if fastpath._DIS is None:
         expected = [0] * len(expected)
     assert seen == expected, seen
