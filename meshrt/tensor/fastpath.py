@@ -604,6 +604,8 @@ class OwnerValue:
             entry = element_owner(t, k)
         if entry is not None and entry[1] == self.axes and entry[2] == self.root \
                 and t._sharding._mesh is self.mesh and (self.dtype.kind != "c" or t.dtype.kind == "c"):
+            if ABOVE.lazy is not None:
+                ABOVE.lazy.touch()  # (deferred expressions that read ``t`` take its value before the write)
             if entry[0] is not None:
                 t._interior[entry[0]] = self.value
             return
