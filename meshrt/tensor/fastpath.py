@@ -227,8 +227,7 @@ def _value(block, sharding, shape, slices=()) -> DistributedTensor:
     return t
 
 
-stats = {"owned_updates": 0, "owned_fallbacks": 0, "vector_dots": 0, "targeted_dots": 0,
-         "owned_stores": 0}  # (tests read them)
+stats = {"owned_updates": 0, "owned_fallbacks": 0, "vector_dots": 0, "targeted_dots": 0}  # (tests read them)
 
 
 def _augmented_signature():
@@ -609,7 +608,6 @@ class OwnerValue:
                 ABOVE.lazy.touch()  # (deferred expressions that read ``t`` take its value before the write)
             if entry[0] is not None:
                 t._interior[entry[0]] = self.value
-            stats["owned_stores"] += 1
             return
         t[key] = self._materialize()
 
