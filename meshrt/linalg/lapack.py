@@ -109,13 +109,18 @@ def gemv(alpha, a, x, beta, y, trans="N") -> None:
 
 def trsm(side, uplo, trans, diag, alpha, a, b) -> None:
     """``b = alpha * op(a)^-1 b`` (``side='L'``) or ``alpha * b op(a)^-1`` (``'R'``), ``a`` triangular."""
+    _triangular("trsm", side, uplo, trans, diag, alpha, a, b)
+
+
+def _triangular(routine, side, uplo, trans, diag, alpha, a, b) -> None:
+    """``trsm`` or ``trmm`` (``routine``) of triangular ``a`` on ``b``, in place."""
     if b.size == 0:
         return
     pre = _prefix(a, b)
     m, n = b.shape
     pa, ka = _scalar(alpha, b.dtype)
-    _routine(pre + "trsm")(_c(side), _c(uplo), _c(trans), _c(diag), _i(m), _i(n), pa, _p(a), _i(_ld(a)), _p(b),
-                            _i(_ld(b)))
+    _routine(pre + routine)(_c(side), _c(uplo), _c(trans), _c(diag), _i(m), _i(n), pa, _p(a), _i(_ld(a)), _p(b),
+                             _i(_ld(b)))
 
 
 # `trsm_by_inverse` solves by trsm itself where max|a| max|a^-1| exceeds this: the inverse's rounding
@@ -154,13 +159,7 @@ def _largest(a, uplo, diag) -> float:
 
 def trmm(side, uplo, trans, diag, alpha, a, b) -> None:
     """``b = alpha * op(a) b`` (``side='L'``) or ``alpha * b op(a)`` (``'R'``), ``a`` triangular."""
-    if b.size == 0:
-        return
-    pre = _prefix(a, b)
-    m, n = b.shape
-    pa, ka = _scalar(alpha, b.dtype)
-    _routine(pre + "trmm")(_c(side), _c(uplo), _c(trans), _c(diag), _i(m), _i(n), pa, _p(a), _i(_ld(a)), _p(b),
-                            _i(_ld(b)))
+    _triangular("trmm", side, uplo, trans, diag, alpha, a, b)
 
 
 def trtri(uplo, diag, a) -> int:
