@@ -227,7 +227,8 @@ def _value(block, sharding, shape, slices=()) -> DistributedTensor:
     return t
 
 
-stats = {"owned_updates": 0, "owned_fallbacks": 0, "vector_dots": 0, "targeted_dots": 0}  # (tests read them)
+stats = {"owned_updates": 0, "owned_fallbacks": 0, "vector_dots": 0, "targeted_dots": 0,
+         "owned_stores": 0}  # (tests read them)
 
 
 def _augmented_signature():
@@ -582,7 +583,7 @@ class OwnerValue:
         to = type(other)
         if to is DistributedTensor:
             if other._global_shape or other._sharding._split_axes or other._sharding._partial_axes \
-                    or other._sharding._mesh is not self.mesh:
+                    or not _same_mesh(other._sharding._mesh, self.mesh):
                 return None
             other = other._interior[()]
         elif to not in _SCALARS and not isinstance(other, np.generic):
@@ -603,11 +604,12 @@ class OwnerValue:
         if len(k) == len(t._global_shape) and all(type(i) is int or isinstance(i, np.integer) for i in k):
             entry = element_owner(t, k)
         if entry is not None and entry[1] == self.axes and entry[2] == self.root \
-                and t._sharding._mesh is self.mesh and (self.dtype.kind != "c" or t.dtype.kind == "c"):
+                and _same_mesh(t._sharding._mesh, self.mesh) and (self.dtype.kind != "c" or t.dtype.kind == "c"):
             if ABOVE.lazy is not None:
                 ABOVE.lazy.touch()  # (deferred expressions that read ``t`` take its value before the write)
             if entry[0] is not None:
                 t._interior[entry[0]] = self.value
+            stats["owned_stores"] += 1
             return
         t[key] = self._materialize()
 
@@ -671,7 +673,7 @@ def _targeted_dot(row, other):
     # (the element's owners are the row's: the same mesh axis splits both, at the same coordinate; a
     # stored value's target is known at its store, which broadcasts it where it is held elsewhere)
     if not row.stored and (e is None or e.done or code is not row.code or e.entry[1] != row.axes
-                           or e.entry[2] != (row.root,) or e.t._sharding._mesh is not t._sharding._mesh):
+                           or e.entry[2] != (row.root,) or not _same_mesh(e.t._sharding._mesh, t._sharding._mesh)):
         return None
     s = t._sharding
     mesh = s._mesh
@@ -681,7 +683,7 @@ def _targeted_dot(row, other):
     me = mesh.coords[axis]
     holder = row.root
     if type(other) is DeferredRow:
-        if other.t._sharding._mesh is not mesh or other.axes != row.axes or other.shape != row.shape:
+        if not _same_mesh(other.t._sharding._mesh, mesh) or other.axes != row.axes or other.shape != row.shape:
             return None
         dt = _result_type(t._local.dtype, other.t._local.dtype)
         src = other.root
@@ -700,7 +702,7 @@ def _targeted_dot(row, other):
         if v is None:
             return None
         x, _, axes, where, vn, vmesh = v
-        if vn != n or vmesh is not mesh or tuple(axes) != row.axes:
+        if vn != n or not _same_mesh(vmesh, mesh) or tuple(axes) != row.axes:
             return None
         dt = _result_type(t._local.dtype, x.dtype)
         offs = _offsets(where[0], where[1], where[2])  # (the column's blocks on the mesh axis, in its tensor)
@@ -911,10 +913,17 @@ _OFFSETS: dict = {}  # (sharding, shape, dim) -> the dim's block offsets
 _REPLICATED: dict = {}  # mesh -> a replicated sharding on it (of a 0-d value, a small vector)
 
 
+def _same_mesh(a, b) -> bool:
+    """Whether two meshes are the same device grid: equal meshes are distinct objects when one came from a
+    cache keyed by value (`_replicated`), from an earlier mesh equal to this one."""
+    return a is b or a == b
+
+
 def _replicated(mesh) -> Sharding:
-    """The replicated sharding on ``mesh`` (one object per mesh, kept)."""
+    """The replicated sharding on ``mesh`` (one object per mesh, kept; an equal mesh made later, as a new
+    test module's or a freed one's successor, takes the place, so results carry the caller's mesh)."""
     rs = _REPLICATED.get(mesh)
-    if rs is None:
+    if rs is None or rs._mesh is not mesh:
         rs = _REPLICATED[mesh] = Sharding(mesh, [])
     return rs
 

@@ -4,11 +4,13 @@ recurrence and conjugate gradient iterations, run unchanged on tensors split on 
 at any process count (small sizes; `bench/bench_loops.py` times them).
 """
 
+import bisect
+
 import numpy as np
 import pytest
 from mpi4py import MPI
 
-from meshrt import DistributedTensor as DT, Sharding
+from meshrt import DistributedTensor as DT, Mesh, Sharding
 from meshrt.bench.loops import PROGRAMS, cholesky_rows, lu_rows
 
 MPI_NPROCS = (1, 2, 3, 4)
@@ -461,14 +463,15 @@ def test_row_dot_into_an_element_at_its_owners(meshes):
     spd = g @ g.T + np.eye(n) * n
     b = rng.random(n)
     offs = [0] + [min(n, 1 + 3 * k) for k in range(comm.size - 1)] + [n]
-    layouts = [(meshes["1d"], [[0]], None), (meshes["1d"], [[0]], offs), (meshes["2d"], [[0]], None),
-               (meshes["2d"], [[1]], None)]
-    for mesh, split, o in layouts:
+    twin = Mesh((-1,))  # (equal to meshes["1d"], another object: the vectors on it, the matrix on that one)
+    layouts = [(meshes["1d"], [[0]], None, None), (meshes["1d"], [[0]], offs, None),
+               (meshes["2d"], [[0]], None, None), (meshes["2d"], [[1]], None, None), (meshes["1d"], [[0]], offs, twin)]
+    for mesh, split, o, vector_mesh in layouts:
         for dt in (np.float64, np.complex128, np.float32):
             s = Sharding(mesh, split, sharded_dims_offsets=o)
-            s1 = Sharding(mesh, split, sharded_dims_offsets=o)
+            s1 = Sharding(vector_mesh or mesh, split, sharded_dims_offsets=o)
             a, c, v = (g * (1 + 0.5j) if dt is np.complex128 else g).astype(dt), spd.astype(dt), b.astype(dt)
-            before = fastpath.stats["targeted_dots"]
+            before, stored = fastpath.stats["targeted_dots"], fastpath.stats["owned_stores"]
             got = [lu_rows(DT.from_global(a, s)), cholesky_rows(DT.from_global(c, s)),
                    _forward_solve(DT.from_global(np.tril(a), s), DT.from_global(v, s1)),
                    _forward_solve_stored(DT.from_global(np.tril(a), s), DT.from_global(v, s1),
@@ -477,6 +480,12 @@ def test_row_dot_into_an_element_at_its_owners(meshes):
                                          DT.from_global(v[::-1].copy(), s1), DT.from_global(np.zeros(n, dt), s1))]
             # every statement's dot was taken at the element's owners: n * n, n * (n + 1) / 2, n, n and n of them
             assert fastpath.stats["targeted_dots"] - before == n * n + n * (n + 1) // 2 + 3 * n, (split, o, dt)
+            # the stored values written by the rows' owners: all n of the solve's, and of the shifted store's
+            # those whose element is held with row i (the others broadcast at the store)
+            offs = s1.dim_offsets((n,))[0]
+            owner = [bisect.bisect_right(offs, k) - 1 for k in range(n)]
+            held = sum(owner[i] == owner[(i + 1) % n] for i in range(n))
+            assert fastpath.stats["owned_stores"] - stored == n + held, (split, o, dt, held)
             want = [lu_rows(a.copy()), cholesky_rows(c.copy()), _forward_solve(np.tril(a), v.copy()),
                     _forward_solve_stored(np.tril(a), v.copy(), np.zeros(n, dt)),
                     _shifted_solve_stored(np.tril(a), v.copy(), v[::-1].copy(), np.zeros(n, dt))]
@@ -487,6 +496,7 @@ def test_row_dot_into_an_element_at_its_owners(meshes):
                 np.testing.assert_allclose(x, w, rtol=tol, err_msg=f"{what} {split} {o} {dt}")
                 everyone = comm.allgather(x)
                 assert all(np.array_equal(y, everyone[0]) for y in everyone), what
+    twin.free()
 
 
 def test_row_dot_used_otherwise_is_the_broadcast_rows(meshes):
