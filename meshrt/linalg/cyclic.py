@@ -3,8 +3,8 @@
 A `CyclicMatrix` is a `BlockCyclic` layout, the `ProcessGrid` it lives on (a ``Pr x Pc`` `Mesh` over the
 tensor's communicator, with its row and column communicators) and this process's column-major local
 matrix. `to_cyclic` takes a `DistributedTensor` of any sharding into it in rounds of point-to-point
-messages (each element sent once, by the one process that writes it); `CyclicMatrix.to_tensor` takes it back out to any
-sharding the same way. A replicated tensor enters without communication.
+messages (each element sent once, by the one process that writes it); `CyclicMatrix.to_tensor` takes it
+back out to any sharding the same way. A replicated tensor enters without communication.
 
 >>> from meshrt import DistributedTensor, Mesh, Sharding
 >>> t = DistributedTensor.from_global(np.arange(20.0).reshape(4, 5), Sharding(Mesh((-1,)), [[0]]))
@@ -316,11 +316,12 @@ def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None
     ``sends``: ``(dest, rpos, cpos, gcols, grows)``, ``src[np.ix_(rpos, cpos)]`` goes to ``dest`` (``gcols``,
     ``grows``: the global columns of ``cpos`` and rows of ``rpos``, ascending); ``recvs``: ``(source, rpos,
     cpos, gcols, grows)``, what ``source`` sends lands in ``dst[np.ix_(rpos, cpos)]``; ``own``: ``(drpos,
-    dcpos, srpos, scpos, gcols, grows)``, the part that stays here, copied. Each round moves the parts' columns in its range, one
-    message to each process that has a part of them (posted first; the part that stays is copied while they
-    travel: 0.25 -> 0.16 s entering the layout at N = 8192 on 2 processes, against an ``Alltoallv`` after
-    the copy), through two buffers reused by every round (`_ROUND_BYTES` each at most, or one column). ``triangle`` (``"lower"``/``"upper"``): of a round's columns only the rows that
-    meet that triangle move (`_rows_in_round`): about half the matrix, plus the rounds' diagonal squares.
+    dcpos, srpos, scpos, gcols, grows)``, the part that stays here, copied. Each round moves the parts'
+    columns in its range, one message to each process that has a part of them (posted first; the part that
+    stays is copied while they travel: 0.25 -> 0.16 s entering the layout at N = 8192 on 2 processes,
+    against an ``Alltoallv`` after the copy), through two buffers reused by every round (`_ROUND_BYTES`
+    each at most, or one column). ``triangle`` (``"lower"``/``"upper"``): of a round's columns only the
+    rows that meet that triangle move (`_rows_in_round`): about half the matrix, plus the rounds' diagonal squares.
     ``release``: the global columns of column-major ``src``'s columns; each round's are given back to the
     system once sent (`give_back`)."""
     dtype = dst.dtype

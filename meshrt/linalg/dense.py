@@ -1,8 +1,8 @@
 """numpy's and SciPy's dense matrix functions on split `DistributedTensor`s, never gathered.
 
-Each function takes the matrix into the 2-D block-cyclic layout (`meshrt.linalg.cyclic`: each
-element sent once), runs the distributed algorithm there (`meshrt.linalg.factor`), and brings the result back
-in the sharding numpy's semantics give it: a factor or inverse like the input, a solution like the
+Each function takes the matrix into the 2-D block-cyclic layout (`meshrt.linalg.cyclic`: each element
+sent once), runs the distributed algorithm there (`meshrt.linalg.factor`), and brings the result back in
+the sharding numpy's semantics give it: a factor or inverse like the input, a solution like the
 right-hand side, a determinant as a number on every process. A replicated matrix (every process holds
 all of it) is computed where it is, by numpy. Errors are numpy's (``LinAlgError("Singular matrix")``,
 ``"Matrix is not positive definite"``), raised on every process alike.

@@ -482,8 +482,8 @@ def test_row_dot_into_an_element_at_its_owners(meshes):
             assert fastpath.stats["targeted_dots"] - before == n * n + n * (n + 1) // 2 + 3 * n, (split, o, dt)
             # the stored values written by the rows' owners: all n of the solve's, and of the shifted store's
             # those whose element is held with row i (the others broadcast at the store)
-            offs = s1.dim_offsets((n,))[0]
-            owner = [bisect.bisect_right(offs, k) - 1 for k in range(n)]
+            blocks = s1.dim_offsets((n,))[0]
+            owner = [bisect.bisect_right(blocks, k) - 1 for k in range(n)]
             held = sum(owner[i] == owner[(i + 1) % n] for i in range(n))
             assert fastpath.stats["owned_stores"] - stored == n + held, (split, o, dt, held)
             want = [lu_rows(a.copy()), cholesky_rows(c.copy()), _forward_solve(np.tril(a), v.copy()),
