@@ -21,6 +21,8 @@ Run it with the Python of meshrt's environment, not under mpiexec: it launches t
 - ``--ops eigh``: ``np.linalg.eigh(t)`` (values and vectors) against ``pdsyevd``.
 - "in layout": meshrt's routine alone on a matrix already in the block-cyclic layout, overwriting it
   (`meshrt.linalg.factor`, `meshrt.linalg.eigen`), which is what ScaLAPACK's routines time.
+- "in place" (Cholesky): the whole call writing the factor into the input's own blocks
+  (``meshrt.linalg.dense.cholesky(t, overwrite_a=True)``, SciPy's ``overwrite_a``), as ``pdpotrf`` works.
 
 Both wall time (the slowest process) and CPU time (the largest per process; numpy's over its 2 threads)
 are shown: on a shared machine the wall time mostly measures the other jobs. Each side's best block
@@ -135,6 +137,7 @@ def worker_meshrt(op, n, block, reps):
 
     import meshrt
     from meshrt import DistributedTensor, Mesh, Sharding
+    from meshrt.linalg import dense
     from meshrt.linalg.cyclic import to_cyclic
 
     comm = MPI.COMM_WORLD
@@ -156,7 +159,7 @@ def worker_meshrt(op, n, block, reps):
     call = {"cholesky": lambda t: np.linalg.cholesky(t), "solve": lambda t: np.linalg.solve(t, b),
             "qr": lambda t: np.linalg.qr(t, mode="r"), "eigh": lambda t: np.linalg.eigh(t)}[op]
     in_layout = _in_layout(op, b, block)
-    times, layout, cpu, layout_cpu, call_peak, inside, inside_cpu = [], [], [], [], [], [], []
+    times, layout, cpu, layout_cpu, call_peak, inside, inside_cpu, inplace = [], [], [], [], [], [], [], []
     # one untimed call on a small matrix first: imports, BLAS handles and the grid's communicators
     small = 4 * block * comm.size
     ws = DistributedTensor.empty((small, small), rows)
@@ -194,11 +197,19 @@ def worker_meshrt(op, n, block, reps):
         comm.Barrier()
         inside.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
         del c, t
+        if op == "cholesky":  # the whole call writing the factor into the input's blocks, as pdpotrf does
+            t = fresh()
+            comm.Barrier()
+            t0 = time.perf_counter()
+            dense.cholesky(t, overwrite_a=True)
+            comm.Barrier()
+            inplace.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+            del t
     peak = comm.allreduce(_maxrss_kib(), op=MPI.MAX)
     if comm.rank == 0:
         print("RESULT " + json.dumps({"side": "meshrt", "op": op, "n": n, "block": block, "times": times, "cpu": cpu,
                                       "layout": layout, "layout_cpu": layout_cpu, "maxrss_kib": peak,
-                                      "inside": inside, "inside_cpu": inside_cpu,
+                                      "inside": inside, "inside_cpu": inside_cpu, "inplace": inplace,
                                       "call_peak_kib": call_peak, "base_kib": base,
                                       "nprocs": comm.size, "version": getattr(meshrt, "__version__", "?")}),
               flush=True)
@@ -431,7 +442,7 @@ def main():
 
 def _merge(into, r):
     """``r``'s calls added to ``into`` (the same side, routine and block); each round's medians kept."""
-    r = dict(r, rounds=[{k: statistics.median(r[k]) for k in ("times", "cpu", "inside") if r.get(k)}])
+    r = dict(r, rounds=[{k: statistics.median(r[k]) for k in ("times", "cpu", "inside", "inplace") if r.get(k)}])
     if into is None:
         return r
     out = dict(into)
@@ -448,7 +459,10 @@ def _paired(m, s, key="times"):
     the two jobs of a round ran one after the other)."""
     if not m or not s or len(m["rounds"]) != len(s["rounds"]) or len(m["rounds"]) < 2:
         return None
-    return statistics.median(a[key] / b["times" if key == "inside" else key] for a, b in zip(m["rounds"], s["rounds"]))
+    if key not in m["rounds"][0]:
+        return None
+    return statistics.median(a[key] / b["times" if key in ("inside", "inplace") else key]
+                             for a, b in zip(m["rounds"], s["rounds"]))
 
 
 def _fmt_times(r):
@@ -493,7 +507,14 @@ def table(args, ops, results):
             pairs = [_paired(m, s, k) for k in ("times", "cpu", "inside")]
             if all(v is not None for v in pairs):
                 print(f"{op:9s} block {m['block']:4d}, paired by round ({len(m['rounds'])} rounds, median of each "
-                      f"round's ratio): wall {pairs[0]:.2f}, CPU {pairs[1]:.2f}, in layout {pairs[2]:.2f}")
+                      f"round's ratio): wall {pairs[0]:.2f}, CPU {pairs[1]:.2f}, in layout {pairs[2]:.2f}"
+                      + (f", in place {_paired(m, s, 'inplace'):.2f}" if _paired(m, s, "inplace") else ""))
+    for op in ops:
+        m, s = _best(results, "meshrt", op), _best(results, "scalapack", op)
+        if m and m.get("inplace"):
+            print(f"{op:9s} in place (dense.cholesky(t, overwrite_a=True): the factor into the input's blocks, as "
+                  f"pdpotrf), block {m['block']}: {_med(m, 'inplace'):.2f} s"
+                  + (f", /ScaL {_med(m, 'inplace') / _med(s):.2f}" if s else ""))
     print(f"\npeak RSS per process over its share of the matrix ({share:.0f} MiB): meshrt (less the interpreter's "
           f"RSS before the matrix existed) / ScaLAPACK")
     for op in ops:

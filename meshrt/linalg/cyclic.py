@@ -156,18 +156,28 @@ class CyclicMatrix:
         return CyclicMatrix(self.layout, self.grid, self.local.copy(order="F") if local is None else local,
                             self.mesh)
 
-    def to_tensor(self, sharding: Sharding, shape=None, *, triangle=None, consume=False) -> DistributedTensor:
+    def to_tensor(self, sharding: Sharding, shape=None, *, triangle=None, consume=False,
+                  out: DistributedTensor | None = None) -> DistributedTensor:
         """The matrix (or its leading ``shape`` part) as a `DistributedTensor` of ``sharding`` (no halos, not
         partial; on ``self.mesh``). ``triangle="lower"`` (``"upper"``): the matrix is that triangle, the rest
         zero: only the triangle moves (`_exchange`), into a `lazy_zeros` tensor whose other pages are
         never touched; values above (below) the diagonal in the layout are not read. ``consume``: the
         matrix is not used again, and its memory goes back to the system round by round as it leaves
-        (`give_back`; it reads as zeros after), so leaving the layout needs little more than the result."""
+        (`give_back`; it reads as zeros after), so leaving the layout needs little more than the result.
+        ``out``: a tensor of that sharding, shape and dtype to write it into instead (its blocks
+        overwritten; across a ``triangle``'s diagonal, zeroed), returned."""
         if triangle not in TRIANGLES:
             raise ValueError(f"triangle: expected one of {TRIANGLES}, got {triangle!r}")
         lay = self.layout
         shape = lay.shape if shape is None else tuple(shape)
-        if triangle is None:
+        if out is not None:
+            if out.sharding != sharding or out.shape != shape or out.dtype != self.dtype:
+                raise ValueError(f"out: a tensor of shape {shape}, dtype {self.dtype} and sharding {sharding} "
+                                 f"expected, got {out.shape}, {out.dtype}, {out.sharding}")
+            if triangle is not None:
+                rs, cs = out.shard_slices
+                zero_across(out._interior, rs.start, cs.start, triangle)
+        elif triangle is None:
             out = DistributedTensor.empty(shape, sharding, self.dtype)
         else:
             out = DistributedTensor.from_local(lazy_zeros(sharding.local_shape(shape), self.dtype), sharding, shape)
@@ -388,6 +398,24 @@ def _zero_beyond(block: np.ndarray, row0: int, col0: int, shape, triangle) -> No
             continue
         r, c = rows[r0 - row0:r1 - row0, None], cols[None, k0 - col0:k1 - col0]
         block[r0 - row0:r1 - row0, k0 - col0:k1 - col0][r < c if triangle == "lower" else r > c] = 0
+
+
+def zero_across(block: np.ndarray, row0: int, col0: int, triangle) -> None:
+    """Zero the elements of ``block`` (global rows from ``row0``, columns from ``col0``) strictly across the
+    diagonal from ``triangle``: above it for ``"lower"``, below it for ``"upper"``; row by row.
+
+    >>> b = np.ones((2, 4)); zero_across(b, 1, 0, "lower"); b.tolist()
+    [[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]]
+    >>> b = np.ones((2, 4)); zero_across(b, 1, 0, "upper"); b.tolist()
+    [[0.0, 1.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0]]
+    """
+    n = block.shape[1]
+    for i in range(block.shape[0]):
+        d = row0 + i - col0  # (the diagonal's column in this row, in the block)
+        if triangle == "lower":
+            block[i, min(max(d + 1, 0), n):] = 0
+        else:
+            block[i, :min(max(d, 0), n)] = 0
 
 
 def _round_total(parts, cuts, rounds) -> int:

@@ -29,7 +29,7 @@ from ..sharding.spec import Sharding
 from ..tensor.distributed_tensor import DistributedTensor
 from . import eigen, factor
 from .blockcyclic import BlockCyclic
-from .cyclic import CyclicMatrix, lazy_zeros, to_cyclic
+from .cyclic import CyclicMatrix, lazy_zeros, to_cyclic, zero_across
 from .tall import is_tall_row_split, tsqr
 
 __all__ = ["cholesky", "lu", "solve", "inv", "det", "slogdet", "matrix_power", "qr", "lstsq", "eigh", "eigvalsh",
@@ -100,24 +100,48 @@ def _replicated_result(values, mesh) -> DistributedTensor:
                                    tuple(slice(0, n) for n in values.shape), None)
 
 
-def cholesky(a: DistributedTensor, *, upper: bool = False, block=None, grid=None) -> DistributedTensor:
+def cholesky(a: DistributedTensor, *, upper: bool = False, block=None, grid=None,
+             overwrite_a: bool = False) -> DistributedTensor:
     """The Cholesky factor of Hermitian positive definite ``a`` (lower, or upper with ``upper=True``), in
     ``a``'s sharding, read from the lower (``upper``: upper) triangle of ``a`` as numpy reads it.
-    ``LinAlgError`` on every process if ``a`` is not positive definite."""
+    ``LinAlgError`` on every process if ``a`` is not positive definite.
+
+    ``overwrite_a`` (as SciPy's): the lower factor may be written into ``a``'s own blocks, as ScaLAPACK's
+    ``pdpotrf`` works in place: no second matrix is allocated, and the call costs no first touches of
+    fresh memory. It is, where ``a`` is a plain split tensor (no halos, not partial, not deferred) of the
+    factor's dtype; then the tensor returned shares ``a``'s blocks, and ``a`` holds the factor (or, after a
+    `LinAlgError`, whatever the factorization left). Elsewhere (``upper``, another dtype) ``a`` is not
+    touched.
+
+    >>> from meshrt import DistributedTensor, Mesh, Sharding
+    >>> a = DistributedTensor.from_global(np.array([[4.0, 2.0], [2.0, 5.0]]), Sharding(Mesh((-1,)), [[0]]))
+    >>> L = cholesky(a, overwrite_a=True)
+    >>> L.gather().tolist(), a.gather().tolist()
+    ([[2.0, 0.0], [1.0, 2.0]], [[2.0, 0.0], [1.0, 2.0]])
+    """
     _square("cholesky", a)
     if not is_distributable(a):
         return _replicated_result(np.linalg.cholesky(a.gather(), upper=upper), a.mesh)
     c = _lower_triangle(a, "cholesky", block, grid, upper)  # (the factor leaves as a triangle too)
     sharding = _plain(a.sharding)
+    # (after the entry: ``a`` has been read, and a deferred ``a`` evaluated)
+    into = a if overwrite_a and not upper and type(a) is DistributedTensor and a.sharding == sharding \
+        and a.dtype == c.dtype and a._interior.flags.writeable else None
     if c.layout.grid[0] == 1:  # every panel reaches every process: each writes its part as it comes
-        out = DistributedTensor.from_local(lazy_zeros(sharding.local_shape(a.shape), c.dtype), sharding, a.shape)
+        if into is not None:
+            rs, cs = into.shard_slices
+            zero_across(into._interior, rs.start, cs.start, "lower")
+            out = into
+        else:
+            out = DistributedTensor.from_local(lazy_zeros(sharding.local_shape(a.shape), c.dtype), sharding,
+                                               a.shape)
         info = factor.cholesky(c, zero_upper=False, emit=_lower_panel_writer(out))
     else:
         out, info = None, factor.cholesky(c, zero_upper=False)
     if info:
         raise LinAlgError("Matrix is not positive definite")
     if out is None:
-        out = c.to_tensor(sharding, triangle="lower", consume=True)
+        out = c.to_tensor(sharding, triangle="lower", consume=True, out=into)
     del c
     return out.T.conj().reshard(sharding) if upper else out
 

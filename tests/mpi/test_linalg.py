@@ -144,6 +144,39 @@ def test_cholesky_lower_and_upper(mesh, mesh2, dt):
         assert np.linalg.norm(lo @ lo.conj().T - a, 1) / (np.linalg.norm(a, 1) * eps(dt) * n) < THRESH
 
 
+@pytest.mark.parametrize("dt", DTYPES)
+def test_cholesky_overwrite_a_writes_the_factor_into_a(mesh, mesh2, dt):
+    """``dense.cholesky(a, overwrite_a=True)``: the factor in ``a``'s own blocks (the result shares them,
+    ``a`` holds it, zeros above the diagonal where ``a`` had values), on one process row and on several, in
+    every layout and uneven rows; where it may not (``upper``, another dtype, halos) ``a`` is untouched and
+    the factor is numpy's all the same."""
+    n = 23
+    a = spd(n, dt, 12)
+    a[np.triu_indices(n, 1)] = 7  # (not read: a lower factor reads the lower triangle)
+    ref = np.linalg.cholesky(a)
+    tol = dict(rtol=50 * eps(dt), atol=50 * eps(dt) * n)
+    offs = [0] + [min(n, 2 + 5 * k) for k in range(P - 1)] + [n]
+    shardings = layouts(mesh, mesh2) + [Sharding(mesh, [[0]], sharded_dims_offsets=offs)]
+    for g in [(1, P), (P, 1)]:
+        for s in shardings:
+            t = split(a, s)
+            block = t.local
+            low = dense.cholesky(t, block=4, grid=g, overwrite_a=True)
+            assert low.sharding == s and (np.shares_memory(low.local, block) or not block.size), (g, s)
+            assert np.allclose(low.gather(), ref, **tol) and not np.triu(low.gather(), 1).any()
+            assert np.array_equal(t.gather(), low.gather())
+    s = Sharding(mesh, [[0]])
+    whole = np.round(a.real).astype(np.int64)  # (still positive definite: n I dominates the rounding)
+    untouched = [(split(a, s), dict(upper=True)), (split(whole, s), {}),
+                 (split(a, Sharding(mesh, [[0]], halo_sizes=[1, 1])), {})]
+    for t, kw in untouched:
+        before = t.gather()
+        got = dense.cholesky(t, overwrite_a=True, **kw).gather()
+        assert np.array_equal(t.gather(), before), kw
+        want = np.linalg.cholesky(before.astype(got.dtype) if before.dtype.kind == "i" else before, **kw)
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-5 * n), kw
+
+
 @pytest.mark.parametrize("block", [3, 5, 40])
 @pytest.mark.parametrize("dt", [np.float64, np.complex128])
 def test_cholesky_written_as_its_panels_come_on_one_process_row(mesh, mesh2, monkeypatch, block, dt):
