@@ -124,9 +124,10 @@ def cholesky(a: DistributedTensor, *, upper: bool = False, block=None, grid=None
         return _replicated_result(np.linalg.cholesky(a.gather(), upper=upper), a.mesh)
     c = _lower_triangle(a, "cholesky", block, grid, upper)  # (the factor leaves as a triangle too)
     sharding = _plain(a.sharding)
-    # (after the entry: ``a`` has been read, and a deferred ``a`` evaluated)
+    # (after the entry: ``a`` has been read, and a deferred ``a`` evaluated; ``interior`` evaluates the deferred
+    # expressions that read ``a`` before it is written, as numpy would have)
     into = a if overwrite_a and not upper and type(a) is DistributedTensor and a.sharding == sharding \
-        and a.dtype == c.dtype and a._interior.flags.writeable else None
+        and a.dtype == c.dtype and a.interior.flags.writeable else None
     if c.layout.grid[0] == 1:  # every panel reaches every process: each writes its part as it comes
         if into is not None:
             rs, cs = into.shard_slices

@@ -161,8 +161,10 @@ def test_cholesky_overwrite_a_writes_the_factor_into_a(mesh, mesh2, dt):
         for s in shardings:
             t = split(a, s)
             block = t.local
+            later = t * 2.0  # (deferred: it reads ``a`` as it was)
             low = dense.cholesky(t, block=4, grid=g, overwrite_a=True)
             assert low.sharding == s and (np.shares_memory(low.local, block) or not block.size), (g, s)
+            assert np.array_equal(later.gather(), a * 2), (g, s)
             assert np.allclose(low.gather(), ref, **tol) and not np.triu(low.gather(), 1).any()
             assert np.array_equal(t.gather(), low.gather())
     s = Sharding(mesh, [[0]])
