@@ -170,13 +170,11 @@ class CyclicMatrix:
             raise ValueError(f"triangle: expected one of {TRIANGLES}, got {triangle!r}")
         lay = self.layout
         shape = lay.shape if shape is None else tuple(shape)
-        if out is not None:
+        given = out is not None
+        if given:
             if out.sharding != sharding or out.shape != shape or out.dtype != self.dtype:
                 raise ValueError(f"out: a tensor of shape {shape}, dtype {self.dtype} and sharding {sharding} "
                                  f"expected, got {out.shape}, {out.dtype}, {out.sharding}")
-            if triangle is not None:
-                rs, cs = out.shard_slices
-                zero_across(out._interior, rs.start, cs.start, triangle)
         elif triangle is None:
             out = DistributedTensor.empty(shape, sharding, self.dtype)
         else:
@@ -211,7 +209,9 @@ class CyclicMatrix:
                 own = (grow - rs.start, gcol - cs.start, *mine, gcol, grow)
         _exchange(comm, self.local, sends, block, recvs, shape, "CyclicMatrix.to_tensor", own, triangle,
                   my_cols if consume else None)
-        if triangle is not None:
+        if triangle is not None and given:  # (all across the diagonal: ``out`` held values there)
+            zero_across(block, rs.start, cs.start, triangle)
+        elif triangle is not None:  # (only the rounds' squares: the rest of a lazy_zeros block is zero)
             _zero_beyond(block, rs.start, cs.start, shape, triangle)
         return out
 

@@ -10,6 +10,7 @@ from mpi4py import MPI
 
 from meshrt import DistributedTensor as DT, Mesh, Sharding
 from meshrt.linalg.cyclic import to_cyclic
+from test_linalg import rand
 
 MPI_NPROCS = (1, 2, 3, 4, 8)
 comm = MPI.COMM_WORLD
@@ -30,18 +31,10 @@ def _shardings(mesh, mesh2, n):
             Sharding(mesh, [[0]], sharded_dims_offsets=offs), Sharding(mesh, [])]
 
 
-def _matrix(shape, dt, seed):
-    rng = np.random.default_rng(seed)
-    g = rng.standard_normal(shape)
-    if np.dtype(dt).kind == "c":
-        g = g + 1j * rng.standard_normal(shape)
-    return g.astype(dt)
-
-
 @pytest.mark.parametrize("dt", [np.float64, np.complex128, np.float32])
 @pytest.mark.parametrize("shape", [(13, 9), (9, 14), (1, 1), (33, 33)])
 def test_round_trip_every_sharding_and_grid(meshes, dt, shape):
-    g = _matrix(shape, dt, shape[0] * 7 + shape[1])
+    g = rand(shape, dt, shape[0] * 7 + shape[1])
     grids = {(1, P), (P, 1), None}
     for s in _shardings(*meshes, shape[0]):
         for block in (2, 5):
@@ -61,7 +54,7 @@ def test_one_triangle_in_and_out(meshes, dt):
     square but is never read); leaving, the rest is zero, also in a given tensor (``out``) that held
     values there."""
     n = 31
-    g = _matrix((n, n), dt, 3)
+    g = rand((n, n), dt, 3)
     for s in _shardings(*meshes, n):
         for tri, keep in (("lower", np.tril), ("upper", np.triu)):
             other_side = np.triu(np.full((n, n), 99.0), 1) if tri == "lower" else np.tril(np.full((n, n), 99.0), -1)
@@ -80,7 +73,7 @@ def test_one_triangle_in_and_out(meshes, dt):
 
 
 def test_out_of_another_kind_is_refused_on_every_process(meshes):
-    g = _matrix((8, 8), np.float64, 4)
+    g = rand((8, 8), np.float64, 4)
     s = Sharding(meshes[0], [[0]])
     c = to_cyclic(DT.from_global(g, s), block=2)
     for bad in (DT.zeros((8, 8), Sharding(meshes[0], [[], [0]])), DT.zeros((8, 7), s),
