@@ -179,6 +179,25 @@ def test_cholesky_overwrite_a_writes_the_factor_into_a(mesh, mesh2, dt):
         assert np.allclose(got, want, rtol=1e-5, atol=1e-5 * n), kw
 
 
+def test_not_positive_definite_at_any_panel_raises_everywhere(mesh):
+    """A leading minor that is not positive definite in the first, a middle or the last panel: the same
+    `LinAlgError` on every process, on every grid shape, with the next panel's broadcast already started
+    (look-ahead) and finished before the error leaves; the next factorization on the same processes is
+    numpy's (no message of the failed one left behind)."""
+    n = 11
+    rows = Sharding(mesh, [[0]])
+    good = spd(n, np.float64, 3)
+    for g in sorted({(1, P), (P, 1), default_grid(P)}):
+        for block in (1, 2, 4):
+            for where in (0, 5, n - 1):
+                bad = np.diag(np.ones(n))
+                bad[where, where] = -1.0
+                with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+                    dense.cholesky(split(bad, rows), block=block, grid=g)
+            low = dense.cholesky(split(good, rows), block=block, grid=g).gather()
+            assert np.allclose(low, np.linalg.cholesky(good)), (g, block)
+
+
 @pytest.mark.parametrize("block", [3, 5, 40])
 @pytest.mark.parametrize("dt", [np.float64, np.complex128])
 def test_cholesky_written_as_its_panels_come_on_one_process_row(mesh, mesh2, monkeypatch, block, dt):
