@@ -36,9 +36,9 @@ __all__ = ["cholesky", "lu", "qr", "form_q", "apply_qh", "triangular_solve", "pe
 # local GEMMs of the trailing update cover at least this many columns (consecutive block columns
 # joined; only the blocks on or below the diagonal need it, the rest is the price of fewer calls)
 _MIN_GEMM_COLS = 256
-# block columns a process updates at a QR step before it takes the next panel, while that panel's
-# process column updates one block column, factors it and forms its reflectors (about as long)
-_LEAD_BLOCKS = 2
+# columns of each GEMM of QR's trailing update on one process row (the broadcasts in flight tested
+# between them; on several process rows the update's Allreduce moves them on)
+_QR_CHUNK_COLS = 1024
 
 
 def _bcast(comm, buf, root, what):
@@ -46,6 +46,40 @@ def _bcast(comm, buf, root, what):
         with _mpi.internal(what, "a panel broadcast", comm):
             comm.Bcast(buf, root)
     return buf
+
+
+class _RowBroadcasts:
+    """Panels going along the process rows by ``Ibcast``, for the look-ahead of `cholesky` and `qr`: the
+    panel's process column starts its broadcast as soon as the panel is factored and goes on with its
+    update; the others post theirs at once and wait for it only when they need it. A blocking ``Bcast``
+    of a large panel keeps its root until every receiver has entered it (0.3 s of Cholesky's 2.4 at
+    N = 8192 on 2 processes). ``poll`` between local GEMMs tests them all, for MPIs that move a large
+    message only while both sides are in the library."""
+
+    def __init__(self, grid, op: str):
+        self.comm, self.op, self.flying = grid.row, op, []
+
+    def start(self, bufs, root: int) -> list:
+        if self.comm.Get_size() == 1:
+            return []
+        with _mpi.internal(self.op, "a panel broadcast", self.comm):
+            reqs = [self.comm.Ibcast(b, root) for b in bufs]
+        self.flying += reqs
+        return reqs
+
+    def poll(self) -> None:
+        if self.flying:
+            with _mpi.internal(self.op, "a panel broadcast", self.comm):
+                MPI.Request.Testall(self.flying)
+
+    def finish(self, reqs) -> None:
+        if reqs:
+            with _mpi.internal(self.op, "a panel broadcast", self.comm):
+                MPI.Request.Waitall(reqs)
+            self.flying = [q for q in self.flying if all(q is not x for x in reqs)]
+
+    def done(self) -> None:  # (every process calls it: a root's last broadcasts, started ones after an error)
+        self.finish(self.flying)
 
 
 def _check_square_blocks(a: CyclicMatrix, name: str):
@@ -61,13 +95,10 @@ def cholesky(a: CyclicMatrix, *, zero_upper: bool = True, emit=None) -> int:
     ``info``; ``a`` is then partly overwritten), the same on every process.
 
     Look-ahead of one panel: at step ``k`` the process column that holds block column ``k + 1`` updates
-    that block column first, factors it and starts its broadcast (``Ibcast``) before it updates the rest
-    of its trailing matrix; the other process columns post theirs first, update their whole trailing
-    matrix, and wait for the panel at step ``k + 1``. No process waits for the panel's ``potrf``/``trsm``,
-    nor the sender for its receivers (a blocking ``Bcast`` of a large panel keeps its root until every
-    receiver has entered it: 0.3 s of 2.4 at N = 8192 on 2 processes). Between local GEMMs every process
-    tests the broadcasts in flight, for MPIs that move a large message only while both sides are in the
-    library.
+    that block column first, factors it and starts its broadcast before it updates the rest of its
+    trailing matrix; the other process columns post theirs, update their whole trailing matrix and wait
+    for the panel at step ``k + 1`` (`_RowBroadcasts`). No process waits for the panel's
+    ``potrf``/``trsm``, nor its sender for the receivers.
 
     ``emit`` (one process row only): ``emit(g0, g1, panel)`` on every process once block column ``g0:g1``
     is final, ``panel`` its rows ``g0 ..`` (the diagonal block's strict upper part junk). On one process
@@ -85,38 +116,18 @@ def cholesky(a: CyclicMatrix, *, zero_upper: bool = True, emit=None) -> int:
     steps = -(-n // nb)
     end = loc.shape[1]
 
-    flying = []  # requests of the row broadcasts under way
+    sent = _RowBroadcasts(grid, "cholesky")
 
     def take(k, ready):  # start panel k's row broadcast from its process column (``ready`` there)
         first = k * nb if whole else lay.row_start(min(n, (k + 1) * nb), r)
         w = min(n, (k + 1) * nb) - k * nb
         pbuf = ready if c == k % pc_n else np.empty((loc.shape[0] - first) * w + 1, loc.dtype)
-        if pc_n == 1:
-            return pbuf, None
-        with _mpi.internal("cholesky", "a panel broadcast", grid.row):
-            req = grid.row.Ibcast(pbuf, k % pc_n)
-        flying.append(req)
-        return pbuf, req
-
-    def poll():  # (a test lets the broadcasts move on where only calls into MPI move them)
-        with _mpi.internal("cholesky", "a panel broadcast", grid.row):
-            for q in flying:
-                q.Test()
-
-    def finish(req):
-        if req is not None:
-            with _mpi.internal("cholesky", "a panel broadcast", grid.row):
-                req.Wait()
-            flying.remove(req)
-
-    def done():
-        with _mpi.internal("cholesky", "a panel broadcast", grid.row):
-            MPI.Request.Waitall(flying)
+        return pbuf, sent.start([pbuf], k % pc_n)
 
     def update(lo, hi):
-        _cholesky_update(a, prow, pcol, g1, lr1, lc1, lo, hi, conj, poll if flying else None)
+        _cholesky_update(a, prow, pcol, g1, lr1, lc1, lo, hi, conj, sent.poll)
 
-    pbuf, preq = take(0, _cholesky_panel(a, 0, conj, whole) if c == 0 else None) if steps else (None, None)
+    pbuf, preq = take(0, _cholesky_panel(a, 0, conj, whole) if c == 0 else None) if steps else (None, [])
     for k in range(steps):
         g0, g1 = k * nb, min(n, (k + 1) * nb)
         w = g1 - g0
@@ -124,15 +135,15 @@ def cholesky(a: CyclicMatrix, *, zero_upper: bool = True, emit=None) -> int:
         lc1 = lay.col_start(g1, c)
         first = g0 if whole else lr1  # (the panel's first row: the diagonal block's with emit, one process row)
         if c != k % pc_n:
-            finish(preq)  # (the sender's own broadcast finishes once its panel is used, below)
+            sent.finish(preq)  # (the sender's own broadcast finishes once its panel is used, below)
         info = int(pbuf[-1].real)
         if info:
-            done()  # (the next panel's broadcast, started)
+            sent.done()
             return g0 + info
         panel = pbuf[:-1].reshape((loc.shape[0] - first, w), order="F")
         prow = panel[lr1 - first:]  # L[my rows >= g1, block k]
         pcol = _transposed_panel(a, prow, g1, w) if lay.grid[0] > 1 else None  # L[my cols >= g1, block k]
-        nbuf, nreq = None, None
+        nbuf, nreq = None, []
         if k + 1 == steps:
             update(lc1, end)
         elif c == (k + 1) % pc_n:  # block column k + 1 is mine: it first, then factor it and send it
@@ -149,9 +160,9 @@ def cholesky(a: CyclicMatrix, *, zero_upper: bool = True, emit=None) -> int:
                 lc0 = lc1 - w
                 give_back(loc, lc0 * loc.shape[0] * loc.itemsize, lc1 * loc.shape[0] * loc.itemsize)
         if c == k % pc_n:
-            finish(preq)
+            sent.finish(preq)
         pbuf, preq = nbuf, nreq
-    done()
+    sent.done()
     if zero_upper:
         zero_triangle(a, upper=True)
     return 0
@@ -187,10 +198,10 @@ def _cholesky_panel(a: CyclicMatrix, k: int, conj: str, diagonal: bool = False) 
     return pbuf
 
 
-def _cholesky_update(a, prow, pcol, g1, lr1, lc1, lo, hi, conj, poll=None) -> None:
+def _cholesky_update(a, prow, pcol, g1, lr1, lc1, lo, hi, conj, poll) -> None:
     """``A[i, j] -= L[i, k] L[j, k]^H`` on and below the diagonal for my local columns ``lo:hi`` (from
     global column ``g1`` on; ``prow``/``pcol``: the panel on my rows/columns from ``g1``, local ``lr1``/``lc1``).
-    ``poll()``, if given, after each GEMM.
+    ``poll()`` after each GEMM.
 
     ``pcol`` None (one process row: ``prow`` is the whole panel from row ``g1``): one GEMM per block, whose
     panel rows are then one slice of ``prow``; joining blocks would need them copied together first."""
@@ -200,8 +211,7 @@ def _cholesky_update(a, prow, pcol, g1, lr1, lc1, lo, hi, conj, poll=None) -> No
         rs = lay.row_start(gstart, r)
         cols = prow[gstart - g1:gstart - g1 + ce - cs] if whole else pcol[cs - lc1:ce - lc1]
         lapack.gemm(-1.0, prow[rs - lr1:], cols, 1.0, loc[rs:, cs:ce], "N", conj)
-        if poll is not None:
-            poll()
+        poll()
 
 
 def _column_chunks(a: CyclicMatrix, g1: int, start: int | None = None, end: int | None = None,
@@ -571,9 +581,9 @@ def qr(a: CyclicMatrix) -> list:
     process rows, each member factoring the same rows identically), ``V`` and ``T`` go along the process
     rows, and the trailing columns get ``C -= V T^H (V^H C)``: one local GEMM, one ``Allreduce`` of the
     ``w x n/Pc`` product over the process column, one more GEMM. Look-ahead of one panel, as `cholesky`:
-    the process column of panel ``k + 1`` updates that block column first, factors it and sends it, then
-    updates the rest, while the others update `_LEAD_BLOCKS` block columns, take it, then the rest (the
-    panel's ``geqrf`` is not waited for)."""
+    the process column of panel ``k + 1`` updates that block column first, factors it and starts its
+    broadcast, then updates the rest, while the others post theirs, update their whole trailing matrix
+    and wait for it at step ``k + 1`` (`_RowBroadcasts`: the panel's ``geqrf`` is not waited for)."""
     _check_square_blocks(a, "qr")
     lay, grid, loc = a.layout, a.grid, a.local
     m, n = lay.shape
@@ -583,35 +593,45 @@ def qr(a: CyclicMatrix) -> list:
     steps = -(-min(m, n) // nb)
     end = loc.shape[1]
 
-    def take(k, ready):  # (V on my rows, T) of panel k from its process column (``ready`` there)
+    sent = _RowBroadcasts(grid, "qr")
+
+    def take(k, ready):  # start (V on my rows, T) of panel k from its process column (``ready`` there)
         g0 = k * nb
         w = min(min(m, n), g0 + nb) - g0
-        vbuf, tbuf = ready if c == k % pc_n else (np.empty((loc.shape[0] - lay.row_start(g0, r), w), loc.dtype,
-                                                           order="F"), np.empty((w, w), loc.dtype, order="F"))
-        _bcast(grid.row, vbuf, k % pc_n, "qr")
-        _bcast(grid.row, tbuf, k % pc_n, "qr")
-        return vbuf, tbuf
+        bufs = ready if c == k % pc_n else (np.empty((loc.shape[0] - lay.row_start(g0, r), w), loc.dtype,
+                                                     order="F"), np.empty((w, w), loc.dtype, order="F"))
+        return bufs, sent.start(bufs, k % pc_n)
+
+    def update(vbuf, tbuf, part):  # (in column chunks on one process row, the broadcasts tested between)
+        step = max(1, part.shape[1] if pr_n > 1 else _QR_CHUNK_COLS)
+        for j in range(0, part.shape[1], step):
+            _apply_block_reflector(grid, vbuf, tbuf, part[:, j:j + step], conj, adjoint=True)
+            sent.poll()
 
     ts = []
-    taken = take(0, _qr_panel(a, 0) if c == 0 else None) if steps else None
+    (vbuf, tbuf), reqs = take(0, _qr_panel(a, 0) if c == 0 else None) if steps else ((None, None), [])
     for k in range(steps):
-        vbuf, tbuf = taken
+        if c != k % pc_n:
+            sent.finish(reqs)  # (the sender's own broadcasts finish once its panel is used, below)
         ts.append(tbuf)
         g1 = min(min(m, n), (k + 1) * nb)
         lr0 = lay.row_start(k * nb, r)
         trail = lay.col_start(g1, c)
+        nxt, nreqs = (None, None), []
         if k + 1 == steps:
-            _apply_block_reflector(grid, vbuf, tbuf, loc[lr0:, trail:], conj, adjoint=True)
-            break
-        if c == (k + 1) % pc_n:  # block column k + 1 is mine: it first, then factor it and send it
+            update(vbuf, tbuf, loc[lr0:, trail:])
+        elif c == (k + 1) % pc_n:  # block column k + 1 is mine: it first, then factor it and send it
             split = trail + min(n, g1 + nb) - g1
-            _apply_block_reflector(grid, vbuf, tbuf, loc[lr0:, trail:split], conj, adjoint=True)
-            taken = take(k + 1, _qr_panel(a, k + 1))
-        else:  # a few of my block columns while it does that, then take the panel, then the rest
-            split = min(end, trail + _LEAD_BLOCKS * nb)
-            _apply_block_reflector(grid, vbuf, tbuf, loc[lr0:, trail:split], conj, adjoint=True)
-            taken = take(k + 1, None)
-        _apply_block_reflector(grid, vbuf, tbuf, loc[lr0:, split:], conj, adjoint=True)
+            update(vbuf, tbuf, loc[lr0:, trail:split])
+            nxt, nreqs = take(k + 1, _qr_panel(a, k + 1))
+            update(vbuf, tbuf, loc[lr0:, split:])
+        else:  # the next panel's receive posted, then my whole update while it comes
+            nxt, nreqs = take(k + 1, None)
+            update(vbuf, tbuf, loc[lr0:, trail:])
+        if c == k % pc_n:
+            sent.finish(reqs)
+        (vbuf, tbuf), reqs = nxt, nreqs
+    sent.done()
     return ts
 
 
