@@ -3,9 +3,9 @@ triangular solves with many right-hand sides, and SUMMA products.
 
 Right-looking blocked algorithms in ScaLAPACK's shape (``PDPOTRF``, ``PDGETRF``, ``PDTRSM``, ``PDGEMM``):
 at step ``k`` the process column holding block column ``k`` factors the panel, the panel goes along the
-process rows (one ``Bcast`` on each row communicator; Cholesky's an ``Ibcast`` started as soon as the
-panel is ready), the matching block row of ``U`` (or the transposed panel) down the process columns, and
-every process updates its part of the trailing matrix with one local GEMM per block column
+process rows (one ``Bcast`` on each row communicator; Cholesky's and QR's an ``Ibcast`` started as soon
+as the panel is ready), the matching block row of ``U`` (or the transposed panel) down the process
+columns, and every process updates its part of the trailing matrix with one local GEMM per block column
 (`meshrt.linalg.lapack`, BLAS on views, in place). Errors (a matrix that is not positive definite) travel
 with the panel, so every process leaves the loop at the same step.
 
