@@ -382,40 +382,58 @@ def _template(sharding, per, device):
     return e
 
 
+def _frozen(cls, fields: dict):
+    """An instance of the frozen dataclass ``cls`` holding ``fields`` (every field, and any cached property's
+    value), without its ``__init__``: a frozen dataclass's sets each field through ``object.__setattr__``,
+    2.4 us a message, and a loop over new shapes plans a halo each time."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
+
+
 def _make_plan(sharding, global_shape, local, per, device) -> HaloPlan:
     template, peers = _template(sharding, per, device)
-    info = []  # per sharded dim: (dim, axes, k, n, lo, hi, owned width)
+    info = []  # per sharded dim: (dim, lo, hi, owned width)
     for d, axes, k, n, lo, hi in template:
         w = local[d] - lo - hi
         if n == 1 and per[d] and (lo > w or hi > w):
             raise ShardingError(
                 f"halo_sizes: dim {d} halos ({lo}, {hi}) are wider than its single periodic shard "
                 f"of width {w}")
-        info.append((d, axes, k, n, lo, hi, w))
-
-    messages = []
+        info.append((d, lo, hi, w))
+    fields = dict(sharding=sharding, global_shape=global_shape, device=device, local_shape=local, periodic=per)
     if not peers:
-        return HaloPlan(sharding, global_shape, device, local, per, ())
+        return _frozen(HaloPlan, dict(fields, messages=(), sends=(), recvs=(), local_copies=()))
+    whole = [slice(0, s) for s in local]
+    messages, sends, recvs, local_copies = [], [], [], False
     for direction, peer in peers:
-        send = [slice(0, s) for s in local]
-        recv = [slice(0, s) for s in local]
-        for e, (d, axes, k, n, lo, hi, w) in zip(direction, info):
+        send, recv = list(whole), list(whole)
+        for e, (d, lo, hi, w) in zip(direction, info):
             if e == 0:
                 send[d] = recv[d] = slice(lo, lo + w)
-                continue
-            if e < 0:
+            elif e < 0:
                 # The peer below fills its high halo (width hi) with our lowest owned cells.
                 send[d] = slice(lo, lo + hi)
                 recv[d] = slice(0, lo)
             else:
                 send[d] = slice(w, lo + w)  # the peer above fills its low halo (width lo)
                 recv[d] = slice(lo + w, lo + w + hi)
-        messages.append(HaloMessage(
+        m = _frozen(HaloMessage, dict(
             direction=direction, peer=peer, send_box=tuple(send), recv_box=tuple(recv),
-            send_tag=_tag(direction), recv_tag=_tag(tuple(-e for e in direction)),
-            local=peer == device,
-        ))
-    return HaloPlan(sharding, global_shape, device, local, per, tuple(messages))
+            send_tag=_tag(direction), recv_tag=_tag(tuple([-e for e in direction])), local=peer == device))
+        messages.append(m)
+        if peer is not None:
+            if m.local:
+                local_copies = True
+            else:
+                if all(b.stop > b.start for b in m.send_box):
+                    sends.append(m)
+                if all(b.stop > b.start for b in m.recv_box):
+                    recvs.append(m)
+    fields.update(messages=tuple(messages), sends=tuple(sends), recvs=tuple(recvs))
+    if not local_copies:  # (else `HaloPlan.local_copies` works them out when asked)
+        fields["local_copies"] = ()
+    return _frozen(HaloPlan, fields)
 
 
 # ---------------------------------------------------------------------------

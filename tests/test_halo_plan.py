@@ -160,3 +160,26 @@ def test_send_boxes_land_on_matching_recv_boxes(seed):
             assert [x.stop - x.start for x in back.recv_box] == [x.stop - x.start for x in m.send_box]
             assert _global_positions(s, shape, dev, m.send_box, per) == \
                 _global_positions(s, shape, m.peer, back.recv_box, per)
+
+
+@pytest.mark.parametrize("mesh_shape, split, halos", [
+    ((4,), [[0]], [1, 2]), ((2, 2), [[0], [1]], [0, 2, 1, 0]), ((1,), [[0]], [1, 2]),
+    ((2, 3), [[1, 0]], [1, 1]), ((2, 2, 2), [[0], [1], [2]], [1, 0] * 3), ((3,), [[], [0]], [2, 1])])
+def test_the_plans_own_lists_match_its_messages(mesh_shape, split, halos):
+    """A plan comes with its sends, receives and local copies worked out as it is made (no dataclass
+    ``__init__``, for a loop over new shapes): the same as the plan's own definitions from its messages,
+    and the plan equals one made by the dataclass's constructor."""
+    from meshrt.halo import HaloMessage, HaloPlan
+
+    mesh = AbstractMesh(mesh_shape)
+    s = Sharding(mesh, split, halo_sizes=halos)
+    shape = tuple(12 + d for d in range(max(len(split), 1)))
+    for periodic, dev in itertools.product([False, True], range(mesh.size)):
+        p = plan_halo(s, shape, periodic=periodic, device=dev)
+        assert p.sends == tuple(m for m in p.messages if m.sends and not m.local)
+        assert p.recvs == tuple(m for m in p.messages if m.receives and not m.local)
+        assert p.local_copies == HaloPlan.local_copies.func(p)
+        again = HaloPlan(p.sharding, p.global_shape, p.device, p.local_shape, p.periodic,
+                         tuple(HaloMessage(m.direction, m.peer, m.send_box, m.recv_box, m.send_tag, m.recv_tag,
+                                           m.local) for m in p.messages))
+        assert again == p
