@@ -591,7 +591,6 @@ def qr(a: CyclicMatrix) -> list:
     (pr_n, pc_n), (r, c) = lay.grid, grid.coords
     conj = "C" if loc.dtype.kind == "c" else "T"
     steps = -(-min(m, n) // nb)
-    end = loc.shape[1]
 
     sent = _RowBroadcasts(grid, "qr")
 
