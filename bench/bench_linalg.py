@@ -504,11 +504,11 @@ def table(args, ops, results):
         for m in sorted((r for r in results if r["side"] == "meshrt" and r["op"] == op), key=lambda r: r["block"]):
             s = next((r for r in results if r["side"] == "scalapack" and r["op"] == op and r["block"] == m["block"]),
                      None)
-            pairs = [_paired(m, s, k) for k in ("times", "cpu", "inside")]
-            if all(v is not None for v in pairs):
+            pairs = [_paired(m, s, k) for k in ("times", "cpu", "inside", "inplace")]
+            if all(v is not None for v in pairs[:3]):
                 print(f"{op:9s} block {m['block']:4d}, paired by round ({len(m['rounds'])} rounds, median of each "
                       f"round's ratio): wall {pairs[0]:.2f}, CPU {pairs[1]:.2f}, in layout {pairs[2]:.2f}"
-                      + (f", in place {_paired(m, s, 'inplace'):.2f}" if _paired(m, s, "inplace") else ""))
+                      + (f", in place {pairs[3]:.2f}" if pairs[3] is not None else ""))
     for op in ops:
         m, s = _best(results, "meshrt", op), _best(results, "scalapack", op)
         if m and m.get("inplace"):

@@ -426,9 +426,9 @@ def _make_plan(sharding, global_shape, local, per, device) -> HaloPlan:
             if m.local:
                 local_copies = True
             else:
-                if all(b.stop > b.start for b in m.send_box):
+                if m.sends:
                     sends.append(m)
-                if all(b.stop > b.start for b in m.recv_box):
+                if m.receives:
                     recvs.append(m)
     fields.update(messages=tuple(messages), sends=tuple(sends), recvs=tuple(recvs))
     if not local_copies:  # (else `HaloPlan.local_copies` works them out when asked)

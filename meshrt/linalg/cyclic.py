@@ -387,17 +387,14 @@ def _exchange(comm, src, sends, dst, recvs, shape, what, own=None, triangle=None
 
 def _zero_beyond(block: np.ndarray, row0: int, col0: int, shape, triangle) -> None:
     """Zero what a ``triangle`` exchange brought beside the triangle into ``block`` (global rows and columns
-    from ``row0``, ``col0``): the elements across the diagonal in each round's square."""
+    from ``row0``, ``col0``): the elements across the diagonal in each round's square (`zero_across` on
+    each; the rest of a `lazy_zeros` block is zero already, and its pages stay untouched)."""
     bounds = round_bounds(shape, block.dtype.itemsize)
-    rows = np.arange(row0, row0 + block.shape[0])
-    cols = np.arange(col0, col0 + block.shape[1])
     for c0, c1 in zip(bounds[:-1], bounds[1:]):
         r0, r1 = max(c0, row0), min(c1, row0 + block.shape[0])
         k0, k1 = max(c0, col0), min(c1, col0 + block.shape[1])
-        if r0 >= r1 or k0 >= k1:
-            continue
-        r, c = rows[r0 - row0:r1 - row0, None], cols[None, k0 - col0:k1 - col0]
-        block[r0 - row0:r1 - row0, k0 - col0:k1 - col0][r < c if triangle == "lower" else r > c] = 0
+        if r0 < r1 and k0 < k1:
+            zero_across(block[r0 - row0:r1 - row0, k0 - col0:k1 - col0], r0, k0, triangle)
 
 
 def zero_across(block: np.ndarray, row0: int, col0: int, triangle) -> None:
