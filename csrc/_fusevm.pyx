@@ -281,14 +281,21 @@ cdef class Program:
     cdef int _fill_scalars(self, char* bufs, scalars) except -1:
         """Each scalar's chunk, filled once per run."""
         cdef Py_ssize_t i, d
+        cdef double v
+        cdef float f
+        cdef double* dp
+        cdef float* fp
         for i in range(self.nsc):
-            v = scalars[i]
+            v = scalars[i]  # (converted once: a Python float's value, not one conversion per lane)
             if self.size == 8:
+                dp = <double*>bufs + (self.nleaf + i) * _RSTRIDE
                 for d in range(_CHUNK):
-                    (<double*>bufs)[(self.nleaf + i) * _RSTRIDE + d] = <double>v
+                    dp[d] = v
             else:
+                f = <float>v
+                fp = <float*>bufs + (self.nleaf + i) * _RSTRIDE
                 for d in range(_CHUNK):
-                    (<float*>bufs)[(self.nleaf + i) * _RSTRIDE + d] = <float>v
+                    fp[d] = f
         return 0
 
     cdef void _go(self, const int64_t* bx, Py_ssize_t nbox, const cnp.int8_t* sl, const int64_t* of, char* o,
