@@ -25,7 +25,7 @@ def test_scalar_both_sides_and_dtypes_in_turn(dt):
                 e = uf(t, s) if first else uf(s, t)
                 ref = uf(g, s) if first else uf(s, g)
                 assert isinstance(e, _lazy.LazyTensor)
-                assert _lazy._EXPR.__get__(e).dtype == ref.dtype, (uf, dt, first)  # the deferred node's dtype
+                assert e._expr.dtype == ref.dtype, (uf, dt, first)  # the deferred node's dtype
                 f = (uf(t, s) if first else uf(s, t)) + t  # a fused kernel of the nodes' loop dtypes
                 np.testing.assert_allclose(f.gather(), ref + g, rtol=1e-6)
                 got = e.gather()
@@ -45,7 +45,7 @@ def test_two_tensors_dtypes_and_shapes():
                 for uf in (np.subtract,):
                     e = uf(x, y)
                     ref = uf(gx, gy)
-                    assert _lazy._EXPR.__get__(e).dtype == ref.dtype
+                    assert e._expr.dtype == ref.dtype
                     np.testing.assert_allclose((uf(x, y) + x).gather(), ref + gx, rtol=1e-6)
                     got = e.gather()
                     assert got.dtype == ref.dtype

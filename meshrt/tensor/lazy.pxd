@@ -10,3 +10,23 @@ cdef class _Leaf(_Node):
 
 cdef class _Op(_Node):
     cdef public object ufunc, args, raw, ins, op, head
+
+# The per-statement helpers, called from this module as C functions (no global lookup, no argument tuple:
+# ~50 ns a call, 20 calls a stencil statement); from elsewhere as before.
+cpdef _wrap(node)
+cpdef _node_of(x)
+cpdef _pair_loop(ufunc, types)
+cpdef _build_ufunc(ufunc, inputs)
+cpdef _region(shape, key)
+cpdef _int_region(shape, key)
+cpdef _direct_int_region(shape, key)
+cpdef _slice_region(k, n)
+cpdef flush(keep=*)
+cpdef _refs_ok(value, path)
+cpdef _probe(value, path)
+cpdef _collect_fast(root, origin, drop=*)
+cpdef _sig_entry(root, origin, arrays, pattern, drop)
+cpdef _memo_plan(c, t, arrays, shape)
+cpdef _subtree_pending(root)
+cpdef _fused_write(t, origin, node, shape=*, drop=*, local_only=*)
+cpdef _trim_plans()

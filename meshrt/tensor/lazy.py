@@ -64,7 +64,6 @@ MAX_NODES = 64  # an expression past this many operations is evaluated where it 
 
 _SLOTS = ("_local", "_sharding", "_global_shape", "_periodic", "_interior", "_slices", "_halo", "_writes")
 _D = {n: DistributedTensor.__dict__[n] for n in _SLOTS}
-_EXPR = DistributedTensor.__dict__["_expr"]
 _DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32", "int64")}
 _BIG = 1 << 62
 _eager = [0]  # > 0 while pending expressions are replayed eagerly: no deferral inside
@@ -223,11 +222,11 @@ class LazyTensor(DistributedTensor):
     __slots__ = ()
 
     def _materialize(self):
-        node = _EXPR.__get__(self)
+        node = self._expr
         value = node.force()
         for name, d in _D.items():
             d.__set__(self, d.__get__(value) if name not in ("_halo", "_writes") else None)
-        _EXPR.__set__(self, None)
+        self._expr = None
         self.__class__ = DistributedTensor
 
 
@@ -256,7 +255,7 @@ def _node_property(read, doc):
     base = DistributedTensor.__dict__[doc]
 
     def get(self):
-        node = _EXPR.__get__(self)
+        node = self._expr
         return base.__get__(self) if node is None else read(node)
 
     return property(get, doc=base.__doc__)
@@ -275,7 +274,7 @@ class _Pending(LazyTensor):
     __slots__ = ()
 
     def __del__(self):
-        node = _EXPR.__get__(self)
+        node = self._expr
         if node is not None:
             _pending.pop(id(node), None)
 
@@ -283,10 +282,10 @@ class _Pending(LazyTensor):
 def _wrap(node) -> LazyTensor:
     if type(node) is _Leaf and node.kind != "roll":
         t = object.__new__(LazyTensor)
-        _EXPR.__set__(t, node)
+        t._expr = node
     else:
         t = object.__new__(_Pending)
-        _EXPR.__set__(t, node)
+        t._expr = node
         _pending[id(node)] = node
     if node.size > MAX_NODES:
         t._materialize()
@@ -301,7 +300,7 @@ def _node_of(x):
     """The node of a tensor operand (None for anything else)."""
     tx = type(x)
     if tx in _LAZY_TYPES:
-        n = _EXPR.__get__(x)
+        n = x._expr
         if type(n) is _Leaf:
             n.t._writes = None
         return n
@@ -433,8 +432,10 @@ def _build_ufunc(ufunc, inputs):
             return None
     if not shape:  # (None: no tensor; (): 0-d, eager)
         return None
-    if meshes0 is not None and any(m is not mesh and m != mesh for m in meshes0):
-        return None
+    if meshes0 is not None:
+        for m in meshes0:
+            if m is not mesh and m != mesh:
+                return None
     loop = _loop(ufunc, tuple(key))
     if not loop:
         return None
@@ -455,7 +456,7 @@ def slice_leaf(v):
     ``drop`` the dims of ``t`` its ints dropped, ``starts`` one per dim of ``t``, ``shape`` those kept) not yet
     evaluated; None for anything else (`meshrt.tensor.fastpath.matmul_1d` reads the slice's block without
     evaluating it)."""
-    node = _EXPR.__get__(v)
+    node = v._expr
     if type(node) is _Leaf and node.kind == "slice" and node.value is None:
         return node.t, node.starts, node.shape, node.drop
     return None
@@ -505,6 +506,10 @@ def _region(shape, key):
         else:
             rest = len(shape) - len(key)
             return tuple(starts) + (0,) * rest, tuple(sizes) + shape[len(key):]
+    return _region_cached(shape, key)
+
+
+def _region_cached(shape, key):
     kid = _key_id(key)
     if kid is None:
         return None
@@ -548,6 +553,10 @@ def _int_region(shape, key):
         r = _direct_int_region(shape, key)
         if r is not _GENERAL:
             return r
+    return _int_region_cached(shape, key)
+
+
+def _int_region_cached(shape, key):
     kid = _key_id(key)
     if kid is None:
         return None
@@ -737,7 +746,7 @@ def _calibrate():
 
     def make():
         v = object.__new__(LazyTensor)
-        _EXPR.__set__(v, probe)
+        v._expr = probe
         return v
 
     t[0] = make()
@@ -746,10 +755,10 @@ def _calibrate():
 
 
 def _probe(value, path) -> bool:
-    if type(value) in _LAZY_TYPES and _EXPR.__get__(value).__class__ is _Probe:
+    if type(value) in _LAZY_TYPES and value._expr.__class__ is _Probe:
         n = sys.getrefcount(value) - 2  # this frame's argument and getrefcount's
         _BASELINE[path] = n
-        _EXPR.__set__(value, None)
+        value._expr = None
         return True
     return False
 
@@ -765,13 +774,13 @@ def setitem(t, key, value) -> bool:
     if type(value) is LazyTensor and _same_region(t, key, value):  # ``A[:, j] -= v`` ends by ``A[:, j] = view``
         return True
     if type(value) in _LAZY_TYPES and type(t) is DistributedTensor and _refs_ok(value, "setitem"):
-        node = _EXPR.__get__(value)
+        node = value._expr
         if isinstance(node, _Op) and node.value is None and not t._sharding._partial_axes:
             r = _region(t._global_shape, key)
             if r is not None:
                 if r[1] == node.shape and node.dtype == t._local.dtype and not node.consumed:
                     if _fused_write(t, r[0], node):
-                        _EXPR.__set__(value, None)
+                        value._expr = None
                         if type(value) is _Pending:  # (written: no longer pending, so no __del__ to call)
                             value.__class__ = LazyTensor
                         return True
@@ -779,7 +788,7 @@ def setitem(t, key, value) -> bool:
                 r = _int_region(t._global_shape, key)
                 if r is not None and r[3] == node.shape and node.dtype == t._local.dtype and not node.consumed:
                     if _fused_write(t, r[0], node, r[1], r[2]):
-                        _EXPR.__set__(value, None)
+                        value._expr = None
                         return True
     flush()
     return False
@@ -787,7 +796,7 @@ def setitem(t, key, value) -> bool:
 
 def _same_region(t, key, view) -> bool:
     """Whether ``view`` is the unevaluated view ``t[key]`` itself (writing it there changes nothing)."""
-    leaf = _EXPR.__get__(view)
+    leaf = view._expr
     if type(leaf) is not _Leaf or leaf.kind != "slice" or leaf.t is not t or leaf.value is not None:
         return False
     if not leaf.drop:
@@ -804,13 +813,13 @@ def _consuming_write(t, origin, node, shape, drop, inputs, view, local_only=Fals
     taken = []
     for v in inputs:
         if v is not view and type(v) in _LAZY_TYPES:
-            n = _EXPR.__get__(v)
+            n = v._expr
             if _pending.pop(id(n), None) is not None:
                 taken.append(n)
     if _fused_write(t, origin, node, shape, drop, local_only):
         for v in inputs:
             if v is not view and type(v) in _LAZY_TYPES:
-                _EXPR.__set__(v, None)
+                v._expr = None
         return True
     for n in taken:
         _pending[id(n)] = n
@@ -842,7 +851,7 @@ def _ufunc_out(ufunc, inputs, out, path="ufunc"):
                 return t
     elif ENABLED and len(outs) == 1 and type(outs[0]) is LazyTensor:  # ``A[:, j] -= v``: into the view's region
         view = outs[0]
-        leaf = _EXPR.__get__(view)
+        leaf = view._expr
         if type(leaf) is _Leaf and leaf.kind == "slice" and leaf.value is None:
             t = leaf.t
             ok = not t._sharding._partial_axes
@@ -1123,7 +1132,9 @@ def _subtree_pending(root) -> bool:
         if n is not root and id(n) in _pending:
             return True
         if isinstance(n, _Op):
-            stack.extend(a for a in n.args if isinstance(a, _Node))
+            for a in n.args:
+                if isinstance(a, _Node):
+                    stack.append(a)
     return False
 
 
@@ -1826,7 +1837,7 @@ def explain_fused(expr, target=None, key=Ellipsis) -> str:
     """
     if type(expr) not in _LAZY_TYPES:
         return "not a deferred expression: nothing to fuse"
-    node = _EXPR.__get__(expr)
+    node = expr._expr
     if not isinstance(node, _Op):
         return f"{_describe_node(node)}: a view or copy, not a fused kernel"
     if target is None:
