@@ -100,7 +100,8 @@ class Sharding:
     shard.sharding @mesh split_axes = [[]] partial = max[0]
     """
 
-    __slots__ = ("_mesh", "_split_axes", "_partial_axes", "_partial_type", "_halo_sizes", "_offsets", "_hash")
+    __slots__ = ("_mesh", "_split_axes", "_partial_axes", "_partial_type", "_halo_sizes", "_offsets", "_hash",
+                 "_sharded")
 
     def __init__(
         self,
@@ -116,6 +117,7 @@ class Sharding:
             raise ShardingError(f"mesh: {mesh!r} is not a Mesh or AbstractMesh")
         self._mesh = mesh
         self._split_axes = _normalize_split_axes(mesh, split_axes)
+        self._sharded = tuple([d for d, axes in enumerate(self._split_axes) if axes])
         used = {a for axes in self._split_axes for a in axes}
 
         try:
@@ -209,7 +211,7 @@ class Sharding:
     @property
     def sharded_dims(self) -> tuple:
         """Tensor dims split along at least one mesh axis, in order."""
-        return tuple(d for d, axes in enumerate(self._split_axes) if axes)
+        return self._sharded
 
     @property
     def is_partial(self) -> bool:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import itertools
 import os
 import sys
 import tempfile
@@ -587,43 +588,46 @@ def plan_boxes(box, owned, split, leaves):
     >>> plan_boxes(((1, 4),), ((0, 4),), (True,), [[[(0, 8, -1)]], [[(0, 8, 1)]]])  # cell 3 reads 4: a ghost
     [(((1, 3),), ((-1,), (1,)), (False, False)), (((3, 4),), ((-1,), (1,)), (False, True))]
     """
-    ndim = len(box)
-    if any(hi <= lo for lo, hi in box):
-        return []
+    for lo, hi in box:
+        if hi <= lo:
+            return []
+    # (loops, no generators: a stencil on a new shape cuts its boxes on its first call)
     cuts = []
-    for d in range(ndim):
-        lo, hi = box[d]
+    for d, (lo, hi) in enumerate(box):
         pts = {lo, hi}
+        o0, o1 = owned[d]
+        sd = split[d]
         for pieces in leaves:
             for plo, phi, s in pieces[d]:
-                pts.update((plo, phi))
-                if split[d]:
-                    pts.update((owned[d][0] - s, owned[d][1] - s))
-        pts = sorted(p for p in pts if lo <= p <= hi)
-        cuts.append([(a, b) for a, b in zip(pts, pts[1:]) if b > a])
+                if lo < plo < hi:
+                    pts.add(plo)
+                if lo < phi < hi:
+                    pts.add(phi)
+                if sd:
+                    if lo < o0 - s < hi:
+                        pts.add(o0 - s)
+                    if lo < o1 - s < hi:
+                        pts.add(o1 - s)
+        pts = sorted(pts)
+        cuts.append(list(zip(pts, pts[1:])))
     out = []
-    for cell in _product(cuts):
+    for cell in itertools.product(*cuts):
         shifts, ghost = [], []
         for pieces in leaves:
             sh, gh = [], False
             for d, (lo, hi) in enumerate(cell):
-                s = next(s for plo, phi, s in pieces[d] if plo <= lo and hi <= phi)
+                for plo, phi, s in pieces[d]:
+                    if plo <= lo and hi <= phi:
+                        break
+                else:
+                    raise ValueError(f"leaves: no piece of dim {d} covers cells [{lo}, {hi})")
                 sh.append(s)
                 if split[d] and (lo + s < owned[d][0] or hi + s > owned[d][1]):
                     gh = True
             shifts.append(tuple(sh))
             ghost.append(gh)
-        out.append((tuple(cell), tuple(shifts), tuple(ghost)))
+        out.append((cell, tuple(shifts), tuple(ghost)))
     return out
-
-
-def _product(lists):
-    if not lists:
-        yield ()
-        return
-    for head in lists[0]:
-        for rest in _product(lists[1:]):
-            yield (head,) + rest
 
 
 _warmup.then(preload)

@@ -1376,6 +1376,19 @@ def _get_plan(t, origin, shape, sig, arrays, leaves, force=False, hot=1):
     return entry if type(entry) is _FusedPlan else None
 
 
+_FUSEVM = []
+
+
+def _fusevm():
+    """``meshrt._fusevm``, imported once (an import statement costs ~1 us each time it runs; only the plans
+    of expressions the interpreter has need it, and a build without the extension has no such plans)."""
+    if not _FUSEVM:
+        from .. import _fusevm as m
+
+        _FUSEVM.append(m)
+    return _FUSEVM[0]
+
+
 @dataclass
 class _Ghost:
     """The ghost-padded copy of one operand: its buffer, exchange, and the slabs copied in first."""
@@ -1510,15 +1523,19 @@ class _FusedPlan:
         for gh in self.ghosts:
             if gh is not None and (any(lo or hi for lo, hi in gh.widths[1:]) or gh.exchange.plan.local_copies):
                 return False
-        from .. import _fusevm
-
-        return _fusevm.mpi_calls()
+        return _fusevm().mpi_calls()
 
     def _pack(self, lst):
         nd, na, nl = self._shape
-        return (np.array([b for b, _, _ in lst], np.int64).reshape(len(lst), 2 * nd),
-                np.array([x for _, x, _ in lst], np.int8).reshape(len(lst), na),
-                np.array([o for _, _, o in lst], np.int64).reshape(len(lst), nl, nd))
+        b, x, o = [], [], []
+        for flat, sel, offs in lst:  # (flat lists: numpy reads no nesting)
+            b += flat
+            x += sel
+            for row in offs:
+                o += row
+        n = len(lst)
+        return (np.array(b, np.int64).reshape(n, 2 * nd), np.array(x, np.int8).reshape(n, na),
+                np.array(o, np.int64).reshape(n, nl, nd))
 
     def shed(self):
         """After a once-plan's run: drop its ghost buffers (the geometry stays, for `upgrade`)."""
@@ -1549,8 +1566,6 @@ class _FusedPlan:
         bufs = [a._local for a in arrays]
         if prog is None or not t._local.flags.c_contiguous or not all(b.flags.c_contiguous for b in bufs):
             return None
-        from .. import _fusevm
-
         ghosts = self.ghosts
         target = next((i for i, a in enumerate(arrays) if a is t), -1)
         slabs = [(i, gh.padded[ip], bufs[i][ia]) for i, gh in enumerate(ghosts) if gh is not None
@@ -1578,7 +1593,7 @@ class _FusedPlan:
                     return None
                 sends.append((False, v, m.peer, m.send_tag, ex.comm))
         try:
-            return _fusevm.SmallRun(prog, self.all, self.sel_all, self.offs_all, self.oo, t._local, bufs,
+            return _fusevm().SmallRun(prog, self.all, self.sel_all, self.offs_all, self.oo, t._local, bufs,
                                     [None if gh is None else gh.padded for gh in ghosts], slabs, exchanges, target,
                                     self.self_shift and target >= 0, recvs + sends)
         except ValueError:  # (a buffer it cannot take: the plan's Python path, with the same messages)
