@@ -341,6 +341,17 @@ from libc.string cimport memcpy
 from meshrt._blockcopy cimport copy_strided
 
 cdef int _mpi_state = -1  # -1: not looked up; 1: this module's MPI table is filled; 0: mpi4py's calls
+cdef object _MPI = None  # mpi4py.MPI, imported once (a new shape's first write builds a SmallRun)
+cdef size_t _byte_handle = 0
+
+
+cdef object _mpi4py():
+    global _MPI, _byte_handle
+    if _MPI is None:
+        from mpi4py import MPI
+        _byte_handle = <size_t>MPI._handleof(MPI.BYTE)
+        _MPI = MPI
+    return _MPI
 
 
 def mpi_calls():
@@ -487,8 +498,8 @@ cdef class SmallRun:
         if self.nmsg:
             if _mpi_state != 1:
                 raise ValueError("SmallRun: plain messages need MPI's C calls, which this MPI does not give")
-            from mpi4py import MPI
-            self.byte_handle = <size_t>MPI._handleof(MPI.BYTE)
+            MPI = _mpi4py()
+            self.byte_handle = _byte_handle
             self.msg = <Py_ssize_t*>malloc(self.nmsg * 6 * sizeof(Py_ssize_t))
             if not self.msg:
                 raise MemoryError()
@@ -508,7 +519,7 @@ cdef class SmallRun:
                 keep.append(comm)
         self.nreq = len(reqs) + self.nmsg
         if self.nreq:
-            from mpi4py import MPI
+            MPI = _mpi4py()
             self.reqs = <char*>malloc(self.nreq * (8 + MESHRT_STATUS_BYTES))
             if not self.reqs:
                 raise MemoryError()

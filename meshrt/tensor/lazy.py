@@ -43,6 +43,7 @@ import mmap
 import operator
 import os
 import sys
+from sys import getrefcount as _getrefcount
 from dataclasses import dataclass
 
 import numpy as np
@@ -727,7 +728,7 @@ def _refs_ok(value, path) -> bool:
     base = _BASELINE.get(path)
     if base is None:
         return False
-    return sys.getrefcount(value) - 2 <= base  # - 2: this function's argument and getrefcount's
+    return _getrefcount(value) - 2 <= base  # - 2: this function's argument and getrefcount's
 
 
 class _Probe:
@@ -756,7 +757,7 @@ def _calibrate():
 
 def _probe(value, path) -> bool:
     if type(value) in _LAZY_TYPES and value._expr.__class__ is _Probe:
-        n = sys.getrefcount(value) - 2  # this frame's argument and getrefcount's
+        n = _getrefcount(value) - 2  # this frame's argument and getrefcount's
         _BASELINE[path] = n
         value._expr = None
         return True
@@ -1172,7 +1173,7 @@ def _fused_write(t, origin, node, shape=None, drop=(), local_only=False) -> bool
     _pending.pop(id(node), None)
     node.consumed = True
     flush()
-    plan.run(t, arrays, scalars, new=False)
+    plan.run(t, arrays, scalars, False)
     if plan.once:
         plan.shed()
     stats["fused_writes"] += 1
