@@ -3,7 +3,6 @@ checked against numpy on the global array at any process count (every layout of 
 
 import math
 import operator
-
 import warnings
 
 import numpy as np
