@@ -1,3 +1,5 @@
+cimport cython
+
 # Augments lazy.py when setup.py compiles it (COMPILED_PY): the expression nodes become extension
 # types, their fields C struct members (a node is made per deferred operation: ~1 us less each).
 # The names and fields are those of the classes' __slots__ in lazy.py; keep the two in step.
@@ -13,9 +15,11 @@ cdef class _Op(_Node):
 
 # The per-statement helpers, called from this module as C functions (no global lookup, no argument tuple:
 # ~50 ns a call, 20 calls a stencil statement); from elsewhere as before.
+@cython.locals(node=_Node)
 cpdef _wrap(node)
 cpdef _node_of(x)
 cpdef _pair_loop(ufunc, types)
+@cython.locals(n=_Node, m=_Node)
 cpdef _build_ufunc(ufunc, inputs)
 cpdef _region(shape, key)
 cpdef _int_region(shape, key)
@@ -30,3 +34,8 @@ cpdef _memo_plan(c, t, arrays, shape)
 cpdef _subtree_pending(root)
 cpdef _fused_write(t, origin, node, shape=*, drop=*, local_only=*)
 cpdef _trim_plans()
+# (``self`` typed: its fields are written as C struct members, not through Python's setattr)
+@cython.locals(self=_Leaf)
+cpdef _leaf(t, kind, starts, shape, args=*, drop=*)
+@cython.locals(self=_Op, node=_Node)
+cpdef _op(op, ufunc, args, raw, ins, dtype, shape, mesh, periodic, head=*)

@@ -115,18 +115,6 @@ class _Leaf(_Node):
 
     __slots__ = ("t", "kind", "starts", "args", "drop")
 
-    def __init__(self, t, kind, starts, shape, args=None, drop=()):
-        self.t, self.kind, self.starts, self.args, self.drop = t, kind, starts, args, drop
-        self.shape, self.dtype, self.mesh, self.size = shape, t._local.dtype, t._sharding._mesh, 0
-        self.periodic = t._periodic if kind != "slice" else None
-        self.value = None
-        self.consumed = False
-        # (leaves stays None: (self,) would be a reference cycle, freed only by the cyclic collector)
-        # (the dtype's char, not the dtype: hashing a dtype costs ~0.1 us; the plan's key and memo compare the
-        # arrays' dtypes themselves)
-        self.leaves, self.scalars, self.oldest = None, (), _forced[0]
-        self.skey = (kind, starts, self.dtype.char) if not drop else (kind, starts, self.dtype.char, drop)
-
     def _evaluate(self):
         if self.kind == "full":
             return self.t
@@ -141,26 +129,6 @@ class _Op(_Node):
     """``ufunc(*args)``; an arg is a node or a scalar already converted to its loop dtype."""
 
     __slots__ = ("ufunc", "args", "raw", "ins", "op", "head")
-
-    def __init__(self, op, ufunc, args, raw, ins, dtype, shape, mesh, periodic, head=None):
-        self.op, self.ufunc, self.args, self.raw, self.ins = op, ufunc, args, raw, ins
-        self.head = _head(op, ufunc, ins, dtype) if head is None else head
-        self.dtype, self.shape, self.mesh, self.periodic = dtype, shape, mesh, periodic
-        size, leaves, scalars, skey, oldest = 1, (), (), [self.head], _forced[0]
-        for a in args:
-            if type(a) is _Op or type(a) is _Leaf:
-                size += a.size
-                leaves += a.leaves if type(a) is _Op else (a,)
-                scalars += a.scalars
-                skey.append(a.skey)
-                if a.oldest < oldest:
-                    oldest = a.oldest
-            else:
-                scalars += (a,)
-                skey.append(None)
-        self.size, self.leaves, self.scalars, self.skey, self.oldest = size, leaves, scalars, tuple(skey), oldest
-        self.value = None
-        self.consumed = False
 
     def _evaluate(self):
         if self.op == "ufunc" and self.size == 1 and _whole_leaves(self.args):
@@ -181,6 +149,50 @@ class _Op(_Node):
             if self.op == "where":
                 return _HANDLED_FUNCTIONS[np.where](*args)
             return args[0].astype(self.dtype)
+
+
+# (factories, not ``__init__``: compiled, the node is made by its type's ``tp_new`` and filled by a C call; a
+# call of the type parses its ten arguments as Python's, ~0.5 us of the 1.3 a node cost)
+def _leaf(t, kind, starts, shape, args=None, drop=()):
+    """The `_Leaf` of ``t`` read whole (``kind`` "full"), through a basic slice (``args`` its key), or rolled
+    (``args`` the roll's shift and axis)."""
+    self = _Leaf.__new__(_Leaf)
+    self.t, self.kind, self.starts, self.args, self.drop = t, kind, starts, args, drop
+    self.shape, self.dtype, self.mesh, self.size = shape, t._local.dtype, t._sharding._mesh, 0
+    self.periodic = t._periodic if kind != "slice" else None
+    self.value = None
+    self.consumed = False
+    # (leaves stays None: (self,) would be a reference cycle, freed only by the cyclic collector)
+    # (the dtype's char, not the dtype: hashing a dtype costs ~0.1 us; the plan's key and memo compare the
+    # arrays' dtypes themselves)
+    self.leaves, self.scalars, self.oldest = None, (), _forced[0]
+    self.skey = (kind, starts, self.dtype.char) if not drop else (kind, starts, self.dtype.char, drop)
+    return self
+
+
+def _op(op, ufunc, args, raw, ins, dtype, shape, mesh, periodic, head=None):
+    """The `_Op` ``ufunc(*args)`` (``op`` "ufunc", "where" or "astype"); ``raw`` the operands as given."""
+    self = _Op.__new__(_Op)
+    self.op, self.ufunc, self.args, self.raw, self.ins = op, ufunc, args, raw, ins
+    self.head = _head(op, ufunc, ins, dtype) if head is None else head
+    self.dtype, self.shape, self.mesh, self.periodic = dtype, shape, mesh, periodic
+    size, leaves, scalars, skey, oldest = 1, (), (), [self.head], _forced[0]
+    for a in args:
+        if type(a) is _Op or type(a) is _Leaf:
+            node = a
+            size += node.size
+            leaves += node.leaves if type(a) is _Op else (node,)
+            scalars += node.scalars
+            skey.append(node.skey)
+            if node.oldest < oldest:
+                oldest = node.oldest
+        else:
+            scalars += (a,)
+            skey.append(None)
+    self.size, self.leaves, self.scalars, self.skey, self.oldest = size, leaves, scalars, tuple(skey), oldest
+    self.value = None
+    self.consumed = False
+    return self
 
 
 def _whole_leaves(args) -> bool:
@@ -309,7 +321,7 @@ def _node_of(x):
         if x._sharding._partial_axes:
             return None
         x._writes = None  # a remembered scalar write would bypass the write check (meshrt._keys)
-        return _Leaf(x, "full", None, x._global_shape)
+        return _leaf(x, "full", None, x._global_shape)
     return None
 
 
@@ -383,7 +395,7 @@ def _build_ufunc(ufunc, inputs):
                         return None
                     ins, dt, head = loop
                     args, raw = ([n, ins[1].type(s)], [n, s]) if ty is float else ([ins[0].type(s), n], [s, n])
-                    return _Op("ufunc", ufunc, args, raw, ins, dt, n.shape, n.mesh, n.periodic, head)
+                    return _op("ufunc", ufunc, args, raw, ins, dt, n.shape, n.mesh, n.periodic, head)
         elif tx in _TENSOR_TYPES and ty in _TENSOR_TYPES and not (
                 tx is DistributedTensor and not x._global_shape or ty is DistributedTensor and not y._global_shape):
             n, m = _node_of(x), _node_of(y)
@@ -394,7 +406,7 @@ def _build_ufunc(ufunc, inputs):
                 if not loop:
                     return None
                 ins, dt, head = loop
-                return _Op("ufunc", ufunc, [n, m], [n, m], ins, dt, n.shape, n.mesh, n.periodic, head)
+                return _op("ufunc", ufunc, [n, m], [n, m], ins, dt, n.shape, n.mesh, n.periodic, head)
     ok = _FUSABLE.get(ufunc)
     if ok is None:
         ok = _FUSABLE[ufunc] = ufunc.__name__ in _fuse.UFUNCS
@@ -434,22 +446,22 @@ def _build_ufunc(ufunc, inputs):
     if not shape:  # (None: no tensor; (): 0-d, eager)
         return None
     if meshes0 is not None:
-        for m in meshes0:
-            if m is not mesh and m != mesh:
+        for m0 in meshes0:
+            if m0 is not mesh and m0 != mesh:
                 return None
     loop = _loop(ufunc, tuple(key))
     if not loop:
         return None
     ins, dt, head = loop
     args = []
-    for n, d in zip(nodes, ins):
-        if isinstance(n, _Node):
-            args.append(n)
-        elif type(n) is not int or _scalar_ok(n, d):
-            args.append(d.type(n))
+    for v, d in zip(nodes, ins):
+        if isinstance(v, _Node):
+            args.append(v)
+        elif type(v) is not int or _scalar_ok(v, d):
+            args.append(d.type(v))
         else:
             return None
-    return _Op("ufunc", ufunc, args, nodes, ins, dt, shape, mesh, periodic, head)
+    return _op("ufunc", ufunc, args, nodes, ins, dt, shape, mesh, periodic, head)
 
 
 def slice_leaf(v):
@@ -476,11 +488,11 @@ def getitem(t, key):
         starts, full, drop, shape = r
         if 0 in full or not shape:  # (all ints: one element, the fast paths' or the eager one)
             return None
-        return _wrap(_Leaf(t, "slice", starts, shape, key, drop))
+        return _wrap(_leaf(t, "slice", starts, shape, key, drop))
     starts, shape = r
     if 0 in shape:
         return None
-    return _wrap(_Leaf(t, "slice", starts, shape, key))
+    return _wrap(_leaf(t, "slice", starts, shape, key))
 
 
 _REGIONS: dict = {}
@@ -650,7 +662,7 @@ def roll(a, shift, axis=None):
     if not any(per):
         return None
     a._writes = None
-    return _wrap(_Leaf(a, "roll", per, shape, (shift, axis)))
+    return _wrap(_leaf(a, "roll", per, shape, (shift, axis)))
 
 
 def where(cond, x, y):
@@ -690,7 +702,7 @@ def where(cond, x, y):
         else:
             return None
     ins = (np.dtype(bool), dt, dt)
-    return _wrap(_Op("where", np.where, args, parts, ins, dt, shape, mesh, periodic))
+    return _wrap(_op("where", np.where, args, parts, ins, dt, shape, mesh, periodic))
 
 
 def astype(t, dtype):
@@ -708,7 +720,7 @@ def astype(t, dtype):
         return None  # float -> int is undefined for NaN and out-of-range values in LLVM
     if isinstance(n, _Leaf) and n.kind == "full":
         return None  # the eager copy converts the halos too
-    return _wrap(_Op("astype", None, [n], [t], (n.dtype,), dt, n.shape, n.mesh, n.periodic))
+    return _wrap(_op("astype", None, [n], [t], (n.dtype,), dt, n.shape, n.mesh, n.periodic))
 
 
 # -- writes -------------------------------------------------------------------------------------------------
