@@ -469,6 +469,8 @@ def slice_leaf(v):
     ``drop`` the dims of ``t`` its ints dropped, ``starts`` one per dim of ``t``, ``shape`` those kept) not yet
     evaluated; None for anything else (`meshrt.tensor.fastpath.matmul_1d` reads the slice's block without
     evaluating it)."""
+    if type(v) not in _LAZY_TYPES:  # (a numpy array, a list: ``np.dot(A[i, :j], y)`` with y not a tensor)
+        return None
     node = v._expr
     if type(node) is _Leaf and node.kind == "slice" and node.value is None:
         return node.t, node.starts, node.shape, node.drop

@@ -31,6 +31,30 @@ def test_loop_program_equals_numpy(name, meshes):
         assert all(np.array_equal(x, everyone[0]) for x in everyone), name
 
 
+def test_dots_with_a_numpy_operand(meshes):
+    """A row, a view or a vector of a tensor times a plain numpy vector (``A[i, :j] @ y[:j]``,
+    ``np.dot(x, y)``, an update ``A[i, j] -= A[i, :j] @ y[:j]``): numpy's values, alike on every process
+    (the numpy operand is no deferred slice of a tensor: it is read as the value it is)."""
+    rng = np.random.default_rng(11)
+    g = rng.random((comm.size * 2 + 3, 5))
+    y = rng.random(5)
+    v = rng.random(comm.size * 3 + 1)
+    w = rng.random(v.size)
+    A = DT.from_global(g, Sharding(meshes["1d"], [[0]]))
+    a = g.copy()
+    for i in range(g.shape[0]):
+        for j in range(1, 5):
+            assert float(A[i, :j] @ y[:j]) == pytest.approx(a[i, :j] @ y[:j], rel=1e-13)
+            assert float(np.dot(A[i, :j], y[:j])) == pytest.approx(np.dot(a[i, :j], y[:j]), rel=1e-13)
+            A[i, j] -= A[i, :j] @ y[:j]
+            a[i, j] -= a[i, :j] @ y[:j]
+    np.testing.assert_allclose(A.gather(), a, rtol=1e-13)
+    x = DT.from_global(v, Sharding(meshes["1d"], [[0]]))
+    for got, want in ((np.dot(x, w), np.dot(v, w)), (x @ w, v @ w), (np.dot(x[1:], w[1:]), np.dot(v[1:], w[1:]))):
+        assert float(got) == pytest.approx(want, rel=1e-13)
+    assert len(set(comm.allgather(float(np.dot(x, w))))) == 1
+
+
 def test_pieces_vector_products_and_element_writes(meshes):
     """The cheap routes the loops take (`meshrt.tensor.fastpath`): an element's owner by arithmetic (reads
     and writes at every index, negative ones too), ``A[i, :j]``/``A[i]`` from the owner, ``x @ y`` and
