@@ -101,7 +101,7 @@ class Sharding:
     """
 
     __slots__ = ("_mesh", "_split_axes", "_partial_axes", "_partial_type", "_halo_sizes", "_offsets", "_hash",
-                 "_sharded")
+                 "_sharded", "_widths")
 
     def __init__(
         self,
@@ -140,6 +140,8 @@ class Sharding:
 
         nsharded = len(self.sharded_dims)
         self._halo_sizes = _normalize_halos(halo_sizes, nsharded)
+        hs = self._halo_sizes
+        self._widths = {d: (hs[2 * k], hs[2 * k + 1]) for k, d in enumerate(self._sharded)} if hs else {}
         self._offsets = _normalize_offsets(sharded_dims_offsets, [self.dim_split_size(d) for d in self.sharded_dims])
         self._hash = hash(self._key())
 
@@ -283,10 +285,7 @@ class Sharding:
         >>> s.halo_widths(2), s.halo_widths(1)
         ((0, 2), (0, 0))
         """
-        if not self._halo_sizes or not self.dim_axes(dim):
-            return (0, 0)
-        k = self.sharded_dims.index(dim)
-        return self._halo_sizes[2 * k], self._halo_sizes[2 * k + 1]
+        return self._widths.get(dim, (0, 0))
 
     def shard_index(self, dim: int, device=None) -> int:
         """Which shard of tensor dim ``dim`` a device holds.
