@@ -407,38 +407,30 @@ def _make_plan(sharding, global_shape, local, per, device) -> HaloPlan:
     if not peers:
         return _frozen(HaloPlan, dict(fields, messages=(), sends=(), recvs=(), local_copies=()))
     whole = [slice(0, s) for s in local]
-    empty = 0 in local  # (a whole dim of no cells: every box is empty)
     messages, sends, recvs, local_copies = [], [], [], False
     for direction, peer, send_tag, recv_tag, is_local in peers:
         send, recv = list(whole), list(whole)
-        sends_any = receives_any = not empty
         for e, (d, lo, hi, w) in zip(direction, info):
             if e == 0:
                 send[d] = recv[d] = slice(lo, lo + w)
-                if not w:
-                    sends_any = receives_any = False
             elif e < 0:
                 # The peer below fills its high halo (width hi) with our lowest owned cells.
                 send[d] = slice(lo, lo + hi)
                 recv[d] = slice(0, lo)
-                sends_any = sends_any and hi > 0
-                receives_any = receives_any and lo > 0
             else:
                 send[d] = slice(w, lo + w)  # the peer above fills its low halo (width lo)
                 recv[d] = slice(lo + w, lo + w + hi)
-                sends_any = sends_any and lo > 0
-                receives_any = receives_any and hi > 0
-        m = _frozen(HaloMessage, {"direction": direction, "peer": peer, "send_box": tuple(send),
-                                  "recv_box": tuple(recv), "send_tag": send_tag, "recv_tag": recv_tag,
-                                  "local": is_local})
+        send, recv = tuple(send), tuple(recv)
+        m = _frozen(HaloMessage, {"direction": direction, "peer": peer, "send_box": send, "recv_box": recv,
+                                  "send_tag": send_tag, "recv_tag": recv_tag, "local": is_local})
         messages.append(m)
         if peer is not None:
             if is_local:
                 local_copies = True
-            else:
-                if sends_any:
+            else:  # (`HaloMessage.sends` / `.receives`, on the boxes at hand)
+                if _box_size(send) > 0:
                     sends.append(m)
-                if receives_any:
+                if _box_size(recv) > 0:
                     recvs.append(m)
     fields.update(messages=tuple(messages), sends=tuple(sends), recvs=tuple(recvs))
     if not local_copies:  # (else `HaloPlan.local_copies` works them out when asked)

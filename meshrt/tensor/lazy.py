@@ -42,7 +42,6 @@ from __future__ import annotations
 import mmap
 import operator
 import os
-import sys
 from sys import getrefcount as _getrefcount
 from dataclasses import dataclass
 
@@ -1763,7 +1762,7 @@ def _take(shape, dtype) -> np.ndarray:
             _POOL.clear()
         bufs = _POOL[key] = []
     for i in range(len(bufs)):
-        if sys.getrefcount(bufs[i]) == 2:  # the list's reference and getrefcount's argument
+        if _getrefcount(bufs[i]) == 2:  # the list's reference and getrefcount's argument
             return bufs[i]
     buf = np.empty(shape, dtype)
     if len(bufs) < 2:
@@ -1808,10 +1807,10 @@ def _install(t, new, box, oo):
     # or the interior slot, ``old`` here, getrefcount's argument), and none to the interior view but its slot.
     t._writes = None
     interior = t._interior
-    free = sys.getrefcount(interior) <= 3 if interior is not old else True  # slot, ``interior``, argument
+    free = _getrefcount(interior) <= 3 if interior is not old else True  # slot, ``interior``, argument
     del interior
     pooled = any(b is old for b in _POOL.get((old.shape, old.dtype), ()))  # the pool's reference
-    if old.base is None and t._halo is None and free and sys.getrefcount(old) <= 4 + pooled:
+    if old.base is None and t._halo is None and free and _getrefcount(old) <= 4 + pooled:
         layout = _layout(t._sharding, t._global_shape)
         t._local = new
         t._interior = new[layout.index]
