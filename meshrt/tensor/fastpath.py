@@ -28,7 +28,7 @@ from mpi4py import MPI
 
 from .. import collectives
 from ..runtime import check as _check, mpi as _mpi
-from ..sharding.spec import Sharding
+from ..sharding.spec import Sharding, _dim_offsets
 from .dispatch import ABOVE
 from .distributed_tensor import DistributedTensor
 from .._keys import int_key, piece_key
@@ -85,7 +85,7 @@ def _entry(t, key, lay):
     k = key if type(key) is tuple else (key,)
     if len(k) != len(t._global_shape):
         return None
-    e = element_owner(t, k)
+    e = element_owner(t, k, lay)
     if e is None:
         return None
     if len(_READS) > _LIMIT:
@@ -762,21 +762,24 @@ def _element_layout(t: DistributedTensor):
         s, shape = ck
         e = False
         if not s._partial_axes and all(shape):
-            offs, sizes = s.dim_offsets(shape), s.mesh.shape
-            dims = tuple((tuple(offs[d]), axes, tuple(sizes[a] for a in axes)) if (axes := s.dim_axes(d)) else None
+            # (a tensor's shape was checked when it was made: its offsets without the check again)
+            offs, sizes = _dim_offsets(s, shape), s._mesh.shape
+            dims = tuple((offs[d], axes, tuple(sizes[a] for a in axes)) if (axes := s.dim_axes(d)) else None
                          for d in range(len(shape)))
-            e = (dims, Sharding(s.mesh, []), next(_NUMBERS))  # (the 0-d result: replicated, halos or not)
+            e = (dims, _replicated(s._mesh), next(_NUMBERS))  # (the 0-d result: replicated, halos or not)
         if len(_LAYOUTS) > _LIMIT:
             _LAYOUTS.clear()
         _LAYOUTS[ck] = e
     return e
 
 
-def element_owner(t: DistributedTensor, key: tuple):
+def element_owner(t: DistributedTensor, key: tuple, lay=None):
     """``(local index or None, broadcast axes, broadcast root, result sharding)`` for the element ``t[key]``
     (a tuple of ints, one per dim), by arithmetic on the sharding's offsets: no plan.  None: an index out
-    of range or a tensor this does not cover (the general path raises or runs)."""
-    lay = _element_layout(t)
+    of range or a tensor this does not cover (the general path raises or runs).  ``lay``: ``t``'s
+    `_element_layout` where the caller has it."""
+    if lay is None:
+        lay = _element_layout(t)
     if lay is False:
         return None
     dims, rs, _ = lay
