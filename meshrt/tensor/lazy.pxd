@@ -11,7 +11,7 @@ cdef class _Leaf(_Node):
     cdef public object t, kind, starts, args, drop
 
 cdef class _Op(_Node):
-    cdef public object ufunc, args, raw, ins, op, head
+    cdef public object ufunc, args, raw, ins, op, head, err
 
 # The per-statement helpers, called from this module as C functions (no global lookup, no argument tuple:
 # ~50 ns a call, 20 calls a stencil statement); from elsewhere as before.

@@ -54,10 +54,13 @@ from ..halo import HaloExchange, _OnceExchange, _plan_global, plan_halo
 from .._keys import key_id as _key_id
 from .dispatch import _HANDLED_FUNCTIONS
 from .layout import _layout, _zero_halos
-from .ufunc import _errstate_ok, _fast_ufunc
+from .ufunc import _ERRSTATE, _errstate_ok, _fast_ufunc
 from .distributed_tensor import DistributedTensor
 
 __all__ = ["LazyTensor", "explain_fused", "ENABLED", "MAX_NODES"]
+
+# numpy's error state now (bound once: a node made pays one C call)
+_errstate_now = _ERRSTATE.get if _ERRSTATE is not None else type(None)
 
 ENABLED = os.environ.get("MESHRT_LAZY", "1") != "0"
 MAX_NODES = 64  # an expression past this many operations is evaluated where it stands
@@ -127,9 +130,21 @@ class _Leaf(_Node):
 class _Op(_Node):
     """``ufunc(*args)``; an arg is a node or a scalar already converted to its loop dtype."""
 
-    __slots__ = ("ufunc", "args", "raw", "ins", "op", "head")
+    __slots__ = ("ufunc", "args", "raw", "ins", "op", "head", "err")
 
     def _evaluate(self):
+        # numpy on the blocks warns by the error state its statement ran under (``np.errstate(all="ignore")``
+        # around ``r = a / b``: a later use of ``r`` prints nothing), as numpy's eager result would have
+        err = self.err
+        if err is None or _errstate_now() is err:
+            return self._evaluate_now()
+        token = _ERRSTATE.set(err)
+        try:
+            return self._evaluate_now()
+        finally:
+            _ERRSTATE.reset(token)
+
+    def _evaluate_now(self):
         if self.op == "ufunc" and self.size == 1 and _whole_leaves(self.args):
             # one ufunc of whole tensors and scalars: numpy's own loop, no kernel or plan
             args = tuple([a.t if type(a) is _Leaf else r for a, r in zip(self.args, self.raw)])
@@ -173,6 +188,7 @@ def _op(op, ufunc, args, raw, ins, dtype, shape, mesh, periodic, head=None):
     """The `_Op` ``ufunc(*args)`` (``op`` "ufunc", "where" or "astype"); ``raw`` the operands as given."""
     self = _Op.__new__(_Op)
     self.op, self.ufunc, self.args, self.raw, self.ins = op, ufunc, args, raw, ins
+    self.err = _errstate_now()  # (the statement's np.errstate: `_evaluate`)
     self.head = _head(op, ufunc, ins, dtype) if head is None else head
     self.dtype, self.shape, self.mesh, self.periodic = dtype, shape, mesh, periodic
     size, leaves, scalars, skey, oldest = 1, (), (), [self.head], _forced[0]
@@ -1052,7 +1068,15 @@ def _local_write(t, origin, node, shape, drop) -> bool:
         else:
             rel.append((0, shape[d]))
     if rel is not None:
-        value = _local_value(node, rel, drop)
+        err = node.err  # (numpy on the blocks: the error state of the statement that made the value)
+        if err is None or _errstate_now() is err:
+            value = _local_value(node, rel, drop)
+        else:
+            token = _ERRSTATE.set(err)
+            try:
+                value = _local_value(node, rel, drop)
+            finally:
+                _ERRSTATE.reset(token)
     _pending.pop(id(node), None)
     node.consumed = True
     flush()  # (pending expressions read the target as it was)
