@@ -62,6 +62,19 @@ __all__ = ["LazyTensor", "explain_fused", "ENABLED", "MAX_NODES"]
 # numpy's error state now (bound once: a node made pays one C call)
 _errstate_now = _ERRSTATE.get if _ERRSTATE is not None else type(None)
 
+
+def _in_errstate(err, fn, *args):
+    """``fn(*args)`` under numpy's error state ``err``, a node's (`_errstate_now` when it was made): numpy on
+    the blocks warns by the state of the statement that made the value, as numpy's eager value did
+    (``r = a / b`` under ``np.errstate(all="ignore")``: a later use of ``r`` prints nothing)."""
+    if err is None or _errstate_now() is err:
+        return fn(*args)
+    token = _ERRSTATE.set(err)
+    try:
+        return fn(*args)
+    finally:
+        _ERRSTATE.reset(token)
+
 ENABLED = os.environ.get("MESHRT_LAZY", "1") != "0"
 MAX_NODES = 64  # an expression past this many operations is evaluated where it stands
 
@@ -133,16 +146,7 @@ class _Op(_Node):
     __slots__ = ("ufunc", "args", "raw", "ins", "op", "head", "err")
 
     def _evaluate(self):
-        # numpy on the blocks warns by the error state its statement ran under (``np.errstate(all="ignore")``
-        # around ``r = a / b``: a later use of ``r`` prints nothing), as numpy's eager result would have
-        err = self.err
-        if err is None or _errstate_now() is err:
-            return self._evaluate_now()
-        token = _ERRSTATE.set(err)
-        try:
-            return self._evaluate_now()
-        finally:
-            _ERRSTATE.reset(token)
+        return _in_errstate(self.err, self._evaluate_now)
 
     def _evaluate_now(self):
         if self.op == "ufunc" and self.size == 1 and _whole_leaves(self.args):
@@ -1068,15 +1072,7 @@ def _local_write(t, origin, node, shape, drop) -> bool:
         else:
             rel.append((0, shape[d]))
     if rel is not None:
-        err = node.err  # (numpy on the blocks: the error state of the statement that made the value)
-        if err is None or _errstate_now() is err:
-            value = _local_value(node, rel, drop)
-        else:
-            token = _ERRSTATE.set(err)
-            try:
-                value = _local_value(node, rel, drop)
-            finally:
-                _ERRSTATE.reset(token)
+        value = _in_errstate(node.err, _local_value, node, rel, drop)
     _pending.pop(id(node), None)
     node.consumed = True
     flush()  # (pending expressions read the target as it was)
