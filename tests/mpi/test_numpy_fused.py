@@ -2,6 +2,8 @@
 slices and rolls give numpy's bits at any process count, take the fused path, and keep eager semantics
 (pending expressions never see a later write; an exception leaves the target unchanged)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -338,8 +340,6 @@ def test_deferred_values_warn_by_their_statements_errstate(mesh2, monkeypatch, u
     (or not) inside the block, so the deferred one, evaluated later by numpy (whole tensors: numpy's loop on
     the blocks; a small write read where it is written: numpy on the blocks) prints nothing; made under
     numpy's default state, numpy's loop warns as numpy's statement does (a fused loop raises none)."""
-    import warnings
-
     s = layouts(mesh2, 1)[0][1]
     a = np.arange(comm.size * 3 + 4, dtype=np.float64) - 3
     u, z = DT.from_global(a, s), DT.from_global(np.zeros_like(a), s)
