@@ -763,10 +763,10 @@ def _element_layout(t: DistributedTensor):
         e = False
         if not s._partial_axes and all(shape):
             # (a tensor's shape was checked when it was made: its offsets without the check again)
-            offs, sizes, split = _dim_offsets(s, shape), s._mesh.shape, s._split_axes
+            offs, sizes = _dim_offsets(s, shape), s._mesh.shape
             dims = []  # (a loop, not a generator: a loop over new shapes makes one layout each)
             for d in range(len(shape)):
-                axes = split[d] if d < len(split) else ()
+                axes = s.dim_axes(d)
                 dims.append((offs[d], axes, tuple([sizes[a] for a in axes])) if axes else None)
             e = (tuple(dims), _replicated(s._mesh), next(_NUMBERS))  # (the 0-d result: replicated, halos or not)
         if len(_LAYOUTS) > _LIMIT:
