@@ -103,3 +103,56 @@ def test_the_fast_paths_run_compiled_and_as_source(monkeypatch):
             assert t.gather().tolist() == [0.0, 3.0, 2.0, 2.0] and float(x) == 3.0
     finally:
         install_stored(fastpath.OwnedElement)
+
+
+def test_new_tensors_get_their_fields_in_their_slots():
+    """`meshrt._slots.tensor` writes a `DistributedTensor`'s eight fields straight into its slots: the same
+    tensor as attribute stores make, references counted (a dropped tensor lets go of its block); a
+    subclass (a `LazyTensor`'s fields are properties) goes through its attributes; a class without those
+    slots is refused."""
+    import gc
+
+    import numpy as np
+
+    from meshrt import DistributedTensor, Mesh, Sharding
+    from meshrt._slots import install, tensor, value_tensor
+
+    s = Sharding(Mesh((-1,)), [])
+    block = np.arange(3.0)
+    t = tensor(DistributedTensor, block, block[1:], s, (3,), (slice(0, 3),), (True,))
+    assert type(t) is DistributedTensor
+    assert (t._local is block and t._interior.base is block and t._sharding is s and t._global_shape == (3,)
+            and t._slices == (slice(0, 3),) and t._periodic == (True,) and t._halo is None and t._writes is None)
+    assert not hasattr(t, "_expr")  # (left empty, as object.__new__ leaves it)
+    assert gc.is_tracked(t)
+    refs = sys.getrefcount(block)
+    del t
+    assert sys.getrefcount(block) == refs - 2  # (local and interior's base: both let go)
+    single = np.zeros(())
+    refs = sys.getrefcount(single)
+    tensor(DistributedTensor, single, single, s, (), (), None)  # made and dropped at once
+    assert sys.getrefcount(single) == refs
+    v = value_tensor(DistributedTensor, np.float32(2.5), s, None)
+    assert v._local.shape == () and v._local.dtype == np.float32 and v._local.flags.writeable
+    assert v._interior is v._local and float(v) == 2.5
+
+    class Sub(DistributedTensor):
+        __slots__ = ()
+        stored = []
+
+        @property
+        def _writes(self):
+            return "a property"
+
+        @_writes.setter
+        def _writes(self, value):
+            Sub.stored.append(value)
+
+    sub = tensor(Sub, block, block, s, (3,), (slice(0, 3),), None)
+    assert type(sub) is Sub and sub._local is block and Sub.stored == [None] and sub._writes == "a property"
+
+    class NoSlots:
+        pass
+
+    with pytest.raises(TypeError, match="NoSlots._local is not a slot"):
+        install(NoSlots)

@@ -9,7 +9,7 @@ import pytest
 
 MODULES = [
     "meshrt", "meshrt.errors", "meshrt.reduction", "meshrt.mesh", "meshrt.halo", "meshrt.reshard", "meshrt.spmd",
-    "meshrt.launch", "meshrt._keys", "meshrt._fusevm", "meshrt.kernels",
+    "meshrt.launch", "meshrt._keys", "meshrt._fusevm", "meshrt._slots", "meshrt.kernels",
     "meshrt.runtime", "meshrt.runtime.mpich", "meshrt.runtime.mpiexec", "meshrt.runtime.mpi", "meshrt.runtime.heartbeat",
     "meshrt.runtime.warmup", "meshrt.tensor.fuse", "meshrt.tensor.numpy_shifts",
     "meshrt.runtime.hosts", "meshrt.runtime.restart", "meshrt.io.checkpoint",

@@ -56,6 +56,26 @@ def test_single_process_basics(mesh):
     p.free()
 
 
+def test_an_element_read_on_groups_of_one_process_sends_nothing(mesh, monkeypatch):
+    """On a mesh whose split axes have one process each, every process holds every element: a read is its
+    value (no broadcast, no collective call), a value apart from the tensor, and ``t[i, j] op= v`` still
+    updates the element in place."""
+    from meshrt import collectives
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a broadcast over a group of one process")
+
+    t = DT.from_global(np.arange(20.0).reshape(4, 5), Sharding(mesh, [[0], [1]]))
+    monkeypatch.setattr(collectives, "broadcast", refused)
+    x = t[2, 3]
+    assert x.shape == () and float(x) == 13.0 and float(np.tanh(t[0, 1])) == np.tanh(1.0)
+    x += 1.0
+    t[1, 1] -= 2.0
+    t[3, 4] /= t[1, 0]
+    assert float(x) == 14.0 and float(t[2, 3]) == 13.0
+    assert float(t[1, 1]) == 4.0 and float(t[3, 4]) == 19.0 / 5.0
+
+
 def test_creation_options(mesh):
     s = Sharding(mesh, [[0]])
     assert DT.full((3,), s, 2).dtype == np.int64 and DT.full((3,), s, 2.0, dtype=np.float32).dtype == np.float32

@@ -42,6 +42,7 @@ from ..halo import HaloExchange
 from .._blockcopy import copy_block, extract, insert
 from ..collectives.common import _DIRECT_DTYPES
 from .._keys import ScalarWrites, install_setitem, int_key, key_id as _key_id
+from .._slots import install as _install_slots, tensor as _new_tensor
 from ..errors import PerformanceWarning, ShardingError
 from ..reshard import execute_reshard, plan_reshard, same_devices
 from ..sharding.spec import Sharding
@@ -129,10 +130,7 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
     @classmethod
     def _fast(cls, local, interior, sharding, shape, slices, periodic) -> "DistributedTensor":
         # The elementwise fast path: every argument already validated (a sibling tensor's).
-        t = object.__new__(cls)
-        t._local, t._interior, t._sharding, t._global_shape, t._slices = local, interior, sharding, shape, slices
-        t._periodic, t._halo, t._writes = periodic, None, None
-        return t
+        return _new_tensor(cls, local, interior, sharding, shape, slices, periodic)
 
     # -- creation --------------------------------------------------------------------
     @classmethod
@@ -1258,6 +1256,8 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
             )
         return handler(*args, **kwargs)
 
+
+_install_slots(DistributedTensor)  # (`_fast`'s new tensors: their fields stored straight into the slots)
 
 _NP_SCALARS = (np.float64, np.float32, np.complex128)  # exact as Python scalars
 

@@ -32,6 +32,7 @@ from ..sharding.spec import Sharding, _dim_offsets
 from .dispatch import ABOVE
 from .distributed_tensor import DistributedTensor
 from .._keys import int_key, piece_key
+from .._slots import tensor as _new_tensor
 from .index_exec import _index_plan
 from .ufunc import _SCALAR_OPS, _SCALARS, _errstate_ok, _scalar_ufunc
 
@@ -73,6 +74,8 @@ def read_element(t: DistributedTensor, key, depth=None):
             e = _OWNED_LAST[0] = OwnedElement(t, key, (idx, axes, root, lay[1]))
             _OWNED_LAST[1] = code
             return e
+    if lay[3]:  # (a broadcast over groups of one process: the value)
+        return _value(t._interior[idx].copy(), lay[1], ())
     return _broadcast_element(t, idx, axes, root, lay[1])
 
 
@@ -213,18 +216,13 @@ def _broadcast_element(t, idx, axes, root, rs) -> DistributedTensor:
     return _value(collectives.broadcast(x, t._sharding._mesh, axes, root), rs, ())
 
 
-_NEW = object.__new__
 _getframe = sys._getframe
 
 
 def _value(block, sharding, shape, slices=()) -> DistributedTensor:
     """A new tensor of ``block`` (no halos, not periodic): `DistributedTensor._fast`'s work without a call to a
     Python classmethod (a read or a dot makes one per call)."""
-    t = _NEW(DistributedTensor)
-    t._local = t._interior = block
-    t._sharding, t._global_shape, t._slices = sharding, shape, slices
-    t._periodic = t._halo = t._writes = None
-    return t
+    return _new_tensor(DistributedTensor, block, block, sharding, shape, slices, None)
 
 
 stats = {"owned_updates": 0, "owned_fallbacks": 0, "vector_dots": 0, "targeted_dots": 0,
@@ -754,8 +752,9 @@ def _layout_of(t):
 
 
 def _element_layout(t: DistributedTensor):
-    """Per (sharding, shape): per dim ``(offsets, mesh axes, their sizes)`` (None where not split), and the
-    0-d result's sharding (False: a partial tensor or an empty one, not this case)."""
+    """Per (sharding, shape): per dim ``(offsets, mesh axes, their sizes)`` (None where not split), the 0-d
+    result's sharding, a number, and whether the split axes all have one process (False: a partial tensor or
+    an empty one, not this case)."""
     ck = (t._sharding, t._global_shape)
     e = _LAYOUTS.get(ck)
     if e is None:
@@ -764,11 +763,16 @@ def _element_layout(t: DistributedTensor):
         if not s._partial_axes and all(shape):
             # (a tensor's shape was checked when it was made: its offsets without the check again)
             offs, sizes = _dim_offsets(s, shape), s._mesh.shape
-            dims = []  # (a loop, not a generator: a loop over new shapes makes one layout each)
+            dims = []  # (loops, not generators: a loop over new shapes makes one layout each)
+            alone = True  # every split axis has one process: every process holds every element
             for d in range(len(shape)):
                 axes = s.dim_axes(d)
                 dims.append((offs[d], axes, tuple([sizes[a] for a in axes])) if axes else None)
-            e = (tuple(dims), _replicated(s._mesh), next(_NUMBERS))  # (the 0-d result: replicated, halos or not)
+                for a in axes:
+                    if sizes[a] != 1:
+                        alone = False
+            # (the 0-d result: replicated, halos or not)
+            e = (tuple(dims), _replicated(s._mesh), next(_NUMBERS), alone)
         if len(_LAYOUTS) > _LIMIT:
             _LAYOUTS.clear()
         _LAYOUTS[ck] = e
@@ -784,7 +788,7 @@ def element_owner(t: DistributedTensor, key: tuple, lay=None):
         lay = _element_layout(t)
     if lay is False:
         return None
-    dims, rs, _ = lay
+    dims, rs = lay[0], lay[1]
     shape, slices = t._global_shape, t._slices
     coords = t._sharding._mesh.coords
     idx, root = [], None

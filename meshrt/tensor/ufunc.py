@@ -12,13 +12,13 @@ import operator
 
 import numpy as np
 
+from .._slots import tensor as _new_tensor, value_tensor as _value_tensor
 from ..errors import ShardingError
 from ..sharding.spec import Sharding
 from .layout import _layout
 
 
 _SCALARS = (float, int, complex, bool)
-_NEW = object.__new__
 _UFUNC_DTYPES: dict = {}
 
 
@@ -65,7 +65,7 @@ def _fast_ufunc(ufunc, inputs, tensor_type):
         out = ufunc(*args)
         if not out.flags.c_contiguous:  # (a transposed view's operands give an F-ordered result)
             out = np.ascontiguousarray(out)
-        return tensor_type._fast(out, out, t._sharding, t._global_shape, t._slices, t._periodic)
+        return _new_tensor(tensor_type, out, out, t._sharding, t._global_shape, t._slices, t._periodic)
     key = tuple(key)
     dt = _UFUNC_DTYPES.get(key)
     if dt is None:
@@ -81,7 +81,7 @@ def _fast_ufunc(ufunc, inputs, tensor_type):
     else:
         local = interior = np.empty(layout.local_shape, dt)
     ufunc(*args, out=interior)
-    return tensor_type._fast(local, interior, t._sharding, t._global_shape, layout.slices, t._periodic)
+    return _new_tensor(tensor_type, local, interior, t._sharding, t._global_shape, layout.slices, t._periodic)
 
 
 # numpy's scalar arithmetic on real floating values (its operators on numpy scalars: ~0.04 us, where the ufunc
@@ -107,7 +107,8 @@ def _scalar_ufunc(ufunc, inputs, out, tensor_type):
     >>> y.shape, float(y), float(x)
     ((), 3.0, 2.0)
     """
-    t = None
+    # (each attribute read of a compiled function costs ~40 ns: a statement's few are read once)
+    t = s0 = None
     vals = []
     real = True
     for x in inputs:
@@ -116,31 +117,35 @@ def _scalar_ufunc(ufunc, inputs, out, tensor_type):
             s = x._sharding
             if x._global_shape:
                 return None
-            if t is None:
+            if s0 is None:
                 if s._partial_axes:
                     return None
-                t = x
-            elif s is not t._sharding and s != t._sharding:
+                t, s0 = x, s
+            elif s is not s0 and s != s0:
                 return None
             v = x._local
-            if v.dtype.kind == "f":
-                v = v[()]
+            r = v[()]
+            if type(r) in _REAL_TYPES:  # (its numpy scalar: numpy's scalar arithmetic)
+                v = r
             else:
                 real = False
             vals.append(v)
         elif tx in _SCALARS or isinstance(x, np.generic):
             vals.append(x)
-            if tx is complex or tx not in _SCALARS and x.dtype.kind == "c":
+            if tx is complex or tx not in _SCALARS and type(x) not in _REAL_TYPES and x.dtype.kind == "c":
                 real = False
         else:
             return None
-    if t is None or ufunc.nout != 1 or ufunc.signature is not None:
+    if t is None:
         return None
-    op = _SCALAR_OPS.get(ufunc) if real else None
+    op = _scalar_op(ufunc) if real else None
+    if op is None:
+        plain = _plain_known(ufunc)
+        if not (plain if plain is not None else _plain_ufunc(ufunc)):
+            return None
     if out is not None:
         o = out[0] if type(out) is tuple and len(out) == 1 else None
-        if type(o) is not tensor_type or o._global_shape or (
-                o._sharding is not t._sharding and o._sharding != t._sharding):
+        if type(o) is not tensor_type or o._global_shape or (o._sharding is not s0 and o._sharding != s0):
             return None
         if op is not None:
             r = op(*vals)
@@ -149,12 +154,25 @@ def _scalar_ufunc(ufunc, inputs, out, tensor_type):
                 return o
         ufunc(*vals, out=o._local, casting="same_kind")
         return o
-    r = np.asarray(op(*vals) if op is not None else ufunc(*vals))
-    new = _NEW(tensor_type)  # (`DistributedTensor._fast` without its call)
-    new._local = new._interior = r
-    new._sharding, new._global_shape, new._slices, new._periodic = t._sharding, (), (), t._periodic
-    new._halo = new._writes = None
-    return new
+    if op is not None:
+        r = op(vals[0], vals[1]) if len(vals) == 2 else op(vals[0])
+    else:
+        r = ufunc(*vals)
+    return _value_tensor(tensor_type, r, s0, t._periodic)
+
+
+_REAL_TYPES = frozenset((np.float64, np.float32, np.float16, np.longdouble))
+_PLAIN: dict = {}  # ufunc -> one output and no core dims (`_plain_ufunc`)
+# (bound once: a compiled module's ``d.get(k)`` looks the method up on every call)
+_scalar_op, _plain_known = _SCALAR_OPS.get, _PLAIN.get
+
+
+def _plain_ufunc(ufunc) -> bool:
+    """Whether ``ufunc`` has one output and elementwise loops (no gufunc signature), kept in `_PLAIN`."""
+    if len(_PLAIN) > 1024:  # (``np.frompyfunc`` makes a new ufunc each call)
+        _PLAIN.clear()
+    r = _PLAIN[ufunc] = ufunc.nout == 1 and ufunc.signature is None
+    return r
 
 
 def _describe(role, i):
