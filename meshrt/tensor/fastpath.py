@@ -42,6 +42,8 @@ _LAYOUTS: dict = {}  # (sharding, shape) -> (per dim (offsets, axes, sizes) or N
 _READS: dict = {}  # (layout's number, key) -> (local index or None, bcast axes, bcast root): ints alone, which the
 # garbage collector stops tracking (a loop over new indices adds no work to its collections)
 _NUMBERS = itertools.count()
+# numpy's functions a loop's statement calls, bound once (a compiled module looks ``np.dot`` up each time)
+_dot, _empty, _contiguous = np.dot, np.empty, np.ascontiguousarray
 _LIMIT = 4096
 
 
@@ -212,7 +214,7 @@ def install() -> None:
 def _broadcast_element(t, idx, axes, root, rs) -> DistributedTensor:
     """The element at local index ``idx`` (None: not held here) as a 0-d tensor of sharding ``rs``, on every
     process of the group over ``axes``: one broadcast from ``root``."""
-    x = t._interior[idx].copy() if idx is not None else np.empty((), t._local.dtype)
+    x = t._interior[idx].copy() if idx is not None else _empty((), t._local.dtype)
     return _value(collectives.broadcast(x, t._sharding._mesh, axes, root), rs, ())
 
 
@@ -690,11 +692,11 @@ def _targeted_dot(row, other):
             if src == holder:
                 y = other.block
             else:
-                y = np.empty(n, other.t._local.dtype)
+                y = _empty(n, other.t._local.dtype)
                 _p2p(comm, [(y, src)], [], "the other row to the element's owners")
-            r = np.dot(row.block, y)
+            r = _dot(row.block, y)
         elif me == src:
-            _p2p(comm, [], [(np.ascontiguousarray(other.block), holder)], "the other row to the element's owners")
+            _p2p(comm, [], [(_contiguous(other.block), holder)], "the other row to the element's owners")
     else:
         v = _vector(other)
         if v is None:
@@ -707,9 +709,9 @@ def _targeted_dot(row, other):
         a = where[3]
         r = None
         if me == holder and len(x) == n:  # (the whole column is here: read in place, as numpy reads it)
-            r = np.dot(row.block, x)
+            r = _dot(row.block, x)
         elif me == holder:
-            y = np.empty(n, x.dtype)
+            y = _empty(n, x.dtype)
             recvs = []
             first = max(bisect.bisect_right(offs, a) - 1, 0)
             for b in range(first, len(offs) - 1):
@@ -723,9 +725,9 @@ def _targeted_dot(row, other):
                 else:
                     recvs.append((y[lo:hi], b))
             _p2p(comm, recvs, [], "the column's parts to the element's owners")
-            r = np.dot(row.block, y)
+            r = _dot(row.block, y)
         elif min(max(offs[me + 1] - a, 0), n) > min(max(offs[me] - a, 0), n):
-            _p2p(comm, [], [(np.ascontiguousarray(x), holder)], "the column's parts to the element's owners")
+            _p2p(comm, [], [(_contiguous(x), holder)], "the column's parts to the element's owners")
     stats["targeted_dots"] += 1
     if r is not None and not isinstance(r, np.generic):
         r = dt.type(r)
@@ -909,7 +911,7 @@ def read_piece(t: DistributedTensor, key: tuple, depth=None):
             if d is not None:
                 return d
         # (the owners' piece is a view of their block, as numpy's ``A[i]``: ``A[i][j] = x`` writes through)
-        x = np.ascontiguousarray(t._interior[tuple(idx)]) if owned else np.empty(out_shape, t._local.dtype)
+        x = _contiguous(t._interior[tuple(idx)]) if owned else _empty(out_shape, t._local.dtype)
         block = collectives.broadcast(x, s._mesh, axes, tuple([root[a] for a in axes]))
     return _value(block, rs, out_shape, tuple([slice(0, n) for n in out_shape]))
 
