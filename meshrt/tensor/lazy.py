@@ -54,13 +54,10 @@ from ..halo import HaloExchange, _OnceExchange, _plan_global, plan_halo
 from .._keys import key_id as _key_id
 from .dispatch import _HANDLED_FUNCTIONS
 from .layout import _layout, _zero_halos
-from .ufunc import _ERRSTATE, _errstate_ok, _fast_ufunc
+from .ufunc import _ERRSTATE, _errstate_now, _errstate_ok, _fast_ufunc
 from .distributed_tensor import DistributedTensor
 
 __all__ = ["LazyTensor", "explain_fused", "ENABLED", "MAX_NODES"]
-
-# numpy's error state now (bound once: a node made pays one C call)
-_errstate_now = _ERRSTATE.get if _ERRSTATE is not None else type(None)
 
 
 def _in_errstate(err, fn, *args):

@@ -269,14 +269,15 @@ try:  # numpy 2 keeps np.errstate in a context variable: its value changes only 
 except ImportError:  # pragma: no cover
     _ERRSTATE = None
 _errstate_seen = [None, False]
-_errstate_get = _ERRSTATE.get if _ERRSTATE is not None else None  # (bound once: a method lookup per call less)
+# numpy's error state now (bound once: a method lookup per call less; `meshrt.tensor.lazy` keeps it per node)
+_errstate_now = _ERRSTATE.get if _ERRSTATE is not None else type(None)
 
 
 def _errstate_ok() -> bool:
     """No floating-point error of the current ``np.errstate`` raises, calls or logs: a computation that runs on
     some processes only, or fused (no warnings), may be taken (`meshrt.tensor.lazy`, `meshrt.tensor.fastpath`)."""
     if _ERRSTATE is not None:
-        cur = _errstate_get()
+        cur = _errstate_now()
         if cur is _errstate_seen[0]:
             return _errstate_seen[1]
     e = np.geterr()
