@@ -393,7 +393,29 @@ def _frozen(cls, fields: dict):
     return obj
 
 
+_MESSAGES: dict = {}  # (sharding, periodic, device, local shape) -> `_messages`' answer
+
+
 def _make_plan(sharding, global_shape, local, per, device) -> HaloPlan:
+    fields = dict(sharding=sharding, global_shape=global_shape, device=device, local_shape=local, periodic=per)
+    key = (sharding, per, device, local)
+    m = _MESSAGES.get(key)
+    if m is None:
+        m = _messages(sharding, local, per, device)
+        if len(_MESSAGES) > 4096:
+            _MESSAGES.clear()
+        _MESSAGES[key] = m
+    messages, sends, recvs, local_copies = m
+    fields.update(messages=messages, sends=sends, recvs=recvs)
+    if not local_copies:  # (else `HaloPlan.local_copies` works them out when asked)
+        fields["local_copies"] = ()
+    return _frozen(HaloPlan, fields)
+
+
+def _messages(sharding, local, per, device):
+    """A plan's messages, those it sends and receives over MPI, and whether it has local copies: from the
+    local shape alone (the global shape only names the plan), so tensors of new global shapes whose blocks
+    are alike share them (the messages are immutable)."""
     template, peers = _template(sharding, per, device)
     info = []  # per sharded dim: (dim, lo, hi, owned width)
     for d, axes, k, n, lo, hi in template:
@@ -403,39 +425,42 @@ def _make_plan(sharding, global_shape, local, per, device) -> HaloPlan:
                 f"halo_sizes: dim {d} halos ({lo}, {hi}) are wider than its single periodic shard "
                 f"of width {w}")
         info.append((d, lo, hi, w))
-    fields = dict(sharding=sharding, global_shape=global_shape, device=device, local_shape=local, periodic=per)
     if not peers:
-        return _frozen(HaloPlan, dict(fields, messages=(), sends=(), recvs=(), local_copies=()))
+        return (), (), (), False
     whole = [slice(0, s) for s in local]
+    # (the boxes' emptiness from their widths: a box is empty where any of its dims is)
+    rest_full = all(local[d] > 0 for d in range(len(local)) if d not in {i[0] for i in info})
     messages, sends, recvs, local_copies = [], [], [], False
     for direction, peer, send_tag, recv_tag, is_local in peers:
         send, recv = list(whole), list(whole)
+        send_full = recv_full = rest_full
         for e, (d, lo, hi, w) in zip(direction, info):
             if e == 0:
                 send[d] = recv[d] = slice(lo, lo + w)
+                if w <= 0:
+                    send_full = recv_full = False
             elif e < 0:
                 # The peer below fills its high halo (width hi) with our lowest owned cells.
                 send[d] = slice(lo, lo + hi)
                 recv[d] = slice(0, lo)
+                send_full, recv_full = send_full and hi > 0, recv_full and lo > 0
             else:
                 send[d] = slice(w, lo + w)  # the peer above fills its low halo (width lo)
                 recv[d] = slice(lo + w, lo + w + hi)
-        send, recv = tuple(send), tuple(recv)
-        m = _frozen(HaloMessage, {"direction": direction, "peer": peer, "send_box": send, "recv_box": recv,
-                                  "send_tag": send_tag, "recv_tag": recv_tag, "local": is_local})
+                send_full, recv_full = send_full and lo > 0, recv_full and hi > 0
+        m = _frozen(HaloMessage, {"direction": direction, "peer": peer, "send_box": tuple(send),
+                                  "recv_box": tuple(recv), "send_tag": send_tag, "recv_tag": recv_tag,
+                                  "local": is_local})
         messages.append(m)
         if peer is not None:
             if is_local:
                 local_copies = True
             else:  # (`HaloMessage.sends` / `.receives`, on the boxes at hand)
-                if _box_size(send) > 0:
+                if send_full:
                     sends.append(m)
-                if _box_size(recv) > 0:
+                if recv_full:
                     recvs.append(m)
-    fields.update(messages=tuple(messages), sends=tuple(sends), recvs=tuple(recvs))
-    if not local_copies:  # (else `HaloPlan.local_copies` works them out when asked)
-        fields["local_copies"] = ()
-    return _frozen(HaloPlan, fields)
+    return tuple(messages), tuple(sends), tuple(recvs), local_copies
 
 
 # ---------------------------------------------------------------------------
@@ -834,14 +859,15 @@ class HaloExchange:
 class _OnceExchange:
     """A halo update run once: the plan's messages as plain ``Irecv``/``Isend`` (no persistent requests, no
     staging kept), for a fused expression on a shape seen once (`meshrt.tensor.lazy`).  `HaloExchange`'s
-    ``start``/``wait``/``free``, on a C-contiguous buffer of ``sharding.local_shape(global_shape)``."""
+    ``start``/``wait``/``free``, on a C-contiguous buffer of ``sharding.local_shape(global_shape)``;
+    ``global_shape`` a tuple and ``periodic`` one bool per dim, as its one caller has them."""
 
     __slots__ = ("array", "plan", "comm", "_reqs", "_bufs", "_unpack")
 
-    def __init__(self, x, sharding: Sharding, global_shape, periodic):
+    def __init__(self, x, sharding: Sharding, global_shape: tuple, periodic: tuple):
         mesh = sharding.mesh
         self.array = x
-        self.plan = _plan_global(sharding, tuple(global_shape), periodic_tuple(periodic, x.ndim), mesh.rank, x.shape)
+        self.plan = _plan_global(sharding, global_shape, periodic, mesh.rank, x.shape)
         self.comm = mesh.group(tuple(range(mesh.ndim))) if self.plan.messages else None
         self._reqs = None
 

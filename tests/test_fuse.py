@@ -136,7 +136,7 @@ def test_disk_cache_one_compile_across_processes_and_runs(tmp_path):
 def test_plan_boxes_jacobi_rows():
     # rows 0..8 owned of 16, target rows 1..15, the 4 reads of the 5-point stencil
     leaves = [[[(-9, 99, s0)], [(-9, 99, s1)]] for s0, s1 in ((-1, 0), (1, 0), (0, -1), (0, 1))]
-    boxes = _fuse.plan_boxes(((1, 8), (1, 11)), ((0, 8), (0, 12)), (True, False), leaves)
+    boxes = _lazy.plan_boxes(((1, 8), (1, 11)), ((0, 8), (0, 12)), (True, False), leaves)
     cells = [b for b, _, _ in boxes]
     assert cells == [((1, 7), (1, 11)), ((7, 8), (1, 11))]
     assert [g for _, _, g in boxes] == [(False,) * 4, (False, True, False, False)]
@@ -144,7 +144,7 @@ def test_plan_boxes_jacobi_rows():
 
 def test_plan_boxes_roll_unsplit_dim():
     # roll by 2 on an unsplit dim of 6: cells 0,1 read 4,5 (shift +4), the rest shift -2
-    boxes = _fuse.plan_boxes(((0, 6),), ((0, 6),), (False,), [[[(-9, 2, 4), (2, 99, -2)]]])
+    boxes = _lazy.plan_boxes(((0, 6),), ((0, 6),), (False,), [[[(-9, 2, 4), (2, 99, -2)]]])
     assert boxes == [(((0, 2),), ((4,),), (False,)), (((2, 6),), ((-2,),), (False,))]
 
 
@@ -155,7 +155,7 @@ def test_plan_boxes_partition(lo, n, o0, on, shifts, split):
     """The boxes partition the target box, and each flags exactly the reads outside the owned range."""
     box, owned = ((lo, lo + n),), ((o0, o0 + on),)
     leaves = [[[(-99, 99, s)]] for s in shifts]
-    boxes = _fuse.plan_boxes(box, owned, (split,), leaves)
+    boxes = _lazy.plan_boxes(box, owned, (split,), leaves)
     covered = sorted(g for (b,), _, _ in boxes for g in range(*b))
     assert covered == list(range(lo, lo + n))
     for ((a, b),), sh, ghost in boxes:

@@ -152,6 +152,9 @@ def test_send_boxes_land_on_matching_recv_boxes(seed):
     shape = tuple(shape)
     plans = [plan_halo(s, shape, per, dev) for dev in range(mesh.size)]
     for dev, p in enumerate(plans):
+        # (its lists, made from the boxes' widths, are its messages' own definitions)
+        assert p.sends == tuple(m for m in p.messages if m.sends and not m.local)
+        assert p.recvs == tuple(m for m in p.messages if m.receives and not m.local)
         for m in p.messages:
             if m.peer is None:
                 continue
@@ -183,3 +186,20 @@ def test_the_plans_own_lists_match_its_messages(mesh_shape, split, halos):
                          tuple(HaloMessage(m.direction, m.peer, m.send_box, m.recv_box, m.send_tag, m.recv_tag,
                                            m.local) for m in p.messages))
         assert again == p
+
+
+def test_new_global_shapes_with_alike_blocks_share_their_messages():
+    """A halo plan's messages follow from the local shape alone: a tensor of a new global shape whose
+    block here is like one seen reuses them (a loop over new shapes plans its halos once per block shape),
+    and they are those planned afresh."""
+    from meshrt import halo
+
+    s = Sharding(AbstractMesh((2,)), [[0]], halo_sizes=[1, 2])
+    a, b = plan_halo(s, (10,), device=0), plan_halo(s, (11,), device=0)  # blocks of 5 on device 0 in both
+    assert a.global_shape == (10,) and b.global_shape == (11,) and a.local_shape == b.local_shape == (8,)
+    assert a.messages is b.messages and a.sends is b.sends and a.recvs is b.recvs
+    c = plan_halo(s, (11,), device=1)  # a block of 6 there: its own messages
+    assert c.local_shape == (9,) and c.messages is not b.messages
+    halo._MESSAGES.clear()
+    halo._plan_cache.clear()
+    assert plan_halo(s, (11,), device=0) == b and plan_halo(s, (11,), device=1) == c

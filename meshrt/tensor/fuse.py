@@ -1,12 +1,9 @@
-"""Fused elementwise kernels: Numba source generated per expression structure, the same expression on the
-``meshrt._fusevm`` interpreter (`program`; `runner` picks: the interpreter first, no compile), and the
-boxes they run on.
+"""Fused elementwise kernels: Numba source generated per expression structure, and the same expression on the
+``meshrt._fusevm`` interpreter (`program`; `runner` picks: the interpreter first, no compile).
 
 Pure (no MPI): `kernel` turns an expression signature into one compiled loop
-nest, `plan_boxes` cuts a device's target box into boxes on which every
-operand read is a constant offset into one array (the operand's own buffer,
-or its ghost-padded copy where the read crosses the block's edge).
-``meshrt.tensor.lazy`` builds the signatures and runs the kernels.
+nest. ``meshrt.tensor.lazy`` builds the signatures, cuts the boxes they run on
+(``lazy.plan_boxes``) and runs the kernels.
 
 A signature is a nested tuple:
 
@@ -29,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
-import itertools
 import os
 import sys
 import tempfile
@@ -42,7 +38,7 @@ from ..runtime import warmup as _warmup
 
 __all__ = ["UFUNCS", "Evaluator", "kernel", "program", "runner", "interpreter_on", "switch_seconds", "cache_dir",
            "expression_source", "kernel_source", "module_source",
-           "plan_boxes", "scalar_dtypes"]
+           "scalar_dtypes"]
 
 # ufunc name -> Python operator template over its (cast) operands. Only operations whose Numba/LLVM
 # code is IEEE correctly rounded (or exact) are here, so the bits equal numpy's loops; transcendental
@@ -570,64 +566,6 @@ def preload() -> None:
     with _LOADING:
         if name not in sys.modules:
             _import(name, os.path.join(d, name + ".py"))
-
-
-def plan_boxes(box, owned, split, leaves):
-    """Cut ``box`` so that on each piece every leaf reads at a constant offset.
-
-    ``box`` and ``owned``: ``((lo, hi), ...)`` per dim in global indices (the
-    target cells here, the block this device owns).  ``split``: per dim, whether
-    it is split (a read beyond ``owned`` there goes to a ghost cell).  ``leaves``:
-    per leaf occurrence, per dim, a list of ``(lo, hi, shift)`` pieces: cells
-    ``lo <= g < hi`` read global index ``g + shift`` (ghost indices past the
-    domain for a periodic roll).
-
-    Returns ``[(piece_box, shifts, ghost)]``: ``shifts[k]`` per dim for leaf
-    ``k``, ``ghost[k]`` whether leaf ``k`` reads outside ``owned`` on a split dim.
-
-    >>> plan_boxes(((1, 4),), ((0, 4),), (True,), [[[(0, 8, -1)]], [[(0, 8, 1)]]])  # cell 3 reads 4: a ghost
-    [(((1, 3),), ((-1,), (1,)), (False, False)), (((3, 4),), ((-1,), (1,)), (False, True))]
-    """
-    for lo, hi in box:
-        if hi <= lo:
-            return []
-    # (loops, no generators: a stencil on a new shape cuts its boxes on its first call)
-    cuts = []
-    for d, (lo, hi) in enumerate(box):
-        pts = {lo, hi}
-        o0, o1 = owned[d]
-        sd = split[d]
-        for pieces in leaves:
-            for plo, phi, s in pieces[d]:
-                if lo < plo < hi:
-                    pts.add(plo)
-                if lo < phi < hi:
-                    pts.add(phi)
-                if sd:
-                    if lo < o0 - s < hi:
-                        pts.add(o0 - s)
-                    if lo < o1 - s < hi:
-                        pts.add(o1 - s)
-        pts = sorted(pts)
-        cuts.append(list(zip(pts, pts[1:])))
-    out = []
-    for cell in itertools.product(*cuts):
-        shifts, ghost = [], []
-        for pieces in leaves:
-            sh, gh = [], False
-            for d, (lo, hi) in enumerate(cell):
-                for plo, phi, s in pieces[d]:
-                    if plo <= lo and hi <= phi:
-                        break
-                else:
-                    raise ValueError(f"leaves: no piece of dim {d} covers cells [{lo}, {hi})")
-                sh.append(s)
-                if split[d] and (lo + s < owned[d][0] or hi + s > owned[d][1]):
-                    gh = True
-            shifts.append(tuple(sh))
-            ghost.append(gh)
-        out.append((cell, tuple(shifts), tuple(ghost)))
-    return out
 
 
 _warmup.then(preload)
