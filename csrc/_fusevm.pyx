@@ -38,7 +38,7 @@ cdef extern from "_fusevm.h":
 
 cnp.import_array()
 
-__all__ = ["Program", "SmallRun", "CHUNK", "OPS"]
+__all__ = ["Program", "SmallRun", "CHUNK", "OPS", "cut_boxes"]
 
 # the operations of a chain; "r" forms compute x OP acc (numpy's operand order where the chain's
 # accumulator is the right operand)
@@ -332,6 +332,200 @@ cdef cnp.ndarray _int_array(object x, int typenum, int ndim, str what):
         raise TypeError(f"fused program: {what} must be a C-contiguous {ndim}-d "
                         f"{'int64' if typenum == cnp.NPY_INT64 else 'int8'} array")
     return <cnp.ndarray>x
+
+
+# -- a fused write's boxes -------------------------------------------------------------------------------
+
+def cut_boxes(box, owned, split, pieces, leaf_array, ghost_lo, halo_lo, Py_ssize_t narr):
+    """``meshrt.tensor.lazy.plan_boxes`` and the plan's packing of its boxes, in C (a stencil on a new
+    shape plans its boxes on its first call: Python's lists cost ~60k instructions there).
+
+    ``box``, ``owned``, ``split``, ``pieces``: as `plan_boxes`'s (``pieces``: per leaf, per dim, its
+    ``(lo, hi, shift)`` pieces); ``leaf_array``: each leaf's array number; ``ghost_lo``: per array, None
+    (no ghost-padded copy) or its padded copy's low ghost width per dim; ``halo_lo``: per array, its own
+    buffer's low halo per dim. Returns ``(boxes, sel, offs, npre)``: int64 ``(n, 2 * nd)`` (each box's
+    ``lo, hi`` per dim), int8 ``(n, narr)`` (1: the box reads array a's padded copy, as one of a's leaves
+    reads a ghost there), int64 ``(n, nleaf, nd)`` (each leaf's offset from a global index to its buffer's:
+    shift - owned lo + that buffer's low halo); the ``npre`` boxes that read no ghost first, each part in
+    `plan_boxes`'s order.
+
+    >>> b, sel, offs, npre = cut_boxes(((1, 4),), ((0, 4),), (True,), [[[(0, 8, -1)]], [[(0, 8, 1)]]],
+    ...                                [0, 0], [[1]], [[0]], 1)
+    >>> b.tolist(), sel.tolist(), offs.tolist(), npre  # cell 3 reads 4: the padded copy (1 ghost below)
+    ([[1, 3], [3, 4]], [[0], [1]], [[[-1], [1]], [[0], [2]]], 1)
+    """
+    cdef Py_ssize_t nd = len(box), nl = len(pieces), d, l, j, k, a, total = 0, ncell = 1, c, r, npre = 0
+    cdef Py_ssize_t maxc, n, i, ipre, ipost, nsel
+    cdef int64_t lo, hi, x, s
+    if nd > MAXD or nd == 0:
+        raise ValueError(f"cut_boxes: {nd} dims (1 to {MAXD})")
+    if len(owned) != nd or len(split) != nd or len(leaf_array) != nl or len(ghost_lo) != narr or len(halo_lo) != narr:
+        raise ValueError("cut_boxes: owned, split, leaf_array, ghost_lo or halo_lo of the wrong length")
+    cdef int64_t blo[MAXD]
+    cdef int64_t bhi[MAXD]
+    cdef int64_t olo[MAXD]
+    cdef int64_t ohi[MAXD]
+    cdef bint sp[MAXD]
+    cdef Py_ssize_t nc[MAXD]
+    cdef Py_ssize_t idx[MAXD]
+    for d in range(nd):
+        blo[d], bhi[d] = box[d]
+        olo[d], ohi[d] = owned[d]
+        sp[d] = bool(split[d])
+    for d in range(nd):
+        if bhi[d] <= blo[d]:
+            return (np.empty((0, 2 * nd), np.int64), np.empty((0, narr), np.int8),
+                    np.empty((0, nl, nd), np.int64), 0)
+    for l in range(nl):
+        if len(pieces[l]) != nd:
+            raise ValueError(f"cut_boxes: leaf {l} has pieces for {len(pieces[l])} dims, not {nd}")
+        for d in range(nd):
+            total += len(pieces[l][d])
+    maxc = 2 + 4 * total
+    # one block: the pieces (lo, hi, shift), each leaf's and dim's first piece, the cut points per dim,
+    # each leaf's array, each array's low widths (its own halo, its padded copy's ghosts) and selection
+    cdef int64_t* mem = <int64_t*>malloc(sizeof(int64_t) * (3 * total + nl * nd + 1 + nd * maxc + nl
+                                                            + 2 * narr * nd + 2 * narr))
+    if not mem:
+        raise MemoryError()
+    cdef int64_t* pc = mem
+    cdef int64_t* first = pc + 3 * total
+    cdef int64_t* cuts = first + nl * nd + 1
+    cdef int64_t* la = cuts + nd * maxc
+    cdef int64_t* hlo = la + nl
+    cdef int64_t* glo = hlo + narr * nd
+    cdef int64_t* hasg = glo + narr * nd
+    cdef int64_t* selc = hasg + narr
+    cdef int64_t* sh = NULL
+    cdef char* gh = NULL
+    cdef cnp.ndarray boxes, sel, offs
+    cdef int64_t* bp
+    cdef cnp.int8_t* xp
+    cdef int64_t* op
+    try:
+        k = 0
+        for l in range(nl):
+            for d in range(nd):
+                first[l * nd + d] = k
+                for lo, hi, s in pieces[l][d]:
+                    pc[3 * k], pc[3 * k + 1], pc[3 * k + 2] = lo, hi, s
+                    k += 1
+            la[l] = leaf_array[l]
+            if not 0 <= la[l] < narr:
+                raise ValueError(f"cut_boxes: leaf {l}'s array {la[l]} is not one of {narr}")
+        first[nl * nd] = k
+        for a in range(narr):
+            hasg[a] = ghost_lo[a] is not None
+            for d in range(nd):
+                hlo[a * nd + d] = halo_lo[a][d]
+                glo[a * nd + d] = ghost_lo[a][d] if hasg[a] else 0
+        # the cut points of each dim: the box's ends, the pieces' ends, and (split) where a read crosses
+        # the block's edge; sorted, each once
+        for d in range(nd):
+            lo, hi = blo[d], bhi[d]
+            x = d * maxc
+            cuts[x], cuts[x + 1] = lo, hi
+            n = 2
+            for l in range(nl):
+                for j in range(first[l * nd + d], first[l * nd + d + 1]):
+                    for i in range(4 if sp[d] else 2):
+                        s = pc[3 * j + i] if i < 2 else (olo[d] if i == 2 else ohi[d]) - pc[3 * j + 2]
+                        if lo < s < hi:
+                            cuts[x + n] = s
+                            n += 1
+            c = 0  # (insertion sort, duplicates dropped)
+            for i in range(n):
+                s = cuts[x + i]
+                j = c
+                while j > 0 and cuts[x + j - 1] > s:
+                    j -= 1
+                if j > 0 and cuts[x + j - 1] == s:
+                    continue
+                r = c
+                while r > j:
+                    cuts[x + r] = cuts[x + r - 1]
+                    r -= 1
+                cuts[x + j] = s
+                c += 1
+            nc[d] = c - 1  # cells along d
+            ncell *= nc[d]
+        # per cell (itertools.product's order) and leaf: its shift per dim, whether it reads a ghost
+        sh = <int64_t*>malloc(sizeof(int64_t) * max(1, ncell * nl * nd))
+        gh = <char*>malloc(max(1, ncell * nl))
+        if not sh or not gh:
+            raise MemoryError()
+        for d in range(nd):
+            idx[d] = 0
+        for c in range(ncell):
+            nsel = 0
+            for l in range(nl):
+                gh[c * nl + l] = 0
+                for d in range(nd):
+                    lo, hi = cuts[d * maxc + idx[d]], cuts[d * maxc + idx[d] + 1]
+                    j = first[l * nd + d]
+                    while j < first[l * nd + d + 1] and not (pc[3 * j] <= lo and hi <= pc[3 * j + 1]):
+                        j += 1
+                    if j == first[l * nd + d + 1]:
+                        raise ValueError(f"leaves: no piece of dim {d} covers cells [{lo}, {hi})")
+                    s = pc[3 * j + 2]
+                    sh[(c * nl + l) * nd + d] = s
+                    if sp[d] and (lo + s < olo[d] or hi + s > ohi[d]):
+                        gh[c * nl + l] = 1
+                nsel += gh[c * nl + l]
+            if not nsel:
+                npre += 1
+            d = nd - 1
+            while d >= 0:
+                idx[d] += 1
+                if idx[d] < nc[d]:
+                    break
+                idx[d] = 0
+                d -= 1
+        boxes = np.empty((ncell, 2 * nd), np.int64)
+        sel = np.empty((ncell, narr), np.int8)
+        offs = np.empty((ncell, nl, nd), np.int64)
+        bp = <int64_t*>cnp.PyArray_DATA(boxes)
+        xp = <cnp.int8_t*>cnp.PyArray_DATA(sel)
+        op = <int64_t*>cnp.PyArray_DATA(offs)
+        ipre, ipost = 0, npre
+        for d in range(nd):
+            idx[d] = 0
+        for c in range(ncell):
+            for a in range(narr):
+                selc[a] = 0
+            nsel = 0
+            for l in range(nl):
+                if gh[c * nl + l]:
+                    selc[la[l]] = 1
+                    nsel += 1
+            if nsel:
+                r, ipost = ipost, ipost + 1
+            else:
+                r, ipre = ipre, ipre + 1
+            for d in range(nd):
+                bp[r * 2 * nd + 2 * d] = cuts[d * maxc + idx[d]]
+                bp[r * 2 * nd + 2 * d + 1] = cuts[d * maxc + idx[d] + 1]
+            for a in range(narr):
+                xp[r * narr + a] = <cnp.int8_t>selc[a]
+            for l in range(nl):
+                a = la[l]
+                if selc[a] and not hasg[a]:
+                    raise ValueError(f"cut_boxes: array {a} is read past its block but has no ghost widths")
+                for d in range(nd):
+                    op[(r * nl + l) * nd + d] = (sh[(c * nl + l) * nd + d] - olo[d]
+                                                 + (glo[a * nd + d] if selc[a] else hlo[a * nd + d]))
+            d = nd - 1
+            while d >= 0:
+                idx[d] += 1
+                if idx[d] < nc[d]:
+                    break
+                idx[d] = 0
+                d -= 1
+        return boxes, sel, offs, npre
+    finally:
+        free(mem)
+        free(sh)
+        free(gh)
 
 
 # -- one small fused write as one call ------------------------------------------------------------------

@@ -1481,6 +1481,47 @@ def plan_boxes(box, owned, split, leaves):
     return out
 
 
+def _cut_boxes_py(box, owned, split, pieces, leaf_array, ghost_lo, halo_lo, narr):
+    """`meshrt._fusevm.cut_boxes` in Python (a build without the extension; the tests' reference): the
+    boxes of `plan_boxes` packed as the kernel's arrays, those that read no ghost first."""
+    nd, nl = len(box), len(pieces)
+    pre, post = [], []
+    for cell, shifts, ghost in plan_boxes(box, owned, split, pieces):
+        sel = [0] * narr
+        for a, gh in zip(leaf_array, ghost):
+            if gh:
+                sel[a] = 1
+        offs = []
+        for a, sh in zip(leaf_array, shifts):
+            low = ghost_lo[a] if sel[a] else halo_lo[a]
+            if low is None:
+                raise ValueError(f"cut_boxes: array {a} is read past its block but has no ghost widths")
+            offs += [sh[d] - owned[d][0] + low[d] for d in range(nd)]
+        (post if any(sel) else pre).append(([x for lo_hi in cell for x in lo_hi], sel, offs))
+    b, x, o = [], [], []
+    for flat, sel, offs in pre + post:  # (flat lists: numpy reads no nesting)
+        b += flat
+        x += sel
+        o += offs
+    n = len(pre) + len(post)
+    return (np.array(b, np.int64).reshape(n, 2 * nd), np.array(x, np.int8).reshape(n, narr),
+            np.array(o, np.int64).reshape(n, nl, nd), len(pre))
+
+
+_CUTTER = []
+
+
+def _cutter():
+    """`meshrt._fusevm.cut_boxes`, or `_cut_boxes_py` in a build without the extension; looked up once."""
+    if not _CUTTER:
+        try:
+            from .._fusevm import cut_boxes
+        except ImportError:
+            cut_boxes = _cut_boxes_py
+        _CUTTER.append(cut_boxes)
+    return _CUTTER[0]
+
+
 @dataclass
 class _Ghost:
     """The ghost-padded copy of one operand: its buffer, exchange, and the slabs copied in first."""
@@ -1496,7 +1537,7 @@ class _Ghost:
 class _FusedPlan:
     __slots__ = ("kernel", "pre", "post", "sel_pre", "sel_post", "offs_pre", "offs_post", "oo", "ghosts",
                  "self_shift", "box", "keep", "describe_args", "_mm", "_out", "small", "all", "sel_all",
-                 "offs_all", "_copy", "fast", "once", "_shape")
+                 "offs_all", "_copy", "fast", "once", "npre")
 
     @classmethod
     def build(cls, t, origin, shape, sig, arrays, leaves, once=False):
@@ -1560,33 +1601,21 @@ class _FusedPlan:
                         widths[a][d][1] = max(widths[a][d][1], sh)
             pieces.append(per)
         self.self_shift = self_shift
-        boxes = plan_boxes(box, owned, split, pieces)
         halo_lo = [[arr._sharding.halo_widths(d)[0] if split[d] else 0 for d in range(nd)] for arr in arrays]
         for i, arr in enumerate(arrays):
             w = widths[i]
             if any(lo or hi for lo, hi in w):
                 self.ghosts[i] = self._ghost(arr, w, periodic[i], owned)
-        pre, post = [], []
-        for cell, shifts, ghost in boxes:
-            sel = [0] * len(arrays)
-            for (a, _, _), gh in zip(leaves, ghost):
-                if gh:
-                    sel[a] = 1
-            offs = []
-            for (a, _, _), sh in zip(leaves, shifts):
-                h = self.ghosts[a].widths if sel[a] else None
-                offs.append([sh[d] - owned[d][0] + (h[d][0] if h else halo_lo[a][d]) for d in range(nd)])
-            flat = [x for lo_hi in cell for x in lo_hi]
-            (post if any(sel) else pre).append((flat, sel, offs))
-        self._shape = (nd, len(arrays), len(leaves))
-        # (the boxes before and after the wait are packed when first run apart: a small plan runs them all
-        # in one call, after the wait)
-        self.pre = self.post = None
+        ghost_lo = [None if gh is None else [lo for lo, _ in gh.widths] for gh in self.ghosts]
+        # every box, those before the wait (they read no ghost) first: a small plan runs them all in one
+        # call after the wait, a larger one runs the first `npre` while the exchange goes on
+        self.all, self.sel_all, self.offs_all, self.npre = _cutter()(
+            box, owned, split, pieces, [a for a, _, _ in leaves], ghost_lo, halo_lo, len(arrays))
+        self.pre = self.post = None  # (`run`'s views of them, made when it first needs them apart)
         # A small block: no overlap to win, so one kernel call over every box after the wait, and a target
         # read with a shift is read from a copy (no second buffer to install).  Local only: the messages
         # stay those of every process.
         self.small = t._local.size <= _SMALL
-        self.all, self.sel_all, self.offs_all = self._pack(pre + post)
         self._copy = None
         t_lo = [s.halo_widths(d)[0] if split[d] else 0 for d in range(nd)]
         self.oo = np.array([t_lo[d] - owned[d][0] for d in range(nd)], np.int64)
@@ -1594,7 +1623,7 @@ class _FusedPlan:
         # compiled (or loaded from the disk cache) now: a compile error falls back, on every process
         self.kernel = _fuse.runner(sig, nd, _dtype_name(t._local.dtype), tuple(_dtype_name(a._local.dtype)
                                                                               for a in arrays))
-        self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays], pre, post)
+        self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays])
         self._out = None
         if self.once and self._lasts_plain(g):
             self.once = False
@@ -1616,18 +1645,6 @@ class _FusedPlan:
             if gh is not None and (any(lo or hi for lo, hi in gh.widths[1:]) or gh.exchange.plan.local_copies):
                 return False
         return _fusevm().mpi_calls()
-
-    def _pack(self, lst):
-        nd, na, nl = self._shape
-        b, x, o = [], [], []
-        for flat, sel, offs in lst:  # (flat lists: numpy reads no nesting)
-            b += flat
-            x += sel
-            for row in offs:
-                o += row
-        n = len(lst)
-        return (np.array(b, np.int64).reshape(n, 2 * nd), np.array(x, np.int8).reshape(n, na),
-                np.array(o, np.int64).reshape(n, nl, nd))
 
     def shed(self):
         """After a once-plan's run: drop its ghost buffers (the geometry stays, for `upgrade`)."""
@@ -1813,10 +1830,10 @@ class _FusedPlan:
         second = (self.self_shift and not new) or not target.flags.c_contiguous
         out = self._out = _take(target.shape, target.dtype) if second else target
         del target
-        if self.pre is None:
-            pre, post = self.describe_args[3:]
-            self.pre, self.sel_pre, self.offs_pre = self._pack(pre)
-            self.post, self.sel_post, self.offs_post = self._pack(post)
+        if self.pre is None:  # (rows of the packed boxes: C-contiguous, as the kernel needs them)
+            k = self.npre
+            self.pre, self.sel_pre, self.offs_pre = self.all[:k], self.sel_all[:k], self.offs_all[:k]
+            self.post, self.sel_post, self.offs_post = self.all[k:], self.sel_all[k:], self.offs_all[k:]
         if len(self.pre):
             self._call(self.pre, self.sel_pre, self.offs_pre, out, bufs, scalars)
         for h in handles:
@@ -1979,7 +1996,8 @@ def _explain(node, t, origin, new=False, shape=None, drop=()):
     plan = _get_plan(t, origin, node.shape if shape is None else shape, sig, arrays, leaves, force=True)
     if plan is None:
         return "runs eagerly (operands not of the target's layout, or views of other tensors)"
-    origin, shape, arrays, pre, post = plan.describe_args
+    origin, shape, arrays = plan.describe_args
+    pre, post = plan.all[:plan.npre].tolist(), plan.all[plan.npre:].tolist()
     lines = [f"fused kernel: {_describe_node(node)} -> {node.dtype} into "
              f"{'a new tensor' if new else 'the target'} region {list(origin)} + {list(shape)}; "
              f"device {t.mesh.rank}"]
@@ -1998,8 +2016,8 @@ def _explain(node, t, origin, new=False, shape=None, drop=()):
                      f"{'periodic ' + str([d for d, p in enumerate(gh.periodic) if p]) if any(gh.periodic) else ''}"
                      f"; {len(hp.recvs)} messages, {recv} bytes in")
     lines.append(f"  bytes received per step: {total}")
-    lines.append(f"  boxes before the wait (overlap the exchange): {[_fmt(b) for b, _, _ in pre]}")
-    lines.append(f"  boxes after the wait (read ghosts): {[_fmt(b) for b, _, _ in post]}")
+    lines.append(f"  boxes before the wait (overlap the exchange): {[_fmt(b) for b in pre]}")
+    lines.append(f"  boxes after the wait (read ghosts): {[_fmt(b) for b in post]}")
     if plan.self_shift and not new:
         if plan.small:
             lines.append("  the target is read with a shift: its cells are read from a copy made before the "
