@@ -100,7 +100,7 @@ class Sharding:
     shard.sharding @mesh split_axes = [[]] partial = max[0]
     """
 
-    __slots__ = ("_mesh", "_split_axes", "_partial_axes", "_partial_type", "_halo_sizes", "_offsets", "_hash",
+    __slots__ = ("_mesh", "_split_axes", "_partial_axes", "_partial_type", "_halo_sizes", "_offsets", "_hash", "_value",
                  "_sharded", "_widths")
 
     def __init__(
@@ -143,7 +143,8 @@ class Sharding:
         hs = self._halo_sizes
         self._widths = {d: (hs[2 * k], hs[2 * k + 1]) for k, d in enumerate(self._sharded)} if hs else {}
         self._offsets = _normalize_offsets(sharded_dims_offsets, [self.dim_split_size(d) for d in self.sharded_dims])
-        self._hash = hash(self._key())
+        self._value = self._key()  # (kept: equal but distinct shardings are compared by it in every cache lookup)
+        self._hash = hash(self._value)
 
     # -- value semantics -----------------------------------------------------
     mesh = property(lambda self: self._mesh, doc="The mesh (`Mesh` or `AbstractMesh`) whose axes it names.")
@@ -164,7 +165,7 @@ class Sharding:
     def __eq__(self, other):
         if not isinstance(other, Sharding):
             return NotImplemented
-        return self._hash == other._hash and self._key() == other._key()
+        return self is other or self._hash == other._hash and self._value == other._value
 
     def __hash__(self):
         return self._hash

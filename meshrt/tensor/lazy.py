@@ -44,7 +44,6 @@ import mmap
 import operator
 import os
 from sys import getrefcount as _getrefcount
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -1522,16 +1521,16 @@ def _cutter():
     return _CUTTER[0]
 
 
-@dataclass
 class _Ghost:
-    """The ghost-padded copy of one operand: its buffer, exchange, and the slabs copied in first."""
+    """The ghost-padded copy of one operand: its buffer, exchange, and the slabs copied in first
+    (``(padded index, local index)``); ``widths``: per dim (lo, hi).  (A plain class: its constructor
+    compiled with this module, where a dataclass's is generated Python.)"""
 
-    sharding: object
-    padded: np.ndarray
-    exchange: object
-    slabs: tuple  # (padded index, local index)
-    widths: tuple  # per dim (lo, hi)
-    periodic: tuple
+    __slots__ = ("sharding", "padded", "exchange", "slabs", "widths", "periodic")
+
+    def __init__(self, sharding, padded, exchange, slabs, widths, periodic):
+        self.sharding, self.padded, self.exchange = sharding, padded, exchange
+        self.slabs, self.widths, self.periodic = slabs, widths, periodic
 
 
 class _FusedPlan:
@@ -1623,7 +1622,7 @@ class _FusedPlan:
         # compiled (or loaded from the disk cache) now: a compile error falls back, on every process
         self.kernel = _fuse.runner(sig, nd, _dtype_name(t._local.dtype), tuple(_dtype_name(a._local.dtype)
                                                                               for a in arrays))
-        self.describe_args = (origin, shape, [(a.dtype, a.global_shape, a is t) for a in arrays])
+        self.describe_args = (origin, shape, [(a._local.dtype, a._global_shape, a is t) for a in arrays])
         self._out = None
         if self.once and self._lasts_plain(g):
             self.once = False
