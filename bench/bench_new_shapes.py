@@ -6,6 +6,9 @@ Ten warm-up shapes first (the structure's program made, kernels loaded); then, f
 tensors of ``n, n + 1, ...`` float64 elements split on dim 0 with one halo cell a side, the statement
 ``c[1:-1] = 0.5 * (c[:-2] + c[2:])`` three times, each timed on the slowest process after a barrier.
 Prints the mean and median of the first, second and third calls in microseconds, and the steady call's.
+Then the same on new slice lengths of one tensor of ``n`` elements: ``c[1:m - 1] = 0.5 * (c[:m - 2] + c[2:m])``
+for ``--shapes`` lengths ``m`` never written before (the halo plan of the tensor is known; the fused
+plan of each length is new).
 """
 
 import argparse
@@ -25,11 +28,26 @@ def stencil(c):
     c[1:-1] = 0.5 * (c[:-2] + c[2:])
 
 
-def timed(c):
+def sliced_stencil(c, m):
+    c[1:m - 1] = 0.5 * (c[:m - 2] + c[2:m])
+
+
+def timed(c, m=None):
     comm.Barrier()
     t0 = time.perf_counter()
-    stencil(c)
+    if m is None:
+        stencil(c)
+    else:
+        sliced_stencil(c, m)
     return comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+
+
+def report(title, runs, steady):
+    if comm.rank == 0:
+        print(title)
+        for name, r in zip(("first", "second", "third", "fourth"), runs):
+            print(f"{name:7s} call: mean {np.mean(r) * 1e6:6.0f}  median {np.median(r) * 1e6:6.0f}")
+        print(f"steady  call: best {steady * 1e6:6.1f}")
 
 
 def main():
@@ -49,11 +67,18 @@ def main():
         for r in runs:
             r.append(timed(c))
     steady = min(timed(tensors[-1]) for _ in range(200))
-    if comm.rank == 0:
-        print(f"# {o.shapes} new shapes of {o.n}-{o.n + o.shapes - 1} elements on {comm.size} processes; us")
-        for name, r in zip(("first", "second", "third", "fourth"), runs):
-            print(f"{name:7s} call: mean {np.mean(r) * 1e6:6.0f}  median {np.median(r) * 1e6:6.0f}")
-        print(f"steady  call: best {steady * 1e6:6.1f}")
+    report(f"# {o.shapes} new shapes of {o.n}-{o.n + o.shapes - 1} elements on {comm.size} processes; us", runs,
+           steady)
+    c = DistributedTensor.from_global(rng.random(o.n), s)
+    for m in range(o.n // 2, o.n // 2 + 10):  # (this tensor's halo plan and buffers, once)
+        sliced_stencil(c, m)
+    lengths = range(o.n, o.n - o.shapes, -1)
+    runs = [[], [], [], []]
+    for m in lengths:
+        for r in runs:
+            r.append(timed(c, m))
+    steady = min(timed(c, lengths[-1]) for _ in range(200))
+    report(f"# {o.shapes} new slice lengths {lengths[-1]}-{o.n} of one tensor of {o.n} elements; us", runs, steady)
 
 
 if __name__ == "__main__":
