@@ -429,7 +429,8 @@ def _messages(sharding, local, per, device):
         return (), (), (), False
     whole = [slice(0, s) for s in local]
     # (the boxes' emptiness from their widths: a box is empty where any of its dims is)
-    rest_full = all(local[d] > 0 for d in range(len(local)) if d not in {i[0] for i in info})
+    sharded = {i[0] for i in info}
+    rest_full = all(local[d] > 0 for d in range(len(local)) if d not in sharded)
     messages, sends, recvs, local_copies = [], [], [], False
     for direction, peer, send_tag, recv_tag, is_local in peers:
         send, recv = list(whole), list(whole)
