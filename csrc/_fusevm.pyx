@@ -336,6 +336,18 @@ cdef cnp.ndarray _int_array(object x, int typenum, int ndim, str what):
 
 # -- a fused write's boxes -------------------------------------------------------------------------------
 
+cdef inline void _next_cell(Py_ssize_t* idx, const Py_ssize_t* nc, Py_ssize_t nd) noexcept:
+    """The next cell of a product of ``nc[d]`` cells per dim, in ``itertools.product``'s order (last dim
+    fastest): ``idx`` advanced in place."""
+    cdef Py_ssize_t d = nd - 1
+    while d >= 0:
+        idx[d] += 1
+        if idx[d] < nc[d]:
+            return
+        idx[d] = 0
+        d -= 1
+
+
 def cut_boxes(box, owned, split, pieces, leaf_array, ghost_lo, halo_lo, Py_ssize_t narr):
     """``meshrt.tensor.lazy.plan_boxes`` and the plan's packing of its boxes, in C (a stencil on a new
     shape plans its boxes on its first call: ~55k instructions as Python lists, ~12k here).
@@ -474,13 +486,7 @@ def cut_boxes(box, owned, split, pieces, leaf_array, ghost_lo, halo_lo, Py_ssize
                 nsel += gh[c * nl + l]
             if not nsel:
                 npre += 1
-            d = nd - 1
-            while d >= 0:
-                idx[d] += 1
-                if idx[d] < nc[d]:
-                    break
-                idx[d] = 0
-                d -= 1
+            _next_cell(idx, nc, nd)
         boxes = np.empty((ncell, 2 * nd), np.int64)
         sel = np.empty((ncell, narr), np.int8)
         offs = np.empty((ncell, nl, nd), np.int64)
@@ -514,13 +520,7 @@ def cut_boxes(box, owned, split, pieces, leaf_array, ghost_lo, halo_lo, Py_ssize
                 for d in range(nd):
                     op[(r * nl + l) * nd + d] = (sh[(c * nl + l) * nd + d] - olo[d]
                                                  + (glo[a * nd + d] if selc[a] else hlo[a * nd + d]))
-            d = nd - 1
-            while d >= 0:
-                idx[d] += 1
-                if idx[d] < nc[d]:
-                    break
-                idx[d] = 0
-                d -= 1
+            _next_cell(idx, nc, nd)
         return boxes, sel, offs, npre
     finally:
         free(mem)
