@@ -762,6 +762,12 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         target = self._interior[local]
         if isinstance(value, DistributedTensor) and value.ndim == 0:  # a reduction's result: its value
             value = np.asarray(value._full_interior())
+        if isinstance(value, DistributedTensor) and not value._sharding._partial_axes and not any(
+                value._sharding._split_axes) and value._local.dtype.kind in "biufc" and value.mesh == self.mesh \
+                and _fits(value._global_shape, plan.result_shape):
+            # replicated (a row its owner broadcast, ``r = p[-2, :]; p[-1, :] = r``): the global value on
+            # every process, each writes its part from it as from a numpy array's, no reshard
+            value = value._interior
         if isinstance(value, DistributedTensor):
             if value._global_shape != plan.result_shape and value.mesh == self.mesh:
                 try:  # numpy broadcasts the value to the selection
@@ -1467,3 +1473,13 @@ def _implicit_gather(t, what):
         "allgather); call .gather() where the global array is meant, or keep the value a tensor", PerformanceWarning, f.f_code.co_filename, f.f_lineno, module=g.get("__name__"),
         registry=g.setdefault("__warningregistry__", {}), module_globals=g)
     return t.gather()
+
+
+def _fits(shape, target) -> bool:
+    """Whether numpy broadcasts an array of ``shape`` to ``target`` (a value stored into a selection)."""
+    if shape == target:
+        return True
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False

@@ -126,7 +126,7 @@ def getitem(t, key):
             if one is not None:
                 return one
             if len(t._global_shape) > 1:  # ``A[i]``: a row from its owner
-                one = read_piece(t, key if tk is tuple else (key,))
+                one = read_piece(t, key if tk is tuple else (key,), _READ_DEPTH)
                 if one is not None:
                     return one
         elif tk is tuple and piece_key(key):
@@ -416,7 +416,8 @@ def _matmul_role(code, at):
     value goes into an in-place operator (``A[i, j] -= A[i, :j] @ A[:j, j]``); ``(3, offset of the @)`` the
     same, whose value goes through ``+ - * /`` only into a subscript's store (``x[i] = (b[i] - L[i, :i] @
     x[:i]) / L[i, i]``, `_flows_to_store`); ``(2, offset of the @)`` the right operand of an ``@`` next;
-    ``(0, -1)`` anything else.  The code is read once per site."""
+    ``(4, -1)`` no ``@``, the value goes through ``+ - * /`` only into a subscript's store (``p[-1, :] =
+    p[-2, :]``); ``(0, -1)`` anything else.  The code is read once per site."""
     ck = (id(code), at)
     r = _ROLES.get(ck)
     if r is not None:
@@ -451,6 +452,8 @@ def _matmul_role(code, at):
                 if n is None or n > depth or x.opname == "BINARY_OP" and (x.arg == mm or x.arg in inplace):
                     break
                 depth += dis.stack_effect(x.opcode, x.arg)
+            if r[0] == 0 and _flows_to_store(ins, k + 1):
+                r = (4, -1)
     if len(_ROLES) > _LIMIT:
         _ROLES.clear()
     _ROLES[ck] = r
@@ -483,15 +486,12 @@ def _flows_to_store(ins, m) -> bool:
     return False
 
 
-def _deferred_row(t, key, idx, owned, axes, root, rs, out_shape, depth):
-    """`read_piece`'s row ``t[i, a:b]`` as a `DeferredRow` where the reading code only multiplies it by ``@``
-    into an in-place operator (`_matmul_role`: the left operand; or the right one of a left `DeferredRow`'s
-    ``@``); None otherwise (it is broadcast)."""
+def _deferred_row(t, key, idx, owned, axes, root, rs, out_shape, code, role, at):
+    """`read_piece`'s row ``t[i, a:b]`` as a `DeferredRow` where the reading code (``code``; ``role, at``: the
+    read's `_matmul_role` there) only multiplies it by ``@`` into an in-place operator (the left operand; or
+    the right one of a left `DeferredRow`'s ``@``); None otherwise (it is broadcast)."""
     if len(t._global_shape) != 2 or type(key[0]) is not int or type(key[1]) is not slice or key[1].step not in (None, 1):
         return None
-    f = _getframe(depth - 1 + 2 * _OWN_FRAME)
-    code = f.f_code
-    role, at = _matmul_role(code, f.f_lasti)
     last = _LAST_DEFERRED
     if role == 0 or role == 2 and (last[0] is not code or last[1] != at or last[2] is None or last[2].used):
         return None
@@ -906,10 +906,20 @@ def read_piece(t: DistributedTensor, key: tuple, depth=None):
     if not axes:
         block = t._interior[tuple(idx)]
     else:
-        if depth is not None and len(int_dims) == 1 and len(axes) == 1 and len(out_shape) == 1 and _DIS is not None:
-            d = _deferred_row(t, key, idx, owned, axes, root[axes[0]], rs, out_shape, depth)
-            if d is not None:
-                return d
+        if depth is not None and _DIS is not None:
+            f = _getframe(depth - 1 + 2 * _OWN_FRAME)
+            code = f.f_code
+            role, at = _matmul_role(code, f.f_lasti)
+            if role == 4 and ABOVE.lazy is not None:
+                # only stored (``p[-1, :] = p[-2, :]``): a deferred view, written where it is held
+                # (`meshrt.tensor.lazy.setitem`), not broadcast first
+                d = ABOVE.lazy.getitem(t, key)
+                if d is not None:
+                    return d
+            elif role and len(int_dims) == 1 and len(axes) == 1 and len(out_shape) == 1:
+                d = _deferred_row(t, key, idx, owned, axes, root[axes[0]], rs, out_shape, code, role, at)
+                if d is not None:
+                    return d
         # (the owners' piece is a view of their block, as numpy's ``A[i]``: ``A[i][j] = x`` writes through)
         x = _contiguous(t._interior[tuple(idx)]) if owned else _empty(out_shape, t._local.dtype)
         block = collectives.broadcast(x, s._mesh, axes, tuple([root[a] for a in axes]))

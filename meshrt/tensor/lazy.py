@@ -821,8 +821,35 @@ def setitem(t, key, value) -> bool:
                     if _fused_write(t, r[0], node, r[1], r[2]):
                         value._expr = None
                         return True
+        elif type(node) is _Leaf and node.kind == "slice" and node.value is None and \
+                node.dtype == t._local.dtype and not t._sharding._partial_axes:
+            if _copy_write(t, key, node):
+                value._expr = None
+                return True
     flush()
     return False
+
+
+def _copy_write(t, key, leaf) -> bool:
+    """``t[key] = u[...]``, a view written into a region of its shape (a boundary row ``p[-1, :] = p[-2, :]``):
+    numpy on the blocks where every piece is read on the process that writes it (`_local_write`), else a
+    fused copy (its ghost exchange brings what is read across blocks).  False: not this case."""
+    r = _region(t._global_shape, key)
+    if r is not None:
+        origin, shape, drop = r[0], r[1], ()
+    else:
+        r = _int_region(t._global_shape, key)
+        if r is None:
+            return False
+        origin, shape, drop = r[0], r[1], r[2]
+        if r[3] != leaf.shape:
+            return False
+    if shape != leaf.shape and not drop or 0 in shape:
+        return False
+    if _local_write(t, origin, leaf, shape, drop):
+        return True
+    copy = _op("astype", None, [leaf], [leaf], (leaf.dtype,), leaf.dtype, leaf.shape, leaf.mesh, leaf.periodic)
+    return _fused_write(t, origin, copy, shape, drop)
 
 
 def _same_region(t, key, view) -> bool:
@@ -1024,12 +1051,12 @@ def _local_write(t, origin, node, shape, drop) -> bool:
     size = 1
     for n in shape:
         size *= n
-    if size > _LOCAL_MAX or node.oldest != _forced[0] or type(node) is not _Op:
+    if size > _LOCAL_MAX or node.oldest != _forced[0]:
         return False
     s, g = t._sharding, t._global_shape
     nd = len(g)
     split = _split_dims(s, nd)
-    for leaf in node.leaves:
+    for leaf in (node.leaves if type(node) is _Op else (node,)):
         a = leaf.t
         if leaf.kind == "roll" or leaf.value is not None:
             return False
@@ -1049,10 +1076,11 @@ def _local_write(t, origin, node, shape, drop) -> bool:
         same = sa is s or sa == s
         for d in split:  # (a whole tensor read: from 0)
             st = 0 if starts is None else starts[d]
-            if same and a._global_shape[d] == g[d]:
-                if st != origin[d] and s.dim_split_size(d) > 1:  # a shift across blocks (a stencil's): fused
-                    return False
-            elif not _blocks_alike(s, g, origin[d], shape[d], sa, a._global_shape, st, d):
+            if same and a._global_shape[d] == g[d] and (st == origin[d] or s.dim_split_size(d) == 1):
+                continue
+            # a shift (``p[-1, :] = p[-2, :]``) whose pieces stay on their processes, or another layout
+            # split alike; a shift across blocks (a stencil's) is the fused write's
+            if not _blocks_alike(s, g, origin[d], shape[d], sa, a._global_shape, st, d):
                 return False
         if not same and _split_dims(sa, nd) != split:
             return False
@@ -1069,7 +1097,8 @@ def _local_write(t, origin, node, shape, drop) -> bool:
         else:
             rel.append((0, shape[d]))
     if rel is not None:
-        value = _in_errstate(node.err, _local_value, node, rel, drop)
+        value = _in_errstate(node.err, _local_value, node, rel, drop) if type(node) is _Op else \
+            _local_value(node, rel, drop)  # (a view: numpy's assignment copies where it overlaps the target)
     _pending.pop(id(node), None)
     node.consumed = True
     flush()  # (pending expressions read the target as it was)
@@ -1407,6 +1436,25 @@ def _get_plan(t, origin, shape, sig, arrays, leaves, force=False, hot=1):
     return entry if type(entry) is _FusedPlan else None
 
 
+_NARROWEST: dict = {}
+
+
+def _narrowest_block(s, shape, d) -> int:
+    """The fewest cells any block of dim ``d`` holds, ``shape`` under sharding ``s``: ``size // n`` by MLIR's
+    uneven rule (no offsets walked: O(1) at any process count), the least of the given offsets' otherwise."""
+    if not s.sharded_dims_offsets:
+        return shape[d] // s.dim_split_size(d)
+    key = (s, shape, d)
+    r = _NARROWEST.get(key)
+    if r is None:
+        offs = s.dim_offsets(shape)[d]
+        r = min(b - a for a, b in zip(offs, offs[1:]))
+        if len(_NARROWEST) > 4096:
+            _NARROWEST.clear()
+        _NARROWEST[key] = r
+    return r
+
+
 _FUSEVM = []
 
 
@@ -1604,6 +1652,12 @@ class _FusedPlan:
         for i, arr in enumerate(arrays):
             w = widths[i]
             if any(lo or hi for lo, hi in w):
+                for d in range(nd):
+                    lo, hi = w[d]
+                    if (lo or hi) and max(lo, hi) > _narrowest_block(arr._sharding, arr._global_shape, d):
+                        # a ghost filled from the neighbour's block alone: a read past it (``p[9:] = q[:2]``
+                        # on blocks of 3) is the eager path's
+                        raise ShardingError(f"a read {max(lo, hi)} cells across dim {d} passes a neighbour's block")
                 self.ghosts[i] = self._ghost(arr, w, periodic[i], owned)
         ghost_lo = [None if gh is None else [lo for lo, _ in gh.widths] for gh in self.ghosts]
         # every box, those before the wait (they read no ghost) first: a small plan runs them all in one

@@ -559,3 +559,77 @@ def test_int_key_loop_builds_no_plan_per_index(mesh2):
         # new tensors of one shape)
         assert _lazy.stats["once"] <= once + 1 and _lazy.stats["plans"] <= plans + 1, name
         same(u, g, f"recurrence {name}")
+
+
+def _cut_layout(mesh2, n, cuts):
+    """Rows of ``n`` split over the 1-D mesh at ``cuts`` (sorted, one fewer than the processes; blocks may be
+    empty), or by MLIR's uneven rule where ``cuts`` is None."""
+    m1 = mesh2["1d"]
+    if cuts is None:
+        return Sharding(m1, [["x"]])
+    return Sharding(m1, [["x"]], sharded_dims_offsets=[0, *cuts, n])
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(n=st.integers(1, 14), form=st.integers(0, 2), local=st.booleans(), draw=st.data())
+def test_shifts_past_a_neighbours_block_bitwise(mesh2, n, form, local, draw):
+    """``p[a:b] = q[c:d] ...`` with any shift, also past the neighbour's block (a ghost is filled from the
+    neighbour alone, so such a read takes the eager path), blocks even, uneven or empty: numpy's bits on
+    the first run and the repeated ones (a plan, then its lasting form), with small writes by numpy on
+    the blocks or by the fused kernel."""
+    with pytest.MonkeyPatch.context() as mp:
+        if local:
+            mp.setattr(_lazy, "_LOCAL_MAX", 1 << 14)
+        _shifted_writes(mesh2, n, form, draw)
+
+
+def _shifted_writes(mesh2, n, form, draw):
+    cuts = draw.draw(st.one_of(st.none(), st.lists(st.integers(0, n), min_size=comm.size - 1,
+                                                     max_size=comm.size - 1).map(sorted)))
+    length = draw.draw(st.integers(1, n))
+    a, c = draw.draw(st.integers(0, n - length)), draw.draw(st.integers(0, n - length))
+    s = _cut_layout(mesh2, n, cuts)
+    g = [data((n,), "float64", j) for j in range(2)]
+    p, q = (DT.from_global(x, s) for x in g)
+    for _ in range(3):
+        for x, y in ((g[0], g[1]), (p, q)):
+            if form == 0:
+                x[a:a + length] = y[c:c + length] * 2.0 + x[a:a + length]
+            elif form == 1:
+                x[a:a + length] = y[c:c + length]
+            else:
+                x[a:a + length] = x[c:c + length] - 1.0  # the target read shifted
+        same(p, g[0], f"n={n} cuts={cuts} form={form} [{a}:{a + length}] <- [{c}:{c + length}]")
+
+
+def test_stored_rows_are_written_where_they_are(mesh2, monkeypatch):
+    """A row read only to be stored (``p[-1, :] = p[-2, :]``, a channel's wall) is a deferred view: where the
+    row and its target are on one process it is written there by numpy (no broadcast, no plan), elsewhere
+    fused or eagerly; a row read into a name first is replicated and written from its copy (no reshard).
+    numpy's bits, rows split evenly and not."""
+    monkeypatch.setattr(_lazy, "_LOCAL_MAX", 1 << 14)
+    for n in (comm.size * 3 + 2, comm.size + 1, 2):
+        s = Sharding(mesh2["1d"], [["x"]])
+        g = [data((n, 5), "float64", j) for j in range(2)]
+        p, q = (DT.from_global(x, s) for x in g)
+        for i, j in [(-1, -2), (0, 1), (n // 2, (n // 2 + 1) % n), (1, -1), (-2, 0)]:
+            before = _lazy.stats["local_writes"]
+            for x, y in ((g[0], g[1]), (p, q)):
+                x[i, :] = x[j, :]
+                x[i] = y[j] * 0.5 + x[i]
+                x[i, 1:] = 2.0 * y[j, :-1]
+            same(p, g[0], f"rows {i} <- {j}, n={n}")
+            offs = s.dim_offsets((n, 5))[0]
+            owner = [k for k in range(comm.size) if offs[k] <= i % n < offs[k + 1]]
+            if owner == [k for k in range(comm.size) if offs[k] <= j % n < offs[k + 1]]:
+                # (a row stored onto itself is no write at all)
+                assert _lazy.stats["local_writes"] == before + 3 - (i % n == j % n), (n, i, j)
+        row = p[-2, :]  # a value of its own: replicated
+        assert not any(row.sharding.split_axes)
+        p[-1, :] = row
+        p[1:3, :] = row  # numpy broadcasts it
+        g[0][-1, :] = g[0][-2, :]
+        g[0][1:3, :] = g[0][-2, :]
+        same(p, g[0], f"a replicated row stored, n={n}")
+        with pytest.raises(meshrt.ShardingError, match=r"cannot be assigned to a selection of shape \(3,\)"):
+            p[0, :3] = row
