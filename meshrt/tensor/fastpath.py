@@ -186,6 +186,31 @@ def operator_method(name, ufunc, symbol, kind="plain"):
     return op
 
 
+def power_method(inplace=False):
+    """The tensor's ``t ** x`` (``t **= x``), as numpy's arrays take it: an int 2 is ``np.square``, and on a
+    float or complex tensor a float 0.5 ``np.sqrt`` and an int -1 ``np.reciprocal`` (numpy's own shortcuts,
+    so the bits are its; square and sqrt fuse into a deferred expression); any other exponent
+    ``np.power``."""
+    name = "__ipow__" if inplace else "__pow__"
+    mixin = getattr(np.lib.mixins.NDArrayOperatorsMixin, name)
+
+    def op(self, other):
+        to = type(other)
+        if to is int and (other == 2 or other == -1) or to is float and other == 0.5:
+            if other == 2:
+                fast = np.square
+            elif self.dtype.kind in "fc":
+                fast = np.sqrt if to is float else np.reciprocal
+            else:
+                return mixin(self, other)
+            return fast(self, out=self) if inplace else fast(self)
+        return mixin(self, other)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``t {'**=' if inplace else '**'} x``: numpy's arrays' (``np.square`` for ``x == 2``)."
+    return op
+
+
 _GENERAL: dict = {}  # the class's own methods the fronts fall back on, as `install` found them
 
 
@@ -208,6 +233,8 @@ def install() -> None:
     for name, ufunc, sym in (("lt", np.less, "<"), ("le", np.less_equal, "<="), ("gt", np.greater, ">"),
                              ("ge", np.greater_equal, ">=")):  # (no reflected forms: Python swaps them)
         setattr(DistributedTensor, f"__{name}__", operator_method(f"__{name}__", ufunc, sym))
+    DistributedTensor.__pow__ = power_method()
+    DistributedTensor.__ipow__ = power_method(inplace=True)
     install_stored(OwnedElement)
 
 

@@ -633,3 +633,31 @@ def test_stored_rows_are_written_where_they_are(mesh2, monkeypatch):
         same(p, g[0], f"a replicated row stored, n={n}")
         with pytest.raises(meshrt.ShardingError, match=r"cannot be assigned to a selection of shape \(3,\)"):
             p[0, :3] = row
+
+
+def test_power_as_numpy_arrays_take_it(mesh2):
+    """``t ** 2`` is numpy's ``np.square`` (deferred: it fuses), ``** 0.5`` and ``** -1`` on floats ``np.sqrt``
+    and ``np.reciprocal``, other exponents ``np.power``, in place too: numpy's arrays' bits and errors."""
+    s = layouts(mesh2, 2)[0][1]
+    for dtype in ("float64", "float32", "int64"):
+        g = data((comm.size * 3 + 2, 5), dtype, 4)
+        if dtype == "int64":
+            g[g == 0] = 3
+        u = DT.from_global(g, s)
+        assert type(u[1:-1] ** 2).__name__ != "DistributedTensor"  # deferred
+        for e in (2, 0.5, -1, 3, 2.0, 1):
+            if dtype == "int64" and e == -1:
+                with pytest.raises(ValueError, match="negative integer powers"):
+                    u ** e
+                continue
+            with np.errstate(all="ignore"):
+                same(u ** e, g ** e, f"{dtype} ** {e!r}")
+                same((u[2:] - u[:-2]) ** e, (g[2:] - g[:-2]) ** e, f"{dtype} (difference) ** {e!r}")
+        u **= 2
+        g **= 2
+        v = DT.from_global(g.copy(), s)
+        v[1:-1, 1:] **= 2
+        h = g.copy()
+        h[1:-1, 1:] **= 2
+        same(u, g, f"{dtype} **= 2")
+        same(v, h, f"{dtype} view **= 2")
