@@ -39,6 +39,7 @@ array([4., 5., 6., 7.])
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import mmap
 import operator
@@ -1076,11 +1077,12 @@ def _local_write(t, origin, node, shape, drop) -> bool:
         same = sa is s or sa == s
         for d in split:  # (a whole tensor read: from 0)
             st = 0 if starts is None else starts[d]
-            if same and a._global_shape[d] == g[d] and (st == origin[d] or s.dim_split_size(d) == 1):
-                continue
-            # a shift (``p[-1, :] = p[-2, :]``) whose pieces stay on their processes, or another layout
-            # split alike; a shift across blocks (a stencil's) is the fused write's
-            if not _blocks_alike(s, g, origin[d], shape[d], sa, a._global_shape, st, d):
+            if same and a._global_shape[d] == g[d]:
+                # a shift (``p[-1, :] = p[-2, :]``) whose pieces stay on their processes; one across
+                # blocks (a stencil's) is the fused write's
+                if st != origin[d] and not _shift_stays(s, g, d, min(st, origin[d]), max(st, origin[d]) + shape[d]):
+                    return False
+            elif not _blocks_alike(s, g, origin[d], shape[d], sa, a._global_shape, st, d):
                 return False
         if not same and _split_dims(sa, nd) != split:
             return False
@@ -1128,6 +1130,23 @@ def _blocks_alike(s, g, o, n, sa, ga, oa, d) -> bool:
             _ALIKE.clear()
         _ALIKE[key] = r
     return r
+
+
+def _shift_stays(s, g, d, lo, hi) -> bool:
+    """Whether no block of dim ``d`` (shape ``g``, sharding ``s``) ends strictly inside ``(lo, hi)``: a region
+    and its shift spanning ``[lo, hi)`` are then held piece for piece by the same processes.  O(1) under
+    MLIR's uneven rule (the block holding cell ``lo`` found by arithmetic), a bisection of the given offsets
+    otherwise: a stencil on a new shape pays no walk over the blocks."""
+    nb = s.dim_split_size(d)
+    if nb == 1:
+        return True
+    if s.sharded_dims_offsets:
+        offs = s.dim_offsets(g)[d]
+        return offs[bisect.bisect_right(offs, lo)] >= hi
+    base, extra = divmod(g[d], nb)
+    small = (nb - extra) * base  # the cells of the narrower blocks, first
+    end = (lo // base + 1) * base if lo < small else small + ((lo - small) // (base + 1) + 1) * (base + 1)
+    return end >= hi
 
 
 _SPLIT_DIMS: dict = {}
