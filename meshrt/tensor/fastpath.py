@@ -196,15 +196,13 @@ def power_method(inplace=False):
 
     def op(self, other):
         to = type(other)
-        if to is int and (other == 2 or other == -1) or to is float and other == 0.5:
-            if other == 2:
-                fast = np.square
-            elif self.dtype.kind in "fc":
-                fast = np.sqrt if to is float else np.reciprocal
-            else:
-                return mixin(self, other)
-            return fast(self, out=self) if inplace else fast(self)
-        return mixin(self, other)
+        if to is int and other == 2:
+            fast = np.square
+        elif (to is float and other == 0.5 or to is int and other == -1) and self.dtype.kind in "fc":
+            fast = np.sqrt if to is float else np.reciprocal
+        else:
+            return mixin(self, other)
+        return fast(self, out=self) if inplace else fast(self)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"``t {'**=' if inplace else '**'} x``: numpy's arrays' (``np.square`` for ``x == 2``)."

@@ -837,15 +837,13 @@ def _copy_write(t, key, leaf) -> bool:
     fused copy (its ghost exchange brings what is read across blocks).  False: not this case."""
     r = _region(t._global_shape, key)
     if r is not None:
-        origin, shape, drop = r[0], r[1], ()
+        origin, shape, drop, kept = r[0], r[1], (), r[1]
     else:
         r = _int_region(t._global_shape, key)
         if r is None:
             return False
-        origin, shape, drop = r[0], r[1], r[2]
-        if r[3] != leaf.shape:
-            return False
-    if shape != leaf.shape and not drop or 0 in shape:
+        origin, shape, drop, kept = r
+    if kept != leaf.shape or 0 in shape:
         return False
     if _local_write(t, origin, leaf, shape, drop):
         return True
