@@ -704,8 +704,8 @@ def _targeted_dot(row, other):
     mesh = s._mesh
     axis = row.axes[0]
     n = row.shape[0]
-    comm = mesh.group((axis,))
-    me = mesh.coords[axis]
+    comm = mesh._groups.get((axis,)) or mesh.group((axis,))  # (the cached group without a Python call)
+    me = mesh._coords[axis]
     holder = row.root
     if type(other) is DeferredRow:
         if not _same_mesh(other.t._sharding._mesh, mesh) or other.axes != row.axes or other.shape != row.shape:
@@ -817,7 +817,7 @@ def element_owner(t: DistributedTensor, key: tuple, lay=None):
         return None
     dims, rs = lay[0], lay[1]
     shape, slices = t._global_shape, t._slices
-    coords = t._sharding._mesh.coords
+    coords = t._sharding._mesh._coords
     idx, root = [], None
     owned = True
     for d, i in enumerate(key):
@@ -905,7 +905,7 @@ def read_piece(t: DistributedTensor, key: tuple, depth=None):
     int_dims, sliced, rs, axes = r
     idx = list(key)
     slices = t._slices
-    coords = s._mesh.coords
+    coords = s._mesh._coords
     root = {}
     owned = True
     for d, offs, dax, sizes in int_dims:
