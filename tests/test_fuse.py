@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from meshrt import Sharding
+from meshrt import AbstractMesh, Sharding
 from meshrt.tensor import fuse as _fuse, lazy as _lazy
 
 F8 = "float64"
@@ -252,21 +252,26 @@ def test_lazy_off_by_environment():
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(nb=st.integers(1, 9), size=st.integers(0, 40), explicit=st.booleans(), draw=st.data())
+@given(nb=st.integers(1, 9), size=st.integers(1, 40), explicit=st.booleans(), draw=st.data())
 def test_shift_stays_equals_the_blocks_walked(nb, size, explicit, draw):
     """`_lazy._shift_stays` (arithmetic under MLIR's uneven rule, a bisection of given offsets) says what a
     walk over the dim's block boundaries says: none strictly inside ``(lo, hi)``."""
-    from meshrt import AbstractMesh
-
     mesh = AbstractMesh((nb,))
     if explicit:
         cuts = sorted(draw.draw(st.lists(st.integers(0, size), min_size=nb - 1, max_size=nb - 1)))
         s = Sharding(mesh, [[0]], sharded_dims_offsets=[0, *cuts, size])
     else:
         s = Sharding(mesh, [[0]])
-    if size == 0:
-        return
     lo = draw.draw(st.integers(0, size - 1))
     hi = draw.draw(st.integers(lo + 1, size))
     offs = s.dim_offsets((size, 3))[0]
     assert _lazy._shift_stays(s, (size, 3), 0, lo, hi) == (not any(lo < b < hi for b in offs)), (offs, lo, hi)
+
+
+def test_shift_stays_at_a_hundred_thousand_processes():
+    """By arithmetic at 10^5 blocks (10 cells each, the last three 11): no offsets made or walked."""
+    s = Sharding(AbstractMesh((100_000,)), [[0]])
+    n = 1_000_003
+    stays = [_lazy._shift_stays(s, (n,), 0, lo, hi) for lo, hi in
+             ((5, 10), (5, 11), (999_970, 999_981), (n - 11, n), (n - 12, n), (n - 22, n - 11))]
+    assert stays == [True, False, True, True, False, True]
