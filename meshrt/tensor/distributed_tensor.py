@@ -762,19 +762,16 @@ class DistributedTensor(_TensorFiles, _TensorReductions, _ArrayAPIObject, numpy.
         target = self._interior[local]
         if isinstance(value, DistributedTensor) and value.ndim == 0:  # a reduction's result: its value
             value = np.asarray(value._full_interior())
-        if isinstance(value, DistributedTensor) and not value._sharding._partial_axes and not any(
-                value._sharding._split_axes) and value._local.dtype.kind in "biufc" and value.mesh == self.mesh \
-                and _fits(value._global_shape, plan.result_shape):
-            # replicated (a row its owner broadcast, ``r = p[-2, :]; p[-1, :] = r``): the global value on
-            # every process, each writes its part from it as from a numpy array's, no reshard
-            value = value._interior
+        if isinstance(value, DistributedTensor):  # (numpy broadcasts the value to the selection)
+            fits = value.mesh == self.mesh and _fits(value._global_shape, plan.result_shape)
+            vs = value._sharding
+            if fits and not vs._partial_axes and not any(vs._split_axes) and value._local.dtype.kind in "biufc":
+                # replicated (a row its owner broadcast, ``r = p[-2, :]; p[-1, :] = r``): the global value on
+                # every process, each writes its part from it as from a numpy array's, no reshard
+                value = value._interior
+            elif fits and value._global_shape != plan.result_shape:
+                value = np.broadcast_to(value, plan.result_shape)  # (else _to_view_layout names the shapes)
         if isinstance(value, DistributedTensor):
-            if value._global_shape != plan.result_shape and value.mesh == self.mesh:
-                try:  # numpy broadcasts the value to the selection
-                    np.broadcast_shapes(value._global_shape, plan.result_shape)
-                    value = np.broadcast_to(value, plan.result_shape)
-                except ValueError:
-                    pass  # _to_view_layout names the shapes
             value = _to_view_layout(value, plan, self.mesh)
             if value is None:
                 return
