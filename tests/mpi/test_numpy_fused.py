@@ -602,12 +602,40 @@ def _shifted_writes(mesh2, n, form, draw):
         same(p, g[0], f"n={n} cuts={cuts} form={form} [{a}:{a + length}] <- [{c}:{c + length}]")
 
 
+def test_a_repeated_small_write_fuses_from_its_third_run(mesh2, monkeypatch):
+    """A small write read where it is written runs by numpy on the blocks for its first runs at a region (a
+    loop's region is new each turn: no plan for it), then fused (one pass; numpy's ~0.5 us an operation
+    before its work made a 41 x 41 statement 1.4x slower so): from the third run, an int's key (whose plan is
+    made from its second offer) from the fourth.  numpy's values throughout, rows split evenly and not."""
+    monkeypatch.setattr(_lazy, "_LOCAL_MAX", 1 << 14)
+    monkeypatch.setattr(_lazy, "_SIGS", {})
+    for n in (3 * comm.size + 2, comm.size + 1):
+        s = Sharding(mesh2["1d"], [["x"]])
+        g = [data((n, 7), "float64", j) for j in range(3)]
+        p, q, b = (DT.from_global(x, s) for x in g)
+        for form, want in (("slice", [(1, 0)] * 2 + [(0, 1)] * 3), ("int", [(1, 0)] * 3 + [(0, 1)] * 2)):
+            counts = []
+            for run in range(5):
+                before = dict(_lazy.stats)
+                for x, y, c in ((g[0], g[1], g[2]), (p, q, b)):
+                    if form == "slice":
+                        x[:, 5:] = ((y[:, :2] + y[:, 1:3]) * 0.25 + c[:, 5:] * 0.5 - x[:, 2:4]) / 3.0
+                    else:
+                        x[:, -1] = ((y[:, 0] + y[:, -2]) * 0.25 + c[:, -1] * 0.5 - x[:, 2]) / 3.0
+                same(p, g[0], f"n={n} {form} run {run}")
+                counts.append((_lazy.stats["local_writes"] - before["local_writes"],
+                               _lazy.stats["fused_writes"] - before["fused_writes"]))
+            assert counts == want, (n, form, counts)
+        monkeypatch.setattr(_lazy, "_SIGS", {})
+
+
 def test_stored_rows_are_written_where_they_are(mesh2, monkeypatch):
     """A row read only to be stored (``p[-1, :] = p[-2, :]``, a channel's wall) is a deferred view: where the
     row and its target are on one process it is written there by numpy (no broadcast, no plan), elsewhere
     fused or eagerly; a row read into a name first is replicated and written from its copy (no reshard).
     numpy's bits, rows split evenly and not."""
     monkeypatch.setattr(_lazy, "_LOCAL_MAX", 1 << 14)
+    monkeypatch.setattr(_lazy, "_LOCAL_RUNS", 1 << 30)  # (a region's key recurs across the sizes below)
     for n in (comm.size * 3 + 2, comm.size + 1, 2):
         s = Sharding(mesh2["1d"], [["x"]])
         g = [data((n, 5), "float64", j) for j in range(2)]
