@@ -14,7 +14,7 @@ let a float or bool key hit an int key's cache entry, so only ints, ``None``,
 ``u[0, :] = 1`` pays this on every call, so it is compiled.
 """
 
-__all__ = ["key_id", "int_key", "piece_key", "ScalarWrites", "setitem", "install_setitem", "install_stored",
+__all__ = ["key_id", "int_key", "ScalarWrites", "setitem", "install_setitem", "install_stored",
            "install_deferred"]
 
 
@@ -57,21 +57,6 @@ def int_key(key):
         if type(k) is not int:
             return False
     return True
-
-
-def piece_key(key):
-    """``key`` (a tuple) holds ints and slices only, at least one int (a row or piece ``A[i, :j]``).
-
-    >>> piece_key((1, slice(None, 3))), piece_key((slice(None),)), piece_key((1, None))
-    (True, False, False)
-    """
-    cdef Py_ssize_t n = 0
-    for k in <tuple>key:
-        if type(k) is int:
-            n += 1
-        elif type(k) is not slice:
-            return False
-    return n > 0
 
 
 cdef inline bint _same_bound(object x, object y):

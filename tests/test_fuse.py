@@ -230,7 +230,9 @@ def test_loop_dtypes_nep50():
     ins, out, _ = _lazy._loop(np.multiply, (float, np.dtype(np.float32)))
     assert out == np.float32 and ins == (np.dtype(np.float32),) * 2  # a Python float is weak
     ins, out, head = _lazy._loop(np.add, (np.dtype(np.int32), np.dtype(np.float64)))
-    assert out == np.float64 and head == ("ufunc", "add", ("float64", "float64"), "float64")
+    assert out == np.float64 and head[0] == ("ufunc", "add", ("float64", "float64"), "float64")
+    assert _lazy._head("ufunc", np.add, ins, out) is head  # (its number names it in a statement's key)
+    assert _lazy._head("ufunc", np.multiply, ins, out)[1] != head[1]
     assert _lazy._loop(np.sqrt, (np.dtype(np.int8),)) is False  # float16 loop: eager
     assert _lazy._loop(np.add, (np.dtype(np.uint8), int)) is False  # unsigned: eager
     assert not _lazy._scalar_ok(1000, np.dtype(np.int8)) and _lazy._scalar_ok(100, np.dtype(np.int8))

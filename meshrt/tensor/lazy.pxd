@@ -17,6 +17,8 @@ cdef class _Op(_Node):
 # ~50 ns a call, 20 calls a stencil statement); from elsewhere as before.
 @cython.locals(node=_Node)
 cpdef _wrap(node)
+cpdef bint _lazy_type(tx)
+cpdef bint _tensor_type(tx)
 cpdef _node_of(x)
 cpdef _pair_loop(ufunc, types)
 @cython.locals(n=_Node, m=_Node)

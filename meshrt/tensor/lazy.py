@@ -187,13 +187,16 @@ def _leaf(t, kind, starts, shape, args=None, drop=()):
 
 
 def _op(op, ufunc, args, raw, ins, dtype, shape, mesh, periodic, head=None):
-    """The `_Op` ``ufunc(*args)`` (``op`` "ufunc", "where" or "astype"); ``raw`` the operands as given."""
+    """The `_Op` ``ufunc(*args)`` (``op`` "ufunc", "where" or "astype"); ``raw`` the operands as given;
+    ``head``: `_head`'s answer, where the caller has it."""
     self = _Op.__new__(_Op)
     self.op, self.ufunc, self.args, self.raw, self.ins = op, ufunc, args, raw, ins
     self.err = _errstate_now()  # (the statement's np.errstate: `_evaluate`)
-    self.head = _head(op, ufunc, ins, dtype) if head is None else head
+    numbered = _head(op, ufunc, ins, dtype) if head is None else head
+    self.head = numbered[0]
     self.dtype, self.shape, self.mesh, self.periodic = dtype, shape, mesh, periodic
-    size, leaves, scalars, skey, oldest = 1, (), (), [self.head], _forced[0]
+    # (the structure key holds the head's number: hashed per statement, a head's tuple cost ~0.5 us a node)
+    size, leaves, scalars, skey, oldest = 1, (), (), [numbered[1]], _forced[0]
     for a in args:
         if type(a) is _Op or type(a) is _Leaf:
             node = a
@@ -223,7 +226,8 @@ _HEADS: dict = {}
 
 
 def _head(op, ufunc, ins, dtype):
-    """The node's part of a kernel signature (cached: ``dtype.name`` is slow)."""
+    """The node's part of a kernel signature and a number for it, distinct per head (cached: ``dtype.name`` is
+    slow)."""
     key = (op, ufunc, ins, dtype)
     h = _HEADS.get(key)
     if h is None:
@@ -231,7 +235,7 @@ def _head(op, ufunc, ins, dtype):
             h = ("ufunc", ufunc.__name__, tuple(d.name for d in ins), dtype.name)
         else:
             h = (op, dtype.name)
-        _HEADS[key] = h
+        h = _HEADS[key] = (h, len(_HEADS))
     return h
 
 
@@ -306,7 +310,8 @@ class _Pending(LazyTensor):
     def __del__(self):
         node = self._expr
         if node is not None:
-            _pending.pop(id(node), None)
+            pending: dict = _pending  # (typed: the dict's own pop, not a method call)
+            pending.pop(id(node), None)
 
 
 def _wrap(node) -> LazyTensor:
@@ -322,14 +327,19 @@ def _wrap(node) -> LazyTensor:
     return t
 
 
-_LAZY_TYPES = (LazyTensor, _Pending)
-_TENSOR_TYPES = (DistributedTensor, LazyTensor, _Pending)
+# (identity tests, a C call compiled: ``tx in (LazyTensor, _Pending)`` was a sequence search, ~0.1 us)
+def _lazy_type(tx) -> bool:
+    return tx is LazyTensor or tx is _Pending
+
+
+def _tensor_type(tx) -> bool:
+    return tx is DistributedTensor or tx is LazyTensor or tx is _Pending
 
 
 def _node_of(x):
     """The node of a tensor operand (None for anything else)."""
     tx = type(x)
-    if tx in _LAZY_TYPES:
+    if _lazy_type(tx):
         n = x._expr
         if type(n) is _Leaf:
             n.t._writes = None
@@ -347,8 +357,8 @@ _LOOPS: dict = {}
 
 
 def _loop(ufunc, key):
-    """(input loop dtypes, result dtype, kernel signature head) numpy picks for ``key`` (dtypes; Python types
-    for weak scalars); False where the fused kernels have no such loop."""
+    """(input loop dtypes, result dtype, kernel signature head and its number: `_head`) numpy picks for ``key``
+    (dtypes; Python types for weak scalars); False where the fused kernels have no such loop."""
     ck = (ufunc, key)
     r = _LOOPS.get(ck)
     if r is None:
@@ -391,10 +401,11 @@ _PAIR_LOOPS: dict = {}  # (ufunc, operand types) -> _loop's answer, for _build_u
 
 
 def _pair_loop(ufunc, types):
-    loop = _PAIR_LOOPS.get((ufunc, types))
+    loops: dict = _PAIR_LOOPS
+    loop = loops.get((ufunc, types))
     if loop is None:
         ok = ufunc.__name__ in _fuse.UFUNCS and ufunc.nin == 2
-        loop = _PAIR_LOOPS[(ufunc, types)] = ok and _loop(ufunc, types)
+        loop = loops[(ufunc, types)] = ok and _loop(ufunc, types)
     return loop
 
 
@@ -404,7 +415,7 @@ def _build_ufunc(ufunc, inputs):
         tx, ty = type(x), type(y)
         if ty is float or tx is float:
             t, s = (x, y) if ty is float else (y, x)
-            if type(t) in _TENSOR_TYPES:
+            if _tensor_type(type(t)):
                 n = _node_of(t)
                 if n is not None and n.shape and _errstate_ok():
                     loop = _pair_loop(ufunc, (n.dtype, float) if ty is float else (float, n.dtype))
@@ -413,7 +424,7 @@ def _build_ufunc(ufunc, inputs):
                     ins, dt, head = loop
                     args, raw = ([n, ins[1].type(s)], [n, s]) if ty is float else ([ins[0].type(s), n], [s, n])
                     return _op("ufunc", ufunc, args, raw, ins, dt, n.shape, n.mesh, n.periodic, head)
-        elif tx in _TENSOR_TYPES and ty in _TENSOR_TYPES and not (
+        elif _tensor_type(tx) and _tensor_type(ty) and not (
                 tx is DistributedTensor and not x._global_shape or ty is DistributedTensor and not y._global_shape):
             n, m = _node_of(x), _node_of(y)
             if n is not None and m is not None and n.shape and _errstate_ok():
@@ -442,7 +453,7 @@ def _build_ufunc(ufunc, inputs):
             meshes0 = (meshes0 or ()) + (s0.mesh,)
             nodes.append(v)
             key.append(v.dtype)
-        elif tx in _TENSOR_TYPES:
+        elif _tensor_type(tx):
             n = _node_of(x)
             if n is None:
                 return None
@@ -486,7 +497,7 @@ def slice_leaf(v):
     ``drop`` the dims of ``t`` its ints dropped, ``starts`` one per dim of ``t``, ``shape`` those kept) not yet
     evaluated; None for anything else (`meshrt.tensor.fastpath.matmul_1d` reads the slice's block without
     evaluating it)."""
-    if type(v) not in _LAZY_TYPES:  # (a numpy array, a list: ``np.dot(A[i, :j], y)`` with y not a tensor)
+    if not _lazy_type(type(v)):  # (a numpy array, a list: ``np.dot(A[i, :j], y)`` with y not a tensor)
         return None
     node = v._expr
     if type(node) is _Leaf and node.kind == "slice" and node.value is None:
@@ -526,11 +537,13 @@ def _region(shape, key):
                 return (r[0],), (r[1],)
             return (r[0],) + (0,) * (len(shape) - 1), (r[1],) + shape[1:]
     elif type(key) is tuple and 0 < len(key) <= len(shape):
-        starts, sizes = [], []
-        for k, n in zip(key, shape):
+        for k in key:
             if type(k) is int:
                 return None  # (`_int_region`'s: a loop's ``A[:i, j]`` is a new key each turn, not one to cache)
-            r = _slice_region(k, n) if type(k) is slice else None
+        starts, sizes = [], []
+        for d in range(len(key)):  # (not ``zip``: a call of a builtin, ~0.3 us here)
+            k = key[d]
+            r = _slice_region(k, shape[d]) if type(k) is slice else None
             if r is None:
                 break
             starts.append(r[0])
@@ -612,10 +625,18 @@ def _int_region_cached(shape, key):
 
 
 _GENERAL = object()
+_DROP_1 = (1,)
 
 
 def _direct_int_region(shape, key):
     """`_int_region` of a key of one int or slice per dim, without its cache (`_GENERAL`: another key)."""
+    if len(shape) == 2 and type(key[1]) is int and type(key[0]) is slice:  # a column ``p[1:-1, -1]``: no lists
+        k, n = key[1], shape[1]
+        i = k + n if k < 0 else k
+        r = _slice_region(key[0], shape[0])
+        if not 0 <= i < n or r is None:
+            return None
+        return (r[0], i), (r[1], 1), _DROP_1, (r[1],)
     starts, sizes, drop, kept = [], [], [], []
     for d in range(len(shape)):
         k, n = key[d], shape[d]
@@ -654,9 +675,9 @@ def _slice_region(k, n):
 
 def roll(a, shift, axis=None):
     """``np.roll(a, shift, axis)`` deferred (None: run eagerly)."""
-    if _eager[0] or not ENABLED or axis is None or type(a) not in _TENSOR_TYPES:
+    if _eager[0] or not ENABLED or axis is None or not _tensor_type(type(a)):
         return None
-    if type(a) in _LAZY_TYPES:
+    if _lazy_type(type(a)):
         a._materialize()
     if a._sharding._partial_axes:
         return None
@@ -690,7 +711,7 @@ def where(cond, x, y):
         return None
     parts, shape, mesh, periodic = [], None, None, None
     for v in (cond, x, y):
-        if type(v) in _TENSOR_TYPES:
+        if _tensor_type(type(v)):
             n = _node_of(v)
             if n is None:
                 return None
@@ -787,7 +808,7 @@ def _calibrate():
 
 
 def _probe(value, path) -> bool:
-    if type(value) in _LAZY_TYPES and value._expr.__class__ is _Probe:
+    if _lazy_type(type(value)) and value._expr.__class__ is _Probe:
         n = _getrefcount(value) - 2  # this frame's argument and getrefcount's
         _BASELINE[path] = n
         value._expr = None
@@ -799,13 +820,13 @@ def setitem(t, key, value) -> bool:
     """``t[key] = value``: True when written here (a fused expression), else the eager path runs."""
     if _eager[0]:
         return False
-    if type(value) in _LAZY_TYPES and _probe(value, "setitem"):
+    if _lazy_type(type(value)) and _probe(value, "setitem"):
         return True
     if not ENABLED:
         return False
     if type(value) is LazyTensor and _same_region(t, key, value):  # ``A[:, j] -= v`` ends by ``A[:, j] = view``
         return True
-    if type(value) in _LAZY_TYPES and type(t) is DistributedTensor and _refs_ok(value, "setitem"):
+    if _lazy_type(type(value)) and type(t) is DistributedTensor and _refs_ok(value, "setitem"):
         node = value._expr
         if isinstance(node, _Op) and node.value is None and not t._sharding._partial_axes:
             r = _region(t._global_shape, key)
@@ -869,13 +890,13 @@ def _consuming_write(t, origin, node, shape, drop, inputs, view, local_only=Fals
     are dropped once written (back on the list if the write does not fuse)."""
     taken = []
     for v in inputs:
-        if v is not view and type(v) in _LAZY_TYPES:
+        if v is not view and _lazy_type(type(v)):
             n = v._expr
             if _pending.pop(id(n), None) is not None:
                 taken.append(n)
     if _fused_write(t, origin, node, shape, drop, local_only):
         for v in inputs:
-            if v is not view and type(v) in _LAZY_TYPES:
+            if v is not view and _lazy_type(type(v)):
                 v._expr = None
         return True
     for n in taken:
@@ -894,13 +915,13 @@ def inplace_call(ufunc, t, value):
 def _ufunc_out(ufunc, inputs, out, path="ufunc"):
     outs = out if isinstance(out, tuple) else (out,)
     for v in inputs:
-        if type(v) in _LAZY_TYPES and _probe(v, path):
+        if _lazy_type(type(v)) and _probe(v, path):
             return outs[0]
     if ENABLED and len(outs) == 1 and type(outs[0]) is DistributedTensor:
         t = outs[0]
         ok = True
         for v in inputs:
-            if type(v) in _LAZY_TYPES and not _refs_ok(v, path):
+            if _lazy_type(type(v)) and not _refs_ok(v, path):
                 ok = False
         node = _build_ufunc(ufunc, inputs) if ok and not t._sharding._partial_axes else None
         if node is not None and node.shape == t._global_shape and node.dtype == t._local.dtype:
@@ -913,7 +934,7 @@ def _ufunc_out(ufunc, inputs, out, path="ufunc"):
             t = leaf.t
             ok = not t._sharding._partial_axes
             for v in inputs:
-                if v is not view and type(v) in _LAZY_TYPES and not _refs_ok(v, path):
+                if v is not view and _lazy_type(type(v)) and not _refs_ok(v, path):
                     ok = False
             node = _build_ufunc(ufunc, inputs) if ok else None
             if node is not None and node.shape == leaf.shape and node.dtype == t._local.dtype:
@@ -965,13 +986,14 @@ _ZEROS = tuple((0,) * n for n in range(17))
 
 def _sig_entry(root, origin, arrays, pattern, drop):
     key = (root.skey, pattern, origin, drop)
-    c = _SIGS.get(key)
+    sigs: dict = _SIGS
+    c = sigs.get(key)
     if c is None:
         sig, _, leaves, _ = _collect(root, origin, drop)
-        if len(_SIGS) > 4096:
-            _SIGS.clear()
+        if len(sigs) > 4096:
+            sigs.clear()
         # [2]: the plan last used (`_memo_plan`); [3]: the runs `_fused_write` offered `_local_write`
-        c = _SIGS[key] = [sig, tuple(leaves), None, 0]
+        c = sigs[key] = [sig, tuple(leaves), None, 0]
     return c[0], arrays, c[1], root.scalars, c
 
 
@@ -984,7 +1006,9 @@ def _memo_plan(c, t, arrays, shape):
     facts = m[4]
     if len(facts) != len(arrays):
         return None
-    for a, (s, g, dt, is_t) in zip(arrays, facts):
+    for i in range(len(facts)):
+        a = arrays[i]
+        s, g, dt, is_t = facts[i]
         if a._sharding is not s or a._global_shape != g or a._local.dtype is not dt or (a is t) != is_t:
             return None
     return m[5]
@@ -1193,8 +1217,9 @@ def _local_value(node, rel, drop):
             return t._interior[_replicated_index(node, rel, drop)]
         return t._interior[_local_index(node.starts if node.kind == "slice" else (0,) * len(rel), rel, drop,
                                         t._slices)]
-    args = [_local_value(a, rel, drop) if type(a) is _Op or type(a) is _Leaf else r
-            for a, r in zip(node.args, node.raw)]
+    raw = node.raw
+    args = [_local_value(a, rel, drop) if type(a) is _Op or type(a) is _Leaf else raw[i]
+            for i, a in enumerate(node.args)]
     if node.op == "ufunc":
         return node.ufunc(*args)
     if node.op == "where":
@@ -2042,7 +2067,7 @@ def explain_fused(expr, target=None, key=Ellipsis) -> str:
     >>> print(explain_fused(0.5 * (u[:-2, 1:-1] + u[2:, 1:-1]), u, (slice(1, -1), slice(1, -1))))  # doctest: +ELLIPSIS
     fused kernel: multiply(0.5, add(slice[0, 1], slice[2, 1])) -> float64 ...
     """
-    if type(expr) not in _LAZY_TYPES:
+    if not _lazy_type(type(expr)):
         return "not a deferred expression: nothing to fuse"
     node = expr._expr
     if not isinstance(node, _Op):
