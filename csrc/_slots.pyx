@@ -15,7 +15,7 @@ the class's member descriptors (`install`):
     (True, 2.0, True)
 """
 
-__all__ = ["install", "tensor", "value_tensor"]
+__all__ = ["install", "tensor", "value_tensor", "deferred"]
 
 cimport numpy as cnp
 
@@ -54,11 +54,13 @@ cdef extern from *:
 _FIELDS = ("_local", "_interior", "_sharding", "_global_shape", "_slices", "_periodic", "_halo", "_writes")
 cdef Py_ssize_t _off[8]
 cdef object _cls = None
+cdef Py_ssize_t _expr_off = -1  # the installed class's ``_expr`` slot (-1: none)
+cdef tuple _deferred_classes = ()  # subclasses `deferred` has checked: no slots of their own
 
 
 def install(cls):
     """Make `tensor` build instances of ``cls`` (`DistributedTensor`, whose ``__slots__`` hold `_FIELDS`)."""
-    global _cls
+    global _cls, _expr_off
     offs = []
     for name in _FIELDS:
         descr = cls.__dict__.get(name)
@@ -69,6 +71,8 @@ def install(cls):
     for i, off in enumerate(offs):
         _off[i] = off
     _cls = cls
+    descr = cls.__dict__.get("_expr")
+    _expr_off = -1 if descr is None else meshrt_slot_offset(descr)
 
 
 def tensor(cls, local, interior, sharding, shape, slices, periodic):
@@ -101,3 +105,25 @@ def value_tensor(cls, value, sharding, periodic):
     ``sharding``."""
     x = cnp.PyArray_FROM_O(value)
     return _make(cls, x, x, sharding, (), (), periodic)
+
+
+def deferred(cls, node):
+    """A new ``cls`` holding ``node`` in its ``_expr`` slot, its other fields empty: what ``t =
+    object.__new__(cls); t._expr = node`` makes (~0.7 us less; a statement makes one per operation).  ``cls``
+    subclasses the installed class and adds no slots (`meshrt.tensor.lazy.LazyTensor`).
+
+    >>> from meshrt import DistributedTensor
+    >>> class Deferred(DistributedTensor):
+    ...     __slots__ = ()
+    >>> t = deferred(Deferred, "node")
+    >>> type(t) is Deferred, t._expr
+    (True, 'node')
+    """
+    global _deferred_classes
+    if cls not in _deferred_classes:
+        if _cls is None or _expr_off < 0 or not issubclass(cls, _cls) or cls.__basicsize__ != _cls.__basicsize__:
+            raise TypeError(f"{cls!r} is not a slot-less subclass of the installed class ({_cls!r})")
+        _deferred_classes = _deferred_classes + (cls,)
+    t = meshrt_alloc(cls)
+    meshrt_put(t, _expr_off, node)
+    return t

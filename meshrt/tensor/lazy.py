@@ -53,6 +53,7 @@ from ..runtime import check as _check, mpi as _mpi
 from ..errors import ShardingError
 from ..halo import HaloExchange, _OnceExchange, _plan_global, plan_halo
 from .._keys import key_id as _key_id
+from .._slots import deferred as _deferred
 from .dispatch import _HANDLED_FUNCTIONS
 from .layout import _layout, _zero_halos
 from .ufunc import _ERRSTATE, _errstate_now, _errstate_ok, _fast_ufunc
@@ -316,11 +317,9 @@ class _Pending(LazyTensor):
 
 def _wrap(node) -> LazyTensor:
     if type(node) is _Leaf and node.kind != "roll":
-        t = object.__new__(LazyTensor)
-        t._expr = node
+        t = _deferred(LazyTensor, node)
     else:
-        t = object.__new__(_Pending)
-        t._expr = node
+        t = _deferred(_Pending, node)
         _pending[id(node)] = node
     if node.size > MAX_NODES:
         t._materialize()
@@ -537,6 +536,12 @@ def _region(shape, key):
                 return (r[0],), (r[1],)
             return (r[0],) + (0,) * (len(shape) - 1), (r[1],) + shape[1:]
     elif type(key) is tuple and 0 < len(key) <= len(shape):
+        if len(key) == 2 and len(shape) == 2 and type(key[0]) is slice and type(key[1]) is slice:  # a stencil's
+            r = _slice_region(key[0], shape[0])
+            q = _slice_region(key[1], shape[1])
+            if r is not None and q is not None:
+                return (r[0], q[0]), (r[1], q[1])
+            return _region_cached(shape, key)
         for k in key:
             if type(k) is int:
                 return None  # (`_int_region`'s: a loop's ``A[:i, j]`` is a new key each turn, not one to cache)
@@ -971,12 +976,15 @@ def _collect_fast(root, origin, drop=()):
     else:  # every leaf reads one tensor (a stencil's): no dict
         arrays, pattern = [first], _ZEROS[len(leaves)] if len(leaves) < len(_ZEROS) else (0,) * len(leaves)
         return _sig_entry(root, origin, arrays, pattern, drop)
-    ids, arrays, pattern = {}, [], []
-    for leaf in leaves:
-        a = ids.get(id(leaf.t))
-        if a is None:
-            a = ids[id(leaf.t)] = len(arrays)
-            arrays.append(leaf.t)
+    arrays, pattern = [], []
+    for leaf in leaves:  # (a scan by identity: a statement reads a few tensors; no ``id`` calls, no dict)
+        t = leaf.t
+        for a in range(len(arrays)):
+            if arrays[a] is t:
+                break
+        else:
+            a = len(arrays)
+            arrays.append(t)
         pattern.append(a)
     return _sig_entry(root, origin, arrays, tuple(pattern), drop)
 
