@@ -143,9 +143,8 @@ def getitem(t, key):
             one = read_piece(t, key, _READ_DEPTH)  # ``A[i, :j]``: the owner's piece, one broadcast, no plan
             if one is not None:
                 return one
-        lazy = ABOVE.lazy
-        if lazy is not None:
-            one = lazy.getitem(t, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
+        if _lazy_getitem is not None:
+            one = _lazy_getitem(t, key)  # a step-1 slice: a deferred view (meshrt.tensor.lazy)
             if one is not None:
                 return one
     return t._getitem_eager(key)
@@ -183,9 +182,8 @@ def operator_method(name, ufunc, symbol, kind="plain"):
             r = _scalar_ufunc(ufunc, args, (self,) if inplace else None, DistributedTensor)
             if r is not None:
                 return r
-        lazy = ABOVE.lazy
-        if lazy is not None:
-            r = lazy.inplace_call(ufunc, self, other) if inplace else lazy.ufunc_call(ufunc, args, None)
+        if _lazy_ufunc_call is not None:
+            r = _lazy_inplace_call(ufunc, self, other) if inplace else _lazy_ufunc_call(ufunc, args, None)
             if r is not None:
                 return r
         return mixin(self, other)
@@ -220,6 +218,8 @@ def power_method(inplace=False):
 
 
 _GENERAL: dict = {}  # the class's own methods the fronts fall back on, as `install` found them
+# meshrt.tensor.lazy's entries, bound by `install` (``ABOVE.lazy.ufunc_call`` looked up per operation: ~0.1 us)
+_lazy_ufunc_call = _lazy_inplace_call = _lazy_getitem = None
 
 
 def install() -> None:
@@ -228,6 +228,10 @@ def install() -> None:
     comparison operators, and `OwnedElement` as the value the compiled ``__setitem__`` lets store itself."""
     from .._keys import install_stored
 
+    global _lazy_ufunc_call, _lazy_inplace_call, _lazy_getitem
+    if ABOVE.lazy is not None:
+        _lazy_ufunc_call, _lazy_inplace_call, _lazy_getitem = (ABOVE.lazy.ufunc_call, ABOVE.lazy.inplace_call,
+                                                               ABOVE.lazy.getitem)
     for name in ("__getitem__", "__array_ufunc__"):
         _GENERAL.setdefault(name, DistributedTensor.__dict__[name])
     getitem.__doc__ = _GENERAL["__getitem__"].__doc__

@@ -18,6 +18,7 @@ cdef class _Op(_Node):
 @cython.locals(node=_Node)
 cpdef _wrap(node)
 cpdef bint _lazy_type(tx)
+cpdef bint _errstate_fine()
 cpdef bint _tensor_type(tx)
 cpdef _node_of(x)
 cpdef _pair_loop(ufunc, types)
