@@ -429,7 +429,7 @@ def _build_ufunc(ufunc, inputs):
                     if not loop:
                         return None
                     ins, dt, head = loop
-                    args, raw = ([n, ins[1].type(s)], [n, s]) if ty is float else ([ins[0].type(s), n], [s, n])
+                    args, raw = ((n, ins[1].type(s)), (n, s)) if ty is float else ((ins[0].type(s), n), (s, n))
                     return _op("ufunc", ufunc, args, raw, ins, dt, n.shape, n.mesh, n.periodic, head)
         elif _tensor_type(tx) and _tensor_type(ty) and not (
                 tx is DistributedTensor and not x._global_shape or ty is DistributedTensor and not y._global_shape):
@@ -441,7 +441,8 @@ def _build_ufunc(ufunc, inputs):
                 if not loop:
                     return None
                 ins, dt, head = loop
-                return _op("ufunc", ufunc, [n, m], [n, m], ins, dt, n.shape, n.mesh, n.periodic, head)
+                args = (n, m)  # (a tuple, the operands as given too: fewer objects to make and free)
+                return _op("ufunc", ufunc, args, args, ins, dt, n.shape, n.mesh, n.periodic, head)
     ok = _FUSABLE.get(ufunc)
     if ok is None:
         ok = _FUSABLE[ufunc] = ufunc.__name__ in _fuse.UFUNCS
@@ -1197,16 +1198,19 @@ def _split_dims(s, nd):
     if r is None:
         if len(_SPLIT_DIMS) > 4096:
             _SPLIT_DIMS.clear()
-        r = _SPLIT_DIMS[(s, nd)] = frozenset(d for d in range(nd) if s.dim_axes(d))
+        r = _SPLIT_DIMS[(s, nd)] = frozenset([d for d in range(nd) if s.dim_axes(d)])
     return r
 
 
 def _local_index(starts, rel, drop, slices):
     """The index into a split tensor's owned block (its ``slices``) of this process's part ``rel`` of a region
     starting at ``starts`` (a tensor of another shape split alike holds it elsewhere in its block)."""
-    return tuple(starts[d] + r0 - slices[d].start if d in drop else
-                 slice(starts[d] + r0 - slices[d].start, starts[d] + r1 - slices[d].start)
-                 for d, (r0, r1) in enumerate(rel))
+    idx = []
+    for d in range(len(rel)):  # (a loop, not a generator: compiled, it is a C function's)
+        r0, r1 = rel[d]
+        a = starts[d] - slices[d].start
+        idx.append(a + r0 if d in drop else slice(a + r0, a + r1))
+    return tuple(idx)
 
 
 def _replicated_index(leaf, rel, drop):
@@ -1214,7 +1218,7 @@ def _replicated_index(leaf, rel, drop):
     region's kept dims' coordinates."""
     kept = [r for d, r in enumerate(rel) if d not in drop]
     if leaf.kind == "full":
-        return tuple(slice(r0, r1) for r0, r1 in kept)
+        return tuple([slice(r0, r1) for r0, r1 in kept])
     idx, i = [], 0
     for d, a in enumerate(leaf.starts):
         if d in leaf.drop:
