@@ -1,11 +1,14 @@
-"""The channel flow of CFD Python step 12 (41 x 41, periodic in x, rows split): time per step, meshrt.
+"""The channel flow of CFD Python step 12 (41 x 41, periodic in x, rows split): time per step, meshrt against
+the same step written in plain mpi4py + numpy (`RawChannel`: rows split, a ghost row a side, ``Sendrecv``).
 
-    mpiexec -n 2 python bench/bench_channel.py [nx] [steps]
+    mpiexec -n 2 python bench/bench_channel.py [nx] [steps] [reps]
 
-One untimed step (kernels compiled or loaded, plans made), then ``steps`` steps (default 3) timed on the
-slowest process; the fields are checked equal to the same code on numpy arrays.  Prints ms per step and
-the deferred-expression counters of the timed steps (`meshrt.tensor.lazy.stats`).  Its periodic-column
-statements (``p[1:-1, -1] = ... pn[2:, -1] ...``: an int on one dim) are fused writes (issue 53 item 4).
+One untimed step of each (kernels compiled or loaded, plans made), then ``steps`` steps (default 3) timed
+on the slowest process, the two taking turns, best of ``reps`` (default 3); both fields are checked equal to
+the same code on numpy arrays.  Prints ms per step, meshrt / raw, and the deferred-expression counters of a
+step (`meshrt.tensor.lazy.stats`).  Its periodic-column statements (``p[1:-1, -1] = ... pn[2:, -1] ...``:
+an int on one dim) are fused writes.  The plain code at several process counts says what the host allows
+(issue 53 item 4: on 2 cores, 3 processes take ~3x as long a step as 2, for it too).
 """
 
 import sys
