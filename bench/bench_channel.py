@@ -155,6 +155,8 @@ def main():
               f"raw mpi4py + numpy {best['raw'] * 1e3:.2f} ms/step", f"meshrt/raw {best['meshrt'] / best['raw']:.2f}",
               "" if ok else "WRONG RESULT", "" if ok_raw else "WRONG RAW RESULT",
               {k: (lazy.stats[k] - st[k]) // (reps * steps) for k in st})
+    if not (ok and ok_raw):  # (alike on every process: both checks read the gathered fields)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -447,3 +447,19 @@ def test_header_names_the_result_and_the_buffers(argv, words):
     head = "\n".join(line for line in out.getvalue().splitlines() if line.startswith("#"))
     for w in words:
         assert w in head, head
+
+
+@pytest.mark.parametrize("procs", [1, 3])
+def test_bench_channel_equals_numpy(procs, tmp_path):
+    """`bench/bench_channel.py` (issue 53's channel flow, meshrt against the same step in plain mpi4py +
+    numpy) runs at 1 and 3 processes on a small grid, both fields equal to numpy's (it exits 1 otherwise)."""
+    from meshrt.launch import find_mpiexec
+    from meshrt.testing import mpiexec_command
+
+    if find_mpiexec() is None:
+        pytest.skip("no mpiexec found")
+    script = os.path.join(os.path.dirname(BASELINE), "bench_channel.py")
+    proc = subprocess.run(mpiexec_command(procs, [sys.executable, script, "13", "2", "1"]), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{procs} processes" in proc.stdout and "meshrt/raw" in proc.stdout and "WRONG" not in proc.stdout
