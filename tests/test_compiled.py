@@ -156,3 +156,23 @@ def test_new_tensors_get_their_fields_in_their_slots():
 
     with pytest.raises(TypeError, match="NoSlots._local is not a slot"):
         install(NoSlots)
+
+    # `deferred`: a slot-less subclass (`LazyTensor`) with only its expression set; any other class refused
+    from meshrt._slots import deferred
+
+    class Deferred(DistributedTensor):
+        __slots__ = ()
+
+    node = object()
+    refs = sys.getrefcount(node)
+    d = deferred(Deferred, node)
+    assert type(d) is Deferred and d._expr is node and gc.is_tracked(d) and not hasattr(d, "_local")
+    del d
+    assert sys.getrefcount(node) == refs
+
+    class WithSlot(DistributedTensor):
+        __slots__ = ("extra",)
+
+    for cls in (WithSlot, NoSlots):
+        with pytest.raises(TypeError, match="not a slot-less subclass of the installed class"):
+            deferred(cls, node)

@@ -226,6 +226,39 @@ def test_region_keys():
         assert _lazy._region((6, 5), key) is None, key
 
 
+_BOUND = st.one_of(st.none(), st.integers(-9, 9))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.integers(1, 7), st.integers(1, 7), _BOUND, _BOUND, st.integers(-9, 8), st.booleans())
+def test_key_regions_match_numpy(n0, n1, a, b, i, column):
+    """A 2-D key's region (a stencil's ``p[a:b, c:d]``, `_region`; a column's ``p[a:b, i]`` or a row's
+    ``p[i, a:b]``, `_int_region`, the column by its list-free path) is where numpy's view of it lies: its
+    first cell, its sizes, the dims its ints drop; an int out of range is no region (numpy raises there)."""
+    shape = (n0, n1)
+    cells = np.arange(n0 * n1).reshape(shape)
+    key = (slice(a, b), i) if column else (i, slice(a, b))
+    r = _lazy._int_region(shape, key)
+    n_int = n1 if column else n0
+    if not -n_int <= i < n_int:
+        assert r is None
+    else:
+        view = cells[key]
+        lo, hi, _ = slice(a, b).indices(n0 if column else n1)
+        size = max(0, hi - lo)
+        d = 1 if column else 0
+        assert r[2] == (d,) and r[3] == view.shape == (size,)
+        assert r[1] == ((size, 1) if column else (1, size))
+        if size:
+            assert r[0] == tuple(int(x) for x in np.unravel_index(view[0], shape))
+    stencil = (slice(a, b), slice(i, None))
+    view = cells[stencil]
+    q = _lazy._region(shape, stencil)
+    assert q[1] == view.shape
+    if view.size:
+        assert q[0] == tuple(int(x) for x in np.unravel_index(view.flat[0], shape))
+
+
 def test_loop_dtypes_nep50():
     ins, out, _ = _lazy._loop(np.multiply, (float, np.dtype(np.float32)))
     assert out == np.float32 and ins == (np.dtype(np.float32),) * 2  # a Python float is weak
