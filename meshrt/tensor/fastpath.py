@@ -121,7 +121,7 @@ def getitem(t, key):
     tk = type(key)
     if type(t) is DistributedTensor:
         # the key's ints and slices counted here (a call per test was ~0.3 us: a stencil statement has five keys)
-        ints, slices = (1, 0) if tk is int else (0, 0)
+        ints = slices = 0
         if tk is tuple:
             for k in key:
                 if type(k) is int:
@@ -879,8 +879,8 @@ def _piece_recipe(t, ints):
     sharding, the mesh axes that split the int dims, in order)``, each int dim ``(d, block offsets or None,
     its axes, their sizes)``; False: not a case of `read_piece`."""
     s, shape = t._sharding, t._global_shape
-    if not (not s._partial_axes and all(shape) and any(ints) and not all(ints)
-            and all(i or not s.dim_axes(d) for d, i in enumerate(ints))):
+    # (no split dim is sliced: `read_piece` has returned before asking otherwise)
+    if not (not s._partial_axes and all(shape) and any(ints) and not all(ints)):
         return False
     plan = _index_plan(t, tuple(0 if i else slice(None) for i in ints))[0]
     lay = _element_layout(t)
@@ -953,10 +953,10 @@ def read_piece(t: DistributedTensor, key: tuple, depth=None):
             f = _getframe(depth - 1 + 2 * _OWN_FRAME)
             code = f.f_code
             role, at = _matmul_role(code, f.f_lasti)
-            if role == 4 and ABOVE.lazy is not None:
+            if role == 4 and _lazy_getitem is not None:
                 # only stored (``p[-1, :] = p[-2, :]``): a deferred view, written where it is held
                 # (`meshrt.tensor.lazy.setitem`), not broadcast first
-                d = ABOVE.lazy.getitem(t, key)
+                d = _lazy_getitem(t, key)
                 if d is not None:
                     return d
             elif role and len(int_dims) == 1 and len(axes) == 1 and len(out_shape) == 1:
